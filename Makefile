@@ -1,0 +1,49 @@
+# bcd — build, test and demo. Every target uses a Deno on PATH, or bootstraps the pinned one from npm into .tools/.
+DENO_VERSION := 2.9.6
+SYSTEM_DENO := $(shell command -v deno 2>/dev/null)
+ifeq ($(SYSTEM_DENO),)
+DENO := $(CURDIR)/.tools/node_modules/.bin/deno
+DENO_DEP := $(DENO)
+else
+DENO := $(SYSTEM_DENO)
+DENO_DEP :=
+endif
+export PATH := $(dir $(DENO)):$(PATH)
+ROLES := node site ramdisk guest sim
+
+.PHONY: deno test check ok bundle compile demo clean proto fmt
+
+deno: $(DENO_DEP)
+	@$(DENO) --version | head -n 1
+
+$(CURDIR)/.tools/node_modules/.bin/deno:
+	@mkdir -p .tools
+	npm install --prefix .tools --no-save --no-audit --no-fund --loglevel=error deno@$(DENO_VERSION)
+	@test -x $@ || (echo "deno bootstrap failed: $@ missing" >&2; exit 1)
+
+# The README's test command: every suite, one summary line "N passed, M failed" at the end.
+test: $(DENO_DEP)
+	@bash .ci/test_all.sh "$(DENO)"
+
+check: $(DENO_DEP)
+	$(DENO) task check
+
+ok: check test
+
+fmt: $(DENO_DEP)
+	$(DENO) fmt
+
+proto: $(DENO_DEP)
+	$(DENO) task proto
+
+bundle: $(DENO_DEP)
+	$(DENO) task bundle
+
+compile: $(DENO_DEP)
+	$(DENO) task compile
+
+demo: $(DENO_DEP)
+	$(DENO) task demo
+
+clean:
+	rm -rf dist bin

@@ -1,0 +1,258 @@
+/**
+ * The agent configuration: what the user wrote in `config.toml` ({@link AgentConfig}), checked key by key, and the
+ * resolved form with every default filled in ({@link ResolvedAgentConfig}).
+ *
+ * @module
+ */
+import { parse as parseToml, TomlError } from "smol-toml";
+
+/** A configuration the agent refuses; names the dotted key and, where known, its line. */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+  constructor(
+    message: string,
+    readonly key: string | undefined,
+    readonly line: number | undefined,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** The journal's default bounds (000 §The journal): config may lower them, never raise them. */
+export const JOURNAL_DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
+export const JOURNAL_DEFAULT_MAX_UNACKED_EVENTS = 10_000;
+
+export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+const LOG_LEVELS: readonly LogLevel[] = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+
+/** What the user wrote: every field optional. */
+export interface AgentConfig {
+  data_dir?: string;
+  node_id?: string;
+  gateway?: { url?: string; join_token_file?: string; ca_file?: string };
+  log?: { level?: LogLevel };
+  journal?: { max_bytes?: number; max_unacked_events?: number };
+  commands?: { unbatched_destructive_per_hour?: number };
+  devices?: { cdi_dir?: string; run_dir?: string; cgroup_root?: string; nvidia_smi?: string };
+  host?: { units?: boolean };
+  instances?: { balloon_floor_percent?: number };
+  helper?: { socket?: string; instance_bridges?: string[] };
+  site?: { bmc_networks?: string[] };
+}
+
+/** The configuration the agent runs with. */
+export interface ResolvedAgentConfig {
+  dataDir: string;
+  nodeId: string | undefined;
+  gateway: { url: string | undefined; joinTokenFile: string | undefined; caFile: string | undefined };
+  log: { level: LogLevel };
+  journal: { maxBytes: number; maxUnackedEvents: number };
+  commands: { unbatchedDestructivePerHour: number };
+  devices: { cdiDir: string; runDir: string; cgroupRoot: string; nvidiaSmi: string };
+  host: { units: boolean };
+  instances: { balloonFloorPercent: number };
+  helper: { socket: string | undefined; instanceBridges: string[] };
+  site: { bmcNetworks: string[] };
+}
+
+type Kind = "string" | "path" | "int" | "bool" | "string[]" | "loglevel" | "url";
+type Schema = { [key: string]: Kind | Schema };
+
+const SCHEMA: Schema = {
+  data_dir: "path",
+  node_id: "string",
+  gateway: { url: "url", join_token_file: "path", ca_file: "path" },
+  log: { level: "loglevel" },
+  journal: { max_bytes: "int", max_unacked_events: "int" },
+  commands: { unbatched_destructive_per_hour: "int" },
+  devices: { cdi_dir: "path", run_dir: "path", cgroup_root: "path", nvidia_smi: "string" },
+  host: { units: "bool" },
+  instances: { balloon_floor_percent: "int" },
+  helper: { socket: "path", instance_bridges: "string[]" },
+  site: { bmc_networks: "string[]" },
+};
+
+/** Finds the 1-based line where a dotted key is set, by scanning table headers and `key =` lines. */
+function _lineOf(source: string, dotted: string): number | undefined {
+  const parts = dotted.split(".");
+  const leaf = parts[parts.length - 1]!;
+  const table = parts.slice(0, -1).join(".");
+  let current = "";
+  const lines = source.split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!.trim();
+    const header = /^\[\s*([^\]]+?)\s*\]$/.exec(line);
+    if (header) {
+      current = header[1]!.replaceAll(/\s+/g, "");
+      if (current === dotted) return i + 1;
+      continue;
+    }
+    const m = /^("?)([A-Za-z0-9_.-]+)\1\s*=/.exec(line);
+    if (!m) continue;
+    const key = m[2]!;
+    const full = current === "" ? key : `${current}.${key}`;
+    if (full === dotted || (current === table && key === leaf)) return i + 1;
+  }
+  return undefined;
+}
+
+function _fail(source: string, key: string, message: string): never {
+  const line = _lineOf(source, key);
+  const where = line === undefined ? "" : ` (line ${line})`;
+  throw new ConfigError(`config: ${key}${where}: ${message}`, key, line);
+}
+
+function _checkValue(source: string, key: string, kind: Kind, value: unknown): void {
+  switch (kind) {
+    case "string":
+      if (typeof value !== "string") _fail(source, key, `expected a string, got ${_typeName(value)}`);
+      return;
+    case "url":
+      if (typeof value !== "string") _fail(source, key, `expected a URL string, got ${_typeName(value)}`);
+      try {
+        const u = new URL(value);
+        if (!["ws:", "wss:", "http:", "https:"].includes(u.protocol)) {
+          _fail(source, key, `URL scheme "${u.protocol}" is not ws, wss, http or https`);
+        }
+      } catch (e) {
+        if (e instanceof ConfigError) throw e;
+        _fail(source, key, `"${value}" is not a URL`);
+      }
+      return;
+    case "path":
+      if (typeof value !== "string") _fail(source, key, `expected a path string, got ${_typeName(value)}`);
+      if (!value.startsWith("/")) _fail(source, key, `path "${value}" must be absolute`);
+      if (value.includes("\0")) _fail(source, key, "path contains a NUL byte");
+      return;
+    case "int":
+      if (typeof value !== "number" || !Number.isSafeInteger(value)) {
+        _fail(source, key, `expected an integer, got ${_typeName(value)}`);
+      }
+      if (value < 0) _fail(source, key, `must not be negative, got ${value}`);
+      return;
+    case "bool":
+      if (typeof value !== "boolean") _fail(source, key, `expected true or false, got ${_typeName(value)}`);
+      return;
+    case "string[]":
+      if (!Array.isArray(value) || value.some((v) => typeof v !== "string")) {
+        _fail(source, key, `expected an array of strings, got ${_typeName(value)}`);
+      }
+      return;
+    case "loglevel":
+      if (typeof value !== "string" || !LOG_LEVELS.includes(value as LogLevel)) {
+        _fail(source, key, `expected one of ${LOG_LEVELS.join(", ")}, got ${JSON.stringify(value)}`);
+      }
+      return;
+  }
+}
+
+function _typeName(v: unknown): string {
+  if (Array.isArray(v)) return "an array";
+  if (v instanceof Date) return "a date";
+  if (v === null) return "null";
+  return `a ${typeof v}`;
+}
+
+function _checkTable(source: string, prefix: string, schema: Schema, table: Record<string, unknown>): void {
+  for (const [k, v] of Object.entries(table)) {
+    const key = prefix === "" ? k : `${prefix}.${k}`;
+    const want = Object.hasOwn(schema, k) ? schema[k] : undefined;
+    if (want === undefined) _fail(source, key, "unknown key");
+    if (typeof want === "string") {
+      _checkValue(source, key, want, v);
+    } else {
+      if (typeof v !== "object" || v === null || Array.isArray(v) || v instanceof Date) {
+        _fail(source, key, `expected a table, got ${_typeName(v)}`);
+      }
+      _checkTable(source, key, want, v as Record<string, unknown>);
+    }
+  }
+}
+
+/** Parses TOML text into an {@link AgentConfig}, refusing unknown keys, wrong types and relative paths. */
+export function parseAgentConfig(source: string): AgentConfig {
+  let raw: Record<string, unknown>;
+  try {
+    raw = parseToml(source) as Record<string, unknown>;
+  } catch (e) {
+    if (e instanceof TomlError) {
+      throw new ConfigError(`config: not valid TOML: ${e.message.split("\n")[0]}`, undefined, e.line, { cause: e });
+    }
+    throw e;
+  }
+  _checkTable(source, "", SCHEMA, raw);
+  return raw as AgentConfig;
+}
+
+function _bound(name: string, value: number | undefined, max: number): number {
+  if (value === undefined) return max;
+  if (value > max) {
+    throw new ConfigError(
+      `config: ${name} = ${value} raises the bound ${max}; it may only be lowered`,
+      name,
+      undefined,
+    );
+  }
+  if (value === 0) throw new ConfigError(`config: ${name} must be at least 1`, name, undefined);
+  return value;
+}
+
+/** Fills defaults and enforces the cross-field rules (journal bounds may be lowered, never raised). */
+export function resolveAgentConfig(cfg: AgentConfig, source = ""): ResolvedAgentConfig {
+  const lineWrap = (f: () => number, key: string): number => {
+    try {
+      return f();
+    } catch (e) {
+      if (e instanceof ConfigError && source !== "") {
+        const line = _lineOf(source, key);
+        throw new ConfigError(
+          line === undefined ? e.message : e.message.replace(`config: ${key}`, `config: ${key} (line ${line})`),
+          key,
+          line,
+        );
+      }
+      throw e;
+    }
+  };
+  const floor = cfg.instances?.balloon_floor_percent ?? 50;
+  if (floor < 10 || floor > 100) {
+    _fail(source, "instances.balloon_floor_percent", `must be between 10 and 100, got ${floor}`);
+  }
+  return {
+    dataDir: cfg.data_dir ?? "/var/lib/bcd",
+    nodeId: cfg.node_id,
+    gateway: {
+      url: cfg.gateway?.url,
+      joinTokenFile: cfg.gateway?.join_token_file,
+      caFile: cfg.gateway?.ca_file,
+    },
+    log: { level: cfg.log?.level ?? "info" },
+    journal: {
+      maxBytes: lineWrap(
+        () => _bound("journal.max_bytes", cfg.journal?.max_bytes, JOURNAL_DEFAULT_MAX_BYTES),
+        "journal.max_bytes",
+      ),
+      maxUnackedEvents: lineWrap(
+        () => _bound("journal.max_unacked_events", cfg.journal?.max_unacked_events, JOURNAL_DEFAULT_MAX_UNACKED_EVENTS),
+        "journal.max_unacked_events",
+      ),
+    },
+    commands: { unbatchedDestructivePerHour: cfg.commands?.unbatched_destructive_per_hour ?? 0 },
+    devices: {
+      cdiDir: cfg.devices?.cdi_dir ?? "/etc/cdi",
+      runDir: cfg.devices?.run_dir ?? "/run/bcd",
+      cgroupRoot: cfg.devices?.cgroup_root ?? "/sys/fs/cgroup",
+      nvidiaSmi: cfg.devices?.nvidia_smi ?? "nvidia-smi",
+    },
+    host: { units: cfg.host?.units ?? true },
+    instances: { balloonFloorPercent: floor },
+    helper: { socket: cfg.helper?.socket, instanceBridges: cfg.helper?.instance_bridges ?? [] },
+    site: { bmcNetworks: cfg.site?.bmc_networks ?? [] },
+  };
+}
+
+/** Parses and resolves in one step. */
+export function loadAgentConfig(source: string): ResolvedAgentConfig {
+  return resolveAgentConfig(parseAgentConfig(source), source);
+}

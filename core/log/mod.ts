@@ -1,0 +1,59 @@
+/**
+ * Logging: pino JSON lines on stderr, one event per line, with ids (`command_id`, `generation`, `instance`) as
+ * fields, never inside the message. Library code takes a {@link Logger} and never writes to the console.
+ *
+ * @module
+ */
+import pino from "pino";
+import type { LogLevel } from "../config/mod.ts";
+
+/** The logger type every module takes. */
+export type Logger = pino.Logger;
+
+/** Options for {@link createLogger}. */
+export interface LoggerOptions {
+  level?: LogLevel;
+  /** Fields on every line, e.g. `{ role: "node" }`. */
+  base?: Record<string, unknown>;
+  /** Where lines go: file descriptor 2 (stderr) unless a test passes its own sink. */
+  destination?: { write(line: string): void };
+}
+
+/** The level from `BCD_LOG_LEVEL` when set and valid, else `fallback`. Reading the env is optional. */
+export function levelFromEnv(fallback: LogLevel): LogLevel {
+  let v: string | undefined;
+  try {
+    v = Deno.env.get("BCD_LOG_LEVEL");
+  } catch (e) {
+    if (e instanceof Deno.errors.NotCapable || e instanceof Deno.errors.PermissionDenied) return fallback;
+    throw e;
+  }
+  const levels: LogLevel[] = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+  return v !== undefined && levels.includes(v as LogLevel) ? v as LogLevel : fallback;
+}
+
+/** A pino logger writing JSON lines to stderr (or `destination`). */
+export function createLogger(opts: LoggerOptions = {}): Logger {
+  const dest = opts.destination ?? pino.destination({ fd: 2, sync: true });
+  return pino({
+    level: opts.level ?? "info",
+    base: opts.base ?? {},
+    timestamp: pino.stdTimeFunctions.isoTime,
+    formatters: { level: (label) => ({ level: label }) },
+  }, dest as pino.DestinationStream);
+}
+
+/** A logger that drops everything, for tests that do not look at logs. */
+export function silentLogger(): Logger {
+  return pino({ level: "silent" });
+}
+
+/** A logger that keeps its lines in memory, parsed, for tests that assert on logs. */
+export function memoryLogger(level: LogLevel = "trace"): { logger: Logger; lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  const logger = createLogger({
+    level,
+    destination: { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) },
+  });
+  return { logger, lines };
+}

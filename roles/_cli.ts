@@ -1,0 +1,143 @@
+/**
+ * The command-line frame every role shares: subcommand dispatch with `node:util` parseArgs, `version` and `help`,
+ * and the exit codes of DESIGN.md (0 ok, 1 internal error, 2 usage, 3 refused).
+ *
+ * @module
+ */
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import { kindsForRole, type Role } from "../core/commands/kinds.ts";
+import { AGENT_VERSION, BUILD, PROTOCOLS } from "../core/version.ts";
+
+export const EXIT_OK = 0;
+export const EXIT_INTERNAL = 1;
+export const EXIT_USAGE = 2;
+export const EXIT_REFUSED = 3;
+
+/** A usage mistake: exit 2 with a one-line reason. */
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+/** One subcommand of a role. */
+export interface Subcommand {
+  /** One line for `help`. */
+  readonly summary: string;
+  /** parseArgs options for the subcommand's own flags. */
+  readonly options?: ParseArgsConfig["options"];
+  /** Whether positional arguments are allowed. */
+  readonly positionals?: boolean;
+  /** Nested subcommands (`image check`, `journal inspect`). */
+  readonly sub?: Readonly<Record<string, Subcommand>>;
+  run?(args: { values: Record<string, unknown>; positionals: string[] }): Promise<number> | number;
+}
+
+/** The JSON `version` prints. */
+export function versionInfo(role: Role): Record<string, unknown> {
+  return {
+    role,
+    version: AGENT_VERSION,
+    build: BUILD,
+    protocols: PROTOCOLS,
+    kinds: kindsForRole(role).map((k) => ({ kind: k.kind, lane: k.lane, flags: k.flags })),
+  };
+}
+
+function _write(fd: "out" | "err", text: string): void {
+  const bytes = new TextEncoder().encode(text.endsWith("\n") ? text : text + "\n");
+  (fd === "out" ? Deno.stdout : Deno.stderr).writeSync(bytes);
+}
+
+/** Prints one line on stdout (the CLI's result channel). */
+export function printOut(text: string): void {
+  _write("out", text);
+}
+
+function _help(role: Role, commands: Readonly<Record<string, Subcommand>>, prefix: string[]): string {
+  const lines = [`usage: bcd-${role} ${[...prefix, "<command>"].join(" ")} [flags]`, "", "commands:"];
+  const walk = (cmds: Readonly<Record<string, Subcommand>>, path: string[]) => {
+    for (const [name, c] of Object.entries(cmds)) {
+      const full = [...path, name];
+      if (c.run) lines.push(`  ${full.join(" ").padEnd(28)} ${c.summary}`);
+      if (c.sub) walk(c.sub, full);
+    }
+  };
+  walk(commands, prefix);
+  return lines.join("\n");
+}
+
+/** Runs a role's CLI with `argv` and returns the exit code; `version` and `help` are added for every role. */
+export async function runCli(
+  role: Role,
+  argv: string[],
+  commands: Readonly<Record<string, Subcommand>>,
+): Promise<number> {
+  const all: Record<string, Subcommand> = {
+    version: {
+      summary: "print role, build, protocol versions and registered command kinds as JSON",
+      run: () => {
+        printOut(JSON.stringify(versionInfo(role)));
+        return EXIT_OK;
+      },
+    },
+    help: {
+      summary: "list the subcommands",
+      run: () => {
+        printOut(_help(role, all, []));
+        return EXIT_OK;
+      },
+    },
+    ...commands,
+  };
+  try {
+    let cmds: Readonly<Record<string, Subcommand>> = all;
+    let rest = argv;
+    const path: string[] = [];
+    for (;;) {
+      const name = rest[0];
+      if (name === undefined || name === "--help" || name === "-h") {
+        if (path.length === 0 && name === undefined) throw new UsageError(`no command given; try "bcd-${role} help"`);
+        printOut(_help(role, cmds, path));
+        return name === undefined ? EXIT_USAGE : EXIT_OK;
+      }
+      const cmd = Object.hasOwn(cmds, name) ? cmds[name] : undefined;
+      if (cmd === undefined) throw new UsageError(`unknown command "${[...path, name].join(" ")}"`);
+      path.push(name);
+      rest = rest.slice(1);
+      if (cmd.sub && (rest.length === 0 || Object.hasOwn(cmd.sub, rest[0]!) || !cmd.run)) {
+        if (rest.length === 0 && !cmd.run) throw new UsageError(`"${path.join(" ")}" needs a subcommand`);
+        if (rest.length > 0 && !Object.hasOwn(cmd.sub, rest[0]!) && !cmd.run) {
+          throw new UsageError(`unknown command "${[...path, rest[0]].join(" ")}"`);
+        }
+        if (rest.length > 0 && Object.hasOwn(cmd.sub, rest[0]!)) {
+          cmds = cmd.sub;
+          continue;
+        }
+      }
+      if (!cmd.run) throw new UsageError(`"${path.join(" ")}" needs a subcommand`);
+      let parsed;
+      try {
+        parsed = parseArgs({
+          args: rest,
+          options: { help: { type: "boolean", short: "h" }, ...(cmd.options ?? {}) },
+          allowPositionals: cmd.positionals ?? false,
+          strict: true,
+        });
+      } catch (e) {
+        const msg = e instanceof Error ? e.message.split("\n")[0] : String(e);
+        throw new UsageError(`${path.join(" ")}: ${msg}`, { cause: e });
+      }
+      if (parsed.values.help) {
+        printOut(`bcd-${role} ${path.join(" ")}: ${cmd.summary}`);
+        return EXIT_OK;
+      }
+      return await cmd.run({ values: parsed.values as Record<string, unknown>, positionals: parsed.positionals });
+    }
+  } catch (e) {
+    if (e instanceof UsageError) {
+      _write("err", `bcd-${role}: ${e.message}`);
+      return EXIT_USAGE;
+    }
+    _write("err", `bcd-${role}: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+    return EXIT_INTERNAL;
+  }
+}

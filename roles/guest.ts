@@ -1,0 +1,13 @@
+/**
+ * The `guest` role's entry point: wiring only.
+ *
+ * @module
+ */
+import { runCli, type Subcommand } from "./_cli.ts";
+
+/** The `guest` role's subcommands beyond `version` and `help`. */
+export const COMMANDS: Record<string, Subcommand> = {};
+
+if (import.meta.main) {
+  Deno.exit(await runCli("guest", Deno.args, COMMANDS));
+}

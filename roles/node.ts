@@ -1,0 +1,13 @@
+/**
+ * The `node` role's entry point: wiring only.
+ *
+ * @module
+ */
+import { runCli, type Subcommand } from "./_cli.ts";
+
+/** The `node` role's subcommands beyond `version` and `help`. */
+export const COMMANDS: Record<string, Subcommand> = {};
+
+if (import.meta.main) {
+  Deno.exit(await runCli("node", Deno.args, COMMANDS));
+}

@@ -1,0 +1,117 @@
+/**
+ * Each role's permission flags: the single source for the `deno.json` tasks, `make bundle` and `make compile`.
+ * A role never holds a permission it does not use; `permissions_test.ts` proves the tasks match this table and
+ * that what a role must not do is refused.
+ *
+ * @module
+ */
+import type { Role } from "../core/commands/kinds.ts";
+
+/** Host tools no role but `node` may run (the guest runs tenant programs, never these). */
+export const HOST_TOOLS: readonly string[] = [
+  "virsh",
+  "qemu-img",
+  "nft",
+  "nvidia-smi",
+  "systemctl",
+  "cloud-hypervisor",
+  "ip",
+];
+
+/** The directories each role owns and the rest of its grant. */
+export interface RolePermissions {
+  readonly read: readonly string[] | "all";
+  readonly write: readonly string[];
+  /** Programs the role may run; `"all"` with `denyRun` for the guest, which runs tenant programs. */
+  readonly run: readonly string[] | "all";
+  readonly denyRun: readonly string[];
+  /** Network: `"all"` for roles that reach a gateway and presigned upload URLs; none for the guest. */
+  readonly net: "all" | "none";
+  readonly env: readonly string[];
+  readonly sys: readonly string[];
+}
+
+const ENV = ["BCD_LOG_LEVEL", "BCD_CONFIG", "BCD_DATA_DIR", "BCD_BOOT_ID_PATH"];
+const SYS = ["hostname", "osRelease", "systemMemoryInfo", "cpus", "networkInterfaces", "loadavg"];
+
+/** The table. Paths are absolute; tests that need temp roots add theirs with {@link roleFlags}'s `extraWrite`. */
+export const ROLE_PERMISSIONS: Readonly<Record<Role, RolePermissions>> = {
+  node: {
+    read: ["/var/lib/bcd", "/etc/bcd", "/etc/cdi", "/run/bcd", "/run/nvidia-mps", "/proc", "/sys", "/dev"],
+    write: ["/var/lib/bcd", "/etc/cdi", "/run/bcd", "/sys/fs/cgroup"],
+    run: [...HOST_TOOLS, "ssh-keygen", "sshd"],
+    denyRun: [],
+    net: "all",
+    env: ENV,
+    sys: SYS,
+  },
+  site: {
+    read: ["/var/lib/bcd-site", "/etc/bcd", "/proc", "/sys"],
+    write: ["/var/lib/bcd-site"],
+    run: ["systemctl"],
+    denyRun: [],
+    net: "all",
+    env: ENV,
+    sys: SYS,
+  },
+  ramdisk: {
+    read: ["/run/bcd", "/etc/bcd", "/proc", "/sys", "/dev"],
+    write: ["/run/bcd", "/dev"],
+    run: ["qemu-img", "nvidia-smi", "dcgmi", "blkdiscard", "kexec", "reboot"],
+    denyRun: [],
+    net: "all",
+    env: ENV,
+    sys: SYS,
+  },
+  guest: {
+    read: "all",
+    write: ["/run/bcd-guest", "/dev", "/proc/sysrq-trigger"],
+    run: "all",
+    denyRun: HOST_TOOLS,
+    net: "none",
+    env: [...ENV, "BCD_GUEST_ROOT"],
+    sys: ["hostname", "osRelease", "systemMemoryInfo", "cpus"],
+  },
+  sim: {
+    read: ["/var/lib/bcd-sim", "/tmp/bcd-sim", "/etc/bcd"],
+    write: ["/var/lib/bcd-sim", "/tmp/bcd-sim"],
+    run: [],
+    denyRun: [],
+    net: "all",
+    env: ENV,
+    sys: SYS,
+  },
+};
+
+/** Options for {@link roleFlags}. */
+export interface RoleFlagOptions {
+  /** More writable (and readable) directories, e.g. a test's temp root. */
+  readonly extraWrite?: readonly string[];
+}
+
+/** The `deno run` / `deno compile` permission flags of `role`, in a stable order. */
+export function roleFlags(role: Role, opts: RoleFlagOptions = {}): string[] {
+  const p = ROLE_PERMISSIONS[role];
+  const extra = opts.extraWrite ?? [];
+  const flags: string[] = ["--no-prompt"];
+  if (p.read === "all") flags.push("--allow-read");
+  else flags.push(`--allow-read=${[...p.read, ...extra].join(",")}`);
+  if (p.write.length + extra.length > 0) flags.push(`--allow-write=${[...p.write, ...extra].join(",")}`);
+  if (p.run === "all") flags.push("--allow-run");
+  else if (p.run.length > 0) flags.push(`--allow-run=${p.run.join(",")}`);
+  if (p.denyRun.length > 0) flags.push(`--deny-run=${p.denyRun.join(",")}`);
+  if (p.net === "all") flags.push("--allow-net");
+  if (p.env.length > 0) flags.push(`--allow-env=${p.env.join(",")}`);
+  if (p.sys.length > 0) flags.push(`--allow-sys=${p.sys.join(",")}`);
+  return flags;
+}
+
+/** The entry file of a role, relative to the repository root. */
+export function roleEntry(role: Role): string {
+  return `roles/${role}.ts`;
+}
+
+/** The `deno.json` task line of a role. */
+export function roleTask(role: Role): string {
+  return ["deno run", ...roleFlags(role), roleEntry(role)].join(" ");
+}
