@@ -93,7 +93,7 @@ export interface RoleFlagOptions {
 export function roleFlags(role: Role, opts: RoleFlagOptions = {}): string[] {
   const p = ROLE_PERMISSIONS[role];
   const extra = opts.extraWrite ?? [];
-  const flags: string[] = ["--no-prompt"];
+  const flags: string[] = ["--quiet", "--no-prompt"];
   if (p.read === "all") flags.push("--allow-read");
   else flags.push(`--allow-read=${[...p.read, ...extra].join(",")}`);
   if (p.write.length + extra.length > 0) flags.push(`--allow-write=${[...p.write, ...extra].join(",")}`);

@@ -1,0 +1,63 @@
+import assert from "node:assert/strict";
+import { kindsForRole, ROLES } from "../core/commands/kinds.ts";
+import { AGENT_VERSION, PROTOCOLS } from "../core/version.ts";
+
+const ROOT = new URL("../", import.meta.url).pathname;
+
+async function task(role: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["task", "--quiet", role, ...args],
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const dec = new TextDecoder();
+  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}
+
+Deno.test("`version` of every role lists exactly its kinds of the seed's table, row by row", async (t) => {
+  for (const role of ROLES) {
+    await t.step(role, async () => {
+      const r = await task(role, "version");
+      assert.equal(r.code, 0, r.stderr);
+      const v = JSON.parse(r.stdout) as {
+        role: string;
+        version: string;
+        build: string;
+        protocols: Record<string, number>;
+        kinds: { kind: string; lane: string; flags: string[] }[];
+      };
+      assert.equal(v.role, role);
+      assert.equal(v.version, AGENT_VERSION);
+      assert.equal(typeof v.build, "string");
+      assert.deepEqual(v.protocols, PROTOCOLS);
+      const want = kindsForRole(role).map((k) => ({ kind: k.kind, lane: k.lane, flags: [...k.flags] }));
+      assert.equal(v.kinds.length, want.length);
+      for (let i = 0; i < want.length; i++) assert.deepEqual(v.kinds[i], want[i], `row ${i} of ${role}`);
+    });
+  }
+});
+
+Deno.test("the CLI exits 2 with a one-line reason for an unknown subcommand or flag, 0 for help", async (t) => {
+  await t.step("unknown subcommand", async () => {
+    const r = await task("node", "frobnicate");
+    assert.equal(r.code, 2);
+    assert.equal(r.stderr.trim().split("\n").length, 1);
+    assert.match(r.stderr, /unknown command "frobnicate"/);
+  });
+  await t.step("unknown flag", async () => {
+    const r = await task("guest", "version", "--frob");
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /--frob/);
+  });
+  await t.step("no command", async () => {
+    const r = await task("site");
+    assert.equal(r.code, 2);
+  });
+  await t.step("help", async () => {
+    const r = await task("ramdisk", "help");
+    assert.equal(r.code, 0);
+    assert.match(r.stdout, /version/);
+    assert.match(r.stdout, /help/);
+  });
+});
