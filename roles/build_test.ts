@@ -1,0 +1,48 @@
+import assert from "node:assert/strict";
+import { ROLES } from "../core/commands/kinds.ts";
+import { compileArgs, launcherScript } from "./build.ts";
+import { roleFlags } from "./permissions.ts";
+
+const ROOT = new URL("../", import.meta.url).pathname;
+
+Deno.test("each launcher runs the bundle with exactly its role's flags", () => {
+  for (const role of ROLES) {
+    const script = launcherScript(role);
+    for (const f of roleFlags(role)) assert.ok(script.includes(`'${f}'`), `${role} launcher lacks ${f}`);
+    assert.ok(script.includes(`"$here/bcd-${role}.js"`));
+    assert.ok(!script.includes("--allow-all") && !script.includes(" -A "));
+  }
+});
+
+Deno.test("deno compile gets the role's flags and writes bin/bcd-<role>", () => {
+  for (const role of ROLES) {
+    const args = compileArgs(role);
+    assert.equal(args[0], "compile");
+    for (const f of roleFlags(role)) assert.ok(args.includes(f), `${role} compile lacks ${f}`);
+    assert.equal(args[args.indexOf("--output") + 1], `bin/bcd-${role}`);
+  }
+});
+
+Deno.test("`make bundle` produces five launchers that print their role's version", async (t) => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["task", "--quiet", "bundle"],
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.ok(out.success, new TextDecoder().decode(out.stderr));
+  for (const role of ROLES) {
+    await t.step(role, async () => {
+      const r = await new Deno.Command(`${ROOT}dist/bcd-${role}/bcd-${role}`, {
+        args: ["version"],
+        cwd: "/",
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assert.equal(r.code, 0, new TextDecoder().decode(r.stderr));
+      const v = JSON.parse(new TextDecoder().decode(r.stdout)) as { role: string; build: string };
+      assert.equal(v.role, role);
+      assert.notEqual(v.build, "source", "the bundle carries its build id");
+    });
+  }
+});
