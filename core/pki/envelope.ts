@@ -1,0 +1,70 @@
+/**
+ * Signature envelopes: `Command.signature` and a signed `DesiredStateBody` carry one. Format (JSON, UTF-8):
+ * `{"v":1,"purpose":"command"|"desired-state","cert":<worker certificate>,"sig":<b64 64 bytes>}`, where `sig` is the
+ * worker key's Ed25519 signature over `signedMessage(purpose, <exact body bytes>)`. The verifier checks the bytes it
+ * received, never a re-encoding, and builds the signed message from the purpose it expects.
+ *
+ * @module
+ */
+import { signEd25519, type SigningKeyPair, verifyEd25519 } from "./ed25519.ts";
+import { decodeBoundedJson, encodeJson, fromBase64, PkiFormatError, toBase64 } from "./codec.ts";
+import {
+  certificateFromJson,
+  certificateToJson,
+  verifyWorkerCertificate,
+  type WorkerCertificate,
+} from "./certificate.ts";
+import { type Purpose, signedMessage } from "./purpose.ts";
+import { SignatureError } from "./signature_error.ts";
+
+/** The largest envelope decoded. */
+export const MAX_ENVELOPE_BYTES = 8192;
+
+/** A worker key with its certificate: what signs commands and specs. */
+export interface WorkerSigner {
+  readonly key: SigningKeyPair;
+  readonly certificate: WorkerCertificate;
+}
+
+/** Signs `bytes` under `purpose`, returning the encoded envelope. */
+export async function signEnvelope(signer: WorkerSigner, purpose: Purpose, bytes: Uint8Array): Promise<Uint8Array> {
+  const sig = await signEd25519(signer.key.privateKey, signedMessage(purpose, bytes));
+  return encodeJson({ v: 1, purpose, cert: certificateToJson(signer.certificate), sig: toBase64(sig) });
+}
+
+/**
+ * Verifies an envelope over exactly `bytes` for `purpose` against `roots` at server time `nowMs`, returning the
+ * worker certificate that signed. Throws {@link SignatureError}: `missing` (no or empty envelope), `malformed`,
+ * `wrong-purpose` (an envelope or certificate for another purpose), `unknown-key`, `certificate-invalid`,
+ * `certificate-expired`, `invalid` (the signature does not verify over these bytes).
+ */
+export async function verifyEnvelope(
+  roots: readonly Uint8Array[],
+  purpose: Purpose,
+  bytes: Uint8Array,
+  envelope: Uint8Array | undefined,
+  nowMs: number,
+): Promise<WorkerCertificate> {
+  if (envelope === undefined || envelope.length === 0) throw new SignatureError("missing", "no signature");
+  let cert: WorkerCertificate;
+  let sig: Uint8Array;
+  let claimed: unknown;
+  try {
+    const o = decodeBoundedJson("envelope", envelope, MAX_ENVELOPE_BYTES);
+    if (o.v !== 1) throw new PkiFormatError("envelope.v: unsupported version");
+    claimed = o.purpose;
+    cert = certificateFromJson(o.cert);
+    sig = fromBase64("envelope.sig", o.sig, 64);
+  } catch (e) {
+    if (e instanceof PkiFormatError) throw new SignatureError("malformed", e.message, { cause: e });
+    throw e;
+  }
+  if (claimed !== purpose) {
+    throw new SignatureError("wrong-purpose", `envelope for ${JSON.stringify(claimed)}, expected "${purpose}"`);
+  }
+  await verifyWorkerCertificate(roots, cert, purpose, nowMs);
+  if (!await verifyEd25519(cert.statement.publicKey, sig, signedMessage(purpose, bytes))) {
+    throw new SignatureError("invalid", `the ${purpose} signature does not verify over the bytes received`);
+  }
+  return cert;
+}

@@ -1,0 +1,43 @@
+/**
+ * Signature purposes and domain separation. Every bcd signature is over
+ * `"bcd-sig-v1" 0x00 <purpose> 0x00 <bytes>`, so a signature made for one purpose never verifies for another, and the
+ * verifier always builds the prefix from the purpose it expects, never from one the signer claims.
+ *
+ * @module
+ */
+
+/** The purposes bcd signs and verifies under. */
+export type Purpose =
+  /** `Command.signature`: a worker key over the exact `CommandBody` bytes. */
+  | "command"
+  /** A signed `DesiredStateBody`: the same envelope, another purpose. */
+  | "desired-state"
+  /** A root over a worker certificate's statement. */
+  | "worker-cert"
+  /** An approver over a destructive batch's scope. */
+  | "batch-approval"
+  /** The node over an attested command result (`CommandUpdate.node_sig`). */
+  | "command-result"
+  /** The node over an `AttestedReport` body (allocation events). */
+  | "attested-report";
+
+/** Every purpose, for validation of decoded certificates. */
+export const PURPOSES: readonly Purpose[] = [
+  "command",
+  "desired-state",
+  "worker-cert",
+  "batch-approval",
+  "command-result",
+  "attested-report",
+];
+
+const _enc = new TextEncoder();
+
+/** The exact bytes signed for `purpose` over `bytes`. */
+export function signedMessage(purpose: Purpose, bytes: Uint8Array): Uint8Array {
+  const prefix = _enc.encode(`bcd-sig-v1\0${purpose}\0`);
+  const out = new Uint8Array(prefix.length + bytes.length);
+  out.set(prefix, 0);
+  out.set(bytes, prefix.length);
+  return out;
+}

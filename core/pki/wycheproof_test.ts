@@ -1,0 +1,58 @@
+import assert from "node:assert/strict";
+import { verifyEd25519 } from "./ed25519.ts";
+
+const VECTORS = new URL("../../fixtures/wycheproof/ed25519_test.json", import.meta.url);
+
+interface Vector {
+  tcId: number;
+  comment: string;
+  msg: string;
+  sig: string;
+  result: "valid" | "invalid";
+}
+
+function hex(s: string): Uint8Array {
+  const out = new Uint8Array(s.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = parseInt(s.slice(2 * i, 2 * i + 2), 16);
+  return out;
+}
+
+async function load(): Promise<{ groups: { publicKey: { pk: string }; tests: Vector[] }[]; count: number } | null> {
+  try {
+    const d = JSON.parse(await Deno.readTextFile(VECTORS));
+    return { groups: d.testGroups, count: d.numberOfTests };
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return null;
+    throw e;
+  }
+}
+
+const data = await load();
+if (data === null) console.warn(`skipping Wycheproof: ${VECTORS.pathname} is absent (copied from ../shared/vectors)`);
+
+Deno.test({
+  name: "verifyEd25519() gives exactly the expected result for all 151 Wycheproof Ed25519 vectors",
+  ignore: data === null,
+  fn: async () => {
+    const d = data!;
+    let seen = 0;
+    const wrong: string[] = [];
+    for (const g of d.groups) {
+      const pk = hex(g.publicKey.pk);
+      for (const t of g.tests) {
+        seen++;
+        const got = await verifyEd25519(pk, hex(t.sig), hex(t.msg)) ? "valid" : "invalid";
+        if (got !== t.result) wrong.push(`tcId ${t.tcId} (${t.comment}): got ${got}, want ${t.result}`);
+      }
+    }
+    assert.equal(seen, 151);
+    assert.equal(d.count, 151);
+    assert.deepEqual(wrong, []);
+  },
+});
+
+Deno.test("verifyEd25519() refuses keys and signatures of the wrong length without throwing", async () => {
+  assert.equal(await verifyEd25519(new Uint8Array(31), new Uint8Array(64), new Uint8Array()), false);
+  assert.equal(await verifyEd25519(new Uint8Array(32), new Uint8Array(63), new Uint8Array()), false);
+  assert.equal(await verifyEd25519(new Uint8Array(32), new Uint8Array(65), new Uint8Array()), false);
+});
