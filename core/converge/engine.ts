@@ -166,14 +166,14 @@ export class ConvergenceEngine {
 
   async #section(section: SectionName, desired: unknown, generation: number): Promise<SectionStatus> {
     const conv = this.#convergers.get(section);
-    const cond = `SectionUnsupported/${section}`;
+    const cond = "SectionUnsupported";
     if (!conv) {
       if (isEmptySection(desired)) {
-        this.conditions.clear(cond);
+        this.conditions.clear(cond, section);
         return { section, state: "CONVERGED", generation, reason: "", message: "" };
       }
       const reason = String(SECTION_FIELD_NUMBER[section]);
-      this.conditions.set(cond, true, reason, `bcd has no converger for section ${section}`);
+      this.conditions.set(cond, section, "True", reason, `bcd has no converger for section ${section}`);
       return { section, state: "UNSUPPORTED", generation, reason, message: `no converger for section ${section}` };
     }
     const log = this.#log.child({ section, generation });
@@ -192,7 +192,7 @@ export class ConvergenceEngine {
         outcome = { kind: "progressing", reason: "ApplyError", message };
       }
     }
-    if (outcome.kind !== "unsupported" || !outcome.condition) this.conditions.clear(cond);
+    if (outcome.kind !== "unsupported" || !outcome.condition) this.conditions.clear(cond, section);
     switch (outcome.kind) {
       case "converged":
         return { section, state: "CONVERGED", generation, reason: "", message: outcome.message ?? "" };
@@ -202,7 +202,7 @@ export class ConvergenceEngine {
         log.warn({ reason: outcome.reason }, outcome.message);
         return { section, state: "FAILED", generation, reason: outcome.reason, message: outcome.message };
       case "unsupported":
-        if (outcome.condition) this.conditions.set(cond, true, outcome.reason, outcome.message);
+        if (outcome.condition) this.conditions.set(cond, section, "True", outcome.reason, outcome.message);
         return { section, state: "UNSUPPORTED", generation, reason: outcome.reason, message: outcome.message };
     }
   }

@@ -152,7 +152,7 @@ Deno.test("the observed_generation rule, one row per case", async (t) => {
       assert.equal(s.observed_generation, row.advances ? 4 : 0);
       assert.equal(s.applied_generation, 4);
       assert.equal(s.applied_spec_hash, "h4");
-      const c = s.conditions.find((x) => x.type === "SectionUnsupported/devices");
+      const c = s.conditions.find((x) => x.type === "SectionUnsupported" && x.subject === "devices");
       assert.equal(c?.reason, row.condition);
       assert.equal(s.sections.length, SECTION_ORDER.length);
     });
@@ -188,28 +188,32 @@ Deno.test("a converged section plans nothing, so a second pass applies nothing",
 Deno.test("the SectionUnsupported condition clears once the section is emptied", async () => {
   const e = engine([]);
   e.hold({ generation: 1, specHash: "a", sections: { telemetry: { endpoint: "https://otlp" } } });
-  assert.ok((await e.pass()).conditions.some((c) => c.type === "SectionUnsupported/telemetry"));
+  assert.ok((await e.pass()).conditions.some((c) => c.type === "SectionUnsupported" && c.subject === "telemetry"));
   e.hold({ generation: 2, specHash: "b", sections: { telemetry: {} } });
   const s = await e.pass();
-  assert.ok(!s.conditions.some((c) => c.type === "SectionUnsupported/telemetry"));
+  assert.ok(!s.conditions.some((c) => c.type === "SectionUnsupported"));
   assert.equal(s.observed_generation, 2);
 });
 
 Deno.test("conditions report their age on the monotonic clock, not a timestamp", () => {
   let now = 1_000;
   const c = new ConditionSet(() => now);
-  c.set("XidError/GPU-1", true, "63", "row remap pending");
+  c.set("XidError", "GPU-1", "True", "63", "row remap pending");
   now = 4_500;
-  c.set("XidError/GPU-1", true, "63", "still pending");
+  c.set("XidError", "GPU-1", "True", "63", "still pending");
   assert.deepEqual(c.report(), [{
-    type: "XidError/GPU-1",
-    status: true,
+    type: "XidError",
+    subject: "GPU-1",
+    status: "True",
     reason: "63",
     message: "still pending",
     age_ms: 3_500,
   }]);
-  c.set("XidError/GPU-1", true, "79", "fell off the bus");
+  c.set("XidError", "GPU-1", "True", "79", "fell off the bus");
   assert.equal(c.report()[0]!.age_ms, 0);
+  c.set("XidError", "GPU-2", "True", "63", "");
+  c.clearType("XidError", "GPU-1");
+  assert.deepEqual(c.report().map((x) => x.subject), ["GPU-2"]);
 });
 
 Deno.test("passes run on every spec, on the 10-minute drift timer, and after 30 s while progressing", async () => {
