@@ -1,0 +1,28 @@
+/**
+ * Safety kernels for untrusted input (seed 000 §Tenant images, seed 004 T1, seed 002 §"The guest agent in place of
+ * NVX's agents"):
+ *
+ * - the config-bundle safety kernel: {@link walk} and {@link unpack} of a gzip-compressed tar under the caps
+ *   {@link MAX_FILES}, {@link MAX_BYTES}, {@link MAX_WIRE_BYTES}, refusing with {@link UnsafeBundle};
+ * - the versioned config {@link Tree} with its atomic `current` flip;
+ *
+ * Export names here are stable; other modules import from this file only.
+ *
+ * @module
+ */
+export {
+  type Check,
+  DIR_MODE,
+  FILE_MODE,
+  MAX_BYTES,
+  MAX_EXTENSION_BYTES,
+  MAX_FILES,
+  MAX_TAR_BYTES,
+  MAX_WIRE_BYTES,
+  type MemberType,
+  unpack,
+  walk,
+} from "./bundle_walk.ts";
+export { cleanName, MAX_COMPONENT_BYTES, MAX_NAME_BYTES } from "./bundle_name.ts";
+export { type ImageReason, ImageRefused, UnsafeBundle, type UnsafeReason } from "./errors.ts";
+export { CURRENT, INSTALL_STEPS, type InstallStep, Tree, type TreeOptions } from "./tree.ts";
