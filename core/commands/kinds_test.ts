@@ -3,7 +3,9 @@ import { DEFAULT_KIND_TIMEOUT_MS, kindsForRole, lookupKind, ROLES } from "./kind
 
 /** The seed's "Kinds by lane" table, parsed from the spec itself so a drift in either shows up here. */
 function seedKindRows(): { lane: string; kinds: string[]; roles: string[]; flags: string[] }[] {
-  const text = Deno.readTextFileSync(new URL("../../../shared/seeds/000_8770da62ed1e7f43.readable.md", import.meta.url));
+  const text = Deno.readTextFileSync(
+    new URL("../../../shared/seeds/000_8770da62ed1e7f43.readable.md", import.meta.url),
+  );
   const start = text.indexOf("### Kinds by lane");
   const end = text.indexOf("### Results and acknowledgements");
   assert.ok(start > 0 && end > start, "the seed has a Kinds by lane section");
