@@ -1,0 +1,86 @@
+/**
+ * Test support for the journal's suites: temp data directories, a settable clock and a fault-injecting driver.
+ *
+ * @module
+ */
+import { openNodeSqlite } from "./driver_node_sqlite.ts";
+import { Journal, type JournalOptions } from "./journal.ts";
+import type { SqlDriver, SqlDriverFactory, SqlRow, SqlValue } from "./sql_driver.ts";
+
+/** A clock tests move by hand. */
+export class TestClock {
+  constructor(public t = Date.UTC(2026, 10, 30, 6, 0, 0)) {}
+  readonly now = (): number => this.t;
+  advance(ms: number): void {
+    this.t += ms;
+  }
+}
+
+/** A fresh temp data directory; removed by the returned disposer. */
+export async function tempDataDir(): Promise<{ dir: string } & AsyncDisposable> {
+  const dir = await Deno.makeTempDir({ dir: "/var/tmp", prefix: "bcd-journal-test-" });
+  return { dir, [Symbol.asyncDispose]: () => Deno.remove(dir, { recursive: true }) };
+}
+
+/** Opens a journal in `dir` with test defaults (boot "boot-1", the given clock). */
+export function openTest(dir: string, clock: TestClock, extra: Partial<JournalOptions> = {}): Promise<Journal> {
+  return Journal.open({ dataDir: dir, bootId: "boot-1", now: clock.now, ...extra });
+}
+
+/** Faults a {@link FaultyDriver} can inject. */
+export interface Faults {
+  /** Throw on the next COMMIT (a failed fsync surfaces there). */
+  failCommit?: boolean;
+  /** Answer `PRAGMA synchronous` with this value. */
+  synchronous?: number;
+  /** Answer `PRAGMA journal_mode` with this value. */
+  journalMode?: string;
+}
+
+/** Wraps the real driver and injects {@link Faults}; counts the statements it saw. */
+export class FaultyDriver implements SqlDriver {
+  readonly name = "faulty";
+  commits = 0;
+  execs: string[] = [];
+  constructor(private inner: SqlDriver, readonly faults: Faults) {}
+  async exec(sql: string): Promise<void> {
+    this.execs.push(sql);
+    if (sql.trim() === "COMMIT") {
+      if (this.faults.failCommit) throw new Error("disk I/O error (injected fsync failure)");
+      this.commits++;
+    }
+    await this.inner.exec(sql);
+  }
+  run(sql: string, args?: readonly SqlValue[]): Promise<number> {
+    return this.inner.run(sql, args);
+  }
+  async all(sql: string, args?: readonly SqlValue[]): Promise<SqlRow[]> {
+    if (sql === "PRAGMA synchronous" && this.faults.synchronous !== undefined) {
+      return [{ synchronous: this.faults.synchronous }];
+    }
+    if (sql === "PRAGMA journal_mode" && this.faults.journalMode !== undefined) {
+      return [{ journal_mode: this.faults.journalMode }];
+    }
+    return await this.inner.all(sql, args);
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+/** A driver factory that hands out one {@link FaultyDriver} and exposes it. */
+export function faultyFactory(faults: Faults): { factory: SqlDriverFactory; driver: () => FaultyDriver } {
+  let last: FaultyDriver | null = null;
+  return {
+    factory: async (path, opts) => (last = new FaultyDriver(await openNodeSqlite(path, opts), faults)),
+    driver: () => {
+      if (last === null) throw new Error("no driver opened yet");
+      return last;
+    },
+  };
+}
+
+/** Text to bytes. */
+export function bytes(s: string): Uint8Array {
+  return new TextEncoder().encode(s);
+}

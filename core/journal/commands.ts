@@ -1,0 +1,197 @@
+/**
+ * The `commands` part: the state transitions of an entry, each an operation run inside the write queue's
+ * transaction. `accepted` → `running{boot_id}` → `done{result, boot_id}`; a journaled rejection is `done` with a
+ * `REJECTED` result and no `accepted` before it.
+ *
+ * @module
+ */
+import { CommandStateError } from "./errors.ts";
+import { entryFromRow, readEntry, writeDone } from "./entry_row.ts";
+import type { ResolveContext } from "./resolve.ts";
+import type { SqlDriver } from "./sql_driver.ts";
+import type {
+  AcceptedEntry,
+  AcceptInput,
+  CommandResult,
+  DoneEntry,
+  JournalEntry,
+  OutcomeInput,
+  RejectReason,
+  RunningEntry,
+} from "./types.ts";
+import { REJECT_REASONS } from "./types.ts";
+
+function _live(e: JournalEntry, ctx: ResolveContext): boolean {
+  return e.state !== "done" && e.incarnation === ctx.incarnation;
+}
+
+/**
+ * Journals `accepted` for a new command, or re-accepts one an earlier process left unfinished (the `reexecute`
+ * row, after the acceptance checks ran again). Refuses an id that is done or in flight in this process.
+ */
+export async function acceptOp(
+  db: SqlDriver,
+  id: string,
+  input: AcceptInput,
+  ctx: ResolveContext,
+  now: number,
+): Promise<AcceptedEntry> {
+  const prev = await readEntry(db, id);
+  if (prev !== null && prev.state === "done") {
+    throw new CommandStateError("already-done", `command ${id} is done (${prev.result.state}); resend its result`);
+  }
+  if (prev !== null && _live(prev, ctx)) {
+    throw new CommandStateError("in-flight", `command ${id} is ${prev.state} in this process; re-attach to it`);
+  }
+  const args = [input.kind, input.retrySafe ? 1 : 0, input.selfTerminating ? 1 : 0, ctx.incarnation, now];
+  if (prev === null) {
+    await db.run(
+      `INSERT INTO commands (id, state, kind, retry_safe, self_terminating, incarnation, boot_id, created_at, updated_at)
+       VALUES (?, 'accepted', ?, ?, ?, ?, NULL, ?, ?)`,
+      [id, ...args, now],
+    );
+  } else {
+    await db.run(
+      `UPDATE commands SET state = 'accepted', kind = ?, retry_safe = ?, self_terminating = ?, incarnation = ?,
+         boot_id = NULL, updated_at = ? WHERE id = ?`,
+      [...args, id],
+    );
+  }
+  return (await readEntry(db, id)) as AcceptedEntry;
+}
+
+/** `accepted` → `running{boot_id}`, for an entry this process accepted (idempotent when already running). */
+export async function markRunningOp(
+  db: SqlDriver,
+  id: string,
+  ctx: ResolveContext,
+  now: number,
+): Promise<RunningEntry> {
+  const prev = await readEntry(db, id);
+  if (prev === null || !_live(prev, ctx)) {
+    throw new CommandStateError(
+      "not-accepted",
+      `command ${id} is ${prev === null ? "unknown" : `${prev.state} (incarnation ${prev.incarnation})`}; ` +
+        "only a command this process accepted can start running",
+    );
+  }
+  if (prev.state === "running") return prev;
+  await db.run("UPDATE commands SET state = 'running', boot_id = ?, updated_at = ? WHERE id = ?", [
+    ctx.bootId,
+    now,
+    id,
+  ]);
+  return (await readEntry(db, id)) as RunningEntry;
+}
+
+/**
+ * Journals the terminal result of a command this process accepted. A command already done keeps its first result
+ * (a real outcome wins over a late cancel): the stored entry is returned unchanged.
+ */
+export async function finishOp(
+  db: SqlDriver,
+  id: string,
+  outcome: OutcomeInput,
+  ctx: ResolveContext,
+  now: number,
+): Promise<DoneEntry> {
+  const prev = await readEntry(db, id);
+  if (prev !== null && prev.state === "done") return prev;
+  if (prev === null || !_live(prev, ctx)) {
+    throw new CommandStateError(
+      "not-accepted",
+      `command ${id} is ${prev === null ? "unknown" : `left by incarnation ${prev.incarnation}`}; ` +
+        "only a command this process accepted can finish",
+    );
+  }
+  await writeDone(db, id, { ..._outcome(outcome), bootId: ctx.bootId }, now);
+  return (await readEntry(db, id)) as DoneEntry;
+}
+
+/**
+ * Journals a terminal rejection so a duplicate delivery gets the same answer: for a new command, or for one an
+ * earlier process left that failed its acceptance checks on re-execution. A done command keeps its result.
+ */
+export async function rejectOp(
+  db: SqlDriver,
+  id: string,
+  input: AcceptInput,
+  reason: RejectReason,
+  message: string | undefined,
+  ctx: ResolveContext,
+  now: number,
+): Promise<DoneEntry> {
+  if (!REJECT_REASONS.includes(reason)) {
+    throw new TypeError(`${JSON.stringify(reason)} is not a journaled rejection reason (BUSY is never journaled)`);
+  }
+  const prev = await readEntry(db, id);
+  if (prev !== null && prev.state === "done") return prev;
+  if (prev !== null && _live(prev, ctx)) {
+    throw new CommandStateError("in-flight", `command ${id} is ${prev.state} in this process; it cannot be rejected`);
+  }
+  if (prev === null) {
+    await db.run(
+      `INSERT INTO commands (id, state, kind, retry_safe, self_terminating, incarnation, boot_id, created_at, updated_at)
+       VALUES (?, 'accepted', ?, ?, ?, ?, NULL, ?, ?)`,
+      [id, input.kind, input.retrySafe ? 1 : 0, input.selfTerminating ? 1 : 0, ctx.incarnation, now, now],
+    );
+  } else {
+    await db.run("UPDATE commands SET incarnation = ? WHERE id = ?", [ctx.incarnation, id]);
+  }
+  const result: CommandResult = {
+    state: "REJECTED",
+    code: reason,
+    bootId: ctx.bootId,
+    ...(message ? { message } : {}),
+  };
+  await writeDone(db, id, result, now);
+  return (await readEntry(db, id)) as DoneEntry;
+}
+
+/** Writes a result the journal settled itself (`rebooted`, `interrupted`) for an entry an earlier process left. */
+export async function settleOp(
+  db: SqlDriver,
+  id: string,
+  result: CommandResult,
+  now: number,
+): Promise<DoneEntry> {
+  const prev = await readEntry(db, id);
+  if (prev === null) throw new CommandStateError("unknown", `command ${id} is not in the journal`);
+  if (prev.state === "done") return prev;
+  await writeDone(db, id, result, now);
+  return (await readEntry(db, id)) as DoneEntry;
+}
+
+/** Done entries whose result the gateway has not acked yet (replayed in `Hello`), oldest first. */
+export async function unackedResultsOp(db: SqlDriver): Promise<DoneEntry[]> {
+  const rows = await db.all("SELECT * FROM commands WHERE state = 'done' AND result_acked = 0 ORDER BY updated_at, id");
+  return rows.map(entryFromRow) as DoneEntry[];
+}
+
+/** Marks results acked (`Ack.command_ids`); unknown ids and ids not done are ignored. Returns how many changed. */
+export async function ackResultsOp(db: SqlDriver, ids: readonly string[]): Promise<number> {
+  let n = 0;
+  for (const id of ids) {
+    n += await db.run("UPDATE commands SET result_acked = 1 WHERE id = ? AND state = 'done' AND result_acked = 0", [
+      id,
+    ]);
+  }
+  return n;
+}
+
+/** Entries that an earlier process left accepted or running. */
+export async function leftoverOp(db: SqlDriver, ctx: ResolveContext): Promise<(AcceptedEntry | RunningEntry)[]> {
+  const rows = await db.all(
+    "SELECT * FROM commands WHERE state IN ('accepted', 'running') AND incarnation <> ? ORDER BY created_at, id",
+    [ctx.incarnation],
+  );
+  return rows.map(entryFromRow) as (AcceptedEntry | RunningEntry)[];
+}
+
+function _outcome(o: OutcomeInput): OutcomeInput {
+  const out: { -readonly [K in keyof OutcomeInput]: OutcomeInput[K] } = { state: o.state };
+  if (o.code !== undefined) out.code = o.code;
+  if (o.message !== undefined) out.message = o.message;
+  if (o.body !== undefined) out.body = o.body;
+  return out;
+}

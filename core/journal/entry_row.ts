@@ -1,0 +1,69 @@
+/**
+ * Mapping between a `commands` row and a typed {@link JournalEntry}.
+ *
+ * @module
+ */
+import { JournalDamaged } from "./errors.ts";
+import { colBytesOrNull, colNum, colStr, colStrOrNull, type SqlDriver, type SqlRow } from "./sql_driver.ts";
+import type { CommandResult, JournalEntry, TerminalState } from "./types.ts";
+
+const TERMINAL: readonly string[] = ["SUCCEEDED", "FAILED", "REJECTED", "CANCELLED"];
+
+/** Decodes one `commands` row; a row that breaks the shape is {@link JournalDamaged}. */
+export function entryFromRow(row: SqlRow): JournalEntry {
+  const base = {
+    id: colStr(row, "id"),
+    kind: colStr(row, "kind"),
+    retrySafe: colNum(row, "retry_safe") === 1,
+    selfTerminating: colNum(row, "self_terminating") === 1,
+    incarnation: colStr(row, "incarnation"),
+    createdAt: colNum(row, "created_at"),
+    updatedAt: colNum(row, "updated_at"),
+  };
+  const state = colStr(row, "state");
+  if (state === "accepted") return { ...base, state };
+  if (state === "running") return { ...base, state, bootId: colStr(row, "boot_id") };
+  if (state !== "done") throw new JournalDamaged(`command ${base.id} has state ${JSON.stringify(state)}`);
+  const outcome = colStr(row, "outcome");
+  if (!TERMINAL.includes(outcome)) throw new JournalDamaged(`command ${base.id} has outcome ${outcome}`);
+  const result: {
+    -readonly [K in keyof CommandResult]: CommandResult[K];
+  } = { state: outcome as TerminalState, bootId: colStr(row, "boot_id") };
+  const code = colStrOrNull(row, "code");
+  if (code !== null) result.code = code;
+  const message = colStrOrNull(row, "message");
+  if (message !== null) result.message = message;
+  const body = colBytesOrNull(row, "body");
+  if (body !== null) result.body = body;
+  if (colNum(row, "rebooted") === 1) {
+    result.rebooted = true;
+    const prev = colStrOrNull(row, "previous_boot_id");
+    if (prev !== null) result.previousBootId = prev;
+  }
+  return { ...base, state, result, resultAcked: colNum(row, "result_acked") === 1 };
+}
+
+/** Reads one entry by id, or null. */
+export async function readEntry(db: SqlDriver, id: string): Promise<JournalEntry | null> {
+  const rows = await db.all("SELECT * FROM commands WHERE id = ?", [id]);
+  return rows[0] === undefined ? null : entryFromRow(rows[0]);
+}
+
+/** Writes `result` as the entry's terminal state (the row must exist). */
+export async function writeDone(db: SqlDriver, id: string, result: CommandResult, now: number): Promise<void> {
+  await db.run(
+    `UPDATE commands SET state = 'done', boot_id = ?, outcome = ?, code = ?, message = ?, body = ?, rebooted = ?,
+       previous_boot_id = ?, result_acked = 0, updated_at = ? WHERE id = ?`,
+    [
+      result.bootId,
+      result.state,
+      result.code ?? null,
+      result.message ?? null,
+      result.body ?? null,
+      result.rebooted === true ? 1 : 0,
+      result.previousBootId ?? null,
+      now,
+      id,
+    ],
+  );
+}

@@ -1,0 +1,421 @@
+/**
+ * The {@link Journal}: one process's handle on `data_dir/journal.db`. Every method is one operation through the
+ * group-committing {@link WriteQueue}; its promise resolves only after the transaction that ran it is durable.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import type { Logger } from "../log/mod.ts";
+import { silentLogger } from "../log/mod.ts";
+import { DEFAULT_BOUNDS, type JournalBounds } from "./bounds.ts";
+import { acceptOp, ackResultsOp, finishOp, markRunningOp, rejectOp, settleOp, unackedResultsOp } from "./commands.ts";
+import { openNodeSqlite } from "./driver_node_sqlite.ts";
+import { readEntry } from "./entry_row.ts";
+import { JournalBusy, JournalDamaged, JournalError, type JournalStopped } from "./errors.ts";
+import {
+  ackEventsUpTo,
+  appendEvent,
+  type AppendOutcome,
+  type EventTotals,
+  eventTotals,
+  isFull,
+  listEvents,
+} from "./events.ts";
+import { MAX_EXEC_TICKETS, useTicket } from "./exec_tickets.ts";
+import { readIdentity, updateIdentity } from "./identity_file.ts";
+import { acquireLock, type DataDirLock } from "./lock.ts";
+import { getMeta, setMeta } from "./meta.ts";
+import { type Quarantined, quarantineJournal } from "./quarantine.ts";
+import { recoverOp, type RecoverReport } from "./recover.ts";
+import { type Resolution, type ResolveContext, resolveEntry } from "./resolve.ts";
+import { checkIntegrity, enforceDurability, ensureSchema } from "./schema.ts";
+import type { SqlDriver, SqlDriverFactory } from "./sql_driver.ts";
+import { sweepOp, type SweepReport } from "./sweep.ts";
+import { advanceMark, type ServerTimeSource } from "./time_mark.ts";
+import type {
+  AcceptedEntry,
+  AcceptInput,
+  DoneEntry,
+  EventClass,
+  JournalEntry,
+  JournalEvent,
+  JournalMeta,
+  OutcomeInput,
+  RejectReason,
+  ResolveFlags,
+  RunningEntry,
+  StoredSpec,
+} from "./types.ts";
+import { colBytesOrNull, colNum, colStr } from "./sql_driver.ts";
+import { fsyncDir } from "./durable_file.ts";
+import { type QueueStats, WriteQueue } from "./write_queue.ts";
+
+/** The database file's name inside the data directory. */
+export const JOURNAL_FILE = "journal.db";
+
+/** How {@link Journal.open} finds and creates the journal. */
+export interface JournalOptions {
+  /** The agent's `data_dir`; created (mode 0700) when absent. */
+  readonly dataDir: string;
+  /** The current boot (`readBootId()`); injected so tests and the crash campaign can simulate reboots. */
+  readonly bootId: string;
+  /** This process start's incarnation id; a fresh UUID by default. */
+  readonly incarnation?: string;
+  /** The clock, ms since the epoch; `Date.now` by default. */
+  readonly now?: () => number;
+  /** From `boundsFromConfig(resolved.journal)`; the defaults otherwise. */
+  readonly bounds?: JournalBounds;
+  readonly logger?: Logger;
+  /** The storage binding; `node:sqlite` by default. */
+  readonly driver?: SqlDriverFactory;
+  /** The node id written into a new journal's meta. */
+  readonly nodeId?: string | null;
+  /** The exec-ticket cap; 10,000 by default (tests lower it). */
+  readonly maxExecTickets?: number;
+  /** Called once when a write fails and the journal stops (the daemon exits). */
+  readonly onStop?: (e: JournalStopped) => void;
+}
+
+/** How the journal came up. */
+export interface OpenReport {
+  /** A new journal (new `journal_id`) was created. */
+  readonly created: boolean;
+  /** Set when a damaged journal was moved aside before the new one was created. */
+  readonly quarantined?: Quarantined;
+}
+
+const DAMAGE = /not a database|malformed|corrupt|file is encrypted/i;
+
+/** The journal of one data directory, held by one process. */
+export class Journal {
+  readonly dataDir: string;
+  readonly incarnation: string;
+  readonly bootId: string;
+  readonly journalId: string;
+  readonly bounds: JournalBounds;
+  readonly opened: OpenReport;
+  readonly #db: SqlDriver;
+  readonly #queue: WriteQueue;
+  readonly #lock: DataDirLock;
+  readonly #now: () => number;
+  readonly #log: Logger;
+  readonly #maxTickets: number;
+  #closed = false;
+
+  private constructor(
+    init: {
+      opts: JournalOptions;
+      db: SqlDriver;
+      lock: DataDirLock;
+      incarnation: string;
+      journalId: string;
+      opened: OpenReport;
+      now: () => number;
+      log: Logger;
+    },
+  ) {
+    this.dataDir = init.opts.dataDir;
+    this.incarnation = init.incarnation;
+    this.bootId = init.opts.bootId;
+    this.journalId = init.journalId;
+    this.bounds = init.opts.bounds ?? DEFAULT_BOUNDS;
+    this.opened = init.opened;
+    this.#db = init.db;
+    this.#lock = init.lock;
+    this.#now = init.now;
+    this.#log = init.log;
+    this.#maxTickets = init.opts.maxExecTickets ?? MAX_EXEC_TICKETS;
+    const onStop = init.opts.onStop;
+    this.#queue = new WriteQueue(init.db, (e) => {
+      this.#log.fatal(
+        { err: e.cause, journal_id: this.journalId },
+        "journal write failed; journal stopped (fail-stop)",
+      );
+      void this.#db.close().catch(() => undefined);
+      onStop?.(e);
+    });
+  }
+
+  /**
+   * Opens (or creates) the journal of `opts.dataDir`: takes the one-writer lock, verifies WAL +
+   * `synchronous=FULL`, checks integrity, quarantines a damaged journal and starts a new `journal_id` (logged at
+   * error level), and restores the server time mark from the identity.json mirror. Call {@link recover} next.
+   */
+  static async open(opts: JournalOptions): Promise<Journal> {
+    const now = opts.now ?? Date.now;
+    const log = opts.logger ?? silentLogger();
+    const incarnation = opts.incarnation ?? crypto.randomUUID();
+    const factory = opts.driver ?? openNodeSqlite;
+    await Deno.mkdir(opts.dataDir, { recursive: true, mode: 0o700 });
+    const lock = acquireLock(opts.dataDir, { pid: Deno.pid, incarnation, since: new Date(now()).toISOString() });
+    try {
+      const mirror = (await readIdentity(opts.dataDir))?.server_time_mark;
+      const dbPath = join(opts.dataDir, JOURNAL_FILE);
+      let quarantined: Quarantined | undefined;
+      for (;;) {
+        const fresh = await _isFresh(dbPath);
+        const db = await factory(dbPath);
+        try {
+          await enforceDurability(db);
+          if (!fresh) await checkIntegrity(db);
+          await db.exec("BEGIN IMMEDIATE");
+          await ensureSchema(db, fresh, {
+            journalId: crypto.randomUUID(),
+            nodeId: opts.nodeId ?? null,
+            serverTimeMark: typeof mirror === "number" ? mirror : 0,
+            createdAt: now(),
+          });
+          let meta = await getMeta(db);
+          if (typeof mirror === "number" && Number.isSafeInteger(mirror) && mirror > meta.serverTimeMark) {
+            await setMeta(db, "server_time_mark", mirror);
+            meta = await getMeta(db);
+          }
+          await db.exec("COMMIT");
+          if (fresh) await fsyncDir(opts.dataDir);
+          const opened: OpenReport = { created: fresh, ...(quarantined ? { quarantined } : {}) };
+          if (quarantined) {
+            log.error(
+              { journal_id: meta.journalId, quarantined: quarantined.path, reason: quarantined.reason },
+              "journal failed its integrity check: moved aside, started a new journal",
+            );
+          } else if (fresh) log.warn({ journal_id: meta.journalId }, "started a new journal");
+          return new Journal({ opts, db, lock, incarnation, journalId: meta.journalId, opened, now, log });
+        } catch (e) {
+          await db.close().catch(() => undefined);
+          const damaged = e instanceof JournalDamaged || (!(e instanceof JournalError) && e instanceof Error &&
+            DAMAGE.test(e.message));
+          if (!damaged || quarantined !== undefined) throw e;
+          quarantined = await quarantineJournal(opts.dataDir, dbPath, (e as Error).message, now());
+        }
+      }
+    } catch (e) {
+      lock.release();
+      throw e;
+    }
+  }
+
+  #ctx(): ResolveContext {
+    return { incarnation: this.incarnation, bootId: this.bootId };
+  }
+
+  #op<T>(fn: (db: SqlDriver, now: number) => Promise<T>): Promise<T> {
+    if (this.#closed) return Promise.reject(new JournalError("journal-closed", "the journal is closed"));
+    return this.#queue.submit((db) => fn(db, this.#now()));
+  }
+
+  /** The error that stopped the journal (fail-stop), or null. */
+  get stopped(): JournalStopped | null {
+    return this.#queue.stopped;
+  }
+
+  /** Group-commit figures. */
+  get stats(): Readonly<QueueStats> {
+    return this.#queue.stats;
+  }
+
+  // ---- commands -------------------------------------------------------------------------------------------------
+
+  /**
+   * Resolves a delivered command against its entry (the seed's six rows, see resolve.ts). The `rebooted` and
+   * `interrupted` rows are settled durably before this returns; their `result` is what to report.
+   */
+  resolve(commandId: string, flags: ResolveFlags): Promise<Resolution> {
+    return this.#op(async (db, now) => {
+      const r = resolveEntry(await readEntry(db, commandId), flags, this.#ctx());
+      if (r.action === "rebooted" || r.action === "interrupted") await settleOp(db, commandId, r.result, now);
+      return r;
+    });
+  }
+
+  /**
+   * Journals `accepted` (durable before it returns, so before any side effect). Throws {@link JournalBusy} when
+   * the journal is full (nothing written), `CommandStateError` for an id that is done or in flight here.
+   */
+  accept(commandId: string, input: AcceptInput): Promise<AcceptedEntry> {
+    return this.#op(async (db, now) => {
+      if (isFull(await eventTotals(db), this.bounds)) {
+        throw new JournalBusy(`the journal is full; command ${commandId} refused BUSY until acks drain the backlog`);
+      }
+      return acceptOp(db, commandId, input, this.#ctx(), now);
+    });
+  }
+
+  /** Journals `running{boot_id}`: for a self-terminating kind, immediately before its side effect. */
+  markRunning(commandId: string): Promise<RunningEntry> {
+    return this.#op((db, now) => markRunningOp(db, commandId, this.#ctx(), now));
+  }
+
+  /** Journals the terminal result (stamped with this boot). A command already done keeps its first result. */
+  finish(commandId: string, outcome: OutcomeInput): Promise<DoneEntry> {
+    if (outcome.state === "REJECTED") return Promise.reject(new TypeError("use reject() for a REJECTED outcome"));
+    return this.#op((db, now) => finishOp(db, commandId, outcome, this.#ctx(), now));
+  }
+
+  /** Journals `CANCELLED` for a command still queued or deferred (one whose effect started reports its real outcome). */
+  cancel(commandId: string, message?: string): Promise<DoneEntry> {
+    return this.finish(commandId, { state: "CANCELLED", ...(message ? { message } : {}) });
+  }
+
+  /** Journals a terminal rejection (never `BUSY`) so a duplicate delivery gets the same answer. */
+  reject(commandId: string, input: AcceptInput, reason: RejectReason, message?: string): Promise<DoneEntry> {
+    return this.#op((db, now) => rejectOp(db, commandId, input, reason, message, this.#ctx(), now));
+  }
+
+  /** The entry of `commandId`, or null. */
+  get(commandId: string): Promise<JournalEntry | null> {
+    return this.#op((db) => readEntry(db, commandId));
+  }
+
+  /** Done entries whose result the gateway has not acked (`Hello.unacked_results`). */
+  unackedResults(): Promise<DoneEntry[]> {
+    return this.#op((db) => unackedResultsOp(db));
+  }
+
+  /** Records `Ack.command_ids`: those results are no longer replayed. Unknown ids are ignored. */
+  ackResults(commandIds: readonly string[]): Promise<number> {
+    return this.#op((db) => ackResultsOp(db, commandIds));
+  }
+
+  /** `journal.Recover`: call once after open, before the first `Hello`. */
+  recover(): Promise<RecoverReport> {
+    return this.#op((db, now) => recoverOp(db, this.#ctx(), now));
+  }
+
+  /** `journal.Sweep`: 7-day retention of done and orphaned entries, expired exec tickets. */
+  sweep(): Promise<SweepReport> {
+    return this.#op((db, now) => sweepOp(db, this.#ctx(), now));
+  }
+
+  // ---- events ---------------------------------------------------------------------------------------------------
+
+  /** Appends an event with the next sequence number; when full, the oldest metric events are dropped first. */
+  appendEvent(cls: EventClass, payload: Uint8Array): Promise<AppendOutcome> {
+    return this.#op((db, now) => appendEvent(db, this.bounds, cls, payload, now));
+  }
+
+  /** Unacked events above `afterSeq` (default 0), oldest first, at most `limit` (default 1000). */
+  unackedEvents(opts: { afterSeq?: number; limit?: number } = {}): Promise<JournalEvent[]> {
+    return this.#op((db) => listEvents(db, opts.afterSeq ?? 0, opts.limit ?? 1000));
+  }
+
+  /** A cumulative `Ack{journal_id, event_seq}`; an ack for another journal id is ignored (returns 0). */
+  ackEvents(journalId: string, eventSeq: number): Promise<number> {
+    if (journalId !== this.journalId) return Promise.resolve(0);
+    return this.#op((db) => ackEventsUpTo(db, eventSeq));
+  }
+
+  /** The unacked backlog by class. */
+  eventTotals(): Promise<EventTotals> {
+    return this.#op((db) => eventTotals(db));
+  }
+
+  /** Whether new commands get `BUSY`. */
+  isFull(): Promise<boolean> {
+    return this.#op(async (db) => isFull(await eventTotals(db), this.bounds));
+  }
+
+  // ---- meta, spec, time mark, tickets ---------------------------------------------------------------------------
+
+  /** The `meta` part. */
+  meta(): Promise<JournalMeta> {
+    return this.#op((db) => getMeta(db));
+  }
+
+  /** Records the node id (after join or rebind). */
+  setNodeId(nodeId: string): Promise<void> {
+    return this.#op((db) => setMeta(db, "node_id", nodeId));
+  }
+
+  /** Records the last session epoch. */
+  setLastEpoch(epoch: number): Promise<void> {
+    return this.#op((db) => setMeta(db, "last_epoch", _int("epoch", epoch)));
+  }
+
+  /** Records the applied spec generation. */
+  setAppliedGeneration(generation: number): Promise<void> {
+    return this.#op((db) => setMeta(db, "applied_generation", _int("generation", generation)));
+  }
+
+  /** Stores the last full spec (bytes, hash, signature). */
+  putSpec(spec: StoredSpec): Promise<void> {
+    return this.#op(async (db, now) => {
+      await db.run(
+        `INSERT INTO spec (id, generation, bytes, hash, signature, stored_at) VALUES (1, ?, ?, ?, ?, ?)
+         ON CONFLICT (id) DO UPDATE SET generation = excluded.generation, bytes = excluded.bytes,
+           hash = excluded.hash, signature = excluded.signature, stored_at = excluded.stored_at`,
+        [_int("generation", spec.generation), spec.bytes, spec.hash, spec.signature ?? null, now],
+      );
+    });
+  }
+
+  /** The last full spec, or null. */
+  getSpec(): Promise<StoredSpec | null> {
+    return this.#op(async (db) => {
+      const r = (await db.all("SELECT generation, bytes, hash, signature FROM spec WHERE id = 1"))[0];
+      if (r === undefined) return null;
+      const sig = colBytesOrNull(r, "signature");
+      return {
+        generation: colNum(r, "generation"),
+        bytes: colBytesOrNull(r, "bytes") ?? new Uint8Array(),
+        hash: colStr(r, "hash"),
+        ...(sig !== null ? { signature: sig } : {}),
+      };
+    });
+  }
+
+  /**
+   * Sees a server time (from `Welcome` or a heartbeat): the mark only moves forward, mirrored into identity.json.
+   * Throws `ServerTimeRegressed` for a `Welcome` more than 5 minutes before the mark. Returns the mark.
+   */
+  async observeServerTime(serverTime: number, source: ServerTimeSource): Promise<number> {
+    const { mark, moved } = await this.#op(async (db) => {
+      const before = (await getMeta(db)).serverTimeMark;
+      const mark = advanceMark(before, serverTime, source);
+      if (mark !== before) await setMeta(db, "server_time_mark", mark);
+      return { mark, moved: mark !== before };
+    });
+    if (moved) await updateIdentity(this.dataDir, { server_time_mark: mark });
+    return mark;
+  }
+
+  /** Records an exec ticket's `jti` until it expires; throws `TicketReplayed` or `TicketsFull`. */
+  useExecTicket(jti: string, expiresAt: number): Promise<void> {
+    return this.#op((db, now) => useTicket(db, jti, _int("expiresAt", expiresAt), now, this.#maxTickets));
+  }
+
+  /** Counts by command state, for `inspect`. */
+  commandCounts(): Promise<Record<string, number>> {
+    return this.#op(async (db) => {
+      const out: Record<string, number> = { accepted: 0, running: 0, done: 0 };
+      for (const r of await db.all("SELECT state, count(*) AS n FROM commands GROUP BY state")) {
+        out[colStr(r, "state")] = colNum(r, "n");
+      }
+      return out;
+    });
+  }
+
+  /** Waits for queued operations, closes the connection and releases the lock; idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#queue.drain();
+    await this.#db.close().catch((e) => {
+      if (this.#queue.stopped === null) throw e;
+    });
+    this.#lock.release();
+  }
+}
+
+async function _isFresh(path: string): Promise<boolean> {
+  try {
+    return (await Deno.stat(path)).size === 0;
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return true;
+    throw e;
+  }
+}
+
+function _int(name: string, v: number): number {
+  if (!Number.isSafeInteger(v) || v < 0) throw new RangeError(`${name} ${v} is not a non-negative integer`);
+  return v;
+}

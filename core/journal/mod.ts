@@ -1,0 +1,105 @@
+/**
+ * The journal: the daemon's durable memory, which turns at-least-once delivery into at-most-once effect
+ * (000 §"The journal", §"Duplicates and crash recovery").
+ *
+ * ## Parts
+ *
+ * `data_dir/journal.db` (SQLite) holds `meta` (node id, `journal_id`, event sequence, last epoch, applied
+ * generation, server time mark), `commands` (id → {@link AcceptedEntry} | {@link RunningEntry} |
+ * {@link DoneEntry}; done kept 7 days), `events` (unacked; `seq` from 1 per `journal_id`; class metric /
+ * transition / result), `spec` (last full spec bytes, hash, signature) and exec tickets (`jti` until expiry, at
+ * most 10,000). `data_dir/identity.json` (mode 0600, replaced durably) holds the certificates and trust bundle and
+ * mirrors the server time mark; `data_dir/journal.lock` is the one-writer lock; `data_dir/quarantine/` keeps
+ * damaged journals.
+ *
+ * ## Durability
+ *
+ * WAL with `synchronous=FULL`, read back after open: the journal refuses to open with anything weaker
+ * ({@link JournalDurabilityError}). Every method resolves only after the transaction that ran it is committed,
+ * and SQLite fsyncs the WAL on every commit in that mode, so `accepted` is on disk before any side effect.
+ * Concurrent calls are committed together (group commit, one fsync). A failed write or fsync stops the journal
+ * (fail-stop, {@link JournalStopped}): no retry, every later call rejects, `onStop` lets the daemon exit.
+ *
+ * ## Using it (the command path)
+ *
+ * ```ts
+ * const journal = await Journal.open({ dataDir, bootId: await readBootId(), bounds: boundsFromConfig(cfg.journal) });
+ * const hello = await journal.recover();           // settled rebooted/interrupted + unacked results for Hello
+ * const r = await journal.resolve(cmd.id, flags);  // flags: the delivered kind's { retrySafe, selfTerminating }
+ * switch (r.action) {
+ *   case "execute": case "reexecute":              // run the acceptance checks first; a terminal refusal:
+ *     // await journal.reject(cmd.id, { kind, ...flags }, "EXPIRED")   (BUSY is never journaled)
+ *     await journal.accept(cmd.id, { kind, ...flags }); // throws JournalBusy when full: answer BUSY
+ *     if (flags.selfTerminating) await journal.markRunning(cmd.id);
+ *     // ... side effect ...
+ *     await journal.finish(cmd.id, { state: "SUCCEEDED", body });  // or cancel(id) while still queued
+ *     break;
+ *   case "resend": // r.entry.result
+ *   case "rebooted": case "interrupted": // r.result, already journaled
+ *   case "reattach": // the execution in flight reports
+ * }
+ * await journal.ackResults(ack.command_ids);
+ * ```
+ *
+ * ## Storage
+ *
+ * The binding sits behind {@link SqlDriver}. Production uses Deno's built-in `node:sqlite`: `@libsql/client` (the
+ * design card's first choice) loads a native addon, which needs `--allow-ffi`, a permission that lifts Deno's
+ * sandbox for the whole process; and `deno task bench:journal` measures both on the same disk (figures in the
+ * issue's closing note). `driver_libsql.ts` stays beside it for the benchmark and the driver contract suite.
+ *
+ * ## Interpretations
+ *
+ * - The 64 MiB / 10,000 bounds apply to the unacked event backlog (see bounds.ts); transitions and results are
+ *   never dropped and may pass a bound, and once they alone reach one, `accept` throws {@link JournalBusy}.
+ * - A metric event that does not fit even after every older metric was dropped is not journaled (no sequence
+ *   number is spent on it); a dropped metric's sequence number is never reused.
+ * - The exec-ticket cap counts unexpired tickets; expired ones are forgotten before counting.
+ *
+ * @module
+ */
+export { Journal, JOURNAL_FILE, type JournalOptions, type OpenReport } from "./journal.ts";
+export {
+  type AcceptedEntry,
+  type AcceptInput,
+  type CommandResult,
+  type DoneEntry,
+  EVENT_CLASSES,
+  type EventClass,
+  type JournalEntry,
+  type JournalEvent,
+  type JournalMeta,
+  type OutcomeInput,
+  REJECT_REASONS,
+  type RejectReason,
+  type ResolveFlags,
+  type RunningEntry,
+  type StoredSpec,
+  type TerminalState,
+} from "./types.ts";
+export {
+  CommandStateError,
+  JournalBusy,
+  JournalDamaged,
+  JournalDurabilityError,
+  JournalError,
+  JournalLocked,
+  JournalRefusal,
+  JournalStopped,
+  ServerTimeRegressed,
+  TicketReplayed,
+  TicketsFull,
+} from "./errors.ts";
+export { INTERRUPTED, type Resolution, type ResolveContext, resolveEntry } from "./resolve.ts";
+export type { RecoverReport } from "./recover.ts";
+export { RETENTION_MS, type SweepReport } from "./sweep.ts";
+export { boundsFromConfig, DEFAULT_BOUNDS, EVENT_ROW_OVERHEAD, type JournalBounds } from "./bounds.ts";
+export type { AppendOutcome, EventTotals } from "./events.ts";
+export { MAX_EXEC_TICKETS } from "./exec_tickets.ts";
+export { advanceMark, type ServerTimeSource, WELCOME_MAX_REGRESSION_MS } from "./time_mark.ts";
+export { BOOT_ID_PATH, readBootId } from "./boot_id.ts";
+export { type Identity, IDENTITY_FILE, IdentityFileError, readIdentity, updateIdentity } from "./identity_file.ts";
+export { LOCK_FILE, lockHolder } from "./lock.ts";
+export { QUARANTINE_DIR, type Quarantined } from "./quarantine.ts";
+export type { SqlDriver, SqlDriverFactory, SqlRow, SqlValue } from "./sql_driver.ts";
+export { openNodeSqlite } from "./driver_node_sqlite.ts";

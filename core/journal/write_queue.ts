@@ -1,0 +1,130 @@
+/**
+ * Group commit with fail-stop. Every journal call is an operation submitted here; operations submitted while a
+ * commit is in flight (or in the same tick) run together in one transaction, each under its own savepoint, and
+ * none of them resolves before the transaction's `COMMIT` (and with it SQLite's fsync of the WAL) returned.
+ *
+ * A {@link JournalRefusal} (or a TypeError/RangeError from argument checks) thrown by an operation rolls back that
+ * operation's savepoint only and rejects its caller. Any other error
+ * (a failed write, a failed fsync, an error the journal cannot classify) stops the journal: the transaction is
+ * abandoned, every queued and later call rejects with {@link JournalStopped}, and nothing is retried.
+ *
+ * @module
+ */
+import { JournalRefusal, JournalStopped } from "./errors.ts";
+import type { SqlDriver } from "./sql_driver.ts";
+
+/** One operation: runs inside the group's transaction on the journal's single connection. */
+export type Op<T> = (db: SqlDriver) => Promise<T>;
+
+interface Pending {
+  op: Op<unknown>;
+  resolve(v: unknown): void;
+  reject(e: unknown): void;
+}
+
+/** Figures for the benchmark and `inspect`. */
+export interface QueueStats {
+  /** Transactions committed. */
+  commits: number;
+  /** Operations completed. */
+  ops: number;
+  /** The largest group committed at once. */
+  maxGroup: number;
+}
+
+/** The serializing, group-committing queue in front of one connection. */
+export class WriteQueue {
+  #db: SqlDriver;
+  #pending: Pending[] = [];
+  #running = false;
+  #stopped: JournalStopped | null = null;
+  #onStop: (e: JournalStopped) => void;
+  readonly stats: QueueStats = { commits: 0, ops: 0, maxGroup: 0 };
+
+  constructor(db: SqlDriver, onStop: (e: JournalStopped) => void) {
+    this.#db = db;
+    this.#onStop = onStop;
+  }
+
+  /** The error that stopped the journal, or null while it runs. */
+  get stopped(): JournalStopped | null {
+    return this.#stopped;
+  }
+
+  /** Queues `op`; resolves with its value once the transaction that ran it is durable. */
+  submit<T>(op: Op<T>): Promise<T> {
+    if (this.#stopped !== null) return Promise.reject(this.#stopped);
+    return new Promise<T>((resolve, reject) => {
+      this.#pending.push({ op: op as Op<unknown>, resolve: resolve as (v: unknown) => void, reject });
+      if (!this.#running) {
+        this.#running = true;
+        queueMicrotask(() => void this.#drain());
+      }
+    });
+  }
+
+  /** Stops accepting work (close): queued operations still run, later ones reject. */
+  async drain(): Promise<void> {
+    while (this.#running) await new Promise((r) => setTimeout(r, 1));
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      while (this.#pending.length > 0 && this.#stopped === null) {
+        const group = this.#pending;
+        this.#pending = [];
+        await this.#runGroup(group);
+      }
+    } finally {
+      this.#running = false;
+    }
+    for (const p of this.#pending.splice(0)) p.reject(this.#stopped);
+  }
+
+  async #runGroup(group: Pending[]): Promise<void> {
+    const outcomes: { ok: boolean; value: unknown }[] = [];
+    try {
+      await this.#db.exec("BEGIN IMMEDIATE");
+      for (const p of group) {
+        await this.#db.exec("SAVEPOINT op");
+        try {
+          const value = await p.op(this.#db);
+          await this.#db.exec("RELEASE op");
+          outcomes.push({ ok: true, value });
+        } catch (e) {
+          if (!_opLevel(e)) throw e;
+          await this.#db.exec("ROLLBACK TO op; RELEASE op");
+          outcomes.push({ ok: false, value: e });
+        }
+      }
+      await this.#db.exec("COMMIT");
+    } catch (e) {
+      this.#stop(e);
+      for (const p of group) p.reject(this.#stopped);
+      for (const p of this.#pending.splice(0)) p.reject(this.#stopped);
+      return;
+    }
+    this.stats.commits++;
+    this.stats.ops += group.length;
+    this.stats.maxGroup = Math.max(this.stats.maxGroup, group.length);
+    group.forEach((p, i) => {
+      const o = outcomes[i]!;
+      if (o.ok) p.resolve(o.value);
+      else p.reject(o.value);
+    });
+  }
+
+  #stop(cause: unknown): void {
+    const msg = cause instanceof Error ? cause.message : String(cause);
+    this.#stopped = new JournalStopped(
+      `journal write failed (${msg}); the journal stopped (fail-stop) and refuses every further call`,
+      { cause },
+    );
+    this.#onStop(this.#stopped);
+  }
+}
+
+/** Errors that concern one operation's request, not the storage: they roll back that operation only. */
+function _opLevel(e: unknown): boolean {
+  return e instanceof JournalRefusal || e instanceof TypeError || e instanceof RangeError;
+}
