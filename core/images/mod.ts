@@ -5,6 +5,7 @@
  * - the config-bundle safety kernel: {@link walk} and {@link unpack} of a gzip-compressed tar under the caps
  *   {@link MAX_FILES}, {@link MAX_BYTES}, {@link MAX_WIRE_BYTES}, refusing with {@link UnsafeBundle};
  * - the versioned config {@link Tree} with its atomic `current` flip;
+ * - the newc writer for initramfs overlays: {@link newcArchive}, {@link appendArchive}, {@link writeInitramfs};
  *
  * Export names here are stable; other modules import from this file only.
  *
@@ -26,3 +27,4 @@ export {
 export { cleanName, MAX_COMPONENT_BYTES, MAX_NAME_BYTES } from "./bundle_name.ts";
 export { type ImageReason, ImageRefused, UnsafeBundle, type UnsafeReason } from "./errors.ts";
 export { CURRENT, INSTALL_STEPS, type InstallStep, Tree, type TreeOptions } from "./tree.ts";
+export { alignmentPadding, appendArchive, newcArchive, type NewcEntry, writeInitramfs } from "./newc.ts";
