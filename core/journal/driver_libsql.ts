@@ -3,14 +3,21 @@
  * compare them on figures. Not used by any role: its native addon needs `--allow-ffi`, which lifts Deno's
  * sandbox for the whole process (see mod.ts, "Storage").
  *
+ * Two things in `@libsql/client` 0.18's local client shape this file: it pools connections and rolls back
+ * whatever a borrowed connection left open when it returns it, so a transaction must go through
+ * `client.transaction("write")` (`BEGIN IMMEDIATE`), not a bare `BEGIN`; and a pragma applies to the one
+ * connection that ran it, so the pool is limited to one connection (`concurrency: 1`) for `synchronous=FULL` to
+ * hold for every statement.
+ *
  * @module
  */
-import { type Client, createClient, type InValue } from "@libsql/client";
+import { type Client, createClient, type InValue, type ResultSet, type Transaction } from "@libsql/client";
 import type { SqlDriver, SqlRow, SqlValue } from "./sql_driver.ts";
 
 class LibsqlDriver implements SqlDriver {
   readonly name = "libsql";
   #c: Client | null;
+  #tx: Transaction | null = null;
   constructor(c: Client) {
     this.#c = c;
   }
@@ -19,14 +26,32 @@ class LibsqlDriver implements SqlDriver {
     return this.#c;
   }
   async exec(sql: string): Promise<void> {
-    await this.#get().executeMultiple(sql);
+    const s = sql.trim().toUpperCase();
+    if (s === "BEGIN IMMEDIATE") {
+      this.#tx = await this.#get().transaction("write");
+    } else if (s === "COMMIT" && this.#tx !== null) {
+      const tx = this.#tx;
+      this.#tx = null;
+      await tx.commit();
+    } else if (s === "ROLLBACK" && this.#tx !== null) {
+      const tx = this.#tx;
+      this.#tx = null;
+      await tx.rollback();
+    } else if (this.#tx !== null) {
+      await this.#tx.executeMultiple(sql);
+    } else {
+      await this.#get().executeMultiple(sql);
+    }
+  }
+  #execute(sql: string, args: readonly SqlValue[]): Promise<ResultSet> {
+    const stmt = { sql, args: args as InValue[] };
+    return this.#tx !== null ? this.#tx.execute(stmt) : this.#get().execute(stmt);
   }
   async run(sql: string, args: readonly SqlValue[] = []): Promise<number> {
-    const r = await this.#get().execute({ sql, args: args as InValue[] });
-    return r.rowsAffected;
+    return (await this.#execute(sql, args)).rowsAffected;
   }
   async all(sql: string, args: readonly SqlValue[] = []): Promise<SqlRow[]> {
-    const r = await this.#get().execute({ sql, args: args as InValue[] });
+    const r = await this.#execute(sql, args);
     return r.rows.map((row) => {
       const out: Record<string, SqlValue> = {};
       for (const col of r.columns) {
@@ -37,13 +62,17 @@ class LibsqlDriver implements SqlDriver {
     });
   }
   close(): Promise<void> {
+    this.#tx?.close();
+    this.#tx = null;
     this.#c?.close();
     this.#c = null;
     return Promise.resolve();
   }
 }
 
-/** Opens `path` with `@libsql/client` (one local connection; `intMode: "number"`). */
+/** Opens `path` with `@libsql/client` (one pooled local connection; `intMode: "number"`). */
 export function openLibsql(path: string, _opts: { readOnly?: boolean } = {}): Promise<SqlDriver> {
-  return Promise.resolve(new LibsqlDriver(createClient({ url: `file:${path}`, intMode: "number" })));
+  return Promise.resolve(
+    new LibsqlDriver(createClient({ url: `file:${path}`, intMode: "number", concurrency: 1 })),
+  );
 }
