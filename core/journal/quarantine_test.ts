@@ -5,7 +5,7 @@ import { bytes, openTest, tempDataDir, TestClock } from "./_testing.ts";
 import { JOURNAL_FILE } from "./journal.ts";
 import { QUARANTINE_DIR } from "./quarantine.ts";
 
-async function quarantined(dir: string): Promise<string[]> {
+function quarantined(dir: string): string[] {
   try {
     return [...Deno.readDirSync(join(dir, QUARANTINE_DIR))].map((e) => e.name).sort();
   } catch (e) {
@@ -22,7 +22,7 @@ Deno.test("a journal that is not a database is moved aside and a new journal_id 
   const j = await openTest(tmp.dir, new TestClock(), { logger });
   assert.ok(j.opened.quarantined, "reported as quarantined");
   assert.equal(j.opened.created, true);
-  const names = await quarantined(tmp.dir);
+  const names = quarantined(tmp.dir);
   const db = names.find((n) => n.endsWith(".db"));
   assert.ok(db, `quarantine holds the old file: ${names}`);
   assert.deepEqual(await Deno.readFile(join(tmp.dir, QUARANTINE_DIR, db)), garbage, "kept byte for byte");
@@ -50,7 +50,7 @@ Deno.test("a journal with a damaged page fails its integrity check and is quaran
   assert.ok(j2.opened.quarantined, "quarantined");
   assert.notEqual(j2.journalId, oldId, "a new journal_id");
   assert.equal(await j2.get("cmd-1"), null, "the new journal starts empty");
-  assert.ok((await quarantined(tmp.dir)).some((n) => n.endsWith(".reason.txt")));
+  assert.ok((quarantined(tmp.dir)).some((n) => n.endsWith(".reason.txt")));
   await j2.close();
 });
 
