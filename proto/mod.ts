@@ -1,0 +1,62 @@
+/**
+ * The wire schema of bcd (`bcd.v1`): the `.proto` sources under `proto/bcd/v1/`, the protobufjs code generated from
+ * them into `proto/gen/` (regenerate with `deno task proto`; CI diffs it with `deno task proto:check`), and the typed
+ * layer every other module uses:
+ *
+ * - `bcd` and `google`: the generated message classes (`bcd.v1.Hello`, `bcd.v1.NodeSpec`, ...) and their types.
+ * - {@link decodeMessage} / {@link encodeMessage} and the session frame helpers, with a size bound checked before
+ *   decoding (4 MiB by default) and one typed {@link WireDecodeError} for every body that does not decode.
+ * - {@link packAny} / {@link unpackAny} for command payloads and results, and {@link KIND_MESSAGES}, the payload and
+ *   result message of every kind.
+ * - {@link canonicalNodeSpecJson}, the canonical (sorted-key) JSON of a NodeSpec.
+ *
+ * Field names keep the `.proto` (and the seed's) snake_case spelling. 64-bit integers are numbers; a value beyond
+ * `Number.MAX_SAFE_INTEGER` on the wire is refused (`unsafe-integer`), never rounded.
+ *
+ * @example
+ * ```ts
+ * import { bcd, decodeNodeFrame, encodeNodeFrame } from "../proto/mod.ts";
+ * const bytes = encodeNodeFrame({ heartbeat: { applied_generation: 7 } });
+ * const frame = decodeNodeFrame(bytes);
+ * if (frame.frame === "heartbeat") frame.heartbeat.applied_generation; // 7
+ * ```
+ *
+ * @module
+ */
+
+export { bcd, google } from "./gen/bcd.js";
+export { UnsafeIntegerError } from "./protobuf_runtime.ts";
+export {
+  type Decoded,
+  decodeGatewayFrame,
+  decodeMessage,
+  decodeNodeFrame,
+  type DecodeOptions,
+  DEFAULT_MAX_FRAME_BYTES,
+  encodeGatewayFrame,
+  encodeMessage,
+  encodeNodeFrame,
+  type GatewayFrame,
+  type MessageClass,
+  messageName,
+  type NodeFrame,
+  type Props,
+  WireDecodeError,
+  type WireDecodeReason,
+} from "./wire.ts";
+export { packAny, type PackedAny, TYPE_URL_PREFIX, typeUrlOf, unpackAny } from "./any.ts";
+export {
+  EXTRA_KIND_MESSAGES,
+  isWireKind,
+  KIND_MESSAGES,
+  packPayload,
+  packResult,
+  type PayloadInit,
+  type PayloadOf,
+  type ResultInit,
+  type ResultOf,
+  unpackPayload,
+  unpackResult,
+  type WireKind,
+} from "./kinds_map.ts";
+export { canonicalJson, canonicalNodeSpecJson, type Json, nodeSpecFromJson, nodeSpecToJson } from "./canonical_json.ts";
