@@ -1,0 +1,111 @@
+/**
+ * The devices section's converger: `observe` reads holds back from the CDI directory, the hold slices, a fresh GPU
+ * inventory and the host's memory; `plan` is {@link planDevices}; `apply` is {@link applyDevices}. Its shape is the
+ * convergence engine's `SectionConverger`, so the lead registers it as is.
+ *
+ * @module
+ */
+import type { Logger } from "../../log/mod.ts";
+import type { DevicesSection } from "./assignment.ts";
+import type { HostMemory } from "./admission.ts";
+import { applyDevices, type DevicesMemory, type DevicesOutcome } from "./apply.ts";
+import type { PassthroughGpu } from "./conflicts.ts";
+import { MPS_PIPE_DIRECTORY } from "./env.ts";
+import { type DevicesAction, type DevicesObserved, planDevices } from "./plan.ts";
+import type { EventSink, GpuTool, HoldStore, HostMemorySource, SliceManager } from "./ports.ts";
+import { allocationIdOfSlice } from "./slice.ts";
+
+/** What the devices converger is built from. */
+export interface DevicesConvergerOptions {
+  readonly gpu: GpuTool;
+  readonly holds: HoldStore;
+  readonly slices: SliceManager;
+  readonly hostMemory: HostMemorySource;
+  readonly events: EventSink;
+  readonly memory: DevicesMemory;
+  /** The MPS pipe directory; `CUDA_MPS_PIPE_DIRECTORY` is set to it for slot holds when it exists. */
+  readonly mpsPipeDirectory?: string;
+  /** Whether a directory exists (injected so tests run in temp roots). */
+  readonly dirExists?: (path: string) => Promise<boolean>;
+  /** GPUs the instances converger passes through (none until the instances issue lands). */
+  readonly passthrough?: () => readonly PassthroughGpu[];
+  /** Memory the running and paused domains committed (0 until the instances issue lands). */
+  readonly domainCommittedBytes?: () => number;
+  /** Allocation ids whose last journaled event is `AllocationBound` (see {@link DevicesObserved.announced}). */
+  readonly announced?: () => Promise<ReadonlySet<string>>;
+}
+
+/** The context the engine hands `observe` and `apply`. */
+export interface DevicesContext {
+  readonly generation: number;
+  readonly log: Logger;
+}
+
+/** Whether `path` is an existing directory. */
+export async function dirExists(path: string): Promise<boolean> {
+  try {
+    return (await Deno.stat(path)).isDirectory;
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound || e instanceof Deno.errors.NotADirectory) return false;
+    throw e;
+  }
+}
+
+/** The `devices` section converger. */
+export class DevicesConverger {
+  readonly section = "devices" as const;
+  constructor(private readonly opts: DevicesConvergerOptions) {}
+
+  /** Reads the host: holds, slices, inventory, memory. Throws (retryable) when the holds or GPUs cannot be read. */
+  async observe(ctx: DevicesContext): Promise<DevicesObserved> {
+    const o = this.opts;
+    const [listing, slices, inventory] = await Promise.all([o.holds.list(), o.slices.list(), o.gpu.query()]);
+    let host: HostMemory | undefined;
+    let hostProblem: string | undefined;
+    try {
+      host = await o.hostMemory.read();
+    } catch (e) {
+      hostProblem = e instanceof Error ? e.message : String(e);
+      ctx.log.warn({ err: hostProblem }, "host memory unreadable");
+    }
+    const hugetlbUsage = new Map<string, { bytes2MB: number; bytes1GB: number }>();
+    for (const name of slices) {
+      const id = allocationIdOfSlice(name);
+      const u = id === undefined ? undefined : await o.slices.hugetlbUsage(name);
+      if (id !== undefined && u) hugetlbUsage.set(id, u);
+    }
+    const mpsDir = o.mpsPipeDirectory ?? MPS_PIPE_DIRECTORY;
+    const mps = await (o.dirExists ?? dirExists)(mpsDir);
+    return {
+      listing,
+      slices,
+      inventory,
+      host,
+      hostProblem,
+      hugetlbUsage,
+      mpsPipeDirectory: mps ? mpsDir : undefined,
+      passthrough: o.passthrough?.() ?? [],
+      domainCommittedBytes: o.domainCommittedBytes?.() ?? 0,
+      announced: o.announced ? await o.announced() : undefined,
+    };
+  }
+
+  /** {@link planDevices}. */
+  plan(desired: DevicesSection | undefined, observed: DevicesObserved): readonly DevicesAction[] {
+    return planDevices(desired, observed);
+  }
+
+  /** {@link applyDevices}; the outcome is the engine's `ApplyOutcome`. */
+  async apply(
+    actions: readonly DevicesAction[],
+    _desired: DevicesSection | undefined,
+    ctx: DevicesContext,
+  ): Promise<DevicesOutcome> {
+    const o = this.opts;
+    const r = await applyDevices(actions, { holds: o.holds, slices: o.slices, events: o.events, log: ctx.log }, {
+      generation: ctx.generation,
+      memory: o.memory,
+    });
+    return r.outcome;
+  }
+}

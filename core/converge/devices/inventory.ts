@@ -1,0 +1,64 @@
+/**
+ * The GPU inventory the devices converger, `gpu.reset` and `diag.nvml` read: what `nvidia-smi -q -x` (plus
+ * `nvidia-smi -L` for MIG UUIDs and sysfs for NUMA nodes) says about each GPU. Runtimes produce it; core only reads it.
+ *
+ * @module
+ */
+
+/** MIG mode as nvidia-smi reports it (`N/A` on GPUs without MIG). */
+export type MigMode = "Enabled" | "Disabled" | "N/A";
+
+/** One MIG device: a compute instance `ci` of GPU instance `gi`. */
+export interface MigInstance {
+  /** `MIG-…` UUID, the id the driver knows (from `nvidia-smi -L`); absent when it could not be read. */
+  readonly uuid?: string;
+  readonly gi: number;
+  readonly ci: number;
+  /** nvidia-smi's MIG device index on its GPU. */
+  readonly index: number;
+  /** Profile name such as `1g.10gb`, when known. */
+  readonly profile?: string;
+}
+
+/** One GPU of the host. */
+export interface GpuInfo {
+  /** `GPU-…` UUID. */
+  readonly uuid: string;
+  /** PCI bus id as nvidia-smi writes it, e.g. `00000000:18:00.0`. */
+  readonly pciBusId: string;
+  /** `/dev/nvidia<minor>`. */
+  readonly minorNumber?: number;
+  /** NUMA node of the PCI device (sysfs `numa_node`; absent when -1 or unreadable). */
+  readonly numaNode?: number;
+  readonly productName?: string;
+  readonly migMode: MigMode;
+  readonly migPending?: MigMode;
+  readonly migInstances: readonly MigInstance[];
+  /** Volatile uncorrectable ECC errors (sum of the counters nvidia-smi reports); absent when N/A. */
+  readonly eccVolatileUncorrectable?: number;
+  /** Row remapping; absent on GPUs without a row remapper. */
+  readonly remap?: { readonly pending: boolean; readonly failed: boolean };
+}
+
+/** The host's GPUs. */
+export interface GpuInventory {
+  readonly driverVersion?: string;
+  readonly cudaVersion?: string;
+  readonly gpus: readonly GpuInfo[];
+}
+
+/** Why a GPU reads unhealthy, or `undefined` when it reads healthy (000 §gpu.reset and live holds). */
+export function gpuUnhealthyReason(gpu: GpuInfo): string | undefined {
+  const why: string[] = [];
+  if ((gpu.eccVolatileUncorrectable ?? 0) > 0) {
+    why.push(`${gpu.eccVolatileUncorrectable} uncorrectable volatile ECC errors`);
+  }
+  if (gpu.remap?.pending) why.push("row remap pending");
+  if (gpu.remap?.failed) why.push("row remap failed");
+  return why.length ? why.join(", ") : undefined;
+}
+
+/** A GPU by UUID. */
+export function findGpu(inv: GpuInventory, uuid: string): GpuInfo | undefined {
+  return inv.gpus.find((g) => g.uuid === uuid);
+}

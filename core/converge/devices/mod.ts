@@ -1,0 +1,108 @@
+/**
+ * GPU holds: the `devices` section's converger (000 §Device assignments) and the GPU command kinds `gpu.reset` and
+ * `diag.nvml`. Everything here is pure logic over small ports ({@link ./ports.ts}): the CDI/env hold store, the
+ * slice manager, the GPU tool, the host memory source and the event sink. `runtimes/cdi`, `runtimes/cgroup` and
+ * `runtimes/nvidia` implement them; {@link ./fakes.ts} has in-memory ones.
+ *
+ * @module
+ */
+export {
+  type AssignedDevice,
+  type AssignmentLimits,
+  type BindingName,
+  type DeviceAssignment,
+  type DevicesSection,
+  hasSliceLimits,
+  type HoldBinding,
+  holdBinding,
+  isValidAllocationId,
+  isValidCpuList,
+  parseCpuList,
+} from "./assignment.ts";
+export {
+  type Admission,
+  admitHold,
+  type BoundCommitment,
+  HOST_HEADROOM_BYTES,
+  type HostMemory,
+  type HugePagePool,
+  needsAdmission,
+  parseMeminfo,
+} from "./admission.ts";
+export {
+  applyDevices,
+  type DevicesApplyPorts,
+  type DevicesApplyResult,
+  DevicesMemory,
+  type DevicesOutcome,
+} from "./apply.ts";
+export {
+  cdiDeviceName,
+  classOfAtom,
+  DEVICE_CLASSES,
+  type DeviceClass,
+  isDeviceClass,
+  parseAtom,
+  type ParsedAtom,
+  type ResolvedDevice,
+  resolveDevice,
+} from "./classes.ts";
+export { type Claim, conflictingClaim, describeConflict, type PassthroughGpu, selfConflict } from "./conflicts.ts";
+export { type DevicesContext, DevicesConverger, type DevicesConvergerOptions, dirExists } from "./converger.ts";
+export { diagFromInventory, type DiagGpu, diagNvml, type DiagNvmlResult } from "./diag_nvml.ts";
+export { holdEnv, type HoldEnvInput, MPS_PIPE_DIRECTORY, RESERVED_ENV_KEYS } from "./env.ts";
+export { type AllocationBound, type AllocationFailed, type AllocationReleased, type DeviceEvent } from "./events.ts";
+export {
+  checkGpuResetPayload,
+  gpuHolder,
+  GpuKindError,
+  type GpuKindFailure,
+  gpuReset,
+  type GpuResetOutcome,
+  type GpuResetPayload,
+  type GpuResetPorts,
+  type GpuResetResult,
+} from "./gpu_reset.ts";
+export {
+  ANNOTATION_BINDING,
+  ANNOTATION_CGROUP_PARENT,
+  ANNOTATION_DEVICE_ID,
+  CDI_KIND,
+  holdCdiNames,
+  type HoldDevice,
+  type HoldRecord,
+  type ObservedHold,
+  qualifiedCdiName,
+  sameHold,
+  type UnreadableHold,
+} from "./hold.ts";
+export {
+  findGpu,
+  type GpuInfo,
+  type GpuInventory,
+  gpuUnhealthyReason,
+  type MigInstance,
+  type MigMode,
+} from "./inventory.ts";
+export { type DevicesAction, type DevicesObserved, planDevices, type SliceTarget } from "./plan.ts";
+export {
+  type EventSink,
+  type GpuTool,
+  GpuToolError,
+  type HoldListing,
+  type HoldStore,
+  type HostMemorySource,
+  type SliceManager,
+  type SliceRemoval,
+  type XidConditions,
+} from "./ports.ts";
+export { type AllocationFailureReason, AllocationRefused } from "./reasons.ts";
+export {
+  allocationIdOfSlice,
+  PAGE_1GI,
+  PAGE_2MI,
+  SLICE_PARENTS,
+  sliceName,
+  type SliceSettings,
+  sliceSettings,
+} from "./slice.ts";

@@ -1,0 +1,76 @@
+/**
+ * The hold's cgroup-v2 slice (000 §Device assignments, host resources): its name, where it sits
+ * (`bcd.slice/bcd-alloc.slice/bcd-alloc-<allocation id>.slice`) and the settings its limits become.
+ *
+ * | Slice `bcd-alloc-<id>.slice`                     | From                                   |
+ * | ------------------------------------------------ | -------------------------------------- |
+ * | `AllowedCPUs`, `AllowedMemoryNodes`              | `cpus`, `mems`                         |
+ * | `CPUQuota`                                       | `cpu_millis`, as whole percents of one CPU |
+ * | `MemoryMax`, and `MemoryHigh` at 90% of it       | `memory_bytes`                         |
+ * | `hugetlb.2MB.max`, `hugetlb.1GB.max` in cgroupfs | `hugepages_2mi`, `hugepages_1gi`       |
+ *
+ * Slice names nest by dashes in systemd (`a-b.slice` lives in `a.slice`), so a `-` inside the allocation id is
+ * written the way systemd escapes it, `\x2d`, and the slice stays directly under `bcd-alloc.slice`. For ids without
+ * a dash (the usual case) the name is exactly the seed's `bcd-alloc-<allocation id>.slice`.
+ *
+ * @module
+ */
+import type { AssignmentLimits } from "./assignment.ts";
+
+/** The parent slices, outermost first: `bcd.slice/bcd-alloc.slice`. */
+export const SLICE_PARENTS: readonly string[] = ["bcd.slice", "bcd-alloc.slice"];
+
+const _PREFIX = "bcd-alloc-";
+const _SUFFIX = ".slice";
+
+/** The slice unit name of a hold. */
+export function sliceName(allocationId: string): string {
+  const esc = allocationId.replace(/[^A-Za-z0-9:_.]/g, (ch) => `\\x${ch.charCodeAt(0).toString(16).padStart(2, "0")}`);
+  return `${_PREFIX}${esc}${_SUFFIX}`;
+}
+
+/** The allocation id a hold slice name belongs to, or `undefined` when the name is not a hold slice. */
+export function allocationIdOfSlice(name: string): string | undefined {
+  if (!name.startsWith(_PREFIX) || !name.endsWith(_SUFFIX)) return undefined;
+  const esc = name.slice(_PREFIX.length, -_SUFFIX.length);
+  if (!esc || !/^(?:[A-Za-z0-9:_.]|\\x[0-9a-f]{2})+$/.test(esc)) return undefined;
+  return esc.replace(/\\x([0-9a-f]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
+}
+
+/** What a slice is set to. Every field is optional: only what the limits booked is set. */
+export interface SliceSettings {
+  readonly allowedCpus?: string;
+  readonly allowedMemoryNodes?: string;
+  /** Whole percents of one CPU (`CPUQuota=150%`). */
+  readonly cpuQuotaPercent?: number;
+  readonly memoryMaxBytes?: number;
+  readonly memoryHighBytes?: number;
+  /** Bytes of 2 MiB pages (`hugetlb.2MB.max`). */
+  readonly hugetlb2MBMaxBytes?: number;
+  /** Bytes of 1 GiB pages (`hugetlb.1GB.max`). */
+  readonly hugetlb1GBMaxBytes?: number;
+}
+
+/** 2 MiB. */
+export const PAGE_2MI = 2 * 1024 * 1024;
+/** 1 GiB. */
+export const PAGE_1GI = 1024 * 1024 * 1024;
+
+/**
+ * The slice settings of a hold's limits, row by row of the seed's table. `CPUQuota` rounds `cpu_millis / 10` up,
+ * so a hold never gets less CPU than it booked; `MemoryHigh` is 90% of `MemoryMax`, rounded down to whole bytes.
+ */
+export function sliceSettings(limits: AssignmentLimits): SliceSettings {
+  const s: { -readonly [K in keyof SliceSettings]: SliceSettings[K] } = {};
+  if (limits.cpus) s.allowedCpus = limits.cpus;
+  if (limits.mems) s.allowedMemoryNodes = limits.mems;
+  if ((limits.cpu_millis ?? 0) > 0) s.cpuQuotaPercent = Math.ceil(limits.cpu_millis! / 10);
+  if ((limits.memory_bytes ?? 0) > 0) {
+    const m = limits.memory_bytes!;
+    s.memoryMaxBytes = m;
+    s.memoryHighBytes = Math.floor(m / 10) * 9 + Math.floor((m % 10) * 9 / 10);
+  }
+  if ((limits.hugepages_2mi ?? 0) > 0) s.hugetlb2MBMaxBytes = limits.hugepages_2mi! * PAGE_2MI;
+  if ((limits.hugepages_1gi ?? 0) > 0) s.hugetlb1GBMaxBytes = limits.hugepages_1gi! * PAGE_1GI;
+  return s;
+}
