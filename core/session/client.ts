@@ -1,0 +1,229 @@
+/**
+ * The node's side of a session: connect, prove the node's key on the gateway's challenge (`Hello`), take `Welcome`,
+ * then exchange frames until the channel closes, and reconnect with jittered backoff. Each phase refuses frames that
+ * do not belong to it: before `Welcome` only `Challenge`, then `Welcome` (or a `SessionClose`).
+ *
+ * @module
+ */
+import {
+  type bcd,
+  decodeGatewayFrame,
+  encodeNodeFrame,
+  type GatewayFrame,
+  type Props,
+  WireDecodeError,
+} from "../../proto/mod.ts";
+import type { Logger } from "../log/mod.ts";
+import { Backoff, type BackoffOptions } from "./backoff.ts";
+import type { FrameTransport } from "./transport.ts";
+
+/** What the node may send. */
+export type NodeFrameInit = Props<typeof bcd.v1.NodeFrame>;
+/** A `Hello` under construction. */
+export type HelloInit = Props<typeof bcd.v1.Hello>;
+
+/** A frame that does not belong to the session's phase, or a session the node refuses. */
+export class SessionProtocolError extends Error {
+  override name = "SessionProtocolError";
+  constructor(readonly reason: string, message: string, options?: ErrorOptions) {
+    super(message, options);
+  }
+}
+
+/** The session's phase. */
+export type SessionPhase = "connecting" | "awaiting-challenge" | "awaiting-welcome" | "established" | "closed";
+
+/** Sends frames on the current session. */
+export interface SessionOut {
+  /** False when the session is gone (the frame is not sent; replay covers it on the next session). */
+  send(frame: NodeFrameInit): boolean;
+  readonly epoch: number;
+}
+
+/** The agent behind the session. */
+export interface SessionDelegate {
+  /** The `Hello` answering `challenge`, signed with the node key. */
+  hello(challenge: bcd.v1.Challenge.$Properties): Promise<HelloInit>;
+  /** Checks and takes `Welcome`; throw {@link SessionProtocolError} to refuse it (the time-mark rule). */
+  welcome(welcome: bcd.v1.Welcome.$Properties): Promise<void>;
+  /** The session is up: replay unacked results and events, send status. */
+  established(out: SessionOut): Promise<void>;
+  /** Any frame after `Welcome`. */
+  frame(frame: GatewayFrame, out: SessionOut): Promise<void>;
+  /** The node's heartbeat content. */
+  heartbeat(): Props<typeof bcd.v1.Heartbeat>;
+  /** The session ended (reason for logs). */
+  disconnected(reason: string): void;
+}
+
+/** Options of {@link SessionClient}. */
+export interface SessionClientOptions {
+  readonly connect: () => Promise<FrameTransport>;
+  readonly delegate: SessionDelegate;
+  readonly log: Logger;
+  readonly backoff?: BackoffOptions;
+  /** Heartbeat interval until `Welcome` names one (ms). */
+  readonly heartbeatMs?: number;
+  /** A session silent for this many heartbeat intervals is closed and reconnected. */
+  readonly deadIntervals?: number;
+  /** Sleep, injectable for tests. */
+  readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+function _sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(t);
+      resolve();
+    }, { once: true });
+  });
+}
+
+/** Runs sessions until stopped. */
+export class SessionClient {
+  readonly #o: SessionClientOptions;
+  readonly #backoff: Backoff;
+  #phase: SessionPhase = "closed";
+  #epoch = 0;
+  #transport: FrameTransport | undefined;
+  #sessions = 0;
+
+  constructor(opts: SessionClientOptions) {
+    this.#o = opts;
+    this.#backoff = new Backoff(opts.backoff);
+  }
+
+  get phase(): SessionPhase {
+    return this.#phase;
+  }
+
+  /** Sessions that reached `Welcome`. */
+  get sessions(): number {
+    return this.#sessions;
+  }
+
+  /** Closes the current session (the run loop reconnects unless stopped). */
+  drop(reason = "dropped"): void {
+    this.#transport?.close(1000, reason);
+  }
+
+  /** Connects, runs a session, reconnects with backoff; returns when `signal` aborts. */
+  async run(signal: AbortSignal): Promise<void> {
+    const sleep = this.#o.sleep ?? _sleep;
+    while (!signal.aborted) {
+      let reason: string;
+      try {
+        reason = await this.#session(signal);
+      } catch (e) {
+        reason = e instanceof Error ? e.message : String(e);
+      }
+      this.#phase = "closed";
+      this.#o.delegate.disconnected(reason);
+      if (signal.aborted) break;
+      const wait = this.#backoff.next();
+      this.#o.log.info({ wait_ms: wait, reason }, "session ended; reconnecting");
+      await sleep(wait, signal);
+    }
+  }
+
+  async #session(signal: AbortSignal): Promise<string> {
+    this.#phase = "connecting";
+    const t = await this.#o.connect();
+    this.#transport = t;
+    const onAbort = () => t.close(1000, "shutdown");
+    signal.addEventListener("abort", onAbort, { once: true });
+    let heartbeat: ReturnType<typeof setInterval> | undefined;
+    let lastHeard = performance.now();
+    try {
+      this.#phase = "awaiting-challenge";
+      let epoch = 0;
+      const sessionOut: SessionOut = {
+        send: (frame) => this.#phase === "established" && t.send(encodeNodeFrame(frame)),
+        get epoch() {
+          return epoch;
+        },
+      };
+      for (;;) {
+        const bytes = await t.receive();
+        if (bytes === undefined) return t.closedReason ?? "closed";
+        lastHeard = performance.now();
+        let frame: GatewayFrame;
+        try {
+          frame = decodeGatewayFrame(bytes);
+        } catch (e) {
+          if (e instanceof WireDecodeError) {
+            t.close(1002, "undecodable frame");
+            return `gateway sent an undecodable frame: ${e.message}`;
+          }
+          throw e;
+        }
+        if (frame.close) {
+          return `gateway closed the session: ${frame.close.reason} ${frame.close.message}`.trim();
+        }
+        switch (this.#phase) {
+          case "awaiting-challenge": {
+            if (!frame.challenge) throw this.#refuse(t, `expected Challenge, got ${frame.frame}`);
+            const hello = await this.#o.delegate.hello(frame.challenge);
+            t.send(encodeNodeFrame({ hello }));
+            this.#phase = "awaiting-welcome";
+            break;
+          }
+          case "awaiting-welcome": {
+            if (!frame.welcome) throw this.#refuse(t, `expected Welcome, got ${frame.frame}`);
+            try {
+              await this.#o.delegate.welcome(frame.welcome);
+            } catch (e) {
+              if (e instanceof SessionProtocolError) {
+                t.send(encodeNodeFrame({ close: { reason: e.reason, message: e.message } }));
+                t.close(1008, e.reason);
+                return `refused Welcome: ${e.message}`;
+              }
+              throw e;
+            }
+            epoch = Number(frame.welcome.session_epoch ?? 0);
+            this.#epoch = epoch;
+            this.#phase = "established";
+            this.#sessions++;
+            this.#backoff.reset();
+            const every = frame.welcome.heartbeat_interval_ms || this.#o.heartbeatMs || 15_000;
+            const dead = every * (this.#o.deadIntervals ?? 3);
+            heartbeat = setInterval(() => {
+              if (performance.now() - lastHeard > dead) {
+                t.close(1001, "gateway silent");
+                return;
+              }
+              sessionOut.send({ heartbeat: this.#o.delegate.heartbeat() });
+            }, every);
+            this.#o.log.info({ epoch }, "session established");
+            await this.#o.delegate.established(sessionOut);
+            break;
+          }
+          case "established":
+            if (frame.challenge || frame.welcome) throw this.#refuse(t, `unexpected ${frame.frame} after Welcome`);
+            await this.#o.delegate.frame(frame, sessionOut);
+            break;
+          default:
+            throw this.#refuse(t, `frame in phase ${this.#phase}`);
+        }
+      }
+    } finally {
+      if (heartbeat !== undefined) clearInterval(heartbeat);
+      signal.removeEventListener("abort", onAbort);
+      t.close(1000, "session over");
+      this.#transport = undefined;
+    }
+  }
+
+  #refuse(t: FrameTransport, message: string): SessionProtocolError {
+    t.send(encodeNodeFrame({ close: { reason: "protocol", message } }));
+    t.close(1002, "protocol");
+    return new SessionProtocolError("protocol", message);
+  }
+
+  /** The epoch of the last session that reached `Welcome`. */
+  get epoch(): number {
+    return this.#epoch;
+  }
+}

@@ -1,0 +1,161 @@
+import assert from "node:assert/strict";
+import { decodeNodeFrame, encodeGatewayFrame, type GatewayFrame, type NodeFrame, type Props } from "../../proto/mod.ts";
+import type { bcd } from "../../proto/mod.ts";
+import { silentLogger } from "../log/mod.ts";
+import { type SessionDelegate, SessionProtocolError } from "./client.ts";
+import { SessionClient } from "./client.ts";
+import { connectWebSocket, type FrameTransport, wrapWebSocket } from "./transport.ts";
+
+type GatewayFrameInit = Props<typeof bcd.v1.GatewayFrame>;
+
+/** A scripted gateway on loopback: each accepted session runs `script`. */
+function scriptedGateway(script: (t: FrameTransport, n: number) => Promise<void>) {
+  let n = 0;
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, (req) => {
+    const { socket, response } = Deno.upgradeWebSocket(req);
+    const t = wrapWebSocket(socket);
+    socket.addEventListener("open", () => void script(t, n++).catch(() => t.close(1011, "script failed")));
+    return response;
+  });
+  return { url: `ws://127.0.0.1:${server.addr.port}/v1/session`, server };
+}
+
+async function recv(t: FrameTransport): Promise<NodeFrame> {
+  const b = await t.receive();
+  assert.ok(b, "gateway expected a frame");
+  return decodeNodeFrame(b);
+}
+const send = (t: FrameTransport, f: GatewayFrameInit) => t.send(encodeGatewayFrame(f));
+
+class RecordingDelegate implements SessionDelegate {
+  events: string[] = [];
+  frames: GatewayFrame[] = [];
+  refuseWelcome = false;
+  hello(ch: bcd.v1.Challenge.$Properties) {
+    this.events.push(`challenge:${ch.gateway_id}`);
+    return Promise.resolve({ node_id: "n-1", role: "node", applied_generation: 3, challenge_sig: new Uint8Array([1]) });
+  }
+  welcome(w: bcd.v1.Welcome.$Properties) {
+    this.events.push(`welcome:${w.session_epoch}`);
+    if (this.refuseWelcome) throw new SessionProtocolError("time-mark", "server_time 10 minutes before the mark");
+    return Promise.resolve();
+  }
+  established() {
+    this.events.push("established");
+    return Promise.resolve();
+  }
+  frame(f: GatewayFrame) {
+    this.frames.push(f);
+    this.events.push(`frame:${f.frame}`);
+    return Promise.resolve();
+  }
+  heartbeat() {
+    return { applied_generation: 3 };
+  }
+  disconnected(reason: string) {
+    this.events.push(`disconnected:${reason}`);
+  }
+}
+
+function client(url: string, d: SessionDelegate) {
+  return new SessionClient({
+    connect: () => connectWebSocket(url),
+    delegate: d,
+    log: silentLogger(),
+    backoff: { baseMs: 1, maxMs: 2 },
+    heartbeatMs: 20,
+  });
+}
+
+async function until(cond: () => boolean, what: string, ms = 5000) {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+Deno.test("a session proves the key on the challenge, takes Welcome, then exchanges frames", async () => {
+  const hellos: NodeFrame[] = [];
+  const gw = scriptedGateway(async (t) => {
+    send(t, { challenge: { nonce: new Uint8Array(32), gateway_id: "gw-1" } });
+    hellos.push(await recv(t));
+    send(t, { welcome: { session_epoch: 7, heartbeat_interval_ms: 20 } });
+    send(t, { cancel: { command_id: "c-1", reason: "operator" } });
+    const hb = await recv(t);
+    assert.equal(hb.heartbeat?.applied_generation, 3);
+  });
+  const d = new RecordingDelegate();
+  const c = client(gw.url, d);
+  const stop = new AbortController();
+  const run = c.run(stop.signal);
+  await until(() => d.frames.length === 1, "the cancel");
+  assert.deepEqual(d.events.slice(0, 4), ["challenge:gw-1", "welcome:7", "established", "frame:cancel"]);
+  assert.equal(hellos[0]?.hello?.node_id, "n-1");
+  assert.equal(c.epoch, 7);
+  assert.equal(c.phase, "established");
+  stop.abort();
+  await run;
+  await gw.server.shutdown();
+});
+
+Deno.test("a frame out of phase ends the session with a protocol close, and the client reconnects", async () => {
+  const closes: NodeFrame[] = [];
+  const gw = scriptedGateway(async (t, n) => {
+    if (n === 0) {
+      send(t, { welcome: { session_epoch: 1 } }); // before any Challenge
+      closes.push(await recv(t));
+      return;
+    }
+    send(t, { challenge: { nonce: new Uint8Array(32), gateway_id: "gw" } });
+    await recv(t);
+    send(t, { welcome: { session_epoch: 2 } });
+  });
+  const d = new RecordingDelegate();
+  const c = client(gw.url, d);
+  const stop = new AbortController();
+  const run = c.run(stop.signal);
+  await until(() => c.sessions === 1, "the second session");
+  assert.equal(closes[0]?.close?.reason, "protocol");
+  assert.match(d.events[0]!, /disconnected:.*expected Challenge/);
+  assert.equal(c.epoch, 2);
+  stop.abort();
+  await run;
+  await gw.server.shutdown();
+});
+
+Deno.test("a refused Welcome is answered with a close naming the reason and never established", async () => {
+  const closes: NodeFrame[] = [];
+  const gw = scriptedGateway(async (t) => {
+    send(t, { challenge: { nonce: new Uint8Array(32), gateway_id: "gw" } });
+    await recv(t);
+    send(t, { welcome: { session_epoch: 9 } });
+    closes.push(await recv(t));
+  });
+  const d = new RecordingDelegate();
+  d.refuseWelcome = true;
+  const c = client(gw.url, d);
+  const stop = new AbortController();
+  const run = c.run(stop.signal);
+  await until(() => closes.length > 0, "the close");
+  assert.equal(closes[0]?.close?.reason, "time-mark");
+  assert.ok(!d.events.includes("established"));
+  stop.abort();
+  await run;
+  await gw.server.shutdown();
+});
+
+Deno.test("an undecodable frame ends the session", async () => {
+  const gw = scriptedGateway((t) => {
+    t.send(new Uint8Array([0xff, 0xff, 0xff]));
+    return Promise.resolve();
+  });
+  const d = new RecordingDelegate();
+  const c = client(gw.url, d);
+  const stop = new AbortController();
+  const run = c.run(stop.signal);
+  await until(() => d.events.some((e) => e.includes("undecodable")), "the disconnect");
+  stop.abort();
+  await run;
+  await gw.server.shutdown();
+});
