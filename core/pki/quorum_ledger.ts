@@ -37,7 +37,7 @@ export class QuorumLedgerError extends Error {
 /** What a check decided, to be recorded with {@link QuorumLedger.record} once the command is accepted. */
 export type QuorumTicket =
   | { readonly type: "leaf"; readonly commandId: string; readonly admission: BatchAdmission }
-  | { readonly type: "unbatched"; readonly commandId: string };
+  | { readonly type: "unbatched"; readonly commandId: string; readonly limit: number };
 
 /** The persisted leaves and hourly counter. */
 export class QuorumLedger {
@@ -88,7 +88,7 @@ export class QuorumLedger {
 
   /** Throws `UNBATCHED_LIMIT` when `limit` unbatched destructive commands were admitted in the last rolling hour. */
   checkUnbatched(commandId: string, limit: number): QuorumTicket {
-    if (this.unbatched.some((u) => u.command_id === commandId)) return { type: "unbatched", commandId };
+    if (this.unbatched.some((u) => u.command_id === commandId)) return { type: "unbatched", commandId, limit };
     const n = this.countLastHour();
     if (n >= limit) {
       throw new QuorumError(
@@ -96,7 +96,7 @@ export class QuorumLedger {
         `${n} unbatched destructive commands in the last hour; unbatched_destructive_per_hour is ${limit}`,
       );
     }
-    return { type: "unbatched", commandId };
+    return { type: "unbatched", commandId, limit };
   }
 
   /** The unbatched destructive commands admitted within the last hour of the host clock. */
@@ -105,11 +105,16 @@ export class QuorumLedger {
     return this.unbatched.filter((u) => u.at > since).length;
   }
 
-  /** Records an admission durably (the leaf ran, or one more unbatched command this hour). */
+  /**
+   * Records an admission durably (the leaf ran, or one more unbatched command this hour). The check is repeated
+   * synchronously first, so two commands checked concurrently cannot both take the last slot or the same leaf: the
+   * loser gets the {@link QuorumError} here.
+   */
   async record(ticket: QuorumTicket, serverNowMs: number): Promise<void> {
     const now = this.hostNow();
     if (ticket.type === "leaf") {
       const a = ticket.admission;
+      this.checkLeaf(ticket.commandId, a);
       if (this.leaves.some((l) => l.batch_id === a.batchId && l.leaf === a.leaf)) return;
       this.leaves = this.leaves.filter((l) => l.scope_not_after + HOUR_MS >= serverNowMs);
       this.leaves.push({
@@ -120,6 +125,7 @@ export class QuorumLedger {
       });
       if (this.leaves.length > MAX_LEDGER_LEAVES) this.leaves = this.leaves.slice(-MAX_LEDGER_LEAVES);
     } else {
+      this.checkUnbatched(ticket.commandId, ticket.limit);
       if (this.unbatched.some((u) => u.command_id === ticket.commandId)) return;
       this.unbatched = this.unbatched.filter((u) => u.at > now - HOUR_MS);
       this.unbatched.push({ at: now, command_id: ticket.commandId });

@@ -1,0 +1,153 @@
+/**
+ * The dispatcher test bench: a real journal and quorum ledger in a temp data dir, a test PKI, fake handlers, a
+ * settable server clock and hand-driven timers.
+ *
+ * @module
+ */
+import { Journal } from "../journal/mod.ts";
+import { signEnvelope } from "../pki/envelope.ts";
+import { makeTestPki, type TestPki } from "../pki/test_pki.ts";
+import { QuorumLedger } from "../pki/quorum_ledger.ts";
+import { EMPTY_TRUST_BUNDLE, type TrustBundle } from "../pki/trust_bundle.ts";
+import { type CommandBody, commandBody, type IncomingCommand } from "./command.ts";
+import { type CommandJournal, Dispatcher, type Timers } from "./dispatcher.ts";
+import { FakeHandler } from "./fake_handlers.ts";
+import { HandlerRegistry } from "./handlers.ts";
+import type { Role } from "./kinds.ts";
+import type { CommandUpdate } from "./results.ts";
+
+export const NOW = Date.UTC(2026, 10, 30, 7, 0, 0);
+export const NODE = "node-1";
+
+/** Timers the test fires by hand. */
+export class ManualTimers implements Timers {
+  pending: { fn: () => void; ms: number; cleared: boolean }[] = [];
+  set(fn: () => void, ms: number): () => void {
+    const t = { fn, ms, cleared: false };
+    this.pending.push(t);
+    return () => t.cleared = true;
+  }
+  fireAll(): void {
+    const ts = this.pending.splice(0);
+    for (const t of ts) if (!t.cleared) t.fn();
+  }
+}
+
+export interface Bench extends AsyncDisposable {
+  dir: string;
+  journal: Journal;
+  dispatcher: Dispatcher;
+  updates: CommandUpdate[];
+  specRequests: string[];
+  pki: TestPki;
+  ledger: QuorumLedger;
+  handlers: Record<string, FakeHandler>;
+  timers: ManualTimers;
+  state: {
+    serverNow: number;
+    applied: number;
+    upgradeOnly: boolean;
+    bundle: TrustBundle;
+    unbatchedPerHour: number;
+  };
+  /** A signed command of `kind` with the body fields given. */
+  command(fields: Partial<CommandBody> & { kind: string }, opts?: { sign?: boolean }): Promise<IncomingCommand>;
+  /** The updates sent for `id`, as `STATE` or `STATE:reason/code`. */
+  trail(id: string): string[];
+}
+
+let counter = 0;
+
+/** Opens a bench; `signing` puts the test PKI's roots and approvers in the trust bundle. */
+export async function openBench(
+  opts: {
+    signing?: boolean;
+    approvers?: number;
+    role?: Role;
+    gated?: boolean;
+    wrapJournal?: (j: Journal) => CommandJournal;
+  } = {},
+): Promise<Bench> {
+  const dir = await Deno.makeTempDir({ dir: "/var/tmp", prefix: "bcd-commands-test-" });
+  const journal = await Journal.open({ dataDir: dir, bootId: "boot-1", now: () => NOW, nodeId: NODE });
+  const pki = await makeTestPki({ approvers: opts.approvers ?? 2 });
+  const ledger = await QuorumLedger.open(dir, () => NOW);
+  const gated = opts.gated ?? false;
+  const handlers: Record<string, FakeHandler> = {
+    "inventory.refresh": new FakeHandler("inventory.refresh", { gated }),
+    "gpu.reset": new FakeHandler("gpu.reset", {
+      gated,
+      resources: (b) => [`gpu:${new TextDecoder().decode(b.payload?.value ?? new Uint8Array())}`],
+    }),
+    "diag.dcgm": new FakeHandler("diag.dcgm", {
+      gated,
+      resources: (b) => [`gpu:${new TextDecoder().decode(b.payload?.value ?? new Uint8Array())}`],
+    }),
+    "node.reboot": new FakeHandler("node.reboot", { gated }),
+    "logs.collect": new FakeHandler("logs.collect", { gated }),
+  };
+  const registry = new HandlerRegistry();
+  for (const h of Object.values(handlers)) registry.register(h);
+  const state = {
+    serverNow: NOW,
+    applied: 5,
+    upgradeOnly: false,
+    bundle: opts.signing === false ? EMPTY_TRUST_BUNDLE : pki.bundle,
+    unbatchedPerHour: 0,
+  };
+  const updates: CommandUpdate[] = [];
+  const specRequests: string[] = [];
+  const timers = new ManualTimers();
+  const dispatcher = new Dispatcher({
+    journal: opts.wrapJournal ? opts.wrapJournal(journal) : journal,
+    bootId: "boot-1",
+    sink: { send: (u) => void updates.push(u) },
+    specs: { requestSpec: (have, reason, detail) => void specRequests.push(`${reason} have=${have} ${detail}`) },
+    timers,
+    acceptance: {
+      nodeId: NODE,
+      role: opts.role ?? "node",
+      handlers: registry,
+      upgradeOnly: () => state.upgradeOnly,
+      appliedGeneration: () => state.applied,
+      serverNow: () => state.serverNow,
+      trustBundle: () => state.bundle,
+      ledger,
+      unbatchedPerHour: () => state.unbatchedPerHour,
+    },
+  });
+  return {
+    dir,
+    journal,
+    dispatcher,
+    updates,
+    specRequests,
+    pki,
+    ledger,
+    handlers,
+    timers,
+    state,
+    async command(fields, o = {}) {
+      const body = commandBody({
+        id: `01CMD${String(++counter).padStart(21, "0")}`,
+        nodeId: NODE,
+        notAfterMs: NOW + 60_000,
+        ...fields,
+      });
+      const bodyBytes = new TextEncoder().encode(JSON.stringify(body));
+      const signature = o.sign === false ? undefined : await signEnvelope(pki.worker, "command", bodyBytes);
+      return { bodyBytes, body, attempt: 1, ...(signature ? { signature } : {}) };
+    },
+    trail(id) {
+      return updates.filter((u) => u.commandId === id).map((u) =>
+        u.reason ? `${u.state}:${u.reason}` : u.errorCode ? `${u.state}:${u.errorCode}` : u.state
+      );
+    },
+    async [Symbol.asyncDispose]() {
+      for (const h of Object.values(handlers)) h.releaseAll();
+      await dispatcher.stop();
+      await journal.close();
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}

@@ -1,0 +1,455 @@
+/**
+ * The command dispatcher: a delivered command goes through the journal's duplicate rules (`journal.resolve`), the
+ * acceptance checks in the seed's order, then `BUSY` (lane credit, journal full), is journaled `accepted` (durable
+ * before any side effect) and reported `ACKED`, queued on its lane, run by one of the lane's fixed workers with its
+ * resource locks held (`running{boot_id}` journaled and `RUNNING` reported immediately before the side effect), and
+ * finished with exactly one journaled terminal result. The credit is held from acceptance until that result is
+ * journaled.
+ *
+ * Acceptance runs concurrently (so journal writes share fsyncs), but commands take credits and enter their lanes in
+ * delivery order. A command whose `min_generation` is ahead is deferred (not journaled, no credit): the dispatcher
+ * asks for the spec, re-runs the checks when a newer spec is applied, and settles it `STALE_GENERATION` at its
+ * `not_after`. See cancel semantics on {@link Dispatcher.cancel}.
+ *
+ * @module
+ */
+import type { Logger } from "../log/mod.ts";
+import { silentLogger } from "../log/mod.ts";
+import {
+  type AcceptInput,
+  CommandStateError,
+  type DoneEntry,
+  type Journal,
+  JournalBusy,
+  type OutcomeInput,
+  type Resolution,
+} from "../journal/mod.ts";
+import { QuorumError } from "../pki/quorum.ts";
+import type { QuorumTicket } from "../pki/quorum_ledger.ts";
+import { type AcceptanceContext, runAcceptanceChecks } from "./acceptance.ts";
+import type { CommandBody, IncomingCommand } from "./command.ts";
+import type { KindHandler } from "./handlers.ts";
+import { type KindSpec, type Lane, lookupKind } from "./kinds.ts";
+import { LANE_LIMITS, LanePool } from "./lanes.ts";
+import { ResourceLocks } from "./locks.ts";
+import { CommandFailed, InvalidPayload, type TerminalRejectReason } from "./rejection.ts";
+import { type CommandUpdate, terminalUpdate, updateFromEntry, type UpdateSink } from "./results.ts";
+import { encodeAny } from "./any_codec.ts";
+
+/** The journal operations the dispatcher uses (the real {@link Journal}; a test may wrap it). */
+export type CommandJournal = Pick<
+  Journal,
+  "resolve" | "accept" | "markRunning" | "finish" | "cancel" | "reject" | "get" | "ackResults" | "unackedResults"
+>;
+
+/** Host timers, injected so tests drive deferral deadlines by hand. */
+export interface Timers {
+  set(fn: () => void, ms: number): () => void;
+}
+
+/** Real timers. */
+export const REAL_TIMERS: Timers = {
+  set(fn, ms) {
+    const h = setTimeout(fn, Math.max(0, Math.min(ms, 2 ** 31 - 1)));
+    return () => clearTimeout(h);
+  },
+};
+
+/** What the dispatcher asks the session for. */
+export interface SpecRequester {
+  /** `SpecRequest{have_generation, MIN_GENERATION}`. */
+  requestSpec(haveGeneration: number, reason: "MIN_GENERATION", detail: string): void;
+}
+
+/** The dispatcher's wiring. */
+export interface DispatcherOptions {
+  readonly journal: CommandJournal;
+  readonly acceptance: AcceptanceContext;
+  readonly sink: UpdateSink;
+  readonly specs: SpecRequester;
+  /** The boot the process runs in (`journal.bootId`). */
+  readonly bootId: string;
+  /** The node's private key, for attested kinds' `node_sig`; absent: results go unsigned. */
+  readonly nodeKey?: CryptoKey;
+  readonly logger?: Logger;
+  readonly timers?: Timers;
+  /** Deferred commands kept at once; beyond it a deferral is `BUSY`. */
+  readonly maxDeferred?: number;
+  /** Lane limits; the seed's table by default. */
+  readonly laneLimits?: Readonly<Record<Lane, { readonly credits: number; readonly workers: number }>>;
+}
+
+type Phase = "deferred" | "queued" | "running";
+
+interface Flight {
+  phase: Phase;
+  readonly cmd: IncomingCommand;
+  cancelRequested: boolean;
+  cancelReason: string;
+  readonly abort: AbortController;
+  /** Deferred only: clears the not_after timer. */
+  clearTimer?: () => void;
+  /** Queued or running only: settles once the terminal result is journaled and sent. */
+  done?: Promise<void>;
+}
+
+const DEFAULT_MAX_DEFERRED = 64;
+
+/** Delivers commands, runs them on the lanes, and reports their updates. */
+export class Dispatcher {
+  readonly #o: DispatcherOptions;
+  readonly #log: Logger;
+  readonly #timers: Timers;
+  readonly #locks = new ResourceLocks();
+  readonly #lanes: Record<Lane, LanePool>;
+  readonly #flights = new Map<string, Flight>();
+  /** Ids whose delivery is being processed, so a duplicate arriving meanwhile re-attaches. */
+  readonly #delivering = new Set<string>();
+  #gate: Promise<void> = Promise.resolve();
+  #stopped = false;
+
+  constructor(options: DispatcherOptions) {
+    this.#o = options;
+    this.#log = options.logger ?? silentLogger();
+    this.#timers = options.timers ?? REAL_TIMERS;
+    const limits = options.laneLimits ?? LANE_LIMITS;
+    this.#lanes = {
+      control: new LanePool("control", this.#locks, limits.control),
+      provision: new LanePool("provision", this.#locks, limits.provision),
+      bulk: new LanePool("bulk", this.#locks, limits.bulk),
+    };
+  }
+
+  /** The lane pools (status and tests). */
+  get lanes(): Readonly<Record<Lane, LanePool>> {
+    return this.#lanes;
+  }
+
+  /** The phase of a command the dispatcher holds, if any. */
+  phaseOf(commandId: string): Phase | undefined {
+    return this.#flights.get(commandId)?.phase;
+  }
+
+  /**
+   * Handles one delivered command. Resolves once it is answered (`ACKED` and queued, `REJECTED`, deferred, or its
+   * stored result resent), not when it finishes; see {@link settled}.
+   */
+  async deliver(cmd: IncomingCommand): Promise<void> {
+    const id = cmd.body.id;
+    const prev = this.#gate;
+    let open!: () => void;
+    this.#gate = new Promise<void>((r) => open = r);
+    try {
+      if (this.#stopped) return;
+      if (
+        this.#delivering.has(id) || this.#flights.get(id)?.phase === "queued" ||
+        this.#flights.get(id)?.phase === "running"
+      ) {
+        await prev;
+        return; // re-attach: the execution in flight reports
+      }
+      this.#delivering.add(id);
+      try {
+        await this.#process(cmd, prev, open);
+      } finally {
+        this.#delivering.delete(id);
+      }
+    } finally {
+      await prev;
+      open();
+    }
+  }
+
+  /** `open` lets the next delivery take its credit and lane slot; called as soon as this one has taken its own. */
+  async #process(cmd: IncomingCommand, prev: Promise<void>, open: () => void): Promise<void> {
+    const body = cmd.body;
+    const spec = lookupKind(body.kind);
+    const flags = { retrySafe: spec?.retrySafe ?? false, selfTerminating: spec?.selfTerminating ?? false };
+    const r: Resolution = await this.#o.journal.resolve(body.id, flags);
+    switch (r.action) {
+      case "resend":
+        await prev;
+        return this.#send(await updateFromEntry(r.entry, this.#o.nodeKey));
+      case "rebooted":
+      case "interrupted":
+        await prev;
+        return this.#send(await terminalUpdate(body.id, r.entry.kind, r.result, this.#o.nodeKey));
+      case "reattach":
+        return;
+      case "execute":
+      case "reexecute":
+        break;
+    }
+    const verdict = await runAcceptanceChecks(this.#o.acceptance, cmd);
+    const input: AcceptInput = { kind: body.kind, ...flags };
+    if (verdict.verdict === "reject") {
+      await prev;
+      this.#undefer(body.id);
+      return await this.#rejectTerminal(body, input, verdict.reason, verdict.message);
+    }
+    if (verdict.verdict === "defer") {
+      await prev;
+      return this.#defer(cmd, verdict.message);
+    }
+    this.#undefer(body.id);
+    let resources: readonly string[] = [];
+    let invalid: InvalidPayload | undefined;
+    try {
+      resources = verdict.handler.resources?.(body) ?? [];
+    } catch (e) {
+      if (!(e instanceof InvalidPayload)) throw e;
+      invalid = e;
+    }
+    // 6. BUSY, in delivery order.
+    await prev;
+    const lane = this.#lanes[verdict.spec.lane];
+    if (!lane.reserveCredit()) {
+      return this.#busy(body, `no free credit on the ${verdict.spec.lane} lane`);
+    }
+    const flight: Flight = {
+      phase: "queued",
+      cmd,
+      cancelRequested: false,
+      cancelReason: "",
+      abort: new AbortController(),
+    };
+    this.#flights.set(body.id, flight);
+    const accepted = this.#accept(body, input, verdict.quorum);
+    let settle!: () => void;
+    flight.done = new Promise<void>((r) => settle = r);
+    lane.submit({
+      id: body.id,
+      resources,
+      run: async () => {
+        try {
+          if (await accepted) await this.#run(flight, verdict.spec, verdict.handler, invalid);
+        } finally {
+          this.#flights.delete(body.id);
+          lane.releaseCredit();
+          settle();
+        }
+      },
+      dropped: async () => {
+        try {
+          if (await accepted) await this.#finish(body, { state: "CANCELLED", message: flight.cancelReason });
+        } finally {
+          this.#flights.delete(body.id);
+          lane.releaseCredit();
+          settle();
+        }
+      },
+    });
+    open();
+    if (await accepted) this.#send({ commandId: body.id, kind: body.kind, state: "ACKED", bootId: this.#o.bootId });
+  }
+
+  /** Records the quorum ticket and journals `accepted`; false (answered `BUSY` or rejected) when it cannot. */
+  async #accept(body: CommandBody, input: AcceptInput, quorum: QuorumTicket | undefined): Promise<boolean> {
+    try {
+      if (quorum !== undefined) await this.#o.acceptance.ledger!.record(quorum, this.#o.acceptance.serverNow());
+      await this.#o.journal.accept(body.id, input);
+      return true;
+    } catch (e) {
+      if (e instanceof JournalBusy) {
+        this.#busy(body, e.message);
+        return false;
+      }
+      if (e instanceof QuorumError) {
+        await this.#rejectTerminal(body, input, e.reason, e.message);
+        return false;
+      }
+      if (e instanceof CommandStateError) {
+        this.#log.warn({ command_id: body.id, err: e.message }, "command already in the journal; not run again");
+        return false;
+      }
+      throw e;
+    }
+  }
+
+  async #run(flight: Flight, spec: KindSpec, handler: KindHandler, invalid: InvalidPayload | undefined): Promise<void> {
+    const body = flight.cmd.body;
+    if (flight.cancelRequested) {
+      return await this.#finish(body, { state: "CANCELLED", message: flight.cancelReason });
+    }
+    if (invalid !== undefined) {
+      return await this.#finish(body, { state: "FAILED", code: "invalid-payload", message: invalid.message });
+    }
+    flight.phase = "running";
+    await this.#o.journal.markRunning(body.id);
+    this.#send({ commandId: body.id, kind: body.kind, state: "RUNNING", bootId: this.#o.bootId });
+    let outcome: OutcomeInput;
+    try {
+      const res = await handler.run({
+        command: body,
+        signal: flight.abort.signal,
+        bootId: this.#o.bootId,
+        logger: this.#log.child({ command_id: body.id, kind: body.kind, lane: spec.lane }),
+      });
+      outcome = { state: "SUCCEEDED", ...(res.result ? { body: encodeAny(res.result) } : {}) };
+    } catch (e) {
+      if (e instanceof InvalidPayload) outcome = { state: "FAILED", code: "invalid-payload", message: e.message };
+      else if (e instanceof CommandFailed) outcome = { state: "FAILED", code: e.code, message: e.message };
+      else {
+        this.#log.error({ command_id: body.id, err: String(e) }, "command handler failed");
+        outcome = { state: "FAILED", code: "internal", message: e instanceof Error ? e.message : String(e) };
+      }
+    }
+    await this.#finish(body, outcome);
+  }
+
+  async #finish(body: CommandBody, outcome: OutcomeInput): Promise<void> {
+    const done: DoneEntry = await this.#o.journal.finish(body.id, outcome);
+    this.#send(await updateFromEntry(done, this.#o.nodeKey));
+  }
+
+  async #rejectTerminal(body: CommandBody, input: AcceptInput, reason: TerminalRejectReason, message: string) {
+    this.#log.info({ command_id: body.id, kind: body.kind, reason }, "command rejected");
+    const done = await this.#o.journal.reject(body.id, input, reason, message);
+    this.#send(await updateFromEntry(done, this.#o.nodeKey));
+  }
+
+  #busy(body: CommandBody, message: string): void {
+    this.#send({
+      commandId: body.id,
+      kind: body.kind,
+      state: "REJECTED",
+      reason: "BUSY",
+      message,
+      bootId: this.#o.bootId,
+    });
+  }
+
+  #defer(cmd: IncomingCommand, message: string): void {
+    const body = cmd.body;
+    const existing = this.#flights.get(body.id);
+    if (existing === undefined) {
+      const deferred = [...this.#flights.values()].filter((f) => f.phase === "deferred").length;
+      if (deferred >= (this.#o.maxDeferred ?? DEFAULT_MAX_DEFERRED)) {
+        return this.#busy(body, `${deferred} commands already wait for a newer spec`);
+      }
+    } else {
+      existing.clearTimer?.();
+    }
+    const flight: Flight = {
+      phase: "deferred",
+      cmd,
+      cancelRequested: false,
+      cancelReason: "",
+      abort: new AbortController(),
+    };
+    const delay = (body.notAfterMs ?? 0) - this.#o.acceptance.serverNow() + 1;
+    flight.clearTimer = this.#timers.set(() => void this.#redeliver(body.id), delay);
+    this.#flights.set(body.id, flight);
+    this.#log.info({ command_id: body.id, min_generation: body.minGeneration }, "command deferred: " + message);
+    this.#o.specs.requestSpec(
+      this.#o.acceptance.appliedGeneration(),
+      "MIN_GENERATION",
+      `command ${body.id}: ${message}`,
+    );
+  }
+
+  #undefer(id: string): void {
+    const f = this.#flights.get(id);
+    if (f?.phase === "deferred") {
+      f.clearTimer?.();
+      this.#flights.delete(id);
+    }
+  }
+
+  async #redeliver(id: string): Promise<void> {
+    const f = this.#flights.get(id);
+    if (f?.phase !== "deferred") return;
+    try {
+      await this.deliver(f.cmd);
+    } catch (e) {
+      this.#log.error({ command_id: id, err: String(e) }, "re-running a deferred command failed");
+    }
+  }
+
+  /** A newer spec was applied: deferred commands run their checks again, in `seq` order. */
+  async onSpecApplied(): Promise<void> {
+    const deferred = [...this.#flights.values()].filter((f) => f.phase === "deferred")
+      .sort((a, b) => a.cmd.body.seq - b.cmd.body.seq);
+    await Promise.all(deferred.map((f) => this.#redeliver(f.cmd.body.id)));
+  }
+
+  /**
+   * `Cancel{command_id, reason}`. A command still deferred or queued is journaled and reported `CANCELLED`; one
+   * whose side effect started is told to stop between actions (its signal aborts) and reports its real outcome; a
+   * done command keeps its result, which is resent while unacked; repeated cancels change nothing.
+   */
+  async cancel(commandId: string, reason = ""): Promise<void> {
+    const f = this.#flights.get(commandId);
+    if (f === undefined) {
+      const entry = await this.#o.journal.get(commandId);
+      if (entry?.state === "done" && !entry.resultAcked) this.#send(await updateFromEntry(entry, this.#o.nodeKey));
+      return;
+    }
+    f.cancelReason = reason;
+    if (f.phase === "deferred") {
+      f.clearTimer?.();
+      this.#flights.delete(commandId);
+      const body = f.cmd.body;
+      const spec = lookupKind(body.kind);
+      const input = {
+        kind: body.kind,
+        retrySafe: spec?.retrySafe ?? false,
+        selfTerminating: spec?.selfTerminating ?? false,
+      };
+      try {
+        await this.#o.journal.accept(commandId, input);
+      } catch (e) {
+        if (!(e instanceof JournalBusy)) throw e;
+        this.#send({ commandId, kind: body.kind, state: "CANCELLED", message: reason, bootId: this.#o.bootId });
+        return;
+      }
+      await this.#finish(body, { state: "CANCELLED", ...(reason ? { message: reason } : {}) });
+      return;
+    }
+    if (f.cancelRequested) return;
+    f.cancelRequested = true;
+    if (f.phase === "queued") {
+      const lane = this.#lanes[lookupKind(f.cmd.body.kind)!.lane];
+      if (lane.cancelQueued(commandId)) return;
+      // It reached a worker: the worker sees the request before the side effect starts.
+      return;
+    }
+    f.abort.abort(new Error(`cancelled: ${reason}`));
+  }
+
+  /** `Ack.command_ids`: those results stop being replayed. */
+  async onAck(commandIds: readonly string[]): Promise<void> {
+    await this.#o.journal.ackResults(commandIds);
+  }
+
+  /** The terminal updates to replay (`Hello.unacked_results`, and after a reconnect). */
+  async unackedResults(): Promise<CommandUpdate[]> {
+    const entries = await this.#o.journal.unackedResults();
+    return await Promise.all(entries.map((e) => updateFromEntry(e, this.#o.nodeKey)));
+  }
+
+  /** Resolves once every queued and running command has its terminal result journaled and sent. */
+  async settled(): Promise<void> {
+    while (true) {
+      const pending = [...this.#flights.values()].filter((f) => f.done !== undefined).map((f) => f.done!);
+      if (pending.length === 0 && this.#delivering.size === 0) return;
+      await Promise.all(pending);
+      await this.#gate;
+    }
+  }
+
+  /** Stops taking commands, clears deferral timers and stops the lanes after their running commands end. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    for (const f of this.#flights.values()) f.clearTimer?.();
+    await Promise.all(Object.values(this.#lanes).map((l) => l.stop()));
+  }
+
+  #send(u: CommandUpdate): void {
+    try {
+      this.#o.sink.send(u);
+    } catch (e) {
+      this.#log.warn({ command_id: u.commandId, err: String(e) }, "update sink refused an update");
+    }
+  }
+}

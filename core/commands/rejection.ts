@@ -1,0 +1,53 @@
+/**
+ * Why a delivered command is refused: the seed's reasons of the acceptance checks, as a typed error.
+ *
+ * @module
+ */
+
+/** Terminal refusals: journaled, so a duplicate delivery gets the same answer. */
+export type TerminalRejectReason =
+  | "UNSUPPORTED"
+  | "STALE_GENERATION"
+  | "EXPIRED"
+  | "BAD_SIGNATURE"
+  | "BATCH_UNAPPROVED"
+  | "UNBATCHED_LIMIT";
+
+/** Every reason a command can be refused with; `BUSY` is not terminal and never journaled. */
+export type RejectReason = TerminalRejectReason | "BUSY";
+
+/** The terminal reasons, in the seed's check order. */
+export const TERMINAL_REJECT_REASONS: readonly TerminalRejectReason[] = [
+  "UNSUPPORTED",
+  "STALE_GENERATION",
+  "EXPIRED",
+  "BAD_SIGNATURE",
+  "BATCH_UNAPPROVED",
+  "UNBATCHED_LIMIT",
+];
+
+/** A refused command. */
+export class CommandRejected extends Error {
+  override name = "CommandRejected";
+  constructor(readonly reason: RejectReason, message: string, options?: ErrorOptions) {
+    super(`${reason}: ${message}`, options);
+  }
+  /** Whether the refusal is journaled (every reason but `BUSY`). */
+  get terminal(): boolean {
+    return this.reason !== "BUSY";
+  }
+}
+
+/** A kind's payload that does not decode or does not make sense: `FAILED` with `invalid-payload`. */
+export class InvalidPayload extends Error {
+  override name = "InvalidPayload";
+  readonly code = "invalid-payload";
+}
+
+/** A kind-specific failure with its own code (`gpu-busy`, `upload-failed`, ...). */
+export class CommandFailed extends Error {
+  override name = "CommandFailed";
+  constructor(readonly code: string, message: string, options?: ErrorOptions) {
+    super(message, options);
+  }
+}
