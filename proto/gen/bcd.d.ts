@@ -435,10 +435,10 @@ export namespace bcd {
             constructor(properties?: bcd.v1.Command.$Properties);
             $unknowns?: Uint8Array[];
             body: Uint8Array;
-            signature?: (bcd.v1.Signature.$Properties|null);
+            signature: Uint8Array;
             attempt: number;
-            batch_approval?: (bcd.v1.BatchApproval.$Properties|null);
-            batch_proof?: (bcd.v1.BatchProof.$Properties|null);
+            batch_approval: Uint8Array;
+            batch_proof: Uint8Array;
             static create(properties: bcd.v1.Command.$Shape): bcd.v1.Command & bcd.v1.Command.$Shape;
             static create(properties?: bcd.v1.Command.$Properties): bcd.v1.Command;
             static encode(message: bcd.v1.Command.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
@@ -453,10 +453,10 @@ export namespace bcd {
         namespace Command {
             interface $Properties {
                 body?: (Uint8Array|null);
-                signature?: (bcd.v1.Signature.$Properties|null);
+                signature?: (Uint8Array|null);
                 attempt?: (number|null);
-                batch_approval?: (bcd.v1.BatchApproval.$Properties|null);
-                batch_proof?: (bcd.v1.BatchProof.$Properties|null);
+                batch_approval?: (Uint8Array|null);
+                batch_proof?: (Uint8Array|null);
                 $unknowns?: Uint8Array[];
             }
             type $Shape = bcd.v1.Command.$Properties;
@@ -516,128 +516,6 @@ export namespace bcd {
                 $unknowns?: Uint8Array[];
             }
             type $Shape = bcd.v1.CommandBody.$Properties;
-        }
-
-        interface IBatchApproval extends bcd.v1.BatchApproval.$Properties {
-        }
-
-        class BatchApproval {
-            constructor(properties?: bcd.v1.BatchApproval.$Properties);
-            $unknowns?: Uint8Array[];
-            scope: Uint8Array;
-            signatures: bcd.v1.Signature.$Properties[];
-            static create(properties: bcd.v1.BatchApproval.$Shape): bcd.v1.BatchApproval & bcd.v1.BatchApproval.$Shape;
-            static create(properties?: bcd.v1.BatchApproval.$Properties): bcd.v1.BatchApproval;
-            static encode(message: bcd.v1.BatchApproval.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
-            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.BatchApproval & bcd.v1.BatchApproval.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
-            static fromObject(object: { [k: string]: any }): bcd.v1.BatchApproval;
-            static toObject(message: bcd.v1.BatchApproval, options?: $protobuf.IConversionOptions): { [k: string]: any };
-            toJSON(): { [k: string]: any };
-            static getTypeUrl(prefix?: string): string;
-        }
-
-        namespace BatchApproval {
-            interface $Properties {
-                scope?: (Uint8Array|null);
-                signatures?: (bcd.v1.Signature.$Properties[]|null);
-                $unknowns?: Uint8Array[];
-            }
-            type $Shape = bcd.v1.BatchApproval.$Properties;
-        }
-
-        interface IBatchScope extends bcd.v1.BatchScope.$Properties {
-        }
-
-        class BatchScope {
-            constructor(properties?: bcd.v1.BatchScope.$Properties);
-            $unknowns?: Uint8Array[];
-            batch_id: string;
-            merkle_root: Uint8Array;
-            leaf_count: number;
-            not_after?: (google.protobuf.Timestamp.$Properties|null);
-            description: string;
-            static create(properties: bcd.v1.BatchScope.$Shape): bcd.v1.BatchScope & bcd.v1.BatchScope.$Shape;
-            static create(properties?: bcd.v1.BatchScope.$Properties): bcd.v1.BatchScope;
-            static encode(message: bcd.v1.BatchScope.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
-            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.BatchScope & bcd.v1.BatchScope.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
-            static fromObject(object: { [k: string]: any }): bcd.v1.BatchScope;
-            static toObject(message: bcd.v1.BatchScope, options?: $protobuf.IConversionOptions): { [k: string]: any };
-            toJSON(): { [k: string]: any };
-            static getTypeUrl(prefix?: string): string;
-        }
-
-        namespace BatchScope {
-            interface $Properties {
-                batch_id?: (string|null);
-                merkle_root?: (Uint8Array|null);
-                leaf_count?: (number|null);
-                not_after?: (google.protobuf.Timestamp.$Properties|null);
-                description?: (string|null);
-                $unknowns?: Uint8Array[];
-            }
-            type $Shape = bcd.v1.BatchScope.$Properties;
-        }
-
-        interface IBatchProof extends bcd.v1.BatchProof.$Properties {
-        }
-
-        class BatchProof {
-            constructor(properties?: bcd.v1.BatchProof.$Properties);
-            $unknowns?: Uint8Array[];
-            leaf?: (bcd.v1.BatchLeaf.$Properties|null);
-            leaf_index: number;
-            siblings: Uint8Array[];
-            static create(properties: bcd.v1.BatchProof.$Shape): bcd.v1.BatchProof & bcd.v1.BatchProof.$Shape;
-            static create(properties?: bcd.v1.BatchProof.$Properties): bcd.v1.BatchProof;
-            static encode(message: bcd.v1.BatchProof.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
-            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.BatchProof & bcd.v1.BatchProof.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
-            static fromObject(object: { [k: string]: any }): bcd.v1.BatchProof;
-            static toObject(message: bcd.v1.BatchProof, options?: $protobuf.IConversionOptions): { [k: string]: any };
-            toJSON(): { [k: string]: any };
-            static getTypeUrl(prefix?: string): string;
-        }
-
-        namespace BatchProof {
-            interface $Properties {
-                leaf?: (bcd.v1.BatchLeaf.$Properties|null);
-                leaf_index?: (number|null);
-                siblings?: (Uint8Array[]|null);
-                $unknowns?: Uint8Array[];
-            }
-            type $Shape = bcd.v1.BatchProof.$Properties;
-        }
-
-        interface IBatchLeaf extends bcd.v1.BatchLeaf.$Properties {
-        }
-
-        class BatchLeaf {
-            constructor(properties?: bcd.v1.BatchLeaf.$Properties);
-            $unknowns?: Uint8Array[];
-            subject: string;
-            kind: string;
-            payload_sha256: Uint8Array;
-            static create(properties: bcd.v1.BatchLeaf.$Shape): bcd.v1.BatchLeaf & bcd.v1.BatchLeaf.$Shape;
-            static create(properties?: bcd.v1.BatchLeaf.$Properties): bcd.v1.BatchLeaf;
-            static encode(message: bcd.v1.BatchLeaf.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
-            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.BatchLeaf & bcd.v1.BatchLeaf.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
-            static fromObject(object: { [k: string]: any }): bcd.v1.BatchLeaf;
-            static toObject(message: bcd.v1.BatchLeaf, options?: $protobuf.IConversionOptions): { [k: string]: any };
-            toJSON(): { [k: string]: any };
-            static getTypeUrl(prefix?: string): string;
-        }
-
-        namespace BatchLeaf {
-            interface $Properties {
-                subject?: (string|null);
-                kind?: (string|null);
-                payload_sha256?: (Uint8Array|null);
-                $unknowns?: Uint8Array[];
-            }
-            type $Shape = bcd.v1.BatchLeaf.$Properties;
         }
 
         interface ICommandUpdate extends bcd.v1.CommandUpdate.$Properties {
@@ -750,174 +628,6 @@ export namespace bcd {
             type $Shape = bcd.v1.Ack.$Properties;
         }
 
-        interface ICertificate extends bcd.v1.Certificate.$Properties {
-        }
-
-        class Certificate {
-            constructor(properties?: bcd.v1.Certificate.$Properties);
-            $unknowns?: Uint8Array[];
-            serial: number;
-            subject: string;
-            public_key: Uint8Array;
-            issuer_key_id: string;
-            not_before?: (google.protobuf.Timestamp.$Properties|null);
-            not_after?: (google.protobuf.Timestamp.$Properties|null);
-            purposes: string[];
-            role: string;
-            allowed_kinds: string[];
-            static create(properties: bcd.v1.Certificate.$Shape): bcd.v1.Certificate & bcd.v1.Certificate.$Shape;
-            static create(properties?: bcd.v1.Certificate.$Properties): bcd.v1.Certificate;
-            static encode(message: bcd.v1.Certificate.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
-            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.Certificate & bcd.v1.Certificate.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
-            static fromObject(object: { [k: string]: any }): bcd.v1.Certificate;
-            static toObject(message: bcd.v1.Certificate, options?: $protobuf.IConversionOptions): { [k: string]: any };
-            toJSON(): { [k: string]: any };
-            static getTypeUrl(prefix?: string): string;
-        }
-
-        namespace Certificate {
-            interface $Properties {
-                serial?: (number|null);
-                subject?: (string|null);
-                public_key?: (Uint8Array|null);
-                issuer_key_id?: (string|null);
-                not_before?: (google.protobuf.Timestamp.$Properties|null);
-                not_after?: (google.protobuf.Timestamp.$Properties|null);
-                purposes?: (string[]|null);
-                role?: (string|null);
-                allowed_kinds?: (string[]|null);
-                $unknowns?: Uint8Array[];
-            }
-            type $Shape = bcd.v1.Certificate.$Properties;
-        }
-
-        interface ISignedCertificate extends bcd.v1.SignedCertificate.$Properties {
-        }
-
-        class SignedCertificate {
-            constructor(properties?: bcd.v1.SignedCertificate.$Properties);
-            $unknowns?: Uint8Array[];
-            body: Uint8Array;
-            signature: Uint8Array;
-            static create(properties: bcd.v1.SignedCertificate.$Shape): bcd.v1.SignedCertificate & bcd.v1.SignedCertificate.$Shape;
-            static create(properties?: bcd.v1.SignedCertificate.$Properties): bcd.v1.SignedCertificate;
-            static encode(message: bcd.v1.SignedCertificate.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
-            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.SignedCertificate & bcd.v1.SignedCertificate.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
-            static fromObject(object: { [k: string]: any }): bcd.v1.SignedCertificate;
-            static toObject(message: bcd.v1.SignedCertificate, options?: $protobuf.IConversionOptions): { [k: string]: any };
-            toJSON(): { [k: string]: any };
-            static getTypeUrl(prefix?: string): string;
-        }
-
-        namespace SignedCertificate {
-            interface $Properties {
-                body?: (Uint8Array|null);
-                signature?: (Uint8Array|null);
-                $unknowns?: Uint8Array[];
-            }
-            type $Shape = bcd.v1.SignedCertificate.$Properties;
-        }
-
-        interface IPublicKey extends bcd.v1.PublicKey.$Properties {
-        }
-
-        class PublicKey {
-            constructor(properties?: bcd.v1.PublicKey.$Properties);
-            $unknowns?: Uint8Array[];
-            key_id: string;
-            public_key: Uint8Array;
-            name: string;
-            static create(properties: bcd.v1.PublicKey.$Shape): bcd.v1.PublicKey & bcd.v1.PublicKey.$Shape;
-            static create(properties?: bcd.v1.PublicKey.$Properties): bcd.v1.PublicKey;
-            static encode(message: bcd.v1.PublicKey.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
-            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.PublicKey & bcd.v1.PublicKey.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
-            static fromObject(object: { [k: string]: any }): bcd.v1.PublicKey;
-            static toObject(message: bcd.v1.PublicKey, options?: $protobuf.IConversionOptions): { [k: string]: any };
-            toJSON(): { [k: string]: any };
-            static getTypeUrl(prefix?: string): string;
-        }
-
-        namespace PublicKey {
-            interface $Properties {
-                key_id?: (string|null);
-                public_key?: (Uint8Array|null);
-                name?: (string|null);
-                $unknowns?: Uint8Array[];
-            }
-            type $Shape = bcd.v1.PublicKey.$Properties;
-        }
-
-        interface ISignature extends bcd.v1.Signature.$Properties {
-        }
-
-        class Signature {
-            constructor(properties?: bcd.v1.Signature.$Properties);
-            $unknowns?: Uint8Array[];
-            key_id: string;
-            signature: Uint8Array;
-            chain: bcd.v1.SignedCertificate.$Properties[];
-            static create(properties: bcd.v1.Signature.$Shape): bcd.v1.Signature & bcd.v1.Signature.$Shape;
-            static create(properties?: bcd.v1.Signature.$Properties): bcd.v1.Signature;
-            static encode(message: bcd.v1.Signature.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
-            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.Signature & bcd.v1.Signature.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
-            static fromObject(object: { [k: string]: any }): bcd.v1.Signature;
-            static toObject(message: bcd.v1.Signature, options?: $protobuf.IConversionOptions): { [k: string]: any };
-            toJSON(): { [k: string]: any };
-            static getTypeUrl(prefix?: string): string;
-        }
-
-        namespace Signature {
-            interface $Properties {
-                key_id?: (string|null);
-                signature?: (Uint8Array|null);
-                chain?: (bcd.v1.SignedCertificate.$Properties[]|null);
-                $unknowns?: Uint8Array[];
-            }
-            type $Shape = bcd.v1.Signature.$Properties;
-        }
-
-        interface ITrustBundle extends bcd.v1.TrustBundle.$Properties {
-        }
-
-        class TrustBundle {
-            constructor(properties?: bcd.v1.TrustBundle.$Properties);
-            $unknowns?: Uint8Array[];
-            version: number;
-            node_ca_roots: bcd.v1.PublicKey.$Properties[];
-            command_signing_roots: bcd.v1.PublicKey.$Properties[];
-            approver_keys: bcd.v1.PublicKey.$Properties[];
-            approver_threshold: number;
-            unbatched_destructive_per_hour: number;
-            node_certs: bcd.v1.SignedCertificate.$Properties[];
-            static create(properties: bcd.v1.TrustBundle.$Shape): bcd.v1.TrustBundle & bcd.v1.TrustBundle.$Shape;
-            static create(properties?: bcd.v1.TrustBundle.$Properties): bcd.v1.TrustBundle;
-            static encode(message: bcd.v1.TrustBundle.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
-            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.TrustBundle & bcd.v1.TrustBundle.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
-            static fromObject(object: { [k: string]: any }): bcd.v1.TrustBundle;
-            static toObject(message: bcd.v1.TrustBundle, options?: $protobuf.IConversionOptions): { [k: string]: any };
-            toJSON(): { [k: string]: any };
-            static getTypeUrl(prefix?: string): string;
-        }
-
-        namespace TrustBundle {
-            interface $Properties {
-                version?: (number|null);
-                node_ca_roots?: (bcd.v1.PublicKey.$Properties[]|null);
-                command_signing_roots?: (bcd.v1.PublicKey.$Properties[]|null);
-                approver_keys?: (bcd.v1.PublicKey.$Properties[]|null);
-                approver_threshold?: (number|null);
-                unbatched_destructive_per_hour?: (number|null);
-                node_certs?: (bcd.v1.SignedCertificate.$Properties[]|null);
-                $unknowns?: Uint8Array[];
-            }
-            type $Shape = bcd.v1.TrustBundle.$Properties;
-        }
-
         interface IDesiredState extends bcd.v1.DesiredState.$Properties {
         }
 
@@ -925,7 +635,7 @@ export namespace bcd {
             constructor(properties?: bcd.v1.DesiredState.$Properties);
             $unknowns?: Uint8Array[];
             body: Uint8Array;
-            signature?: (bcd.v1.Signature.$Properties|null);
+            signature: Uint8Array;
             static create(properties: bcd.v1.DesiredState.$Shape): bcd.v1.DesiredState & bcd.v1.DesiredState.$Shape;
             static create(properties?: bcd.v1.DesiredState.$Properties): bcd.v1.DesiredState;
             static encode(message: bcd.v1.DesiredState.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
@@ -940,7 +650,7 @@ export namespace bcd {
         namespace DesiredState {
             interface $Properties {
                 body?: (Uint8Array|null);
-                signature?: (bcd.v1.Signature.$Properties|null);
+                signature?: (Uint8Array|null);
                 $unknowns?: Uint8Array[];
             }
             type $Shape = bcd.v1.DesiredState.$Properties;
@@ -3093,6 +2803,144 @@ export namespace bcd {
                 $unknowns?: Uint8Array[];
             }
             type $Shape = bcd.v1.DaemonUpgradeResult.$Properties;
+        }
+
+        interface ICertificate extends bcd.v1.Certificate.$Properties {
+        }
+
+        class Certificate {
+            constructor(properties?: bcd.v1.Certificate.$Properties);
+            $unknowns?: Uint8Array[];
+            serial: number;
+            subject: string;
+            public_key: Uint8Array;
+            issuer_key_id: string;
+            not_before?: (google.protobuf.Timestamp.$Properties|null);
+            not_after?: (google.protobuf.Timestamp.$Properties|null);
+            purposes: string[];
+            role: string;
+            allowed_kinds: string[];
+            static create(properties: bcd.v1.Certificate.$Shape): bcd.v1.Certificate & bcd.v1.Certificate.$Shape;
+            static create(properties?: bcd.v1.Certificate.$Properties): bcd.v1.Certificate;
+            static encode(message: bcd.v1.Certificate.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.Certificate & bcd.v1.Certificate.$Shape;
+            static verify(message: { [k: string]: any }): (string|null);
+            static fromObject(object: { [k: string]: any }): bcd.v1.Certificate;
+            static toObject(message: bcd.v1.Certificate, options?: $protobuf.IConversionOptions): { [k: string]: any };
+            toJSON(): { [k: string]: any };
+            static getTypeUrl(prefix?: string): string;
+        }
+
+        namespace Certificate {
+            interface $Properties {
+                serial?: (number|null);
+                subject?: (string|null);
+                public_key?: (Uint8Array|null);
+                issuer_key_id?: (string|null);
+                not_before?: (google.protobuf.Timestamp.$Properties|null);
+                not_after?: (google.protobuf.Timestamp.$Properties|null);
+                purposes?: (string[]|null);
+                role?: (string|null);
+                allowed_kinds?: (string[]|null);
+                $unknowns?: Uint8Array[];
+            }
+            type $Shape = bcd.v1.Certificate.$Properties;
+        }
+
+        interface ISignedCertificate extends bcd.v1.SignedCertificate.$Properties {
+        }
+
+        class SignedCertificate {
+            constructor(properties?: bcd.v1.SignedCertificate.$Properties);
+            $unknowns?: Uint8Array[];
+            body: Uint8Array;
+            signature: Uint8Array;
+            static create(properties: bcd.v1.SignedCertificate.$Shape): bcd.v1.SignedCertificate & bcd.v1.SignedCertificate.$Shape;
+            static create(properties?: bcd.v1.SignedCertificate.$Properties): bcd.v1.SignedCertificate;
+            static encode(message: bcd.v1.SignedCertificate.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.SignedCertificate & bcd.v1.SignedCertificate.$Shape;
+            static verify(message: { [k: string]: any }): (string|null);
+            static fromObject(object: { [k: string]: any }): bcd.v1.SignedCertificate;
+            static toObject(message: bcd.v1.SignedCertificate, options?: $protobuf.IConversionOptions): { [k: string]: any };
+            toJSON(): { [k: string]: any };
+            static getTypeUrl(prefix?: string): string;
+        }
+
+        namespace SignedCertificate {
+            interface $Properties {
+                body?: (Uint8Array|null);
+                signature?: (Uint8Array|null);
+                $unknowns?: Uint8Array[];
+            }
+            type $Shape = bcd.v1.SignedCertificate.$Properties;
+        }
+
+        interface IPublicKey extends bcd.v1.PublicKey.$Properties {
+        }
+
+        class PublicKey {
+            constructor(properties?: bcd.v1.PublicKey.$Properties);
+            $unknowns?: Uint8Array[];
+            key_id: string;
+            public_key: Uint8Array;
+            name: string;
+            static create(properties: bcd.v1.PublicKey.$Shape): bcd.v1.PublicKey & bcd.v1.PublicKey.$Shape;
+            static create(properties?: bcd.v1.PublicKey.$Properties): bcd.v1.PublicKey;
+            static encode(message: bcd.v1.PublicKey.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.PublicKey & bcd.v1.PublicKey.$Shape;
+            static verify(message: { [k: string]: any }): (string|null);
+            static fromObject(object: { [k: string]: any }): bcd.v1.PublicKey;
+            static toObject(message: bcd.v1.PublicKey, options?: $protobuf.IConversionOptions): { [k: string]: any };
+            toJSON(): { [k: string]: any };
+            static getTypeUrl(prefix?: string): string;
+        }
+
+        namespace PublicKey {
+            interface $Properties {
+                key_id?: (string|null);
+                public_key?: (Uint8Array|null);
+                name?: (string|null);
+                $unknowns?: Uint8Array[];
+            }
+            type $Shape = bcd.v1.PublicKey.$Properties;
+        }
+
+        interface ITrustBundle extends bcd.v1.TrustBundle.$Properties {
+        }
+
+        class TrustBundle {
+            constructor(properties?: bcd.v1.TrustBundle.$Properties);
+            $unknowns?: Uint8Array[];
+            version: number;
+            node_ca_roots: bcd.v1.PublicKey.$Properties[];
+            command_signing_roots: bcd.v1.PublicKey.$Properties[];
+            approver_keys: bcd.v1.PublicKey.$Properties[];
+            approver_threshold: number;
+            unbatched_destructive_per_hour: number;
+            node_certs: bcd.v1.SignedCertificate.$Properties[];
+            static create(properties: bcd.v1.TrustBundle.$Shape): bcd.v1.TrustBundle & bcd.v1.TrustBundle.$Shape;
+            static create(properties?: bcd.v1.TrustBundle.$Properties): bcd.v1.TrustBundle;
+            static encode(message: bcd.v1.TrustBundle.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.TrustBundle & bcd.v1.TrustBundle.$Shape;
+            static verify(message: { [k: string]: any }): (string|null);
+            static fromObject(object: { [k: string]: any }): bcd.v1.TrustBundle;
+            static toObject(message: bcd.v1.TrustBundle, options?: $protobuf.IConversionOptions): { [k: string]: any };
+            toJSON(): { [k: string]: any };
+            static getTypeUrl(prefix?: string): string;
+        }
+
+        namespace TrustBundle {
+            interface $Properties {
+                version?: (number|null);
+                node_ca_roots?: (bcd.v1.PublicKey.$Properties[]|null);
+                command_signing_roots?: (bcd.v1.PublicKey.$Properties[]|null);
+                approver_keys?: (bcd.v1.PublicKey.$Properties[]|null);
+                approver_threshold?: (number|null);
+                unbatched_destructive_per_hour?: (number|null);
+                node_certs?: (bcd.v1.SignedCertificate.$Properties[]|null);
+                $unknowns?: Uint8Array[];
+            }
+            type $Shape = bcd.v1.TrustBundle.$Properties;
         }
 
         interface INodeFrame extends bcd.v1.NodeFrame.$Properties {

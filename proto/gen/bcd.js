@@ -2766,10 +2766,10 @@ export const bcd = $root.bcd = (() => {
             };
 
             Command.prototype.body = $util.newBuffer([]);
-            Command.prototype.signature = null;
+            Command.prototype.signature = $util.newBuffer([]);
             Command.prototype.attempt = 0;
-            Command.prototype.batch_approval = null;
-            Command.prototype.batch_proof = null;
+            Command.prototype.batch_approval = $util.newBuffer([]);
+            Command.prototype.batch_proof = $util.newBuffer([]);
 
             Command.create = function(properties) {
                 return new Command(properties);
@@ -2784,14 +2784,14 @@ export const bcd = $root.bcd = (() => {
                     throw $Error("max depth exceeded");
                 if (message.body != null && $Object.hasOwnProperty.call(message, "body") && message.body.length)
                     writer.uint32(10).bytes(message.body);
-                if (message.signature != null && $Object.hasOwnProperty.call(message, "signature"))
-                    $root.bcd.v1.Signature.encode(message.signature, writer.uint32(18).fork(), _depth + 1).ldelim();
+                if (message.signature != null && $Object.hasOwnProperty.call(message, "signature") && message.signature.length)
+                    writer.uint32(18).bytes(message.signature);
                 if (message.attempt != null && $Object.hasOwnProperty.call(message, "attempt") && message.attempt !== 0)
                     writer.uint32(24).uint32(message.attempt);
-                if (message.batch_approval != null && $Object.hasOwnProperty.call(message, "batch_approval"))
-                    $root.bcd.v1.BatchApproval.encode(message.batch_approval, writer.uint32(34).fork(), _depth + 1).ldelim();
-                if (message.batch_proof != null && $Object.hasOwnProperty.call(message, "batch_proof"))
-                    $root.bcd.v1.BatchProof.encode(message.batch_proof, writer.uint32(42).fork(), _depth + 1).ldelim();
+                if (message.batch_approval != null && $Object.hasOwnProperty.call(message, "batch_approval") && message.batch_approval.length)
+                    writer.uint32(34).bytes(message.batch_approval);
+                if (message.batch_proof != null && $Object.hasOwnProperty.call(message, "batch_proof") && message.batch_proof.length)
+                    writer.uint32(42).bytes(message.batch_proof);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -2837,7 +2837,10 @@ export const bcd = $root.bcd = (() => {
                     case 2: {
                             if (wireType !== 2)
                                 break;
-                            message.signature = $root.bcd.v1.Signature.decode(reader, reader.size(), $undefined, _depth + 1, message.signature);
+                            if ((value = reader.bytes()).length)
+                                message.signature = value;
+                            else
+                                delete message.signature;
                             continue;
                         }
                     case 3: {
@@ -2852,13 +2855,19 @@ export const bcd = $root.bcd = (() => {
                     case 4: {
                             if (wireType !== 2)
                                 break;
-                            message.batch_approval = $root.bcd.v1.BatchApproval.decode(reader, reader.size(), $undefined, _depth + 1, message.batch_approval);
+                            if ((value = reader.bytes()).length)
+                                message.batch_approval = value;
+                            else
+                                delete message.batch_approval;
                             continue;
                         }
                     case 5: {
                             if (wireType !== 2)
                                 break;
-                            message.batch_proof = $root.bcd.v1.BatchProof.decode(reader, reader.size(), $undefined, _depth + 1, message.batch_proof);
+                            if ((value = reader.bytes()).length)
+                                message.batch_proof = value;
+                            else
+                                delete message.batch_proof;
                             continue;
                         }
                     }
@@ -2888,24 +2897,18 @@ export const bcd = $root.bcd = (() => {
                 if (message.body != null && $Object.hasOwnProperty.call(message, "body"))
                     if (!(message.body && typeof message.body.length === "number" || $util.isString(message.body)))
                         return "body: buffer expected";
-                if (message.signature != null && $Object.hasOwnProperty.call(message, "signature")) {
-                    let error = $root.bcd.v1.Signature.verify(message.signature, _depth + 1);
-                    if (error)
-                        return "signature." + error;
-                }
+                if (message.signature != null && $Object.hasOwnProperty.call(message, "signature"))
+                    if (!(message.signature && typeof message.signature.length === "number" || $util.isString(message.signature)))
+                        return "signature: buffer expected";
                 if (message.attempt != null && $Object.hasOwnProperty.call(message, "attempt"))
                     if (!$util.isInteger(message.attempt))
                         return "attempt: integer expected";
-                if (message.batch_approval != null && $Object.hasOwnProperty.call(message, "batch_approval")) {
-                    let error = $root.bcd.v1.BatchApproval.verify(message.batch_approval, _depth + 1);
-                    if (error)
-                        return "batch_approval." + error;
-                }
-                if (message.batch_proof != null && $Object.hasOwnProperty.call(message, "batch_proof")) {
-                    let error = $root.bcd.v1.BatchProof.verify(message.batch_proof, _depth + 1);
-                    if (error)
-                        return "batch_proof." + error;
-                }
+                if (message.batch_approval != null && $Object.hasOwnProperty.call(message, "batch_approval"))
+                    if (!(message.batch_approval && typeof message.batch_approval.length === "number" || $util.isString(message.batch_approval)))
+                        return "batch_approval: buffer expected";
+                if (message.batch_proof != null && $Object.hasOwnProperty.call(message, "batch_proof"))
+                    if (!(message.batch_proof && typeof message.batch_proof.length === "number" || $util.isString(message.batch_proof)))
+                        return "batch_proof: buffer expected";
                 return null;
             };
 
@@ -2925,24 +2928,27 @@ export const bcd = $root.bcd = (() => {
                             $util.base64.decode(object.body, message.body = $util.newBuffer($util.base64.length(object.body)), 0);
                         else if (object.body.length >= 0)
                             message.body = object.body;
-                if (object.signature != null) {
-                    if (!$util.isObject(object.signature))
-                        throw $TypeError(".bcd.v1.Command.signature: object expected");
-                    message.signature = $root.bcd.v1.Signature.fromObject(object.signature, _depth + 1);
-                }
+                if (object.signature != null)
+                    if (object.signature.length)
+                        if (typeof object.signature === "string")
+                            $util.base64.decode(object.signature, message.signature = $util.newBuffer($util.base64.length(object.signature)), 0);
+                        else if (object.signature.length >= 0)
+                            message.signature = object.signature;
                 if (object.attempt != null)
                     if ($Number(object.attempt) !== 0)
                         message.attempt = object.attempt >>> 0;
-                if (object.batch_approval != null) {
-                    if (!$util.isObject(object.batch_approval))
-                        throw $TypeError(".bcd.v1.Command.batch_approval: object expected");
-                    message.batch_approval = $root.bcd.v1.BatchApproval.fromObject(object.batch_approval, _depth + 1);
-                }
-                if (object.batch_proof != null) {
-                    if (!$util.isObject(object.batch_proof))
-                        throw $TypeError(".bcd.v1.Command.batch_proof: object expected");
-                    message.batch_proof = $root.bcd.v1.BatchProof.fromObject(object.batch_proof, _depth + 1);
-                }
+                if (object.batch_approval != null)
+                    if (object.batch_approval.length)
+                        if (typeof object.batch_approval === "string")
+                            $util.base64.decode(object.batch_approval, message.batch_approval = $util.newBuffer($util.base64.length(object.batch_approval)), 0);
+                        else if (object.batch_approval.length >= 0)
+                            message.batch_approval = object.batch_approval;
+                if (object.batch_proof != null)
+                    if (object.batch_proof.length)
+                        if (typeof object.batch_proof === "string")
+                            $util.base64.decode(object.batch_proof, message.batch_proof = $util.newBuffer($util.base64.length(object.batch_proof)), 0);
+                        else if (object.batch_proof.length >= 0)
+                            message.batch_proof = object.batch_proof;
                 return message;
             };
 
@@ -2962,21 +2968,39 @@ export const bcd = $root.bcd = (() => {
                         if (options.bytes !== $Array)
                             object.body = $util.newBuffer(object.body);
                     }
-                    object.signature = null;
+                    if (options.bytes === $String)
+                        object.signature = "";
+                    else {
+                        object.signature = [];
+                        if (options.bytes !== $Array)
+                            object.signature = $util.newBuffer(object.signature);
+                    }
                     object.attempt = 0;
-                    object.batch_approval = null;
-                    object.batch_proof = null;
+                    if (options.bytes === $String)
+                        object.batch_approval = "";
+                    else {
+                        object.batch_approval = [];
+                        if (options.bytes !== $Array)
+                            object.batch_approval = $util.newBuffer(object.batch_approval);
+                    }
+                    if (options.bytes === $String)
+                        object.batch_proof = "";
+                    else {
+                        object.batch_proof = [];
+                        if (options.bytes !== $Array)
+                            object.batch_proof = $util.newBuffer(object.batch_proof);
+                    }
                 }
                 if (message.body != null && $Object.hasOwnProperty.call(message, "body"))
                     object.body = options.bytes === $String ? $util.base64.encode(message.body, 0, message.body.length) : options.bytes === $Array ? $Array.prototype.slice.call(message.body) : message.body;
                 if (message.signature != null && $Object.hasOwnProperty.call(message, "signature"))
-                    object.signature = $root.bcd.v1.Signature.toObject(message.signature, options, _depth + 1);
+                    object.signature = options.bytes === $String ? $util.base64.encode(message.signature, 0, message.signature.length) : options.bytes === $Array ? $Array.prototype.slice.call(message.signature) : message.signature;
                 if (message.attempt != null && $Object.hasOwnProperty.call(message, "attempt"))
                     object.attempt = message.attempt;
                 if (message.batch_approval != null && $Object.hasOwnProperty.call(message, "batch_approval"))
-                    object.batch_approval = $root.bcd.v1.BatchApproval.toObject(message.batch_approval, options, _depth + 1);
+                    object.batch_approval = options.bytes === $String ? $util.base64.encode(message.batch_approval, 0, message.batch_approval.length) : options.bytes === $Array ? $Array.prototype.slice.call(message.batch_approval) : message.batch_approval;
                 if (message.batch_proof != null && $Object.hasOwnProperty.call(message, "batch_proof"))
-                    object.batch_proof = $root.bcd.v1.BatchProof.toObject(message.batch_proof, options, _depth + 1);
+                    object.batch_proof = options.bytes === $String ? $util.base64.encode(message.batch_proof, 0, message.batch_proof.length) : options.bytes === $Array ? $Array.prototype.slice.call(message.batch_proof) : message.batch_proof;
                 return object;
             };
 
@@ -3481,821 +3505,6 @@ export const bcd = $root.bcd = (() => {
             };
 
             return CommandBody;
-        })();
-
-        v1.BatchApproval = (function() {
-
-            const BatchApproval = function (properties) {
-                this.signatures = [];
-                if (properties)
-                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
-                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
-                            this[keys[i]] = properties[keys[i]];
-            };
-
-            BatchApproval.prototype.scope = $util.newBuffer([]);
-            BatchApproval.prototype.signatures = $util.emptyArray;
-
-            BatchApproval.create = function(properties) {
-                return new BatchApproval(properties);
-            };
-
-            BatchApproval.encode = function (message, writer, _depth) {
-                if (!writer)
-                    writer = $Writer.create();
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                if (message.scope != null && $Object.hasOwnProperty.call(message, "scope") && message.scope.length)
-                    writer.uint32(10).bytes(message.scope);
-                if (message.signatures != null && message.signatures.length)
-                    for (let i = 0; i < message.signatures.length; ++i)
-                        $root.bcd.v1.Signature.encode(message.signatures[i], writer.uint32(18).fork(), _depth + 1).ldelim();
-                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
-                    for (let i = 0; i < message.$unknowns.length; ++i)
-                        writer.raw(message.$unknowns[i]);
-                return writer;
-            };
-
-            BatchApproval.decode = function (reader, length, _end, _depth, _target) {
-                if (!(reader instanceof $Reader))
-                    reader = $Reader.create(reader);
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $Reader.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let end, message, value;
-                if (length === $undefined)
-                    end = reader.len;
-                else {
-                    end = reader.pos + length;
-                    if (end > reader.len)
-                        throw $RangeError("index out of range");
-                    length = reader.len;
-                    reader.len = end;
-                }
-                message = _target || new $root.bcd.v1.BatchApproval();
-                while (reader.pos < end) {
-                    let start = reader.pos;
-                    let tag = reader.tag();
-                    if (tag === _end) {
-                        _end = $undefined;
-                        break;
-                    }
-                    let wireType = tag & 7;
-                    switch (tag >>>= 3) {
-                    case 1: {
-                            if (wireType !== 2)
-                                break;
-                            if ((value = reader.bytes()).length)
-                                message.scope = value;
-                            else
-                                delete message.scope;
-                            continue;
-                        }
-                    case 2: {
-                            if (wireType !== 2)
-                                break;
-                            if (!(message.signatures && message.signatures.length))
-                                message.signatures = [];
-                            message.signatures.push($root.bcd.v1.Signature.decode(reader, reader.size(), $undefined, _depth + 1));
-                            continue;
-                        }
-                    }
-                    reader.skipType(wireType, _depth, tag);
-                    if (!reader.discardUnknown) {
-                        $util.makeProp(message, "$unknowns", false);
-                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
-                    }
-                }
-                if (length !== $undefined) {
-                    if (reader.pos !== end)
-                        throw $RangeError("index out of range");
-                    reader.len = length;
-                }
-                if (_end !== $undefined)
-                    throw $Error("missing end group");
-                return message;
-            };
-
-            BatchApproval.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.scope != null && $Object.hasOwnProperty.call(message, "scope"))
-                    if (!(message.scope && typeof message.scope.length === "number" || $util.isString(message.scope)))
-                        return "scope: buffer expected";
-                if (message.signatures != null && $Object.hasOwnProperty.call(message, "signatures")) {
-                    if (!$Array.isArray(message.signatures))
-                        return "signatures: array expected";
-                    for (let i = 0; i < message.signatures.length; ++i) {
-                        let error = $root.bcd.v1.Signature.verify(message.signatures[i], _depth + 1);
-                        if (error)
-                            return "signatures." + error;
-                    }
-                }
-                return null;
-            };
-
-            BatchApproval.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.BatchApproval)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.BatchApproval: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.BatchApproval();
-                if (object.scope != null)
-                    if (object.scope.length)
-                        if (typeof object.scope === "string")
-                            $util.base64.decode(object.scope, message.scope = $util.newBuffer($util.base64.length(object.scope)), 0);
-                        else if (object.scope.length >= 0)
-                            message.scope = object.scope;
-                if (object.signatures) {
-                    if (!$Array.isArray(object.signatures))
-                        throw $TypeError(".bcd.v1.BatchApproval.signatures: array expected");
-                    message.signatures = $Array(object.signatures.length);
-                    for (let i = 0; i < object.signatures.length; ++i) {
-                        if (!$util.isObject(object.signatures[i]))
-                            throw $TypeError(".bcd.v1.BatchApproval.signatures: object expected");
-                        message.signatures[i] = $root.bcd.v1.Signature.fromObject(object.signatures[i], _depth + 1);
-                    }
-                }
-                return message;
-            };
-
-            BatchApproval.toObject = function (message, options, _depth) {
-                if (!options)
-                    options = {};
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let object = {};
-                if (options.arrays || options.defaults)
-                    object.signatures = [];
-                if (options.defaults)
-                    if (options.bytes === $String)
-                        object.scope = "";
-                    else {
-                        object.scope = [];
-                        if (options.bytes !== $Array)
-                            object.scope = $util.newBuffer(object.scope);
-                    }
-                if (message.scope != null && $Object.hasOwnProperty.call(message, "scope"))
-                    object.scope = options.bytes === $String ? $util.base64.encode(message.scope, 0, message.scope.length) : options.bytes === $Array ? $Array.prototype.slice.call(message.scope) : message.scope;
-                if (message.signatures && message.signatures.length) {
-                    object.signatures = $Array(message.signatures.length);
-                    for (let j = 0; j < message.signatures.length; ++j)
-                        object.signatures[j] = $root.bcd.v1.Signature.toObject(message.signatures[j], options, _depth + 1);
-                }
-                return object;
-            };
-
-            BatchApproval.prototype.toJSON = function() {
-                return BatchApproval.toObject(this, $protobuf.util.toJSONOptions);
-            };
-
-            BatchApproval.getTypeUrl = function(prefix) {
-                if (prefix === $undefined)
-                    prefix = "type.googleapis.com";
-                return prefix + "/bcd.v1.BatchApproval";
-            };
-
-            return BatchApproval;
-        })();
-
-        v1.BatchScope = (function() {
-
-            const BatchScope = function (properties) {
-                if (properties)
-                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
-                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
-                            this[keys[i]] = properties[keys[i]];
-            };
-
-            BatchScope.prototype.batch_id = "";
-            BatchScope.prototype.merkle_root = $util.newBuffer([]);
-            BatchScope.prototype.leaf_count = 0;
-            BatchScope.prototype.not_after = null;
-            BatchScope.prototype.description = "";
-
-            BatchScope.create = function(properties) {
-                return new BatchScope(properties);
-            };
-
-            BatchScope.encode = function (message, writer, _depth) {
-                if (!writer)
-                    writer = $Writer.create();
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                if (message.batch_id != null && $Object.hasOwnProperty.call(message, "batch_id") && message.batch_id !== "")
-                    writer.uint32(10).string(message.batch_id);
-                if (message.merkle_root != null && $Object.hasOwnProperty.call(message, "merkle_root") && message.merkle_root.length)
-                    writer.uint32(18).bytes(message.merkle_root);
-                if (message.leaf_count != null && $Object.hasOwnProperty.call(message, "leaf_count") && message.leaf_count !== 0)
-                    writer.uint32(24).uint32(message.leaf_count);
-                if (message.not_after != null && $Object.hasOwnProperty.call(message, "not_after"))
-                    $root.google.protobuf.Timestamp.encode(message.not_after, writer.uint32(34).fork(), _depth + 1).ldelim();
-                if (message.description != null && $Object.hasOwnProperty.call(message, "description") && message.description !== "")
-                    writer.uint32(42).string(message.description);
-                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
-                    for (let i = 0; i < message.$unknowns.length; ++i)
-                        writer.raw(message.$unknowns[i]);
-                return writer;
-            };
-
-            BatchScope.decode = function (reader, length, _end, _depth, _target) {
-                if (!(reader instanceof $Reader))
-                    reader = $Reader.create(reader);
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $Reader.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let end, message, value;
-                if (length === $undefined)
-                    end = reader.len;
-                else {
-                    end = reader.pos + length;
-                    if (end > reader.len)
-                        throw $RangeError("index out of range");
-                    length = reader.len;
-                    reader.len = end;
-                }
-                message = _target || new $root.bcd.v1.BatchScope();
-                while (reader.pos < end) {
-                    let start = reader.pos;
-                    let tag = reader.tag();
-                    if (tag === _end) {
-                        _end = $undefined;
-                        break;
-                    }
-                    let wireType = tag & 7;
-                    switch (tag >>>= 3) {
-                    case 1: {
-                            if (wireType !== 2)
-                                break;
-                            if ((value = reader.stringVerify()).length)
-                                message.batch_id = value;
-                            else
-                                delete message.batch_id;
-                            continue;
-                        }
-                    case 2: {
-                            if (wireType !== 2)
-                                break;
-                            if ((value = reader.bytes()).length)
-                                message.merkle_root = value;
-                            else
-                                delete message.merkle_root;
-                            continue;
-                        }
-                    case 3: {
-                            if (wireType !== 0)
-                                break;
-                            if (value = reader.uint32())
-                                message.leaf_count = value;
-                            else
-                                delete message.leaf_count;
-                            continue;
-                        }
-                    case 4: {
-                            if (wireType !== 2)
-                                break;
-                            message.not_after = $root.google.protobuf.Timestamp.decode(reader, reader.size(), $undefined, _depth + 1, message.not_after);
-                            continue;
-                        }
-                    case 5: {
-                            if (wireType !== 2)
-                                break;
-                            if ((value = reader.stringVerify()).length)
-                                message.description = value;
-                            else
-                                delete message.description;
-                            continue;
-                        }
-                    }
-                    reader.skipType(wireType, _depth, tag);
-                    if (!reader.discardUnknown) {
-                        $util.makeProp(message, "$unknowns", false);
-                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
-                    }
-                }
-                if (length !== $undefined) {
-                    if (reader.pos !== end)
-                        throw $RangeError("index out of range");
-                    reader.len = length;
-                }
-                if (_end !== $undefined)
-                    throw $Error("missing end group");
-                return message;
-            };
-
-            BatchScope.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.batch_id != null && $Object.hasOwnProperty.call(message, "batch_id"))
-                    if (!$util.isString(message.batch_id))
-                        return "batch_id: string expected";
-                if (message.merkle_root != null && $Object.hasOwnProperty.call(message, "merkle_root"))
-                    if (!(message.merkle_root && typeof message.merkle_root.length === "number" || $util.isString(message.merkle_root)))
-                        return "merkle_root: buffer expected";
-                if (message.leaf_count != null && $Object.hasOwnProperty.call(message, "leaf_count"))
-                    if (!$util.isInteger(message.leaf_count))
-                        return "leaf_count: integer expected";
-                if (message.not_after != null && $Object.hasOwnProperty.call(message, "not_after")) {
-                    let error = $root.google.protobuf.Timestamp.verify(message.not_after, _depth + 1);
-                    if (error)
-                        return "not_after." + error;
-                }
-                if (message.description != null && $Object.hasOwnProperty.call(message, "description"))
-                    if (!$util.isString(message.description))
-                        return "description: string expected";
-                return null;
-            };
-
-            BatchScope.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.BatchScope)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.BatchScope: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.BatchScope();
-                if (object.batch_id != null)
-                    if (typeof object.batch_id !== "string" || object.batch_id.length)
-                        message.batch_id = $String(object.batch_id);
-                if (object.merkle_root != null)
-                    if (object.merkle_root.length)
-                        if (typeof object.merkle_root === "string")
-                            $util.base64.decode(object.merkle_root, message.merkle_root = $util.newBuffer($util.base64.length(object.merkle_root)), 0);
-                        else if (object.merkle_root.length >= 0)
-                            message.merkle_root = object.merkle_root;
-                if (object.leaf_count != null)
-                    if ($Number(object.leaf_count) !== 0)
-                        message.leaf_count = object.leaf_count >>> 0;
-                if (object.not_after != null) {
-                    if (!$util.isObject(object.not_after))
-                        throw $TypeError(".bcd.v1.BatchScope.not_after: object expected");
-                    message.not_after = $root.google.protobuf.Timestamp.fromObject(object.not_after, _depth + 1);
-                }
-                if (object.description != null)
-                    if (typeof object.description !== "string" || object.description.length)
-                        message.description = $String(object.description);
-                return message;
-            };
-
-            BatchScope.toObject = function (message, options, _depth) {
-                if (!options)
-                    options = {};
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let object = {};
-                if (options.defaults) {
-                    object.batch_id = "";
-                    if (options.bytes === $String)
-                        object.merkle_root = "";
-                    else {
-                        object.merkle_root = [];
-                        if (options.bytes !== $Array)
-                            object.merkle_root = $util.newBuffer(object.merkle_root);
-                    }
-                    object.leaf_count = 0;
-                    object.not_after = null;
-                    object.description = "";
-                }
-                if (message.batch_id != null && $Object.hasOwnProperty.call(message, "batch_id"))
-                    object.batch_id = message.batch_id;
-                if (message.merkle_root != null && $Object.hasOwnProperty.call(message, "merkle_root"))
-                    object.merkle_root = options.bytes === $String ? $util.base64.encode(message.merkle_root, 0, message.merkle_root.length) : options.bytes === $Array ? $Array.prototype.slice.call(message.merkle_root) : message.merkle_root;
-                if (message.leaf_count != null && $Object.hasOwnProperty.call(message, "leaf_count"))
-                    object.leaf_count = message.leaf_count;
-                if (message.not_after != null && $Object.hasOwnProperty.call(message, "not_after"))
-                    object.not_after = $root.google.protobuf.Timestamp.toObject(message.not_after, options, _depth + 1);
-                if (message.description != null && $Object.hasOwnProperty.call(message, "description"))
-                    object.description = message.description;
-                return object;
-            };
-
-            BatchScope.prototype.toJSON = function() {
-                return BatchScope.toObject(this, $protobuf.util.toJSONOptions);
-            };
-
-            BatchScope.getTypeUrl = function(prefix) {
-                if (prefix === $undefined)
-                    prefix = "type.googleapis.com";
-                return prefix + "/bcd.v1.BatchScope";
-            };
-
-            return BatchScope;
-        })();
-
-        v1.BatchProof = (function() {
-
-            const BatchProof = function (properties) {
-                this.siblings = [];
-                if (properties)
-                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
-                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
-                            this[keys[i]] = properties[keys[i]];
-            };
-
-            BatchProof.prototype.leaf = null;
-            BatchProof.prototype.leaf_index = 0;
-            BatchProof.prototype.siblings = $util.emptyArray;
-
-            BatchProof.create = function(properties) {
-                return new BatchProof(properties);
-            };
-
-            BatchProof.encode = function (message, writer, _depth) {
-                if (!writer)
-                    writer = $Writer.create();
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                if (message.leaf != null && $Object.hasOwnProperty.call(message, "leaf"))
-                    $root.bcd.v1.BatchLeaf.encode(message.leaf, writer.uint32(10).fork(), _depth + 1).ldelim();
-                if (message.leaf_index != null && $Object.hasOwnProperty.call(message, "leaf_index") && message.leaf_index !== 0)
-                    writer.uint32(16).uint32(message.leaf_index);
-                if (message.siblings != null && message.siblings.length)
-                    for (let i = 0; i < message.siblings.length; ++i)
-                        writer.uint32(26).bytes(message.siblings[i]);
-                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
-                    for (let i = 0; i < message.$unknowns.length; ++i)
-                        writer.raw(message.$unknowns[i]);
-                return writer;
-            };
-
-            BatchProof.decode = function (reader, length, _end, _depth, _target) {
-                if (!(reader instanceof $Reader))
-                    reader = $Reader.create(reader);
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $Reader.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let end, message, value;
-                if (length === $undefined)
-                    end = reader.len;
-                else {
-                    end = reader.pos + length;
-                    if (end > reader.len)
-                        throw $RangeError("index out of range");
-                    length = reader.len;
-                    reader.len = end;
-                }
-                message = _target || new $root.bcd.v1.BatchProof();
-                while (reader.pos < end) {
-                    let start = reader.pos;
-                    let tag = reader.tag();
-                    if (tag === _end) {
-                        _end = $undefined;
-                        break;
-                    }
-                    let wireType = tag & 7;
-                    switch (tag >>>= 3) {
-                    case 1: {
-                            if (wireType !== 2)
-                                break;
-                            message.leaf = $root.bcd.v1.BatchLeaf.decode(reader, reader.size(), $undefined, _depth + 1, message.leaf);
-                            continue;
-                        }
-                    case 2: {
-                            if (wireType !== 0)
-                                break;
-                            if (value = reader.uint32())
-                                message.leaf_index = value;
-                            else
-                                delete message.leaf_index;
-                            continue;
-                        }
-                    case 3: {
-                            if (wireType !== 2)
-                                break;
-                            if (!(message.siblings && message.siblings.length))
-                                message.siblings = [];
-                            message.siblings.push(reader.bytes());
-                            continue;
-                        }
-                    }
-                    reader.skipType(wireType, _depth, tag);
-                    if (!reader.discardUnknown) {
-                        $util.makeProp(message, "$unknowns", false);
-                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
-                    }
-                }
-                if (length !== $undefined) {
-                    if (reader.pos !== end)
-                        throw $RangeError("index out of range");
-                    reader.len = length;
-                }
-                if (_end !== $undefined)
-                    throw $Error("missing end group");
-                return message;
-            };
-
-            BatchProof.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.leaf != null && $Object.hasOwnProperty.call(message, "leaf")) {
-                    let error = $root.bcd.v1.BatchLeaf.verify(message.leaf, _depth + 1);
-                    if (error)
-                        return "leaf." + error;
-                }
-                if (message.leaf_index != null && $Object.hasOwnProperty.call(message, "leaf_index"))
-                    if (!$util.isInteger(message.leaf_index))
-                        return "leaf_index: integer expected";
-                if (message.siblings != null && $Object.hasOwnProperty.call(message, "siblings")) {
-                    if (!$Array.isArray(message.siblings))
-                        return "siblings: array expected";
-                    for (let i = 0; i < message.siblings.length; ++i)
-                        if (!(message.siblings[i] && typeof message.siblings[i].length === "number" || $util.isString(message.siblings[i])))
-                            return "siblings: buffer[] expected";
-                }
-                return null;
-            };
-
-            BatchProof.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.BatchProof)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.BatchProof: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.BatchProof();
-                if (object.leaf != null) {
-                    if (!$util.isObject(object.leaf))
-                        throw $TypeError(".bcd.v1.BatchProof.leaf: object expected");
-                    message.leaf = $root.bcd.v1.BatchLeaf.fromObject(object.leaf, _depth + 1);
-                }
-                if (object.leaf_index != null)
-                    if ($Number(object.leaf_index) !== 0)
-                        message.leaf_index = object.leaf_index >>> 0;
-                if (object.siblings) {
-                    if (!$Array.isArray(object.siblings))
-                        throw $TypeError(".bcd.v1.BatchProof.siblings: array expected");
-                    message.siblings = $Array(object.siblings.length);
-                    for (let i = 0; i < object.siblings.length; ++i)
-                        if (typeof object.siblings[i] === "string")
-                            $util.base64.decode(object.siblings[i], message.siblings[i] = $util.newBuffer($util.base64.length(object.siblings[i])), 0);
-                        else if (object.siblings[i].length >= 0)
-                            message.siblings[i] = object.siblings[i];
-                }
-                return message;
-            };
-
-            BatchProof.toObject = function (message, options, _depth) {
-                if (!options)
-                    options = {};
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let object = {};
-                if (options.arrays || options.defaults)
-                    object.siblings = [];
-                if (options.defaults) {
-                    object.leaf = null;
-                    object.leaf_index = 0;
-                }
-                if (message.leaf != null && $Object.hasOwnProperty.call(message, "leaf"))
-                    object.leaf = $root.bcd.v1.BatchLeaf.toObject(message.leaf, options, _depth + 1);
-                if (message.leaf_index != null && $Object.hasOwnProperty.call(message, "leaf_index"))
-                    object.leaf_index = message.leaf_index;
-                if (message.siblings && message.siblings.length) {
-                    object.siblings = $Array(message.siblings.length);
-                    for (let j = 0; j < message.siblings.length; ++j)
-                        object.siblings[j] = options.bytes === $String ? $util.base64.encode(message.siblings[j], 0, message.siblings[j].length) : options.bytes === $Array ? $Array.prototype.slice.call(message.siblings[j]) : message.siblings[j];
-                }
-                return object;
-            };
-
-            BatchProof.prototype.toJSON = function() {
-                return BatchProof.toObject(this, $protobuf.util.toJSONOptions);
-            };
-
-            BatchProof.getTypeUrl = function(prefix) {
-                if (prefix === $undefined)
-                    prefix = "type.googleapis.com";
-                return prefix + "/bcd.v1.BatchProof";
-            };
-
-            return BatchProof;
-        })();
-
-        v1.BatchLeaf = (function() {
-
-            const BatchLeaf = function (properties) {
-                if (properties)
-                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
-                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
-                            this[keys[i]] = properties[keys[i]];
-            };
-
-            BatchLeaf.prototype.subject = "";
-            BatchLeaf.prototype.kind = "";
-            BatchLeaf.prototype.payload_sha256 = $util.newBuffer([]);
-
-            BatchLeaf.create = function(properties) {
-                return new BatchLeaf(properties);
-            };
-
-            BatchLeaf.encode = function (message, writer, _depth) {
-                if (!writer)
-                    writer = $Writer.create();
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                if (message.subject != null && $Object.hasOwnProperty.call(message, "subject") && message.subject !== "")
-                    writer.uint32(10).string(message.subject);
-                if (message.kind != null && $Object.hasOwnProperty.call(message, "kind") && message.kind !== "")
-                    writer.uint32(18).string(message.kind);
-                if (message.payload_sha256 != null && $Object.hasOwnProperty.call(message, "payload_sha256") && message.payload_sha256.length)
-                    writer.uint32(26).bytes(message.payload_sha256);
-                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
-                    for (let i = 0; i < message.$unknowns.length; ++i)
-                        writer.raw(message.$unknowns[i]);
-                return writer;
-            };
-
-            BatchLeaf.decode = function (reader, length, _end, _depth, _target) {
-                if (!(reader instanceof $Reader))
-                    reader = $Reader.create(reader);
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $Reader.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let end, message, value;
-                if (length === $undefined)
-                    end = reader.len;
-                else {
-                    end = reader.pos + length;
-                    if (end > reader.len)
-                        throw $RangeError("index out of range");
-                    length = reader.len;
-                    reader.len = end;
-                }
-                message = _target || new $root.bcd.v1.BatchLeaf();
-                while (reader.pos < end) {
-                    let start = reader.pos;
-                    let tag = reader.tag();
-                    if (tag === _end) {
-                        _end = $undefined;
-                        break;
-                    }
-                    let wireType = tag & 7;
-                    switch (tag >>>= 3) {
-                    case 1: {
-                            if (wireType !== 2)
-                                break;
-                            if ((value = reader.stringVerify()).length)
-                                message.subject = value;
-                            else
-                                delete message.subject;
-                            continue;
-                        }
-                    case 2: {
-                            if (wireType !== 2)
-                                break;
-                            if ((value = reader.stringVerify()).length)
-                                message.kind = value;
-                            else
-                                delete message.kind;
-                            continue;
-                        }
-                    case 3: {
-                            if (wireType !== 2)
-                                break;
-                            if ((value = reader.bytes()).length)
-                                message.payload_sha256 = value;
-                            else
-                                delete message.payload_sha256;
-                            continue;
-                        }
-                    }
-                    reader.skipType(wireType, _depth, tag);
-                    if (!reader.discardUnknown) {
-                        $util.makeProp(message, "$unknowns", false);
-                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
-                    }
-                }
-                if (length !== $undefined) {
-                    if (reader.pos !== end)
-                        throw $RangeError("index out of range");
-                    reader.len = length;
-                }
-                if (_end !== $undefined)
-                    throw $Error("missing end group");
-                return message;
-            };
-
-            BatchLeaf.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.subject != null && $Object.hasOwnProperty.call(message, "subject"))
-                    if (!$util.isString(message.subject))
-                        return "subject: string expected";
-                if (message.kind != null && $Object.hasOwnProperty.call(message, "kind"))
-                    if (!$util.isString(message.kind))
-                        return "kind: string expected";
-                if (message.payload_sha256 != null && $Object.hasOwnProperty.call(message, "payload_sha256"))
-                    if (!(message.payload_sha256 && typeof message.payload_sha256.length === "number" || $util.isString(message.payload_sha256)))
-                        return "payload_sha256: buffer expected";
-                return null;
-            };
-
-            BatchLeaf.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.BatchLeaf)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.BatchLeaf: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.BatchLeaf();
-                if (object.subject != null)
-                    if (typeof object.subject !== "string" || object.subject.length)
-                        message.subject = $String(object.subject);
-                if (object.kind != null)
-                    if (typeof object.kind !== "string" || object.kind.length)
-                        message.kind = $String(object.kind);
-                if (object.payload_sha256 != null)
-                    if (object.payload_sha256.length)
-                        if (typeof object.payload_sha256 === "string")
-                            $util.base64.decode(object.payload_sha256, message.payload_sha256 = $util.newBuffer($util.base64.length(object.payload_sha256)), 0);
-                        else if (object.payload_sha256.length >= 0)
-                            message.payload_sha256 = object.payload_sha256;
-                return message;
-            };
-
-            BatchLeaf.toObject = function (message, options, _depth) {
-                if (!options)
-                    options = {};
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let object = {};
-                if (options.defaults) {
-                    object.subject = "";
-                    object.kind = "";
-                    if (options.bytes === $String)
-                        object.payload_sha256 = "";
-                    else {
-                        object.payload_sha256 = [];
-                        if (options.bytes !== $Array)
-                            object.payload_sha256 = $util.newBuffer(object.payload_sha256);
-                    }
-                }
-                if (message.subject != null && $Object.hasOwnProperty.call(message, "subject"))
-                    object.subject = message.subject;
-                if (message.kind != null && $Object.hasOwnProperty.call(message, "kind"))
-                    object.kind = message.kind;
-                if (message.payload_sha256 != null && $Object.hasOwnProperty.call(message, "payload_sha256"))
-                    object.payload_sha256 = options.bytes === $String ? $util.base64.encode(message.payload_sha256, 0, message.payload_sha256.length) : options.bytes === $Array ? $Array.prototype.slice.call(message.payload_sha256) : message.payload_sha256;
-                return object;
-            };
-
-            BatchLeaf.prototype.toJSON = function() {
-                return BatchLeaf.toObject(this, $protobuf.util.toJSONOptions);
-            };
-
-            BatchLeaf.getTypeUrl = function(prefix) {
-                if (prefix === $undefined)
-                    prefix = "type.googleapis.com";
-                return prefix + "/bcd.v1.BatchLeaf";
-            };
-
-            return BatchLeaf;
         })();
 
         v1.CommandUpdate = (function() {
@@ -5034,1303 +4243,6 @@ export const bcd = $root.bcd = (() => {
             return Ack;
         })();
 
-        v1.Certificate = (function() {
-
-            const Certificate = function (properties) {
-                this.purposes = [];
-                this.allowed_kinds = [];
-                if (properties)
-                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
-                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
-                            this[keys[i]] = properties[keys[i]];
-            };
-
-            Certificate.prototype.serial = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
-            Certificate.prototype.subject = "";
-            Certificate.prototype.public_key = $util.newBuffer([]);
-            Certificate.prototype.issuer_key_id = "";
-            Certificate.prototype.not_before = null;
-            Certificate.prototype.not_after = null;
-            Certificate.prototype.purposes = $util.emptyArray;
-            Certificate.prototype.role = "";
-            Certificate.prototype.allowed_kinds = $util.emptyArray;
-
-            Certificate.create = function(properties) {
-                return new Certificate(properties);
-            };
-
-            Certificate.encode = function (message, writer, _depth) {
-                if (!writer)
-                    writer = $Writer.create();
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                if (message.serial != null && $Object.hasOwnProperty.call(message, "serial") && (typeof message.serial === "object" ? message.serial.low || message.serial.high : message.serial !== 0))
-                    writer.uint32(8).uint64(message.serial);
-                if (message.subject != null && $Object.hasOwnProperty.call(message, "subject") && message.subject !== "")
-                    writer.uint32(18).string(message.subject);
-                if (message.public_key != null && $Object.hasOwnProperty.call(message, "public_key") && message.public_key.length)
-                    writer.uint32(26).bytes(message.public_key);
-                if (message.issuer_key_id != null && $Object.hasOwnProperty.call(message, "issuer_key_id") && message.issuer_key_id !== "")
-                    writer.uint32(34).string(message.issuer_key_id);
-                if (message.not_before != null && $Object.hasOwnProperty.call(message, "not_before"))
-                    $root.google.protobuf.Timestamp.encode(message.not_before, writer.uint32(42).fork(), _depth + 1).ldelim();
-                if (message.not_after != null && $Object.hasOwnProperty.call(message, "not_after"))
-                    $root.google.protobuf.Timestamp.encode(message.not_after, writer.uint32(50).fork(), _depth + 1).ldelim();
-                if (message.purposes != null && message.purposes.length)
-                    for (let i = 0; i < message.purposes.length; ++i)
-                        writer.uint32(58).string(message.purposes[i]);
-                if (message.role != null && $Object.hasOwnProperty.call(message, "role") && message.role !== "")
-                    writer.uint32(66).string(message.role);
-                if (message.allowed_kinds != null && message.allowed_kinds.length)
-                    for (let i = 0; i < message.allowed_kinds.length; ++i)
-                        writer.uint32(74).string(message.allowed_kinds[i]);
-                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
-                    for (let i = 0; i < message.$unknowns.length; ++i)
-                        writer.raw(message.$unknowns[i]);
-                return writer;
-            };
-
-            Certificate.decode = function (reader, length, _end, _depth, _target) {
-                if (!(reader instanceof $Reader))
-                    reader = $Reader.create(reader);
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $Reader.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let end, message, value;
-                if (length === $undefined)
-                    end = reader.len;
-                else {
-                    end = reader.pos + length;
-                    if (end > reader.len)
-                        throw $RangeError("index out of range");
-                    length = reader.len;
-                    reader.len = end;
-                }
-                message = _target || new $root.bcd.v1.Certificate();
-                while (reader.pos < end) {
-                    let start = reader.pos;
-                    let tag = reader.tag();
-                    if (tag === _end) {
-                        _end = $undefined;
-                        break;
-                    }
-                    let wireType = tag & 7;
-                    switch (tag >>>= 3) {
-                    case 1: {
-                            if (wireType !== 0)
-                                break;
-                            if (typeof (value = reader.uint64()) === "object" ? value.low || value.high : value !== 0)
-                                message.serial = value;
-                            else
-                                delete message.serial;
-                            continue;
-                        }
-                    case 2: {
-                            if (wireType !== 2)
-                                break;
-                            if ((value = reader.stringVerify()).length)
-                                message.subject = value;
-                            else
-                                delete message.subject;
-                            continue;
-                        }
-                    case 3: {
-                            if (wireType !== 2)
-                                break;
-                            if ((value = reader.bytes()).length)
-                                message.public_key = value;
-                            else
-                                delete message.public_key;
-                            continue;
-                        }
-                    case 4: {
-                            if (wireType !== 2)
-                                break;
-                            if ((value = reader.stringVerify()).length)
-                                message.issuer_key_id = value;
-                            else
-                                delete message.issuer_key_id;
-                            continue;
-                        }
-                    case 5: {
-                            if (wireType !== 2)
-                                break;
-                            message.not_before = $root.google.protobuf.Timestamp.decode(reader, reader.size(), $undefined, _depth + 1, message.not_before);
-                            continue;
-                        }
-                    case 6: {
-                            if (wireType !== 2)
-                                break;
-                            message.not_after = $root.google.protobuf.Timestamp.decode(reader, reader.size(), $undefined, _depth + 1, message.not_after);
-                            continue;
-                        }
-                    case 7: {
-                            if (wireType !== 2)
-                                break;
-                            if (!(message.purposes && message.purposes.length))
-                                message.purposes = [];
-                            message.purposes.push(reader.stringVerify());
-                            continue;
-                        }
-                    case 8: {
-                            if (wireType !== 2)
-                                break;
-                            if ((value = reader.stringVerify()).length)
-                                message.role = value;
-                            else
-                                delete message.role;
-                            continue;
-                        }
-                    case 9: {
-                            if (wireType !== 2)
-                                break;
-                            if (!(message.allowed_kinds && message.allowed_kinds.length))
-                                message.allowed_kinds = [];
-                            message.allowed_kinds.push(reader.stringVerify());
-                            continue;
-                        }
-                    }
-                    reader.skipType(wireType, _depth, tag);
-                    if (!reader.discardUnknown) {
-                        $util.makeProp(message, "$unknowns", false);
-                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
-                    }
-                }
-                if (length !== $undefined) {
-                    if (reader.pos !== end)
-                        throw $RangeError("index out of range");
-                    reader.len = length;
-                }
-                if (_end !== $undefined)
-                    throw $Error("missing end group");
-                return message;
-            };
-
-            Certificate.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.serial != null && $Object.hasOwnProperty.call(message, "serial"))
-                    if (!$util.isInteger(message.serial) && !(message.serial && $util.isInteger(message.serial.low) && $util.isInteger(message.serial.high)))
-                        return "serial: integer|Long expected";
-                if (message.subject != null && $Object.hasOwnProperty.call(message, "subject"))
-                    if (!$util.isString(message.subject))
-                        return "subject: string expected";
-                if (message.public_key != null && $Object.hasOwnProperty.call(message, "public_key"))
-                    if (!(message.public_key && typeof message.public_key.length === "number" || $util.isString(message.public_key)))
-                        return "public_key: buffer expected";
-                if (message.issuer_key_id != null && $Object.hasOwnProperty.call(message, "issuer_key_id"))
-                    if (!$util.isString(message.issuer_key_id))
-                        return "issuer_key_id: string expected";
-                if (message.not_before != null && $Object.hasOwnProperty.call(message, "not_before")) {
-                    let error = $root.google.protobuf.Timestamp.verify(message.not_before, _depth + 1);
-                    if (error)
-                        return "not_before." + error;
-                }
-                if (message.not_after != null && $Object.hasOwnProperty.call(message, "not_after")) {
-                    let error = $root.google.protobuf.Timestamp.verify(message.not_after, _depth + 1);
-                    if (error)
-                        return "not_after." + error;
-                }
-                if (message.purposes != null && $Object.hasOwnProperty.call(message, "purposes")) {
-                    if (!$Array.isArray(message.purposes))
-                        return "purposes: array expected";
-                    for (let i = 0; i < message.purposes.length; ++i)
-                        if (!$util.isString(message.purposes[i]))
-                            return "purposes: string[] expected";
-                }
-                if (message.role != null && $Object.hasOwnProperty.call(message, "role"))
-                    if (!$util.isString(message.role))
-                        return "role: string expected";
-                if (message.allowed_kinds != null && $Object.hasOwnProperty.call(message, "allowed_kinds")) {
-                    if (!$Array.isArray(message.allowed_kinds))
-                        return "allowed_kinds: array expected";
-                    for (let i = 0; i < message.allowed_kinds.length; ++i)
-                        if (!$util.isString(message.allowed_kinds[i]))
-                            return "allowed_kinds: string[] expected";
-                }
-                return null;
-            };
-
-            Certificate.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.Certificate)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.Certificate: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.Certificate();
-                if (object.serial != null)
-                    if (typeof object.serial === "object" ? object.serial.low || object.serial.high : $Number(object.serial) !== 0)
-                        if ($util.Long)
-                            message.serial = $util.Long.fromValue(object.serial, true);
-                        else if (typeof object.serial === "string")
-                            message.serial = $parseInt(object.serial, 10);
-                        else if (typeof object.serial === "number")
-                            message.serial = object.serial;
-                        else if (typeof object.serial === "object")
-                            message.serial = new $util.LongBits(object.serial.low >>> 0, object.serial.high >>> 0).toNumber(true);
-                if (object.subject != null)
-                    if (typeof object.subject !== "string" || object.subject.length)
-                        message.subject = $String(object.subject);
-                if (object.public_key != null)
-                    if (object.public_key.length)
-                        if (typeof object.public_key === "string")
-                            $util.base64.decode(object.public_key, message.public_key = $util.newBuffer($util.base64.length(object.public_key)), 0);
-                        else if (object.public_key.length >= 0)
-                            message.public_key = object.public_key;
-                if (object.issuer_key_id != null)
-                    if (typeof object.issuer_key_id !== "string" || object.issuer_key_id.length)
-                        message.issuer_key_id = $String(object.issuer_key_id);
-                if (object.not_before != null) {
-                    if (!$util.isObject(object.not_before))
-                        throw $TypeError(".bcd.v1.Certificate.not_before: object expected");
-                    message.not_before = $root.google.protobuf.Timestamp.fromObject(object.not_before, _depth + 1);
-                }
-                if (object.not_after != null) {
-                    if (!$util.isObject(object.not_after))
-                        throw $TypeError(".bcd.v1.Certificate.not_after: object expected");
-                    message.not_after = $root.google.protobuf.Timestamp.fromObject(object.not_after, _depth + 1);
-                }
-                if (object.purposes) {
-                    if (!$Array.isArray(object.purposes))
-                        throw $TypeError(".bcd.v1.Certificate.purposes: array expected");
-                    message.purposes = $Array(object.purposes.length);
-                    for (let i = 0; i < object.purposes.length; ++i)
-                        message.purposes[i] = $String(object.purposes[i]);
-                }
-                if (object.role != null)
-                    if (typeof object.role !== "string" || object.role.length)
-                        message.role = $String(object.role);
-                if (object.allowed_kinds) {
-                    if (!$Array.isArray(object.allowed_kinds))
-                        throw $TypeError(".bcd.v1.Certificate.allowed_kinds: array expected");
-                    message.allowed_kinds = $Array(object.allowed_kinds.length);
-                    for (let i = 0; i < object.allowed_kinds.length; ++i)
-                        message.allowed_kinds[i] = $String(object.allowed_kinds[i]);
-                }
-                return message;
-            };
-
-            Certificate.toObject = function (message, options, _depth) {
-                if (!options)
-                    options = {};
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let object = {};
-                if (options.arrays || options.defaults) {
-                    object.purposes = [];
-                    object.allowed_kinds = [];
-                }
-                if (options.defaults) {
-                    if ($util.Long) {
-                        let long = new $util.Long(0, 0, true);
-                        object.serial = options.longs === $String ? long.toString() : options.longs === $Number ? long.toNumber() : typeof $BigInt !== "undefined" && options.longs === $BigInt ? long.toBigInt() : long;
-                    } else
-                        object.serial = options.longs === $String ? "0" : typeof $BigInt !== "undefined" && options.longs === $BigInt ? $BigInt("0") : 0;
-                    object.subject = "";
-                    if (options.bytes === $String)
-                        object.public_key = "";
-                    else {
-                        object.public_key = [];
-                        if (options.bytes !== $Array)
-                            object.public_key = $util.newBuffer(object.public_key);
-                    }
-                    object.issuer_key_id = "";
-                    object.not_before = null;
-                    object.not_after = null;
-                    object.role = "";
-                }
-                if (message.serial != null && $Object.hasOwnProperty.call(message, "serial"))
-                    if (typeof $BigInt !== "undefined" && options.longs === $BigInt)
-                        object.serial = typeof message.serial === "number" ? $BigInt(message.serial) : $util.Long.fromBits(message.serial.low >>> 0, message.serial.high >>> 0, true).toBigInt();
-                    else if (typeof message.serial === "number")
-                        object.serial = options.longs === $String ? $String(message.serial) : message.serial;
-                    else
-                        object.serial = options.longs === $String ? $util.Long.prototype.toString.call(message.serial) : options.longs === $Number ? new $util.LongBits(message.serial.low >>> 0, message.serial.high >>> 0).toNumber(true) : message.serial;
-                if (message.subject != null && $Object.hasOwnProperty.call(message, "subject"))
-                    object.subject = message.subject;
-                if (message.public_key != null && $Object.hasOwnProperty.call(message, "public_key"))
-                    object.public_key = options.bytes === $String ? $util.base64.encode(message.public_key, 0, message.public_key.length) : options.bytes === $Array ? $Array.prototype.slice.call(message.public_key) : message.public_key;
-                if (message.issuer_key_id != null && $Object.hasOwnProperty.call(message, "issuer_key_id"))
-                    object.issuer_key_id = message.issuer_key_id;
-                if (message.not_before != null && $Object.hasOwnProperty.call(message, "not_before"))
-                    object.not_before = $root.google.protobuf.Timestamp.toObject(message.not_before, options, _depth + 1);
-                if (message.not_after != null && $Object.hasOwnProperty.call(message, "not_after"))
-                    object.not_after = $root.google.protobuf.Timestamp.toObject(message.not_after, options, _depth + 1);
-                if (message.purposes && message.purposes.length) {
-                    object.purposes = $Array(message.purposes.length);
-                    for (let j = 0; j < message.purposes.length; ++j)
-                        object.purposes[j] = message.purposes[j];
-                }
-                if (message.role != null && $Object.hasOwnProperty.call(message, "role"))
-                    object.role = message.role;
-                if (message.allowed_kinds && message.allowed_kinds.length) {
-                    object.allowed_kinds = $Array(message.allowed_kinds.length);
-                    for (let j = 0; j < message.allowed_kinds.length; ++j)
-                        object.allowed_kinds[j] = message.allowed_kinds[j];
-                }
-                return object;
-            };
-
-            Certificate.prototype.toJSON = function() {
-                return Certificate.toObject(this, $protobuf.util.toJSONOptions);
-            };
-
-            Certificate.getTypeUrl = function(prefix) {
-                if (prefix === $undefined)
-                    prefix = "type.googleapis.com";
-                return prefix + "/bcd.v1.Certificate";
-            };
-
-            return Certificate;
-        })();
-
-        v1.SignedCertificate = (function() {
-
-            const SignedCertificate = function (properties) {
-                if (properties)
-                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
-                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
-                            this[keys[i]] = properties[keys[i]];
-            };
-
-            SignedCertificate.prototype.body = $util.newBuffer([]);
-            SignedCertificate.prototype.signature = $util.newBuffer([]);
-
-            SignedCertificate.create = function(properties) {
-                return new SignedCertificate(properties);
-            };
-
-            SignedCertificate.encode = function (message, writer, _depth) {
-                if (!writer)
-                    writer = $Writer.create();
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                if (message.body != null && $Object.hasOwnProperty.call(message, "body") && message.body.length)
-                    writer.uint32(10).bytes(message.body);
-                if (message.signature != null && $Object.hasOwnProperty.call(message, "signature") && message.signature.length)
-                    writer.uint32(18).bytes(message.signature);
-                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
-                    for (let i = 0; i < message.$unknowns.length; ++i)
-                        writer.raw(message.$unknowns[i]);
-                return writer;
-            };
-
-            SignedCertificate.decode = function (reader, length, _end, _depth, _target) {
-                if (!(reader instanceof $Reader))
-                    reader = $Reader.create(reader);
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $Reader.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let end, message, value;
-                if (length === $undefined)
-                    end = reader.len;
-                else {
-                    end = reader.pos + length;
-                    if (end > reader.len)
-                        throw $RangeError("index out of range");
-                    length = reader.len;
-                    reader.len = end;
-                }
-                message = _target || new $root.bcd.v1.SignedCertificate();
-                while (reader.pos < end) {
-                    let start = reader.pos;
-                    let tag = reader.tag();
-                    if (tag === _end) {
-                        _end = $undefined;
-                        break;
-                    }
-                    let wireType = tag & 7;
-                    switch (tag >>>= 3) {
-                    case 1: {
-                            if (wireType !== 2)
-                                break;
-                            if ((value = reader.bytes()).length)
-                                message.body = value;
-                            else
-                                delete message.body;
-                            continue;
-                        }
-                    case 2: {
-                            if (wireType !== 2)
-                                break;
-                            if ((value = reader.bytes()).length)
-                                message.signature = value;
-                            else
-                                delete message.signature;
-                            continue;
-                        }
-                    }
-                    reader.skipType(wireType, _depth, tag);
-                    if (!reader.discardUnknown) {
-                        $util.makeProp(message, "$unknowns", false);
-                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
-                    }
-                }
-                if (length !== $undefined) {
-                    if (reader.pos !== end)
-                        throw $RangeError("index out of range");
-                    reader.len = length;
-                }
-                if (_end !== $undefined)
-                    throw $Error("missing end group");
-                return message;
-            };
-
-            SignedCertificate.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.body != null && $Object.hasOwnProperty.call(message, "body"))
-                    if (!(message.body && typeof message.body.length === "number" || $util.isString(message.body)))
-                        return "body: buffer expected";
-                if (message.signature != null && $Object.hasOwnProperty.call(message, "signature"))
-                    if (!(message.signature && typeof message.signature.length === "number" || $util.isString(message.signature)))
-                        return "signature: buffer expected";
-                return null;
-            };
-
-            SignedCertificate.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.SignedCertificate)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.SignedCertificate: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.SignedCertificate();
-                if (object.body != null)
-                    if (object.body.length)
-                        if (typeof object.body === "string")
-                            $util.base64.decode(object.body, message.body = $util.newBuffer($util.base64.length(object.body)), 0);
-                        else if (object.body.length >= 0)
-                            message.body = object.body;
-                if (object.signature != null)
-                    if (object.signature.length)
-                        if (typeof object.signature === "string")
-                            $util.base64.decode(object.signature, message.signature = $util.newBuffer($util.base64.length(object.signature)), 0);
-                        else if (object.signature.length >= 0)
-                            message.signature = object.signature;
-                return message;
-            };
-
-            SignedCertificate.toObject = function (message, options, _depth) {
-                if (!options)
-                    options = {};
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let object = {};
-                if (options.defaults) {
-                    if (options.bytes === $String)
-                        object.body = "";
-                    else {
-                        object.body = [];
-                        if (options.bytes !== $Array)
-                            object.body = $util.newBuffer(object.body);
-                    }
-                    if (options.bytes === $String)
-                        object.signature = "";
-                    else {
-                        object.signature = [];
-                        if (options.bytes !== $Array)
-                            object.signature = $util.newBuffer(object.signature);
-                    }
-                }
-                if (message.body != null && $Object.hasOwnProperty.call(message, "body"))
-                    object.body = options.bytes === $String ? $util.base64.encode(message.body, 0, message.body.length) : options.bytes === $Array ? $Array.prototype.slice.call(message.body) : message.body;
-                if (message.signature != null && $Object.hasOwnProperty.call(message, "signature"))
-                    object.signature = options.bytes === $String ? $util.base64.encode(message.signature, 0, message.signature.length) : options.bytes === $Array ? $Array.prototype.slice.call(message.signature) : message.signature;
-                return object;
-            };
-
-            SignedCertificate.prototype.toJSON = function() {
-                return SignedCertificate.toObject(this, $protobuf.util.toJSONOptions);
-            };
-
-            SignedCertificate.getTypeUrl = function(prefix) {
-                if (prefix === $undefined)
-                    prefix = "type.googleapis.com";
-                return prefix + "/bcd.v1.SignedCertificate";
-            };
-
-            return SignedCertificate;
-        })();
-
-        v1.PublicKey = (function() {
-
-            const PublicKey = function (properties) {
-                if (properties)
-                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
-                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
-                            this[keys[i]] = properties[keys[i]];
-            };
-
-            PublicKey.prototype.key_id = "";
-            PublicKey.prototype.public_key = $util.newBuffer([]);
-            PublicKey.prototype.name = "";
-
-            PublicKey.create = function(properties) {
-                return new PublicKey(properties);
-            };
-
-            PublicKey.encode = function (message, writer, _depth) {
-                if (!writer)
-                    writer = $Writer.create();
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                if (message.key_id != null && $Object.hasOwnProperty.call(message, "key_id") && message.key_id !== "")
-                    writer.uint32(10).string(message.key_id);
-                if (message.public_key != null && $Object.hasOwnProperty.call(message, "public_key") && message.public_key.length)
-                    writer.uint32(18).bytes(message.public_key);
-                if (message.name != null && $Object.hasOwnProperty.call(message, "name") && message.name !== "")
-                    writer.uint32(26).string(message.name);
-                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
-                    for (let i = 0; i < message.$unknowns.length; ++i)
-                        writer.raw(message.$unknowns[i]);
-                return writer;
-            };
-
-            PublicKey.decode = function (reader, length, _end, _depth, _target) {
-                if (!(reader instanceof $Reader))
-                    reader = $Reader.create(reader);
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $Reader.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let end, message, value;
-                if (length === $undefined)
-                    end = reader.len;
-                else {
-                    end = reader.pos + length;
-                    if (end > reader.len)
-                        throw $RangeError("index out of range");
-                    length = reader.len;
-                    reader.len = end;
-                }
-                message = _target || new $root.bcd.v1.PublicKey();
-                while (reader.pos < end) {
-                    let start = reader.pos;
-                    let tag = reader.tag();
-                    if (tag === _end) {
-                        _end = $undefined;
-                        break;
-                    }
-                    let wireType = tag & 7;
-                    switch (tag >>>= 3) {
-                    case 1: {
-                            if (wireType !== 2)
-                                break;
-                            if ((value = reader.stringVerify()).length)
-                                message.key_id = value;
-                            else
-                                delete message.key_id;
-                            continue;
-                        }
-                    case 2: {
-                            if (wireType !== 2)
-                                break;
-                            if ((value = reader.bytes()).length)
-                                message.public_key = value;
-                            else
-                                delete message.public_key;
-                            continue;
-                        }
-                    case 3: {
-                            if (wireType !== 2)
-                                break;
-                            if ((value = reader.stringVerify()).length)
-                                message.name = value;
-                            else
-                                delete message.name;
-                            continue;
-                        }
-                    }
-                    reader.skipType(wireType, _depth, tag);
-                    if (!reader.discardUnknown) {
-                        $util.makeProp(message, "$unknowns", false);
-                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
-                    }
-                }
-                if (length !== $undefined) {
-                    if (reader.pos !== end)
-                        throw $RangeError("index out of range");
-                    reader.len = length;
-                }
-                if (_end !== $undefined)
-                    throw $Error("missing end group");
-                return message;
-            };
-
-            PublicKey.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.key_id != null && $Object.hasOwnProperty.call(message, "key_id"))
-                    if (!$util.isString(message.key_id))
-                        return "key_id: string expected";
-                if (message.public_key != null && $Object.hasOwnProperty.call(message, "public_key"))
-                    if (!(message.public_key && typeof message.public_key.length === "number" || $util.isString(message.public_key)))
-                        return "public_key: buffer expected";
-                if (message.name != null && $Object.hasOwnProperty.call(message, "name"))
-                    if (!$util.isString(message.name))
-                        return "name: string expected";
-                return null;
-            };
-
-            PublicKey.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.PublicKey)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.PublicKey: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.PublicKey();
-                if (object.key_id != null)
-                    if (typeof object.key_id !== "string" || object.key_id.length)
-                        message.key_id = $String(object.key_id);
-                if (object.public_key != null)
-                    if (object.public_key.length)
-                        if (typeof object.public_key === "string")
-                            $util.base64.decode(object.public_key, message.public_key = $util.newBuffer($util.base64.length(object.public_key)), 0);
-                        else if (object.public_key.length >= 0)
-                            message.public_key = object.public_key;
-                if (object.name != null)
-                    if (typeof object.name !== "string" || object.name.length)
-                        message.name = $String(object.name);
-                return message;
-            };
-
-            PublicKey.toObject = function (message, options, _depth) {
-                if (!options)
-                    options = {};
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let object = {};
-                if (options.defaults) {
-                    object.key_id = "";
-                    if (options.bytes === $String)
-                        object.public_key = "";
-                    else {
-                        object.public_key = [];
-                        if (options.bytes !== $Array)
-                            object.public_key = $util.newBuffer(object.public_key);
-                    }
-                    object.name = "";
-                }
-                if (message.key_id != null && $Object.hasOwnProperty.call(message, "key_id"))
-                    object.key_id = message.key_id;
-                if (message.public_key != null && $Object.hasOwnProperty.call(message, "public_key"))
-                    object.public_key = options.bytes === $String ? $util.base64.encode(message.public_key, 0, message.public_key.length) : options.bytes === $Array ? $Array.prototype.slice.call(message.public_key) : message.public_key;
-                if (message.name != null && $Object.hasOwnProperty.call(message, "name"))
-                    object.name = message.name;
-                return object;
-            };
-
-            PublicKey.prototype.toJSON = function() {
-                return PublicKey.toObject(this, $protobuf.util.toJSONOptions);
-            };
-
-            PublicKey.getTypeUrl = function(prefix) {
-                if (prefix === $undefined)
-                    prefix = "type.googleapis.com";
-                return prefix + "/bcd.v1.PublicKey";
-            };
-
-            return PublicKey;
-        })();
-
-        v1.Signature = (function() {
-
-            const Signature = function (properties) {
-                this.chain = [];
-                if (properties)
-                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
-                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
-                            this[keys[i]] = properties[keys[i]];
-            };
-
-            Signature.prototype.key_id = "";
-            Signature.prototype.signature = $util.newBuffer([]);
-            Signature.prototype.chain = $util.emptyArray;
-
-            Signature.create = function(properties) {
-                return new Signature(properties);
-            };
-
-            Signature.encode = function (message, writer, _depth) {
-                if (!writer)
-                    writer = $Writer.create();
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                if (message.key_id != null && $Object.hasOwnProperty.call(message, "key_id") && message.key_id !== "")
-                    writer.uint32(10).string(message.key_id);
-                if (message.signature != null && $Object.hasOwnProperty.call(message, "signature") && message.signature.length)
-                    writer.uint32(18).bytes(message.signature);
-                if (message.chain != null && message.chain.length)
-                    for (let i = 0; i < message.chain.length; ++i)
-                        $root.bcd.v1.SignedCertificate.encode(message.chain[i], writer.uint32(26).fork(), _depth + 1).ldelim();
-                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
-                    for (let i = 0; i < message.$unknowns.length; ++i)
-                        writer.raw(message.$unknowns[i]);
-                return writer;
-            };
-
-            Signature.decode = function (reader, length, _end, _depth, _target) {
-                if (!(reader instanceof $Reader))
-                    reader = $Reader.create(reader);
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $Reader.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let end, message, value;
-                if (length === $undefined)
-                    end = reader.len;
-                else {
-                    end = reader.pos + length;
-                    if (end > reader.len)
-                        throw $RangeError("index out of range");
-                    length = reader.len;
-                    reader.len = end;
-                }
-                message = _target || new $root.bcd.v1.Signature();
-                while (reader.pos < end) {
-                    let start = reader.pos;
-                    let tag = reader.tag();
-                    if (tag === _end) {
-                        _end = $undefined;
-                        break;
-                    }
-                    let wireType = tag & 7;
-                    switch (tag >>>= 3) {
-                    case 1: {
-                            if (wireType !== 2)
-                                break;
-                            if ((value = reader.stringVerify()).length)
-                                message.key_id = value;
-                            else
-                                delete message.key_id;
-                            continue;
-                        }
-                    case 2: {
-                            if (wireType !== 2)
-                                break;
-                            if ((value = reader.bytes()).length)
-                                message.signature = value;
-                            else
-                                delete message.signature;
-                            continue;
-                        }
-                    case 3: {
-                            if (wireType !== 2)
-                                break;
-                            if (!(message.chain && message.chain.length))
-                                message.chain = [];
-                            message.chain.push($root.bcd.v1.SignedCertificate.decode(reader, reader.size(), $undefined, _depth + 1));
-                            continue;
-                        }
-                    }
-                    reader.skipType(wireType, _depth, tag);
-                    if (!reader.discardUnknown) {
-                        $util.makeProp(message, "$unknowns", false);
-                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
-                    }
-                }
-                if (length !== $undefined) {
-                    if (reader.pos !== end)
-                        throw $RangeError("index out of range");
-                    reader.len = length;
-                }
-                if (_end !== $undefined)
-                    throw $Error("missing end group");
-                return message;
-            };
-
-            Signature.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.key_id != null && $Object.hasOwnProperty.call(message, "key_id"))
-                    if (!$util.isString(message.key_id))
-                        return "key_id: string expected";
-                if (message.signature != null && $Object.hasOwnProperty.call(message, "signature"))
-                    if (!(message.signature && typeof message.signature.length === "number" || $util.isString(message.signature)))
-                        return "signature: buffer expected";
-                if (message.chain != null && $Object.hasOwnProperty.call(message, "chain")) {
-                    if (!$Array.isArray(message.chain))
-                        return "chain: array expected";
-                    for (let i = 0; i < message.chain.length; ++i) {
-                        let error = $root.bcd.v1.SignedCertificate.verify(message.chain[i], _depth + 1);
-                        if (error)
-                            return "chain." + error;
-                    }
-                }
-                return null;
-            };
-
-            Signature.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.Signature)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.Signature: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.Signature();
-                if (object.key_id != null)
-                    if (typeof object.key_id !== "string" || object.key_id.length)
-                        message.key_id = $String(object.key_id);
-                if (object.signature != null)
-                    if (object.signature.length)
-                        if (typeof object.signature === "string")
-                            $util.base64.decode(object.signature, message.signature = $util.newBuffer($util.base64.length(object.signature)), 0);
-                        else if (object.signature.length >= 0)
-                            message.signature = object.signature;
-                if (object.chain) {
-                    if (!$Array.isArray(object.chain))
-                        throw $TypeError(".bcd.v1.Signature.chain: array expected");
-                    message.chain = $Array(object.chain.length);
-                    for (let i = 0; i < object.chain.length; ++i) {
-                        if (!$util.isObject(object.chain[i]))
-                            throw $TypeError(".bcd.v1.Signature.chain: object expected");
-                        message.chain[i] = $root.bcd.v1.SignedCertificate.fromObject(object.chain[i], _depth + 1);
-                    }
-                }
-                return message;
-            };
-
-            Signature.toObject = function (message, options, _depth) {
-                if (!options)
-                    options = {};
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let object = {};
-                if (options.arrays || options.defaults)
-                    object.chain = [];
-                if (options.defaults) {
-                    object.key_id = "";
-                    if (options.bytes === $String)
-                        object.signature = "";
-                    else {
-                        object.signature = [];
-                        if (options.bytes !== $Array)
-                            object.signature = $util.newBuffer(object.signature);
-                    }
-                }
-                if (message.key_id != null && $Object.hasOwnProperty.call(message, "key_id"))
-                    object.key_id = message.key_id;
-                if (message.signature != null && $Object.hasOwnProperty.call(message, "signature"))
-                    object.signature = options.bytes === $String ? $util.base64.encode(message.signature, 0, message.signature.length) : options.bytes === $Array ? $Array.prototype.slice.call(message.signature) : message.signature;
-                if (message.chain && message.chain.length) {
-                    object.chain = $Array(message.chain.length);
-                    for (let j = 0; j < message.chain.length; ++j)
-                        object.chain[j] = $root.bcd.v1.SignedCertificate.toObject(message.chain[j], options, _depth + 1);
-                }
-                return object;
-            };
-
-            Signature.prototype.toJSON = function() {
-                return Signature.toObject(this, $protobuf.util.toJSONOptions);
-            };
-
-            Signature.getTypeUrl = function(prefix) {
-                if (prefix === $undefined)
-                    prefix = "type.googleapis.com";
-                return prefix + "/bcd.v1.Signature";
-            };
-
-            return Signature;
-        })();
-
-        v1.TrustBundle = (function() {
-
-            const TrustBundle = function (properties) {
-                this.node_ca_roots = [];
-                this.command_signing_roots = [];
-                this.approver_keys = [];
-                this.node_certs = [];
-                if (properties)
-                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
-                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
-                            this[keys[i]] = properties[keys[i]];
-            };
-
-            TrustBundle.prototype.version = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
-            TrustBundle.prototype.node_ca_roots = $util.emptyArray;
-            TrustBundle.prototype.command_signing_roots = $util.emptyArray;
-            TrustBundle.prototype.approver_keys = $util.emptyArray;
-            TrustBundle.prototype.approver_threshold = 0;
-            TrustBundle.prototype.unbatched_destructive_per_hour = 0;
-            TrustBundle.prototype.node_certs = $util.emptyArray;
-
-            TrustBundle.create = function(properties) {
-                return new TrustBundle(properties);
-            };
-
-            TrustBundle.encode = function (message, writer, _depth) {
-                if (!writer)
-                    writer = $Writer.create();
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                if (message.version != null && $Object.hasOwnProperty.call(message, "version") && (typeof message.version === "object" ? message.version.low || message.version.high : message.version !== 0))
-                    writer.uint32(8).uint64(message.version);
-                if (message.node_ca_roots != null && message.node_ca_roots.length)
-                    for (let i = 0; i < message.node_ca_roots.length; ++i)
-                        $root.bcd.v1.PublicKey.encode(message.node_ca_roots[i], writer.uint32(18).fork(), _depth + 1).ldelim();
-                if (message.command_signing_roots != null && message.command_signing_roots.length)
-                    for (let i = 0; i < message.command_signing_roots.length; ++i)
-                        $root.bcd.v1.PublicKey.encode(message.command_signing_roots[i], writer.uint32(26).fork(), _depth + 1).ldelim();
-                if (message.approver_keys != null && message.approver_keys.length)
-                    for (let i = 0; i < message.approver_keys.length; ++i)
-                        $root.bcd.v1.PublicKey.encode(message.approver_keys[i], writer.uint32(34).fork(), _depth + 1).ldelim();
-                if (message.approver_threshold != null && $Object.hasOwnProperty.call(message, "approver_threshold") && message.approver_threshold !== 0)
-                    writer.uint32(40).uint32(message.approver_threshold);
-                if (message.unbatched_destructive_per_hour != null && $Object.hasOwnProperty.call(message, "unbatched_destructive_per_hour") && message.unbatched_destructive_per_hour !== 0)
-                    writer.uint32(48).uint32(message.unbatched_destructive_per_hour);
-                if (message.node_certs != null && message.node_certs.length)
-                    for (let i = 0; i < message.node_certs.length; ++i)
-                        $root.bcd.v1.SignedCertificate.encode(message.node_certs[i], writer.uint32(58).fork(), _depth + 1).ldelim();
-                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
-                    for (let i = 0; i < message.$unknowns.length; ++i)
-                        writer.raw(message.$unknowns[i]);
-                return writer;
-            };
-
-            TrustBundle.decode = function (reader, length, _end, _depth, _target) {
-                if (!(reader instanceof $Reader))
-                    reader = $Reader.create(reader);
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $Reader.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let end, message, value;
-                if (length === $undefined)
-                    end = reader.len;
-                else {
-                    end = reader.pos + length;
-                    if (end > reader.len)
-                        throw $RangeError("index out of range");
-                    length = reader.len;
-                    reader.len = end;
-                }
-                message = _target || new $root.bcd.v1.TrustBundle();
-                while (reader.pos < end) {
-                    let start = reader.pos;
-                    let tag = reader.tag();
-                    if (tag === _end) {
-                        _end = $undefined;
-                        break;
-                    }
-                    let wireType = tag & 7;
-                    switch (tag >>>= 3) {
-                    case 1: {
-                            if (wireType !== 0)
-                                break;
-                            if (typeof (value = reader.uint64()) === "object" ? value.low || value.high : value !== 0)
-                                message.version = value;
-                            else
-                                delete message.version;
-                            continue;
-                        }
-                    case 2: {
-                            if (wireType !== 2)
-                                break;
-                            if (!(message.node_ca_roots && message.node_ca_roots.length))
-                                message.node_ca_roots = [];
-                            message.node_ca_roots.push($root.bcd.v1.PublicKey.decode(reader, reader.size(), $undefined, _depth + 1));
-                            continue;
-                        }
-                    case 3: {
-                            if (wireType !== 2)
-                                break;
-                            if (!(message.command_signing_roots && message.command_signing_roots.length))
-                                message.command_signing_roots = [];
-                            message.command_signing_roots.push($root.bcd.v1.PublicKey.decode(reader, reader.size(), $undefined, _depth + 1));
-                            continue;
-                        }
-                    case 4: {
-                            if (wireType !== 2)
-                                break;
-                            if (!(message.approver_keys && message.approver_keys.length))
-                                message.approver_keys = [];
-                            message.approver_keys.push($root.bcd.v1.PublicKey.decode(reader, reader.size(), $undefined, _depth + 1));
-                            continue;
-                        }
-                    case 5: {
-                            if (wireType !== 0)
-                                break;
-                            if (value = reader.uint32())
-                                message.approver_threshold = value;
-                            else
-                                delete message.approver_threshold;
-                            continue;
-                        }
-                    case 6: {
-                            if (wireType !== 0)
-                                break;
-                            if (value = reader.uint32())
-                                message.unbatched_destructive_per_hour = value;
-                            else
-                                delete message.unbatched_destructive_per_hour;
-                            continue;
-                        }
-                    case 7: {
-                            if (wireType !== 2)
-                                break;
-                            if (!(message.node_certs && message.node_certs.length))
-                                message.node_certs = [];
-                            message.node_certs.push($root.bcd.v1.SignedCertificate.decode(reader, reader.size(), $undefined, _depth + 1));
-                            continue;
-                        }
-                    }
-                    reader.skipType(wireType, _depth, tag);
-                    if (!reader.discardUnknown) {
-                        $util.makeProp(message, "$unknowns", false);
-                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
-                    }
-                }
-                if (length !== $undefined) {
-                    if (reader.pos !== end)
-                        throw $RangeError("index out of range");
-                    reader.len = length;
-                }
-                if (_end !== $undefined)
-                    throw $Error("missing end group");
-                return message;
-            };
-
-            TrustBundle.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.version != null && $Object.hasOwnProperty.call(message, "version"))
-                    if (!$util.isInteger(message.version) && !(message.version && $util.isInteger(message.version.low) && $util.isInteger(message.version.high)))
-                        return "version: integer|Long expected";
-                if (message.node_ca_roots != null && $Object.hasOwnProperty.call(message, "node_ca_roots")) {
-                    if (!$Array.isArray(message.node_ca_roots))
-                        return "node_ca_roots: array expected";
-                    for (let i = 0; i < message.node_ca_roots.length; ++i) {
-                        let error = $root.bcd.v1.PublicKey.verify(message.node_ca_roots[i], _depth + 1);
-                        if (error)
-                            return "node_ca_roots." + error;
-                    }
-                }
-                if (message.command_signing_roots != null && $Object.hasOwnProperty.call(message, "command_signing_roots")) {
-                    if (!$Array.isArray(message.command_signing_roots))
-                        return "command_signing_roots: array expected";
-                    for (let i = 0; i < message.command_signing_roots.length; ++i) {
-                        let error = $root.bcd.v1.PublicKey.verify(message.command_signing_roots[i], _depth + 1);
-                        if (error)
-                            return "command_signing_roots." + error;
-                    }
-                }
-                if (message.approver_keys != null && $Object.hasOwnProperty.call(message, "approver_keys")) {
-                    if (!$Array.isArray(message.approver_keys))
-                        return "approver_keys: array expected";
-                    for (let i = 0; i < message.approver_keys.length; ++i) {
-                        let error = $root.bcd.v1.PublicKey.verify(message.approver_keys[i], _depth + 1);
-                        if (error)
-                            return "approver_keys." + error;
-                    }
-                }
-                if (message.approver_threshold != null && $Object.hasOwnProperty.call(message, "approver_threshold"))
-                    if (!$util.isInteger(message.approver_threshold))
-                        return "approver_threshold: integer expected";
-                if (message.unbatched_destructive_per_hour != null && $Object.hasOwnProperty.call(message, "unbatched_destructive_per_hour"))
-                    if (!$util.isInteger(message.unbatched_destructive_per_hour))
-                        return "unbatched_destructive_per_hour: integer expected";
-                if (message.node_certs != null && $Object.hasOwnProperty.call(message, "node_certs")) {
-                    if (!$Array.isArray(message.node_certs))
-                        return "node_certs: array expected";
-                    for (let i = 0; i < message.node_certs.length; ++i) {
-                        let error = $root.bcd.v1.SignedCertificate.verify(message.node_certs[i], _depth + 1);
-                        if (error)
-                            return "node_certs." + error;
-                    }
-                }
-                return null;
-            };
-
-            TrustBundle.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.TrustBundle)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.TrustBundle: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.TrustBundle();
-                if (object.version != null)
-                    if (typeof object.version === "object" ? object.version.low || object.version.high : $Number(object.version) !== 0)
-                        if ($util.Long)
-                            message.version = $util.Long.fromValue(object.version, true);
-                        else if (typeof object.version === "string")
-                            message.version = $parseInt(object.version, 10);
-                        else if (typeof object.version === "number")
-                            message.version = object.version;
-                        else if (typeof object.version === "object")
-                            message.version = new $util.LongBits(object.version.low >>> 0, object.version.high >>> 0).toNumber(true);
-                if (object.node_ca_roots) {
-                    if (!$Array.isArray(object.node_ca_roots))
-                        throw $TypeError(".bcd.v1.TrustBundle.node_ca_roots: array expected");
-                    message.node_ca_roots = $Array(object.node_ca_roots.length);
-                    for (let i = 0; i < object.node_ca_roots.length; ++i) {
-                        if (!$util.isObject(object.node_ca_roots[i]))
-                            throw $TypeError(".bcd.v1.TrustBundle.node_ca_roots: object expected");
-                        message.node_ca_roots[i] = $root.bcd.v1.PublicKey.fromObject(object.node_ca_roots[i], _depth + 1);
-                    }
-                }
-                if (object.command_signing_roots) {
-                    if (!$Array.isArray(object.command_signing_roots))
-                        throw $TypeError(".bcd.v1.TrustBundle.command_signing_roots: array expected");
-                    message.command_signing_roots = $Array(object.command_signing_roots.length);
-                    for (let i = 0; i < object.command_signing_roots.length; ++i) {
-                        if (!$util.isObject(object.command_signing_roots[i]))
-                            throw $TypeError(".bcd.v1.TrustBundle.command_signing_roots: object expected");
-                        message.command_signing_roots[i] = $root.bcd.v1.PublicKey.fromObject(object.command_signing_roots[i], _depth + 1);
-                    }
-                }
-                if (object.approver_keys) {
-                    if (!$Array.isArray(object.approver_keys))
-                        throw $TypeError(".bcd.v1.TrustBundle.approver_keys: array expected");
-                    message.approver_keys = $Array(object.approver_keys.length);
-                    for (let i = 0; i < object.approver_keys.length; ++i) {
-                        if (!$util.isObject(object.approver_keys[i]))
-                            throw $TypeError(".bcd.v1.TrustBundle.approver_keys: object expected");
-                        message.approver_keys[i] = $root.bcd.v1.PublicKey.fromObject(object.approver_keys[i], _depth + 1);
-                    }
-                }
-                if (object.approver_threshold != null)
-                    if ($Number(object.approver_threshold) !== 0)
-                        message.approver_threshold = object.approver_threshold >>> 0;
-                if (object.unbatched_destructive_per_hour != null)
-                    if ($Number(object.unbatched_destructive_per_hour) !== 0)
-                        message.unbatched_destructive_per_hour = object.unbatched_destructive_per_hour >>> 0;
-                if (object.node_certs) {
-                    if (!$Array.isArray(object.node_certs))
-                        throw $TypeError(".bcd.v1.TrustBundle.node_certs: array expected");
-                    message.node_certs = $Array(object.node_certs.length);
-                    for (let i = 0; i < object.node_certs.length; ++i) {
-                        if (!$util.isObject(object.node_certs[i]))
-                            throw $TypeError(".bcd.v1.TrustBundle.node_certs: object expected");
-                        message.node_certs[i] = $root.bcd.v1.SignedCertificate.fromObject(object.node_certs[i], _depth + 1);
-                    }
-                }
-                return message;
-            };
-
-            TrustBundle.toObject = function (message, options, _depth) {
-                if (!options)
-                    options = {};
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let object = {};
-                if (options.arrays || options.defaults) {
-                    object.node_ca_roots = [];
-                    object.command_signing_roots = [];
-                    object.approver_keys = [];
-                    object.node_certs = [];
-                }
-                if (options.defaults) {
-                    if ($util.Long) {
-                        let long = new $util.Long(0, 0, true);
-                        object.version = options.longs === $String ? long.toString() : options.longs === $Number ? long.toNumber() : typeof $BigInt !== "undefined" && options.longs === $BigInt ? long.toBigInt() : long;
-                    } else
-                        object.version = options.longs === $String ? "0" : typeof $BigInt !== "undefined" && options.longs === $BigInt ? $BigInt("0") : 0;
-                    object.approver_threshold = 0;
-                    object.unbatched_destructive_per_hour = 0;
-                }
-                if (message.version != null && $Object.hasOwnProperty.call(message, "version"))
-                    if (typeof $BigInt !== "undefined" && options.longs === $BigInt)
-                        object.version = typeof message.version === "number" ? $BigInt(message.version) : $util.Long.fromBits(message.version.low >>> 0, message.version.high >>> 0, true).toBigInt();
-                    else if (typeof message.version === "number")
-                        object.version = options.longs === $String ? $String(message.version) : message.version;
-                    else
-                        object.version = options.longs === $String ? $util.Long.prototype.toString.call(message.version) : options.longs === $Number ? new $util.LongBits(message.version.low >>> 0, message.version.high >>> 0).toNumber(true) : message.version;
-                if (message.node_ca_roots && message.node_ca_roots.length) {
-                    object.node_ca_roots = $Array(message.node_ca_roots.length);
-                    for (let j = 0; j < message.node_ca_roots.length; ++j)
-                        object.node_ca_roots[j] = $root.bcd.v1.PublicKey.toObject(message.node_ca_roots[j], options, _depth + 1);
-                }
-                if (message.command_signing_roots && message.command_signing_roots.length) {
-                    object.command_signing_roots = $Array(message.command_signing_roots.length);
-                    for (let j = 0; j < message.command_signing_roots.length; ++j)
-                        object.command_signing_roots[j] = $root.bcd.v1.PublicKey.toObject(message.command_signing_roots[j], options, _depth + 1);
-                }
-                if (message.approver_keys && message.approver_keys.length) {
-                    object.approver_keys = $Array(message.approver_keys.length);
-                    for (let j = 0; j < message.approver_keys.length; ++j)
-                        object.approver_keys[j] = $root.bcd.v1.PublicKey.toObject(message.approver_keys[j], options, _depth + 1);
-                }
-                if (message.approver_threshold != null && $Object.hasOwnProperty.call(message, "approver_threshold"))
-                    object.approver_threshold = message.approver_threshold;
-                if (message.unbatched_destructive_per_hour != null && $Object.hasOwnProperty.call(message, "unbatched_destructive_per_hour"))
-                    object.unbatched_destructive_per_hour = message.unbatched_destructive_per_hour;
-                if (message.node_certs && message.node_certs.length) {
-                    object.node_certs = $Array(message.node_certs.length);
-                    for (let j = 0; j < message.node_certs.length; ++j)
-                        object.node_certs[j] = $root.bcd.v1.SignedCertificate.toObject(message.node_certs[j], options, _depth + 1);
-                }
-                return object;
-            };
-
-            TrustBundle.prototype.toJSON = function() {
-                return TrustBundle.toObject(this, $protobuf.util.toJSONOptions);
-            };
-
-            TrustBundle.getTypeUrl = function(prefix) {
-                if (prefix === $undefined)
-                    prefix = "type.googleapis.com";
-                return prefix + "/bcd.v1.TrustBundle";
-            };
-
-            return TrustBundle;
-        })();
-
         v1.DesiredState = (function() {
 
             const DesiredState = function (properties) {
@@ -6341,7 +4253,7 @@ export const bcd = $root.bcd = (() => {
             };
 
             DesiredState.prototype.body = $util.newBuffer([]);
-            DesiredState.prototype.signature = null;
+            DesiredState.prototype.signature = $util.newBuffer([]);
 
             DesiredState.create = function(properties) {
                 return new DesiredState(properties);
@@ -6356,8 +4268,8 @@ export const bcd = $root.bcd = (() => {
                     throw $Error("max depth exceeded");
                 if (message.body != null && $Object.hasOwnProperty.call(message, "body") && message.body.length)
                     writer.uint32(10).bytes(message.body);
-                if (message.signature != null && $Object.hasOwnProperty.call(message, "signature"))
-                    $root.bcd.v1.Signature.encode(message.signature, writer.uint32(18).fork(), _depth + 1).ldelim();
+                if (message.signature != null && $Object.hasOwnProperty.call(message, "signature") && message.signature.length)
+                    writer.uint32(18).bytes(message.signature);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -6403,7 +4315,10 @@ export const bcd = $root.bcd = (() => {
                     case 2: {
                             if (wireType !== 2)
                                 break;
-                            message.signature = $root.bcd.v1.Signature.decode(reader, reader.size(), $undefined, _depth + 1, message.signature);
+                            if ((value = reader.bytes()).length)
+                                message.signature = value;
+                            else
+                                delete message.signature;
                             continue;
                         }
                     }
@@ -6433,11 +4348,9 @@ export const bcd = $root.bcd = (() => {
                 if (message.body != null && $Object.hasOwnProperty.call(message, "body"))
                     if (!(message.body && typeof message.body.length === "number" || $util.isString(message.body)))
                         return "body: buffer expected";
-                if (message.signature != null && $Object.hasOwnProperty.call(message, "signature")) {
-                    let error = $root.bcd.v1.Signature.verify(message.signature, _depth + 1);
-                    if (error)
-                        return "signature." + error;
-                }
+                if (message.signature != null && $Object.hasOwnProperty.call(message, "signature"))
+                    if (!(message.signature && typeof message.signature.length === "number" || $util.isString(message.signature)))
+                        return "signature: buffer expected";
                 return null;
             };
 
@@ -6457,11 +4370,12 @@ export const bcd = $root.bcd = (() => {
                             $util.base64.decode(object.body, message.body = $util.newBuffer($util.base64.length(object.body)), 0);
                         else if (object.body.length >= 0)
                             message.body = object.body;
-                if (object.signature != null) {
-                    if (!$util.isObject(object.signature))
-                        throw $TypeError(".bcd.v1.DesiredState.signature: object expected");
-                    message.signature = $root.bcd.v1.Signature.fromObject(object.signature, _depth + 1);
-                }
+                if (object.signature != null)
+                    if (object.signature.length)
+                        if (typeof object.signature === "string")
+                            $util.base64.decode(object.signature, message.signature = $util.newBuffer($util.base64.length(object.signature)), 0);
+                        else if (object.signature.length >= 0)
+                            message.signature = object.signature;
                 return message;
             };
 
@@ -6481,12 +4395,18 @@ export const bcd = $root.bcd = (() => {
                         if (options.bytes !== $Array)
                             object.body = $util.newBuffer(object.body);
                     }
-                    object.signature = null;
+                    if (options.bytes === $String)
+                        object.signature = "";
+                    else {
+                        object.signature = [];
+                        if (options.bytes !== $Array)
+                            object.signature = $util.newBuffer(object.signature);
+                    }
                 }
                 if (message.body != null && $Object.hasOwnProperty.call(message, "body"))
                     object.body = options.bytes === $String ? $util.base64.encode(message.body, 0, message.body.length) : options.bytes === $Array ? $Array.prototype.slice.call(message.body) : message.body;
                 if (message.signature != null && $Object.hasOwnProperty.call(message, "signature"))
-                    object.signature = $root.bcd.v1.Signature.toObject(message.signature, options, _depth + 1);
+                    object.signature = options.bytes === $String ? $util.base64.encode(message.signature, 0, message.signature.length) : options.bytes === $Array ? $Array.prototype.slice.call(message.signature) : message.signature;
                 return object;
             };
 
@@ -21275,6 +19195,1093 @@ export const bcd = $root.bcd = (() => {
             };
 
             return DaemonUpgradeResult;
+        })();
+
+        v1.Certificate = (function() {
+
+            const Certificate = function (properties) {
+                this.purposes = [];
+                this.allowed_kinds = [];
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            Certificate.prototype.serial = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
+            Certificate.prototype.subject = "";
+            Certificate.prototype.public_key = $util.newBuffer([]);
+            Certificate.prototype.issuer_key_id = "";
+            Certificate.prototype.not_before = null;
+            Certificate.prototype.not_after = null;
+            Certificate.prototype.purposes = $util.emptyArray;
+            Certificate.prototype.role = "";
+            Certificate.prototype.allowed_kinds = $util.emptyArray;
+
+            Certificate.create = function(properties) {
+                return new Certificate(properties);
+            };
+
+            Certificate.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.serial != null && $Object.hasOwnProperty.call(message, "serial") && (typeof message.serial === "object" ? message.serial.low || message.serial.high : message.serial !== 0))
+                    writer.uint32(8).uint64(message.serial);
+                if (message.subject != null && $Object.hasOwnProperty.call(message, "subject") && message.subject !== "")
+                    writer.uint32(18).string(message.subject);
+                if (message.public_key != null && $Object.hasOwnProperty.call(message, "public_key") && message.public_key.length)
+                    writer.uint32(26).bytes(message.public_key);
+                if (message.issuer_key_id != null && $Object.hasOwnProperty.call(message, "issuer_key_id") && message.issuer_key_id !== "")
+                    writer.uint32(34).string(message.issuer_key_id);
+                if (message.not_before != null && $Object.hasOwnProperty.call(message, "not_before"))
+                    $root.google.protobuf.Timestamp.encode(message.not_before, writer.uint32(42).fork(), _depth + 1).ldelim();
+                if (message.not_after != null && $Object.hasOwnProperty.call(message, "not_after"))
+                    $root.google.protobuf.Timestamp.encode(message.not_after, writer.uint32(50).fork(), _depth + 1).ldelim();
+                if (message.purposes != null && message.purposes.length)
+                    for (let i = 0; i < message.purposes.length; ++i)
+                        writer.uint32(58).string(message.purposes[i]);
+                if (message.role != null && $Object.hasOwnProperty.call(message, "role") && message.role !== "")
+                    writer.uint32(66).string(message.role);
+                if (message.allowed_kinds != null && message.allowed_kinds.length)
+                    for (let i = 0; i < message.allowed_kinds.length; ++i)
+                        writer.uint32(74).string(message.allowed_kinds[i]);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            Certificate.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.bcd.v1.Certificate();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 0)
+                                break;
+                            if (typeof (value = reader.uint64()) === "object" ? value.low || value.high : value !== 0)
+                                message.serial = value;
+                            else
+                                delete message.serial;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.subject = value;
+                            else
+                                delete message.subject;
+                            continue;
+                        }
+                    case 3: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.public_key = value;
+                            else
+                                delete message.public_key;
+                            continue;
+                        }
+                    case 4: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.issuer_key_id = value;
+                            else
+                                delete message.issuer_key_id;
+                            continue;
+                        }
+                    case 5: {
+                            if (wireType !== 2)
+                                break;
+                            message.not_before = $root.google.protobuf.Timestamp.decode(reader, reader.size(), $undefined, _depth + 1, message.not_before);
+                            continue;
+                        }
+                    case 6: {
+                            if (wireType !== 2)
+                                break;
+                            message.not_after = $root.google.protobuf.Timestamp.decode(reader, reader.size(), $undefined, _depth + 1, message.not_after);
+                            continue;
+                        }
+                    case 7: {
+                            if (wireType !== 2)
+                                break;
+                            if (!(message.purposes && message.purposes.length))
+                                message.purposes = [];
+                            message.purposes.push(reader.stringVerify());
+                            continue;
+                        }
+                    case 8: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.role = value;
+                            else
+                                delete message.role;
+                            continue;
+                        }
+                    case 9: {
+                            if (wireType !== 2)
+                                break;
+                            if (!(message.allowed_kinds && message.allowed_kinds.length))
+                                message.allowed_kinds = [];
+                            message.allowed_kinds.push(reader.stringVerify());
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            Certificate.verify = function (message, _depth) {
+                if (typeof message !== "object" || message === null)
+                    return "object expected";
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    return "max depth exceeded";
+                if (message.serial != null && $Object.hasOwnProperty.call(message, "serial"))
+                    if (!$util.isInteger(message.serial) && !(message.serial && $util.isInteger(message.serial.low) && $util.isInteger(message.serial.high)))
+                        return "serial: integer|Long expected";
+                if (message.subject != null && $Object.hasOwnProperty.call(message, "subject"))
+                    if (!$util.isString(message.subject))
+                        return "subject: string expected";
+                if (message.public_key != null && $Object.hasOwnProperty.call(message, "public_key"))
+                    if (!(message.public_key && typeof message.public_key.length === "number" || $util.isString(message.public_key)))
+                        return "public_key: buffer expected";
+                if (message.issuer_key_id != null && $Object.hasOwnProperty.call(message, "issuer_key_id"))
+                    if (!$util.isString(message.issuer_key_id))
+                        return "issuer_key_id: string expected";
+                if (message.not_before != null && $Object.hasOwnProperty.call(message, "not_before")) {
+                    let error = $root.google.protobuf.Timestamp.verify(message.not_before, _depth + 1);
+                    if (error)
+                        return "not_before." + error;
+                }
+                if (message.not_after != null && $Object.hasOwnProperty.call(message, "not_after")) {
+                    let error = $root.google.protobuf.Timestamp.verify(message.not_after, _depth + 1);
+                    if (error)
+                        return "not_after." + error;
+                }
+                if (message.purposes != null && $Object.hasOwnProperty.call(message, "purposes")) {
+                    if (!$Array.isArray(message.purposes))
+                        return "purposes: array expected";
+                    for (let i = 0; i < message.purposes.length; ++i)
+                        if (!$util.isString(message.purposes[i]))
+                            return "purposes: string[] expected";
+                }
+                if (message.role != null && $Object.hasOwnProperty.call(message, "role"))
+                    if (!$util.isString(message.role))
+                        return "role: string expected";
+                if (message.allowed_kinds != null && $Object.hasOwnProperty.call(message, "allowed_kinds")) {
+                    if (!$Array.isArray(message.allowed_kinds))
+                        return "allowed_kinds: array expected";
+                    for (let i = 0; i < message.allowed_kinds.length; ++i)
+                        if (!$util.isString(message.allowed_kinds[i]))
+                            return "allowed_kinds: string[] expected";
+                }
+                return null;
+            };
+
+            Certificate.fromObject = function (object, _depth) {
+                if (object instanceof $root.bcd.v1.Certificate)
+                    return object;
+                if (!$util.isObject(object))
+                    throw $TypeError(".bcd.v1.Certificate: object expected");
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let message = new $root.bcd.v1.Certificate();
+                if (object.serial != null)
+                    if (typeof object.serial === "object" ? object.serial.low || object.serial.high : $Number(object.serial) !== 0)
+                        if ($util.Long)
+                            message.serial = $util.Long.fromValue(object.serial, true);
+                        else if (typeof object.serial === "string")
+                            message.serial = $parseInt(object.serial, 10);
+                        else if (typeof object.serial === "number")
+                            message.serial = object.serial;
+                        else if (typeof object.serial === "object")
+                            message.serial = new $util.LongBits(object.serial.low >>> 0, object.serial.high >>> 0).toNumber(true);
+                if (object.subject != null)
+                    if (typeof object.subject !== "string" || object.subject.length)
+                        message.subject = $String(object.subject);
+                if (object.public_key != null)
+                    if (object.public_key.length)
+                        if (typeof object.public_key === "string")
+                            $util.base64.decode(object.public_key, message.public_key = $util.newBuffer($util.base64.length(object.public_key)), 0);
+                        else if (object.public_key.length >= 0)
+                            message.public_key = object.public_key;
+                if (object.issuer_key_id != null)
+                    if (typeof object.issuer_key_id !== "string" || object.issuer_key_id.length)
+                        message.issuer_key_id = $String(object.issuer_key_id);
+                if (object.not_before != null) {
+                    if (!$util.isObject(object.not_before))
+                        throw $TypeError(".bcd.v1.Certificate.not_before: object expected");
+                    message.not_before = $root.google.protobuf.Timestamp.fromObject(object.not_before, _depth + 1);
+                }
+                if (object.not_after != null) {
+                    if (!$util.isObject(object.not_after))
+                        throw $TypeError(".bcd.v1.Certificate.not_after: object expected");
+                    message.not_after = $root.google.protobuf.Timestamp.fromObject(object.not_after, _depth + 1);
+                }
+                if (object.purposes) {
+                    if (!$Array.isArray(object.purposes))
+                        throw $TypeError(".bcd.v1.Certificate.purposes: array expected");
+                    message.purposes = $Array(object.purposes.length);
+                    for (let i = 0; i < object.purposes.length; ++i)
+                        message.purposes[i] = $String(object.purposes[i]);
+                }
+                if (object.role != null)
+                    if (typeof object.role !== "string" || object.role.length)
+                        message.role = $String(object.role);
+                if (object.allowed_kinds) {
+                    if (!$Array.isArray(object.allowed_kinds))
+                        throw $TypeError(".bcd.v1.Certificate.allowed_kinds: array expected");
+                    message.allowed_kinds = $Array(object.allowed_kinds.length);
+                    for (let i = 0; i < object.allowed_kinds.length; ++i)
+                        message.allowed_kinds[i] = $String(object.allowed_kinds[i]);
+                }
+                return message;
+            };
+
+            Certificate.toObject = function (message, options, _depth) {
+                if (!options)
+                    options = {};
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let object = {};
+                if (options.arrays || options.defaults) {
+                    object.purposes = [];
+                    object.allowed_kinds = [];
+                }
+                if (options.defaults) {
+                    if ($util.Long) {
+                        let long = new $util.Long(0, 0, true);
+                        object.serial = options.longs === $String ? long.toString() : options.longs === $Number ? long.toNumber() : typeof $BigInt !== "undefined" && options.longs === $BigInt ? long.toBigInt() : long;
+                    } else
+                        object.serial = options.longs === $String ? "0" : typeof $BigInt !== "undefined" && options.longs === $BigInt ? $BigInt("0") : 0;
+                    object.subject = "";
+                    if (options.bytes === $String)
+                        object.public_key = "";
+                    else {
+                        object.public_key = [];
+                        if (options.bytes !== $Array)
+                            object.public_key = $util.newBuffer(object.public_key);
+                    }
+                    object.issuer_key_id = "";
+                    object.not_before = null;
+                    object.not_after = null;
+                    object.role = "";
+                }
+                if (message.serial != null && $Object.hasOwnProperty.call(message, "serial"))
+                    if (typeof $BigInt !== "undefined" && options.longs === $BigInt)
+                        object.serial = typeof message.serial === "number" ? $BigInt(message.serial) : $util.Long.fromBits(message.serial.low >>> 0, message.serial.high >>> 0, true).toBigInt();
+                    else if (typeof message.serial === "number")
+                        object.serial = options.longs === $String ? $String(message.serial) : message.serial;
+                    else
+                        object.serial = options.longs === $String ? $util.Long.prototype.toString.call(message.serial) : options.longs === $Number ? new $util.LongBits(message.serial.low >>> 0, message.serial.high >>> 0).toNumber(true) : message.serial;
+                if (message.subject != null && $Object.hasOwnProperty.call(message, "subject"))
+                    object.subject = message.subject;
+                if (message.public_key != null && $Object.hasOwnProperty.call(message, "public_key"))
+                    object.public_key = options.bytes === $String ? $util.base64.encode(message.public_key, 0, message.public_key.length) : options.bytes === $Array ? $Array.prototype.slice.call(message.public_key) : message.public_key;
+                if (message.issuer_key_id != null && $Object.hasOwnProperty.call(message, "issuer_key_id"))
+                    object.issuer_key_id = message.issuer_key_id;
+                if (message.not_before != null && $Object.hasOwnProperty.call(message, "not_before"))
+                    object.not_before = $root.google.protobuf.Timestamp.toObject(message.not_before, options, _depth + 1);
+                if (message.not_after != null && $Object.hasOwnProperty.call(message, "not_after"))
+                    object.not_after = $root.google.protobuf.Timestamp.toObject(message.not_after, options, _depth + 1);
+                if (message.purposes && message.purposes.length) {
+                    object.purposes = $Array(message.purposes.length);
+                    for (let j = 0; j < message.purposes.length; ++j)
+                        object.purposes[j] = message.purposes[j];
+                }
+                if (message.role != null && $Object.hasOwnProperty.call(message, "role"))
+                    object.role = message.role;
+                if (message.allowed_kinds && message.allowed_kinds.length) {
+                    object.allowed_kinds = $Array(message.allowed_kinds.length);
+                    for (let j = 0; j < message.allowed_kinds.length; ++j)
+                        object.allowed_kinds[j] = message.allowed_kinds[j];
+                }
+                return object;
+            };
+
+            Certificate.prototype.toJSON = function() {
+                return Certificate.toObject(this, $protobuf.util.toJSONOptions);
+            };
+
+            Certificate.getTypeUrl = function(prefix) {
+                if (prefix === $undefined)
+                    prefix = "type.googleapis.com";
+                return prefix + "/bcd.v1.Certificate";
+            };
+
+            return Certificate;
+        })();
+
+        v1.SignedCertificate = (function() {
+
+            const SignedCertificate = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            SignedCertificate.prototype.body = $util.newBuffer([]);
+            SignedCertificate.prototype.signature = $util.newBuffer([]);
+
+            SignedCertificate.create = function(properties) {
+                return new SignedCertificate(properties);
+            };
+
+            SignedCertificate.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.body != null && $Object.hasOwnProperty.call(message, "body") && message.body.length)
+                    writer.uint32(10).bytes(message.body);
+                if (message.signature != null && $Object.hasOwnProperty.call(message, "signature") && message.signature.length)
+                    writer.uint32(18).bytes(message.signature);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            SignedCertificate.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.bcd.v1.SignedCertificate();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.body = value;
+                            else
+                                delete message.body;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.signature = value;
+                            else
+                                delete message.signature;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            SignedCertificate.verify = function (message, _depth) {
+                if (typeof message !== "object" || message === null)
+                    return "object expected";
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    return "max depth exceeded";
+                if (message.body != null && $Object.hasOwnProperty.call(message, "body"))
+                    if (!(message.body && typeof message.body.length === "number" || $util.isString(message.body)))
+                        return "body: buffer expected";
+                if (message.signature != null && $Object.hasOwnProperty.call(message, "signature"))
+                    if (!(message.signature && typeof message.signature.length === "number" || $util.isString(message.signature)))
+                        return "signature: buffer expected";
+                return null;
+            };
+
+            SignedCertificate.fromObject = function (object, _depth) {
+                if (object instanceof $root.bcd.v1.SignedCertificate)
+                    return object;
+                if (!$util.isObject(object))
+                    throw $TypeError(".bcd.v1.SignedCertificate: object expected");
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let message = new $root.bcd.v1.SignedCertificate();
+                if (object.body != null)
+                    if (object.body.length)
+                        if (typeof object.body === "string")
+                            $util.base64.decode(object.body, message.body = $util.newBuffer($util.base64.length(object.body)), 0);
+                        else if (object.body.length >= 0)
+                            message.body = object.body;
+                if (object.signature != null)
+                    if (object.signature.length)
+                        if (typeof object.signature === "string")
+                            $util.base64.decode(object.signature, message.signature = $util.newBuffer($util.base64.length(object.signature)), 0);
+                        else if (object.signature.length >= 0)
+                            message.signature = object.signature;
+                return message;
+            };
+
+            SignedCertificate.toObject = function (message, options, _depth) {
+                if (!options)
+                    options = {};
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let object = {};
+                if (options.defaults) {
+                    if (options.bytes === $String)
+                        object.body = "";
+                    else {
+                        object.body = [];
+                        if (options.bytes !== $Array)
+                            object.body = $util.newBuffer(object.body);
+                    }
+                    if (options.bytes === $String)
+                        object.signature = "";
+                    else {
+                        object.signature = [];
+                        if (options.bytes !== $Array)
+                            object.signature = $util.newBuffer(object.signature);
+                    }
+                }
+                if (message.body != null && $Object.hasOwnProperty.call(message, "body"))
+                    object.body = options.bytes === $String ? $util.base64.encode(message.body, 0, message.body.length) : options.bytes === $Array ? $Array.prototype.slice.call(message.body) : message.body;
+                if (message.signature != null && $Object.hasOwnProperty.call(message, "signature"))
+                    object.signature = options.bytes === $String ? $util.base64.encode(message.signature, 0, message.signature.length) : options.bytes === $Array ? $Array.prototype.slice.call(message.signature) : message.signature;
+                return object;
+            };
+
+            SignedCertificate.prototype.toJSON = function() {
+                return SignedCertificate.toObject(this, $protobuf.util.toJSONOptions);
+            };
+
+            SignedCertificate.getTypeUrl = function(prefix) {
+                if (prefix === $undefined)
+                    prefix = "type.googleapis.com";
+                return prefix + "/bcd.v1.SignedCertificate";
+            };
+
+            return SignedCertificate;
+        })();
+
+        v1.PublicKey = (function() {
+
+            const PublicKey = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            PublicKey.prototype.key_id = "";
+            PublicKey.prototype.public_key = $util.newBuffer([]);
+            PublicKey.prototype.name = "";
+
+            PublicKey.create = function(properties) {
+                return new PublicKey(properties);
+            };
+
+            PublicKey.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.key_id != null && $Object.hasOwnProperty.call(message, "key_id") && message.key_id !== "")
+                    writer.uint32(10).string(message.key_id);
+                if (message.public_key != null && $Object.hasOwnProperty.call(message, "public_key") && message.public_key.length)
+                    writer.uint32(18).bytes(message.public_key);
+                if (message.name != null && $Object.hasOwnProperty.call(message, "name") && message.name !== "")
+                    writer.uint32(26).string(message.name);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            PublicKey.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.bcd.v1.PublicKey();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.key_id = value;
+                            else
+                                delete message.key_id;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.public_key = value;
+                            else
+                                delete message.public_key;
+                            continue;
+                        }
+                    case 3: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.name = value;
+                            else
+                                delete message.name;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            PublicKey.verify = function (message, _depth) {
+                if (typeof message !== "object" || message === null)
+                    return "object expected";
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    return "max depth exceeded";
+                if (message.key_id != null && $Object.hasOwnProperty.call(message, "key_id"))
+                    if (!$util.isString(message.key_id))
+                        return "key_id: string expected";
+                if (message.public_key != null && $Object.hasOwnProperty.call(message, "public_key"))
+                    if (!(message.public_key && typeof message.public_key.length === "number" || $util.isString(message.public_key)))
+                        return "public_key: buffer expected";
+                if (message.name != null && $Object.hasOwnProperty.call(message, "name"))
+                    if (!$util.isString(message.name))
+                        return "name: string expected";
+                return null;
+            };
+
+            PublicKey.fromObject = function (object, _depth) {
+                if (object instanceof $root.bcd.v1.PublicKey)
+                    return object;
+                if (!$util.isObject(object))
+                    throw $TypeError(".bcd.v1.PublicKey: object expected");
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let message = new $root.bcd.v1.PublicKey();
+                if (object.key_id != null)
+                    if (typeof object.key_id !== "string" || object.key_id.length)
+                        message.key_id = $String(object.key_id);
+                if (object.public_key != null)
+                    if (object.public_key.length)
+                        if (typeof object.public_key === "string")
+                            $util.base64.decode(object.public_key, message.public_key = $util.newBuffer($util.base64.length(object.public_key)), 0);
+                        else if (object.public_key.length >= 0)
+                            message.public_key = object.public_key;
+                if (object.name != null)
+                    if (typeof object.name !== "string" || object.name.length)
+                        message.name = $String(object.name);
+                return message;
+            };
+
+            PublicKey.toObject = function (message, options, _depth) {
+                if (!options)
+                    options = {};
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let object = {};
+                if (options.defaults) {
+                    object.key_id = "";
+                    if (options.bytes === $String)
+                        object.public_key = "";
+                    else {
+                        object.public_key = [];
+                        if (options.bytes !== $Array)
+                            object.public_key = $util.newBuffer(object.public_key);
+                    }
+                    object.name = "";
+                }
+                if (message.key_id != null && $Object.hasOwnProperty.call(message, "key_id"))
+                    object.key_id = message.key_id;
+                if (message.public_key != null && $Object.hasOwnProperty.call(message, "public_key"))
+                    object.public_key = options.bytes === $String ? $util.base64.encode(message.public_key, 0, message.public_key.length) : options.bytes === $Array ? $Array.prototype.slice.call(message.public_key) : message.public_key;
+                if (message.name != null && $Object.hasOwnProperty.call(message, "name"))
+                    object.name = message.name;
+                return object;
+            };
+
+            PublicKey.prototype.toJSON = function() {
+                return PublicKey.toObject(this, $protobuf.util.toJSONOptions);
+            };
+
+            PublicKey.getTypeUrl = function(prefix) {
+                if (prefix === $undefined)
+                    prefix = "type.googleapis.com";
+                return prefix + "/bcd.v1.PublicKey";
+            };
+
+            return PublicKey;
+        })();
+
+        v1.TrustBundle = (function() {
+
+            const TrustBundle = function (properties) {
+                this.node_ca_roots = [];
+                this.command_signing_roots = [];
+                this.approver_keys = [];
+                this.node_certs = [];
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            TrustBundle.prototype.version = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
+            TrustBundle.prototype.node_ca_roots = $util.emptyArray;
+            TrustBundle.prototype.command_signing_roots = $util.emptyArray;
+            TrustBundle.prototype.approver_keys = $util.emptyArray;
+            TrustBundle.prototype.approver_threshold = 0;
+            TrustBundle.prototype.unbatched_destructive_per_hour = 0;
+            TrustBundle.prototype.node_certs = $util.emptyArray;
+
+            TrustBundle.create = function(properties) {
+                return new TrustBundle(properties);
+            };
+
+            TrustBundle.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.version != null && $Object.hasOwnProperty.call(message, "version") && (typeof message.version === "object" ? message.version.low || message.version.high : message.version !== 0))
+                    writer.uint32(8).uint64(message.version);
+                if (message.node_ca_roots != null && message.node_ca_roots.length)
+                    for (let i = 0; i < message.node_ca_roots.length; ++i)
+                        $root.bcd.v1.PublicKey.encode(message.node_ca_roots[i], writer.uint32(18).fork(), _depth + 1).ldelim();
+                if (message.command_signing_roots != null && message.command_signing_roots.length)
+                    for (let i = 0; i < message.command_signing_roots.length; ++i)
+                        $root.bcd.v1.PublicKey.encode(message.command_signing_roots[i], writer.uint32(26).fork(), _depth + 1).ldelim();
+                if (message.approver_keys != null && message.approver_keys.length)
+                    for (let i = 0; i < message.approver_keys.length; ++i)
+                        $root.bcd.v1.PublicKey.encode(message.approver_keys[i], writer.uint32(34).fork(), _depth + 1).ldelim();
+                if (message.approver_threshold != null && $Object.hasOwnProperty.call(message, "approver_threshold") && message.approver_threshold !== 0)
+                    writer.uint32(40).uint32(message.approver_threshold);
+                if (message.unbatched_destructive_per_hour != null && $Object.hasOwnProperty.call(message, "unbatched_destructive_per_hour") && message.unbatched_destructive_per_hour !== 0)
+                    writer.uint32(48).uint32(message.unbatched_destructive_per_hour);
+                if (message.node_certs != null && message.node_certs.length)
+                    for (let i = 0; i < message.node_certs.length; ++i)
+                        $root.bcd.v1.SignedCertificate.encode(message.node_certs[i], writer.uint32(58).fork(), _depth + 1).ldelim();
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            TrustBundle.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.bcd.v1.TrustBundle();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 0)
+                                break;
+                            if (typeof (value = reader.uint64()) === "object" ? value.low || value.high : value !== 0)
+                                message.version = value;
+                            else
+                                delete message.version;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 2)
+                                break;
+                            if (!(message.node_ca_roots && message.node_ca_roots.length))
+                                message.node_ca_roots = [];
+                            message.node_ca_roots.push($root.bcd.v1.PublicKey.decode(reader, reader.size(), $undefined, _depth + 1));
+                            continue;
+                        }
+                    case 3: {
+                            if (wireType !== 2)
+                                break;
+                            if (!(message.command_signing_roots && message.command_signing_roots.length))
+                                message.command_signing_roots = [];
+                            message.command_signing_roots.push($root.bcd.v1.PublicKey.decode(reader, reader.size(), $undefined, _depth + 1));
+                            continue;
+                        }
+                    case 4: {
+                            if (wireType !== 2)
+                                break;
+                            if (!(message.approver_keys && message.approver_keys.length))
+                                message.approver_keys = [];
+                            message.approver_keys.push($root.bcd.v1.PublicKey.decode(reader, reader.size(), $undefined, _depth + 1));
+                            continue;
+                        }
+                    case 5: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.approver_threshold = value;
+                            else
+                                delete message.approver_threshold;
+                            continue;
+                        }
+                    case 6: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.unbatched_destructive_per_hour = value;
+                            else
+                                delete message.unbatched_destructive_per_hour;
+                            continue;
+                        }
+                    case 7: {
+                            if (wireType !== 2)
+                                break;
+                            if (!(message.node_certs && message.node_certs.length))
+                                message.node_certs = [];
+                            message.node_certs.push($root.bcd.v1.SignedCertificate.decode(reader, reader.size(), $undefined, _depth + 1));
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            TrustBundle.verify = function (message, _depth) {
+                if (typeof message !== "object" || message === null)
+                    return "object expected";
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    return "max depth exceeded";
+                if (message.version != null && $Object.hasOwnProperty.call(message, "version"))
+                    if (!$util.isInteger(message.version) && !(message.version && $util.isInteger(message.version.low) && $util.isInteger(message.version.high)))
+                        return "version: integer|Long expected";
+                if (message.node_ca_roots != null && $Object.hasOwnProperty.call(message, "node_ca_roots")) {
+                    if (!$Array.isArray(message.node_ca_roots))
+                        return "node_ca_roots: array expected";
+                    for (let i = 0; i < message.node_ca_roots.length; ++i) {
+                        let error = $root.bcd.v1.PublicKey.verify(message.node_ca_roots[i], _depth + 1);
+                        if (error)
+                            return "node_ca_roots." + error;
+                    }
+                }
+                if (message.command_signing_roots != null && $Object.hasOwnProperty.call(message, "command_signing_roots")) {
+                    if (!$Array.isArray(message.command_signing_roots))
+                        return "command_signing_roots: array expected";
+                    for (let i = 0; i < message.command_signing_roots.length; ++i) {
+                        let error = $root.bcd.v1.PublicKey.verify(message.command_signing_roots[i], _depth + 1);
+                        if (error)
+                            return "command_signing_roots." + error;
+                    }
+                }
+                if (message.approver_keys != null && $Object.hasOwnProperty.call(message, "approver_keys")) {
+                    if (!$Array.isArray(message.approver_keys))
+                        return "approver_keys: array expected";
+                    for (let i = 0; i < message.approver_keys.length; ++i) {
+                        let error = $root.bcd.v1.PublicKey.verify(message.approver_keys[i], _depth + 1);
+                        if (error)
+                            return "approver_keys." + error;
+                    }
+                }
+                if (message.approver_threshold != null && $Object.hasOwnProperty.call(message, "approver_threshold"))
+                    if (!$util.isInteger(message.approver_threshold))
+                        return "approver_threshold: integer expected";
+                if (message.unbatched_destructive_per_hour != null && $Object.hasOwnProperty.call(message, "unbatched_destructive_per_hour"))
+                    if (!$util.isInteger(message.unbatched_destructive_per_hour))
+                        return "unbatched_destructive_per_hour: integer expected";
+                if (message.node_certs != null && $Object.hasOwnProperty.call(message, "node_certs")) {
+                    if (!$Array.isArray(message.node_certs))
+                        return "node_certs: array expected";
+                    for (let i = 0; i < message.node_certs.length; ++i) {
+                        let error = $root.bcd.v1.SignedCertificate.verify(message.node_certs[i], _depth + 1);
+                        if (error)
+                            return "node_certs." + error;
+                    }
+                }
+                return null;
+            };
+
+            TrustBundle.fromObject = function (object, _depth) {
+                if (object instanceof $root.bcd.v1.TrustBundle)
+                    return object;
+                if (!$util.isObject(object))
+                    throw $TypeError(".bcd.v1.TrustBundle: object expected");
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let message = new $root.bcd.v1.TrustBundle();
+                if (object.version != null)
+                    if (typeof object.version === "object" ? object.version.low || object.version.high : $Number(object.version) !== 0)
+                        if ($util.Long)
+                            message.version = $util.Long.fromValue(object.version, true);
+                        else if (typeof object.version === "string")
+                            message.version = $parseInt(object.version, 10);
+                        else if (typeof object.version === "number")
+                            message.version = object.version;
+                        else if (typeof object.version === "object")
+                            message.version = new $util.LongBits(object.version.low >>> 0, object.version.high >>> 0).toNumber(true);
+                if (object.node_ca_roots) {
+                    if (!$Array.isArray(object.node_ca_roots))
+                        throw $TypeError(".bcd.v1.TrustBundle.node_ca_roots: array expected");
+                    message.node_ca_roots = $Array(object.node_ca_roots.length);
+                    for (let i = 0; i < object.node_ca_roots.length; ++i) {
+                        if (!$util.isObject(object.node_ca_roots[i]))
+                            throw $TypeError(".bcd.v1.TrustBundle.node_ca_roots: object expected");
+                        message.node_ca_roots[i] = $root.bcd.v1.PublicKey.fromObject(object.node_ca_roots[i], _depth + 1);
+                    }
+                }
+                if (object.command_signing_roots) {
+                    if (!$Array.isArray(object.command_signing_roots))
+                        throw $TypeError(".bcd.v1.TrustBundle.command_signing_roots: array expected");
+                    message.command_signing_roots = $Array(object.command_signing_roots.length);
+                    for (let i = 0; i < object.command_signing_roots.length; ++i) {
+                        if (!$util.isObject(object.command_signing_roots[i]))
+                            throw $TypeError(".bcd.v1.TrustBundle.command_signing_roots: object expected");
+                        message.command_signing_roots[i] = $root.bcd.v1.PublicKey.fromObject(object.command_signing_roots[i], _depth + 1);
+                    }
+                }
+                if (object.approver_keys) {
+                    if (!$Array.isArray(object.approver_keys))
+                        throw $TypeError(".bcd.v1.TrustBundle.approver_keys: array expected");
+                    message.approver_keys = $Array(object.approver_keys.length);
+                    for (let i = 0; i < object.approver_keys.length; ++i) {
+                        if (!$util.isObject(object.approver_keys[i]))
+                            throw $TypeError(".bcd.v1.TrustBundle.approver_keys: object expected");
+                        message.approver_keys[i] = $root.bcd.v1.PublicKey.fromObject(object.approver_keys[i], _depth + 1);
+                    }
+                }
+                if (object.approver_threshold != null)
+                    if ($Number(object.approver_threshold) !== 0)
+                        message.approver_threshold = object.approver_threshold >>> 0;
+                if (object.unbatched_destructive_per_hour != null)
+                    if ($Number(object.unbatched_destructive_per_hour) !== 0)
+                        message.unbatched_destructive_per_hour = object.unbatched_destructive_per_hour >>> 0;
+                if (object.node_certs) {
+                    if (!$Array.isArray(object.node_certs))
+                        throw $TypeError(".bcd.v1.TrustBundle.node_certs: array expected");
+                    message.node_certs = $Array(object.node_certs.length);
+                    for (let i = 0; i < object.node_certs.length; ++i) {
+                        if (!$util.isObject(object.node_certs[i]))
+                            throw $TypeError(".bcd.v1.TrustBundle.node_certs: object expected");
+                        message.node_certs[i] = $root.bcd.v1.SignedCertificate.fromObject(object.node_certs[i], _depth + 1);
+                    }
+                }
+                return message;
+            };
+
+            TrustBundle.toObject = function (message, options, _depth) {
+                if (!options)
+                    options = {};
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let object = {};
+                if (options.arrays || options.defaults) {
+                    object.node_ca_roots = [];
+                    object.command_signing_roots = [];
+                    object.approver_keys = [];
+                    object.node_certs = [];
+                }
+                if (options.defaults) {
+                    if ($util.Long) {
+                        let long = new $util.Long(0, 0, true);
+                        object.version = options.longs === $String ? long.toString() : options.longs === $Number ? long.toNumber() : typeof $BigInt !== "undefined" && options.longs === $BigInt ? long.toBigInt() : long;
+                    } else
+                        object.version = options.longs === $String ? "0" : typeof $BigInt !== "undefined" && options.longs === $BigInt ? $BigInt("0") : 0;
+                    object.approver_threshold = 0;
+                    object.unbatched_destructive_per_hour = 0;
+                }
+                if (message.version != null && $Object.hasOwnProperty.call(message, "version"))
+                    if (typeof $BigInt !== "undefined" && options.longs === $BigInt)
+                        object.version = typeof message.version === "number" ? $BigInt(message.version) : $util.Long.fromBits(message.version.low >>> 0, message.version.high >>> 0, true).toBigInt();
+                    else if (typeof message.version === "number")
+                        object.version = options.longs === $String ? $String(message.version) : message.version;
+                    else
+                        object.version = options.longs === $String ? $util.Long.prototype.toString.call(message.version) : options.longs === $Number ? new $util.LongBits(message.version.low >>> 0, message.version.high >>> 0).toNumber(true) : message.version;
+                if (message.node_ca_roots && message.node_ca_roots.length) {
+                    object.node_ca_roots = $Array(message.node_ca_roots.length);
+                    for (let j = 0; j < message.node_ca_roots.length; ++j)
+                        object.node_ca_roots[j] = $root.bcd.v1.PublicKey.toObject(message.node_ca_roots[j], options, _depth + 1);
+                }
+                if (message.command_signing_roots && message.command_signing_roots.length) {
+                    object.command_signing_roots = $Array(message.command_signing_roots.length);
+                    for (let j = 0; j < message.command_signing_roots.length; ++j)
+                        object.command_signing_roots[j] = $root.bcd.v1.PublicKey.toObject(message.command_signing_roots[j], options, _depth + 1);
+                }
+                if (message.approver_keys && message.approver_keys.length) {
+                    object.approver_keys = $Array(message.approver_keys.length);
+                    for (let j = 0; j < message.approver_keys.length; ++j)
+                        object.approver_keys[j] = $root.bcd.v1.PublicKey.toObject(message.approver_keys[j], options, _depth + 1);
+                }
+                if (message.approver_threshold != null && $Object.hasOwnProperty.call(message, "approver_threshold"))
+                    object.approver_threshold = message.approver_threshold;
+                if (message.unbatched_destructive_per_hour != null && $Object.hasOwnProperty.call(message, "unbatched_destructive_per_hour"))
+                    object.unbatched_destructive_per_hour = message.unbatched_destructive_per_hour;
+                if (message.node_certs && message.node_certs.length) {
+                    object.node_certs = $Array(message.node_certs.length);
+                    for (let j = 0; j < message.node_certs.length; ++j)
+                        object.node_certs[j] = $root.bcd.v1.SignedCertificate.toObject(message.node_certs[j], options, _depth + 1);
+                }
+                return object;
+            };
+
+            TrustBundle.prototype.toJSON = function() {
+                return TrustBundle.toObject(this, $protobuf.util.toJSONOptions);
+            };
+
+            TrustBundle.getTypeUrl = function(prefix) {
+                if (prefix === $undefined)
+                    prefix = "type.googleapis.com";
+                return prefix + "/bcd.v1.TrustBundle";
+            };
+
+            return TrustBundle;
         })();
 
         v1.NodeFrame = (function() {
