@@ -19,7 +19,13 @@ export type Purpose =
   /** The node over an attested command result (`CommandUpdate.node_sig`). */
   | "command-result"
   /** The node over an `AttestedReport` body (allocation events). */
-  | "attested-report";
+  | "attested-report"
+  /** The node over a session's challenge (`Hello.challenge_sig`): it proves its key on every session. */
+  | "session"
+  /** The node over its join request (`JoinRequest.proof`): proof of possession of the new key. */
+  | "join"
+  /** A node CA root over a node certificate (`JoinResponse.cert_chain`). */
+  | "node-cert";
 
 /** Every purpose, for validation of decoded certificates. */
 export const PURPOSES: readonly Purpose[] = [
@@ -29,6 +35,9 @@ export const PURPOSES: readonly Purpose[] = [
   "batch-approval",
   "command-result",
   "attested-report",
+  "session",
+  "join",
+  "node-cert",
 ];
 
 const _enc = new TextEncoder();
