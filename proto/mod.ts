@@ -36,6 +36,7 @@ export {
   encodeGatewayFrame,
   encodeMessage,
   encodeNodeFrame,
+  type Full,
   type GatewayFrame,
   type MessageClass,
   messageName,

@@ -56,8 +56,44 @@ export interface MessageClass<M = unknown, P = never> {
   getTypeUrl(prefix?: string): string;
 }
 
-/** The decoded type of a message class: the class instance narrowed to its oneof shape. */
-export type Decoded<C> = C extends { decode(reader: Uint8Array): infer M } ? M : never;
+/**
+ * The decoded type of a message class: the class instance narrowed to its oneof shape, with every nested message read
+ * the way the decoder builds it. Scalars, lists and maps always read as values (a field absent on the wire reads as
+ * its default from the prototype), at every depth; sub-messages keep their optionality (absent is `null`/`undefined`),
+ * and oneof members narrow on their discriminator. Default lists and maps are shared frozen objects: copy before
+ * mutating.
+ */
+export type Decoded<C> = C extends { decode(reader: Uint8Array): infer M } ? Full<M> : never;
+
+type Scalar = string | number | boolean | bigint | Uint8Array;
+// deno-lint-ignore ban-types
+type Fn = Function;
+
+/** Deeply: scalars, lists and maps of a decoded message are always present; sub-messages keep their optionality. */
+export type Full<T> = T extends Scalar | Fn ? T
+  : T extends readonly (infer E)[] ? Full<E>[]
+  : T extends object ?
+      & {
+        [K in keyof T as K extends "$unknowns" ? never : IsPresent<T[K]> extends true ? K : never]-?: FullValue<
+          NonNullable<T[K]>
+        >;
+      }
+      & {
+        [K in keyof T as K extends "$unknowns" ? never : IsPresent<T[K]> extends true ? never : K]: OptionalValue<T[K]>;
+      }
+  : T;
+
+/** A field that always reads as a value after decoding: a scalar (not null-only), a list or a map. */
+type IsPresent<V> = [NonNullable<V>] extends [never] ? false
+  : NonNullable<V> extends Scalar | readonly unknown[] | Fn ? true
+  : string extends keyof NonNullable<V> ? true
+  : false;
+
+type FullValue<V> = V extends Scalar | Fn | readonly unknown[] ? Full<V>
+  : string extends keyof V ? { [k: string]: Full<V[string]> }
+  : Full<V>;
+
+type OptionalValue<V> = [NonNullable<V>] extends [never] ? V : Full<NonNullable<V>> | Exclude<V, NonNullable<V>>;
 
 /** What `encode` of a message class accepts: a plain object with any subset of the fields. */
 export type Props<C> = C extends { encode(message: infer P, ...rest: never[]): unknown } ? P : never;

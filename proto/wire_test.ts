@@ -161,3 +161,26 @@ Deno.test("a field from a newer schema is skipped and the known fields still dec
   // Unknown fields are not kept (protobufjs' default): bcd stores the bytes it must keep, never a re-encoding.
   assert.deepEqual(encodeMessage(bcd.v1.Ack, decoded), encodeMessage(bcd.v1.Ack, { event_seq: 3 }));
 });
+
+Deno.test("nested decoded messages read their defaults: scalars, lists and maps are never null", () => {
+  const bytes = encodeGatewayFrame({
+    desired_state: { body: encodeMessage(bcd.v1.DesiredStateBody, { generation: 3, full: { instances: {} } }) },
+  });
+  const frame = decodeGatewayFrame(bytes);
+  assert.equal(frame.frame, "desired_state");
+  if (frame.frame !== "desired_state") return;
+  // Typed without `?.` at any depth below a present message (compile-time part of this test).
+  const body = decodeMessage(bcd.v1.DesiredStateBody, frame.desired_state.body);
+  assert.equal(body.spec, "full");
+  if (body.spec !== "full") return;
+  const instances: bcd.v1.InstanceSpec.$Properties[] = body.full.instances?.instances ?? [{ id: "absent" }];
+  assert.deepEqual(instances, []);
+  const volumes: string[] = (body.full.instances?.volumes ?? []).map((v) => v.id);
+  assert.deepEqual(volumes, []);
+  assert.equal(body.full.access, null);
+  assert.equal(body.base_generation, 0);
+  assert.equal(body.spec_hash, "");
+  const telemetry = decodeMessage(bcd.v1.TelemetrySection, new Uint8Array());
+  const attrs: { [key: string]: string } = telemetry.resource_attributes;
+  assert.deepEqual(attrs, {});
+});
