@@ -5,6 +5,9 @@
  * - the config-bundle safety kernel: {@link walk} and {@link unpack} of a gzip-compressed tar under the caps
  *   {@link MAX_FILES}, {@link MAX_BYTES}, {@link MAX_WIRE_BYTES}, refusing with {@link UnsafeBundle};
  * - the versioned config {@link Tree} with its atomic `current` flip;
+ * - the qcow2 header check {@link checkImage} and the instance-disk check {@link checkOverlay}, refusing with
+ *   {@link ImageRefused} (`malformed`, `backing-file`, `data-file`, `unknown-feature`, `encrypted`,
+ *   `backing-mismatch`);
  * - the newc writer for initramfs overlays: {@link newcArchive}, {@link appendArchive}, {@link writeInitramfs};
  *
  * Export names here are stable; other modules import from this file only.
@@ -28,3 +31,30 @@ export { cleanName, MAX_COMPONENT_BYTES, MAX_NAME_BYTES } from "./bundle_name.ts
 export { type ImageReason, ImageRefused, UnsafeBundle, type UnsafeReason } from "./errors.ts";
 export { CURRENT, INSTALL_STEPS, type InstallStep, Tree, type TreeOptions } from "./tree.ts";
 export { alignmentPadding, appendArchive, newcArchive, type NewcEntry, writeInitramfs } from "./newc.ts";
+export {
+  checkImage,
+  checkQcow2Features,
+  checkQcow2Header,
+  EXT_BACKING_FORMAT,
+  EXT_BITMAPS,
+  EXT_CRYPTO,
+  EXT_DATA_FILE,
+  EXT_END,
+  EXT_FEATURE_TABLE,
+  type ImageCheck,
+  type ImageFormat,
+  INCOMPAT_COMPRESSION,
+  INCOMPAT_CORRUPT,
+  INCOMPAT_DATA_FILE,
+  INCOMPAT_DIRTY,
+  INCOMPAT_EXTL2,
+  INCOMPAT_KNOWN,
+  MAX_CLUSTER_BITS,
+  MIN_CLUSTER_BITS,
+  parseQcow2Header,
+  QCOW2_MAGIC,
+  QCOW2_MAX_PREFIX,
+  type Qcow2Header,
+  readQcow2Prefix,
+} from "./qcow2_header.ts";
+export { checkOverlay, checkOverlayHeader, type ExpectedBacking } from "./overlay.ts";
