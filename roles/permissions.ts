@@ -69,7 +69,8 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, RolePermissions>> = {
     run: "all",
     denyRun: HOST_TOOLS,
     net: "none",
-    env: [...ENV, "BCD_GUEST_ROOT"],
+    // NODE_V8_COVERAGE: pino's thread-stream reads it when core/log loads; without it the role cannot start.
+    env: [...ENV, "BCD_GUEST_ROOT", "NODE_V8_COVERAGE"],
     sys: ["hostname", "osRelease", "systemMemoryInfo", "cpus"],
   },
   sim: {
