@@ -4,11 +4,11 @@
  * @module
  */
 import { runCli, type Subcommand } from "./_cli.ts";
-import { GUEST_CONTROL_COMMANDS } from "./guest_serve_cli.ts";
+import { BUNDLE_COMMAND } from "./guest_bundle_cli.ts";
 
 /** The `guest` role's subcommands beyond `version` and `help`. */
 export const COMMANDS: Record<string, Subcommand> = {
-  ...GUEST_CONTROL_COMMANDS,
+  bundle: BUNDLE_COMMAND,
 };
 
 if (import.meta.main) {

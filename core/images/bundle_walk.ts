@@ -66,7 +66,15 @@ const _REFUSED_TYPES: Record<string, [UnsafeBundle["reason"], string]> = {
   "N": ["unsupported-type", "an old GNU long name"],
 };
 
-async function _scan(tarball: Uint8Array, check: Check, sink: _Sink): Promise<void> {
+/** What an accepted bundle holds. */
+export interface BundleSummary {
+  /** Members, directories included. */
+  members: number;
+  /** Bytes of regular-file content. */
+  bytes: number;
+}
+
+async function _scan(tarball: Uint8Array, check: Check, sink: _Sink): Promise<BundleSummary> {
   if (tarball.length > MAX_WIRE_BYTES) {
     throw new UnsafeBundle("wire-too-large", `${tarball.length} compressed bytes exceed ${MAX_WIRE_BYTES}`);
   }
@@ -91,7 +99,7 @@ async function _scan(tarball: Uint8Array, check: Check, sink: _Sink): Promise<vo
         if (second === null) throw new UnsafeBundle("truncated", "the end-of-archive marker is one block short");
         if (!isZeroBlock(second)) throw new UnsafeBundle("bad-header", "a lone zero block inside the archive");
         await r.drainZeros();
-        return;
+        return { members, bytes };
       }
       const h = decodeHeader(block);
       if (h.size < 0) throw new UnsafeBundle("too-large", "a member size past 2^53");
@@ -184,10 +192,10 @@ async function _scan(tarball: Uint8Array, check: Check, sink: _Sink): Promise<vo
 
 /**
  * Checks `tarball` (gzip-compressed tar, at most {@link MAX_WIRE_BYTES}) against the safety kernel and `check`,
- * writing nothing. Throws {@link UnsafeBundle} with a reason, or whatever `check` throws.
+ * writing nothing, and returns what it holds. Throws {@link UnsafeBundle} with a reason, or whatever `check` throws.
  */
-export async function walk(tarball: Uint8Array, check: Check = {}): Promise<void> {
-  await _scan(tarball, check, { dir() {}, file() {} });
+export function walk(tarball: Uint8Array, check: Check = {}): Promise<BundleSummary> {
+  return _scan(tarball, check, { dir() {}, file() {} });
 }
 
 /**

@@ -15,6 +15,7 @@
  * @module
  */
 export {
+  type BundleSummary,
   type Check,
   DIR_MODE,
   FILE_MODE,
