@@ -25,13 +25,20 @@ export interface RolePermissions {
   /** Programs the role may run; `"all"` with `denyRun` for the guest, which runs tenant programs. */
   readonly run: readonly string[] | "all";
   readonly denyRun: readonly string[];
-  /** Network: `"all"` for roles that reach a gateway and presigned upload URLs; none for the guest. */
+  /** Network: `"all"` for roles that reach a gateway and presigned upload URLs, and for the guest's TCP drain channel. */
   readonly net: "all" | "none";
   readonly env: readonly string[];
   readonly sys: readonly string[];
 }
 
 const ENV = ["BCD_LOG_LEVEL", "BCD_CONFIG", "BCD_DATA_DIR", "BCD_BOOT_ID_PATH"];
+/** Seed 001's wrap-mode variables, read by `guest turns`. */
+const SLEEPWALK_ENV = [
+  "SLEEPWALK_WRAP_CMD",
+  "SLEEPWALK_WRAP_START",
+  "SLEEPWALK_WRAP_END",
+  "SLEEPWALK_WRAP_AWAIT_SECRETS",
+];
 const SYS = ["hostname", "osRelease", "systemMemoryInfo", "cpus", "networkInterfaces", "loadavg"];
 
 /** The table. Paths are absolute; tests that need temp roots add theirs with {@link roleFlags}'s `extraWrite`. */
@@ -68,9 +75,10 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, RolePermissions>> = {
     write: ["/run/bcd-guest", "/dev", "/proc/sysrq-trigger"],
     run: "all",
     denyRun: HOST_TOOLS,
-    net: "none",
+    // `guest turns --tcp` listens on the guest network (seed 001's drain channel); Deno cannot grant listen-only.
+    net: "all",
     // NODE_V8_COVERAGE: pino's thread-stream reads it when core/log loads; without it the role cannot start.
-    env: [...ENV, "BCD_GUEST_ROOT", "NODE_V8_COVERAGE"],
+    env: [...ENV, "BCD_GUEST_ROOT", "NODE_V8_COVERAGE", ...SLEEPWALK_ENV],
     sys: ["hostname", "osRelease", "systemMemoryInfo", "cpus"],
   },
   sim: {

@@ -1,0 +1,124 @@
+/**
+ * `guest turns`: the turn/drain protocol agent of seed 001, served on `--tcp HOST:PORT`, `--unix PATH` and
+ * `--device PATH` (virtio-serial port, hvc or serial tty; each flag may repeat). Deno has no AF_VSOCK, so vsock
+ * is not served; the host reaches the agent over TCP on the guest network or a virtio-serial port. Native mode
+ * runs `--turn-cmd` once per `RunTurn` (the turn id in `SLEEPWALK_TURN_ID`); wrap mode supervises `--wrap-cmd`
+ * (or `SLEEPWALK_WRAP_CMD`, or `/etc/sleepwalk/wrap-cmd`) and exits with its status when it exits.
+ *
+ * @module
+ */
+import { EXIT_OK, type Subcommand, UsageError } from "./_cli.ts";
+import { createLogger, levelFromEnv } from "../core/log/mod.ts";
+import { AGENT_VERSION } from "../core/version.ts";
+import { ModeConfigError, resolveMode } from "../guest/turns/config.ts";
+import { TurnsAgent } from "../guest/turns/agent.ts";
+import {
+  deviceConnections,
+  listenTcp,
+  listenUnix,
+  parseHostPort,
+  type TurnsListener,
+} from "../guest/turns/transport.ts";
+import { resolveVmId, VmIdError } from "../guest/turns/vm_id.ts";
+
+function _strings(v: unknown): string[] {
+  return Array.isArray(v) ? v.filter((s): s is string => typeof s === "string") : [];
+}
+
+function _str(v: unknown): string | undefined {
+  return typeof v === "string" ? v : undefined;
+}
+
+function _env(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch (e) {
+    if (e instanceof Deno.errors.NotCapable || e instanceof Deno.errors.PermissionDenied) return undefined;
+    throw e;
+  }
+}
+
+function _readFile(path: string): string | null {
+  try {
+    return Deno.readTextFileSync(path);
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return null;
+    throw e;
+  }
+}
+
+/** `guest turns`. */
+export const turnsCmd: Subcommand = {
+  summary: "serve the turn/drain protocol (NDJSON) on --tcp/--unix/--device; native (--turn-cmd) or wrap mode",
+  options: {
+    tcp: { type: "string", multiple: true },
+    unix: { type: "string", multiple: true },
+    device: { type: "string", multiple: true },
+    "vm-id": { type: "string" },
+    "turn-cmd": { type: "string" },
+    "wrap-cmd": { type: "string" },
+    "wrap-start": { type: "string" },
+    "wrap-end": { type: "string" },
+    "wrap-await-secrets": { type: "boolean" },
+    "config-dir": { type: "string" },
+    "max-line-bytes": { type: "string" },
+  },
+  run: async ({ values }) => {
+    const log = createLogger({ level: levelFromEnv("info"), base: { role: "guest", cmd: "turns" } });
+    let mode, vm;
+    try {
+      mode = resolveMode({
+        turnCmd: _str(values["turn-cmd"]),
+        wrapCmd: _str(values["wrap-cmd"]),
+        wrapStart: _str(values["wrap-start"]),
+        wrapEnd: _str(values["wrap-end"]),
+        wrapAwaitSecrets: values["wrap-await-secrets"] === true,
+        configDir: _str(values["config-dir"]),
+      }, { env: _env, readFile: _readFile });
+      vm = await resolveVmId(_str(values["vm-id"]));
+    } catch (e) {
+      if (e instanceof ModeConfigError || e instanceof VmIdError) throw new UsageError(`turns: ${e.message}`);
+      throw e;
+    }
+    const maxRaw = _str(values["max-line-bytes"]);
+    const maxLineBytes = maxRaw === undefined ? undefined : Number(maxRaw);
+    if (maxLineBytes !== undefined && (!Number.isSafeInteger(maxLineBytes) || maxLineBytes < 64)) {
+      throw new UsageError(`turns: --max-line-bytes must be an integer ≥ 64, got "${maxRaw}"`);
+    }
+    const listeners: TurnsListener[] = [];
+    for (const hp of _strings(values.tcp)) {
+      let addr;
+      try {
+        addr = parseHostPort(hp);
+      } catch (e) {
+        throw new UsageError(`turns: --tcp ${(e as Error).message}`);
+      }
+      listeners.push(listenTcp(addr.hostname, addr.port));
+    }
+    for (const p of _strings(values.unix)) listeners.push(listenUnix(p));
+    for (const p of _strings(values.device)) listeners.push(deviceConnections(p, log));
+    if (listeners.length === 0) throw new UsageError("turns: give at least one of --tcp, --unix, --device");
+    log.info({ event: "turns_start", vm_id: vm.vmId, vm_id_source: vm.source, mode: mode.kind }, "guest turns");
+    const stop = new AbortController();
+    const onSignal = () => stop.abort();
+    Deno.addSignalListener("SIGTERM", onSignal);
+    Deno.addSignalListener("SIGINT", onSignal);
+    try {
+      const agent = new TurnsAgent({
+        vmId: vm.vmId,
+        guestdVersion: AGENT_VERSION,
+        mode,
+        listeners,
+        logger: log,
+        maxLineBytes,
+        signal: stop.signal,
+      });
+      const code = await agent.run();
+      return code === 0 ? EXIT_OK : code;
+    } finally {
+      Deno.removeSignalListener("SIGTERM", onSignal);
+      Deno.removeSignalListener("SIGINT", onSignal);
+      for (const l of listeners) l.close();
+    }
+  },
+};

@@ -1,0 +1,308 @@
+/**
+ * The host side of the turn protocol (seed 001): attaches to a guest's channel, waits for `Hello`, and drives a
+ * migration's first phases on the typestate of `core/fsm/`: Intent → Draining (`DrainRequest{deadline_ms}`) →
+ * Quiescent, or `DrainCancel` and abort back to Stable when the guest does not ack in time or its in-flight turn
+ * outlives the deadline. The client exposes the machine's current state and every transition event.
+ *
+ * Timers are injected, so tests drive deadlines without sleeping.
+ *
+ * @module
+ */
+import { type MigrationEvent, type Quiescent, type Stable, startMigrationFsm } from "../../core/fsm/mod.ts";
+import type { AnyMigrationState } from "../../core/fsm/mod.ts";
+import type { Logger } from "../../core/log/mod.ts";
+import {
+  decodeLine,
+  DEFAULT_MAX_LINE_BYTES,
+  encodeMessage,
+  type GuestMessage,
+  type Hello,
+  type HostMessage,
+  readLines,
+  TurnsProtocolError,
+} from "../../core/turns/mod.ts";
+
+/** Schedules `fn` after `ms`; returns a cancel function. */
+export type SetTimer = (ms: number, fn: () => void) => () => void;
+
+const _realTimer: SetTimer = (ms, fn) => {
+  const id = setTimeout(fn, ms);
+  return () => clearTimeout(id);
+};
+
+/** A byte duplex: a `Deno.Conn`, or anything shaped like one. */
+export interface Duplex {
+  readonly readable: ReadableStream<Uint8Array>;
+  readonly writable: WritableStream<Uint8Array>;
+  close?(): void;
+}
+
+/** Options for {@link TurnsClient.attach}. */
+export interface TurnsClientOptions {
+  readonly logger: Logger;
+  /** How long to wait for `Hello` (ms). */
+  readonly helloTimeoutMs?: number;
+  readonly setTimer?: SetTimer;
+  /** Integer nanoseconds since the Unix epoch, for FSM events. */
+  readonly now?: () => bigint;
+  readonly maxLineBytes?: number;
+  /** Called for every migration transition event. */
+  readonly onEvent?: (e: MigrationEvent) => void;
+}
+
+/** The guest did not answer in time, or the channel closed while waiting. */
+export class TurnsClientError extends Error {
+  override name = "TurnsClientError";
+  constructor(readonly reason: "timeout" | "closed" | "no-hello", message: string) {
+    super(`${reason}: ${message}`);
+  }
+}
+
+/** How a drain ended. */
+export type DrainOutcome =
+  | { readonly result: "quiescent"; readonly state: Quiescent; readonly inFlightAtAck: number | null }
+  | {
+    readonly result: "aborted";
+    readonly state: Stable;
+    readonly reason: "drain-timeout" | "turn-in-flight-too-long" | "connection-lost";
+    readonly inFlightAtAck: number | null | undefined;
+  };
+
+interface _Waiter {
+  readonly match: (m: GuestMessage) => boolean;
+  readonly resolve: (m: GuestMessage) => void;
+  readonly reject: (e: Error) => void;
+}
+
+/** A connection to one guest's turn agent. */
+export class TurnsClient {
+  /** The guest's `Hello`. */
+  readonly hello: Hello;
+  readonly #o: TurnsClientOptions;
+  readonly #writer: WritableStreamDefaultWriter<Uint8Array>;
+  readonly #duplex: Duplex;
+  readonly #waiters = new Set<_Waiter>();
+  readonly #listeners = new Set<(m: GuestMessage) => void>();
+  #closed = false;
+  #migration: AnyMigrationState | null = null;
+  readonly #events: MigrationEvent[] = [];
+  readonly #enc = new TextEncoder();
+
+  private constructor(
+    hello: Hello,
+    duplex: Duplex,
+    writer: WritableStreamDefaultWriter<Uint8Array>,
+    o: TurnsClientOptions,
+  ) {
+    this.hello = hello;
+    this.#duplex = duplex;
+    this.#writer = writer;
+    this.#o = o;
+  }
+
+  /** Attaches to a channel: the first message must be `Hello` (else `no-hello`). */
+  static async attach(duplex: Duplex, opts: TurnsClientOptions): Promise<TurnsClient> {
+    const lines = readLines(duplex.readable, opts.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES);
+    const setTimer = opts.setTimer ?? _realTimer;
+    const first = await new Promise<IteratorResult<unknown>>((resolve, reject) => {
+      const cancel = setTimer(opts.helloTimeoutMs ?? 30_000, () => reject(new TurnsClientError("timeout", "no Hello")));
+      lines.next().then((r) => {
+        cancel();
+        resolve(r);
+      }, (e) => {
+        cancel();
+        reject(e);
+      });
+    });
+    if (first.done) throw new TurnsClientError("closed", "channel closed before Hello");
+    const ev = first.value as { line?: string; refused?: TurnsProtocolError };
+    if (ev.refused) throw new TurnsClientError("no-hello", `first line refused: ${ev.refused.message}`);
+    const hello = decodeLine(ev.line!, "guest-to-host");
+    if (hello.type !== "Hello") throw new TurnsClientError("no-hello", `first message is ${hello.type}, not Hello`);
+    const client = new TurnsClient(hello, duplex, duplex.writable.getWriter(), opts);
+    void client.#pump(lines);
+    return client;
+  }
+
+  /** Whether the channel has closed. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+  /** The current migration state, or `null` before the first drain. */
+  get migration(): AnyMigrationState | null {
+    return this.#migration;
+  }
+  /** Every migration transition event so far. */
+  get events(): readonly MigrationEvent[] {
+    return this.#events;
+  }
+
+  async #pump(lines: AsyncGenerator<{ line: string } | { refused: TurnsProtocolError }>): Promise<void> {
+    try {
+      for await (const ev of lines) {
+        if ("refused" in ev) {
+          this.#o.logger.warn({ event: "turns_line_refused", reason: ev.refused.reason }, ev.refused.message);
+          continue;
+        }
+        if (ev.line.trim() === "") continue;
+        let msg: GuestMessage;
+        try {
+          msg = decodeLine(ev.line, "guest-to-host");
+        } catch (e) {
+          if (!(e instanceof TurnsProtocolError)) throw e;
+          this.#o.logger.warn({ event: "turns_line_refused", reason: e.reason }, e.message);
+          continue;
+        }
+        if (msg.type === "Ping") void this.send({ type: "Pong" }).catch(() => {});
+        for (const l of this.#listeners) l(msg);
+        for (const w of [...this.#waiters]) {
+          if (w.match(msg)) {
+            this.#waiters.delete(w);
+            w.resolve(msg);
+          }
+        }
+      }
+    } catch (e) {
+      this.#o.logger.warn({ event: "turns_read_failed", err: String(e) }, "channel read failed");
+    }
+    this.#closed = true;
+    for (const w of this.#waiters) w.reject(new TurnsClientError("closed", "channel closed"));
+    this.#waiters.clear();
+  }
+
+  /** Calls `fn` for every message after `Hello`; returns an unsubscribe function. */
+  onMessage(fn: (m: GuestMessage) => void): () => void {
+    this.#listeners.add(fn);
+    return () => this.#listeners.delete(fn);
+  }
+
+  /** Sends one message. */
+  async send(msg: HostMessage): Promise<void> {
+    if (this.#closed) throw new TurnsClientError("closed", `cannot send ${msg.type}`);
+    await this.#writer.write(this.#enc.encode(encodeMessage(msg, "host-to-guest")));
+  }
+
+  /** Waits for the next message matching `match`, at most `timeoutMs`. Register before sending what causes it. */
+  waitFor<T extends GuestMessage>(match: (m: GuestMessage) => m is T, timeoutMs: number): Promise<T>;
+  waitFor(match: (m: GuestMessage) => boolean, timeoutMs: number): Promise<GuestMessage>;
+  waitFor(match: (m: GuestMessage) => boolean, timeoutMs: number): Promise<GuestMessage> {
+    if (this.#closed) return Promise.reject(new TurnsClientError("closed", "channel closed"));
+    const setTimer = this.#o.setTimer ?? _realTimer;
+    return new Promise((resolve, reject) => {
+      const w: _Waiter = {
+        match,
+        resolve: (m) => {
+          cancel();
+          resolve(m);
+        },
+        reject: (e) => {
+          cancel();
+          reject(e);
+        },
+      };
+      const cancel = setTimer(timeoutMs, () => {
+        this.#waiters.delete(w);
+        reject(new TurnsClientError("timeout", `no matching message within ${timeoutMs} ms`));
+      });
+      this.#waiters.add(w);
+    });
+  }
+
+  /** Sends `Ping` and waits for `Pong`. */
+  async ping(timeoutMs = 10_000): Promise<void> {
+    const pong = this.waitFor((m) => m.type === "Pong", timeoutMs);
+    await this.send({ type: "Ping" });
+    await pong;
+  }
+
+  /**
+   * Drains the guest for migration `migrationId`: Stable → Intent → Draining, `DrainRequest{deadline_ms}`, then
+   * Quiescent once the ack says nothing runs (or the named turn ends) before the deadline. Otherwise
+   * `DrainCancel` and abort to Stable: `drain-timeout` (no ack), `turn-in-flight-too-long` (the turn outlived the
+   * deadline) or `connection-lost`.
+   */
+  async drain(migrationId: string, deadlineMs: number): Promise<DrainOutcome> {
+    if (this.#migration !== null && this.#migration.phase !== "Stable") {
+      throw new TypeError(`a migration is in progress (${this.#migration.phase})`);
+    }
+    const intent = startMigrationFsm({
+      vmId: this.hello.vm_id,
+      migrationId,
+      now: this.#o.now,
+      onEvent: (e) => {
+        this.#events.push(e);
+        this.#o.logger.info({ ...e, ts: e.ts.toString() }, "migration transition");
+        this.#o.onEvent?.(e);
+      },
+    }).go("Intent");
+    this.#migration = intent;
+    const draining = intent.go("Draining");
+    this.#migration = draining;
+
+    const setTimer = this.#o.setTimer ?? _realTimer;
+    let inFlight: number | null | undefined = undefined; // undefined until the ack
+    let acked: number | null | undefined = undefined;
+    const settled = Promise.withResolvers<"quiescent" | "drain-timeout" | "turn-in-flight-too-long" | "lost">();
+    const check = () => {
+      if (inFlight === null) settled.resolve("quiescent");
+    };
+    const off = this.onMessage((m) => {
+      if (m.type === "DrainAck" && inFlight === undefined) inFlight = acked = m.in_flight;
+      else if (inFlight === undefined) return;
+      else if (m.type === "TurnStarted") inFlight = m.turn_id; // wrap mode: drain is passive
+      else if (m.type === "TurnEnded" && m.turn_id === inFlight) inFlight = null;
+      check();
+    });
+    const cancelTimer = setTimer(deadlineMs, () => {
+      settled.resolve(inFlight === undefined ? "drain-timeout" : "turn-in-flight-too-long");
+    });
+    const closedPoll = this.#whenClosed(() => settled.resolve("lost"));
+    try {
+      await this.send({ type: "DrainRequest", deadline_ms: deadlineMs });
+    } catch (e) {
+      this.#o.logger.warn({ event: "drain_send_failed", err: String(e) }, "DrainRequest not sent");
+      settled.resolve("lost");
+    }
+    const how = await settled.promise;
+    off();
+    cancelTimer();
+    closedPoll();
+    if (how === "quiescent") {
+      const q = draining.go("Quiescent");
+      this.#migration = q;
+      return { result: "quiescent", state: q, inFlightAtAck: acked ?? null };
+    }
+    if (how !== "lost") await this.send({ type: "DrainCancel" }).catch(() => {});
+    const reason = how === "lost" ? "connection-lost" : how;
+    const stable = draining.abort(reason);
+    this.#migration = stable;
+    return { result: "aborted", state: stable, reason, inFlightAtAck: acked };
+  }
+
+  /** Aborts from Quiescent: `DrainCancel` to the guest, back to Stable. */
+  async cancelDrain(q: Quiescent, reason: string): Promise<Stable> {
+    await this.send({ type: "DrainCancel" });
+    const s = q.abort(reason);
+    this.#migration = s;
+    return s;
+  }
+
+  #whenClosed(fn: () => void): () => void {
+    const w: _Waiter = { match: () => false, resolve: () => {}, reject: () => fn() };
+    if (this.#closed) fn();
+    else this.#waiters.add(w);
+    return () => this.#waiters.delete(w);
+  }
+
+  /** Closes the channel. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#writer.releaseLock();
+    try {
+      this.#duplex.close?.();
+    } catch (e) {
+      if (!(e instanceof Deno.errors.BadResource)) throw e;
+    }
+  }
+}
