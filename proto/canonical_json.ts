@@ -11,7 +11,11 @@
  */
 
 import { bcd } from "./gen/bcd.js";
-import { WireDecodeError } from "./wire.ts";
+import { checkMessageJson, JsonShapeError } from "./json_check.ts";
+import { type Decoded, type DecodeOptions, DEFAULT_MAX_FRAME_BYTES, WireDecodeError } from "./wire.ts";
+
+/** A NodeSpec as decoding (or reading JSON) builds it. */
+export type NodeSpec = Decoded<typeof bcd.v1.NodeSpec>;
 
 /** A JSON value. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -33,20 +37,40 @@ export function nodeSpecToJson(spec: bcd.v1.NodeSpec.$Properties): { [key: strin
 }
 
 /**
- * Reads a NodeSpec from its JSON object form (either enum names or numbers, base64 bytes).
+ * Reads a NodeSpec from its JSON object form, strictly: an unknown field, a value of the wrong type or range, an unknown
+ * enum name or two members of a oneof are refused (see `json_check.ts`), never dropped or coerced.
  *
- * @throws {WireDecodeError} `invalid-json` when the object cannot describe a NodeSpec.
+ * @throws {WireDecodeError} `invalid-json`, naming the path of the offending value.
  */
-export function nodeSpecFromJson(json: unknown): bcd.v1.NodeSpec {
-  if (typeof json !== "object" || json === null || Array.isArray(json)) {
-    throw new WireDecodeError("bcd.v1.NodeSpec", "invalid-json", 0, "a JSON object is expected");
-  }
+export function nodeSpecFromJson(json: unknown): NodeSpec {
   try {
-    return bcd.v1.NodeSpec.fromObject(json as Record<string, unknown>);
+    checkMessageJson("bcd.v1.NodeSpec", json);
   } catch (e) {
-    const detail = e instanceof Error ? e.message : String(e);
-    throw new WireDecodeError("bcd.v1.NodeSpec", "invalid-json", 0, detail, { cause: e });
+    if (!(e instanceof JsonShapeError)) throw e;
+    throw new WireDecodeError("bcd.v1.NodeSpec", "invalid-json", 0, e.message, { cause: e });
   }
+  // fromObject builds the same class instances, defaults on their prototypes, as decoding does.
+  return bcd.v1.NodeSpec.fromObject(json as Record<string, unknown>) as unknown as NodeSpec;
+}
+
+/**
+ * Parses NodeSpec JSON text within a size bound (default 4 MiB, counted in UTF-16 code units), then reads it strictly
+ * with {@link nodeSpecFromJson}.
+ *
+ * @throws {WireDecodeError} `too-large` before parsing, or `invalid-json`.
+ */
+export function parseNodeSpecJson(text: string, options: DecodeOptions = {}): NodeSpec {
+  const max = options.maxBytes ?? DEFAULT_MAX_FRAME_BYTES;
+  if (text.length > max) {
+    throw new WireDecodeError("bcd.v1.NodeSpec", "too-large", text.length, `the bound is ${max}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw new WireDecodeError("bcd.v1.NodeSpec", "invalid-json", text.length, String(e), { cause: e });
+  }
+  return nodeSpecFromJson(json);
 }
 
 function sortKeys(value: Json): Json {

@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import { canonicalJson, canonicalNodeSpecJson, nodeSpecFromJson, nodeSpecToJson } from "./canonical_json.ts";
+import {
+  canonicalJson,
+  canonicalNodeSpecJson,
+  nodeSpecFromJson,
+  nodeSpecToJson,
+  parseNodeSpecJson,
+} from "./canonical_json.ts";
 import { fillVariants, reflectionRoot } from "./_reflect_fill.ts";
 import { bcd } from "./gen/bcd.js";
 import { encodeMessage, WireDecodeError } from "./wire.ts";
@@ -71,4 +77,88 @@ Deno.test("JSON that is not an object is refused with a typed error", () => {
     () => nodeSpecFromJson({ devices: "not an object" }),
     (e) => e instanceof WireDecodeError && e.reason === "invalid-json",
   );
+});
+
+Deno.test("strict JSON: each shape error is refused with the path that names it", async (t) => {
+  const rows: { name: string; json: unknown; path: string }[] = [
+    { name: "an unknown section", json: { gpus: {} }, path: "gpus" },
+    {
+      name: "an unknown nested field",
+      json: { devices: { assignments: [{ alloc: "x" }] } },
+      path: "devices.assignments[0].alloc",
+    },
+    {
+      name: "a string for a number",
+      json: { instances: { instances: [{ vcpus: "4" }] } },
+      path: "instances.instances[0].vcpus",
+    },
+    {
+      name: "a negative uint64",
+      json: { devices: { assignments: [{ limits: { memory_bytes: -1 } }] } },
+      path: "devices.assignments[0].limits.memory_bytes",
+    },
+    {
+      name: "a uint32 out of range",
+      json: { telemetry: { export_interval_ms: 2 ** 32 } },
+      path: "telemetry.export_interval_ms",
+    },
+    {
+      name: "a 64-bit integer past 2^53",
+      json: { access: { revoked_serials: [2 ** 53] } },
+      path: "access.revoked_serials[0]",
+    },
+    {
+      name: "a fraction for an integer",
+      json: { instances: { volumes: [{ size_bytes: 1.5 }] } },
+      path: "instances.volumes[0].size_bytes",
+    },
+    {
+      name: "an unknown enum name",
+      json: { devices: { assignments: [{ binding: "BINDING_FOO" }] } },
+      path: "devices.assignments[0].binding",
+    },
+    {
+      name: "an unknown enum number",
+      json: { instances: { instances: [{ state: 9 }] } },
+      path: "instances.instances[0].state",
+    },
+    {
+      name: "a list that is not an array",
+      json: { access: { ssh_ca_keys: "ssh-ed25519 AAAA" } },
+      path: "access.ssh_ca_keys",
+    },
+    { name: "bytes that are not base64", json: { daemon: { signature: "not base64!" } }, path: "daemon.signature" },
+    {
+      name: "a map value of the wrong type",
+      json: { telemetry: { resource_attributes: { a: 1 } } },
+      path: 'telemetry.resource_attributes["a"]',
+    },
+    { name: "a section that is not an object", json: { site: [] }, path: "site" },
+  ];
+  for (const row of rows) {
+    await t.step(row.name, () => {
+      assert.throws(() => nodeSpecFromJson(row.json), (e) => {
+        assert.ok(e instanceof WireDecodeError, String(e));
+        assert.equal(e.reason, "invalid-json");
+        assert.ok(e.message.includes(`${row.path}: `), e.message);
+        return true;
+      });
+    });
+  }
+});
+
+Deno.test("strict JSON accepts the proto3 spellings: 64-bit strings, enum numbers, null for absent", () => {
+  const spec = nodeSpecFromJson({
+    devices: { assignments: [{ binding: 2, limits: { memory_bytes: "1073741824" }, reservation_id: null }] },
+    daemon: { signature: "AAEC" },
+  });
+  assert.equal(spec.devices?.assignments[0]?.binding, bcd.v1.DeviceAssignment.Binding.BINDING_KUBERNETES);
+  assert.equal(spec.devices?.assignments[0]?.limits?.memory_bytes, 1073741824);
+  assert.deepEqual(Array.from(spec.daemon?.signature ?? []), [0, 1, 2]);
+});
+
+Deno.test("parseNodeSpecJson() bounds the text before parsing it", () => {
+  assert.throws(() => parseNodeSpecJson("{}".padEnd(65, " "), { maxBytes: 64 }), { reason: "too-large" });
+  assert.throws(() => parseNodeSpecJson("{", { maxBytes: 64 }), { reason: "invalid-json" });
+  assert.equal(parseNodeSpecJson('{"access":{}}').access !== null, true);
 });

@@ -60,4 +60,13 @@ export {
   unpackResult,
   type WireKind,
 } from "./kinds_map.ts";
-export { canonicalJson, canonicalNodeSpecJson, type Json, nodeSpecFromJson, nodeSpecToJson } from "./canonical_json.ts";
+export {
+  canonicalJson,
+  canonicalNodeSpecJson,
+  type Json,
+  type NodeSpec,
+  nodeSpecFromJson,
+  nodeSpecToJson,
+  parseNodeSpecJson,
+} from "./canonical_json.ts";
+export { checkMessageJson, JsonShapeError } from "./json_check.ts";

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { allMessageTypes, fillVariants, plain, reflectionRoot, staticClassOf } from "./_reflect_fill.ts";
+import { checkMessageJson } from "./json_check.ts";
 import { decodeMessage, encodeMessage } from "./wire.ts";
 
 const root = reflectionRoot();
@@ -34,6 +35,23 @@ Deno.test("a message with every field set is not empty, so the fill reaches ever
       const setFields = type.fieldsArray.filter((f) => Object.hasOwn(value, f.name)).length;
       const oneofMembers = type.oneofsArray.reduce((n, o) => n + o.fieldsArray.length - 1, 0);
       assert.equal(setFields, type.fieldsArray.length - oneofMembers, type.fullName);
+    }
+  }
+});
+
+Deno.test("every message's JSON object form passes the strict JSON check and reads back to the same bytes", () => {
+  const opts = { enums: String, bytes: String, longs: Number, defaults: false, arrays: false, oneofs: false };
+  for (const type of types) {
+    const cls = staticClassOf(type)! as unknown as {
+      fromObject(o: unknown): unknown;
+      toObject(m: unknown, o: unknown): unknown;
+    };
+    for (const value of fillVariants(type)) {
+      const message = cls.fromObject(value);
+      const json = JSON.parse(JSON.stringify(cls.toObject(message, opts)));
+      checkMessageJson(type.fullName.slice(1), json);
+      const bytes = encodeMessage(staticClassOf(type)!, value as never);
+      assert.deepEqual(encodeMessage(staticClassOf(type)!, cls.fromObject(json) as never), bytes, type.fullName);
     }
   }
 });
