@@ -12,6 +12,7 @@ import { signCommandResult } from "../pki/attest.ts";
 import type { AnyMessage } from "./command.ts";
 import { decodeAny } from "./any_codec.ts";
 import { lookupKind } from "./kinds.ts";
+import { packResult } from "../../proto/mod.ts";
 
 /** The states a `CommandUpdate` reports. */
 export type UpdateState = "ACKED" | "RUNNING" | "SUCCEEDED" | "FAILED" | "REJECTED" | "CANCELLED";
@@ -70,8 +71,6 @@ export function updateFromEntry(entry: DoneEntry, nodeKey: CryptoKey | undefined
 
 /** `NodeRebootResult{previous_boot_id, rebooted: true}` as an Any, for a `rebooted` result the journal settled. */
 export function nodeRebootResult(previousBootId: string): AnyMessage {
-  const id = new TextEncoder().encode(previousBootId);
-  if (id.length > 127) throw new RangeError("boot id too long");
-  const value = new Uint8Array([0x0a, id.length, ...id, 0x10, 0x01]);
-  return { typeUrl: "type.googleapis.com/bcd.v1.NodeRebootResult", value };
+  const any = packResult("node.reboot", { previous_boot_id: previousBootId, rebooted: true });
+  return { typeUrl: any.type_url, value: any.value };
 }

@@ -1,0 +1,94 @@
+/**
+ * The commands' edge to the wire (`proto/`): a delivered `bcd.v1.Command` becomes an {@link IncomingCommand} (its
+ * body decoded once, its bytes kept for the signature), and a {@link CommandUpdate} becomes a `bcd.v1.CommandUpdate`.
+ *
+ * @module
+ */
+import { bcd, decodeMessage, google, type Props, WireDecodeError } from "../../proto/mod.ts";
+import type { AnyMessage, CommandBody, IncomingCommand } from "./command.ts";
+import type { CommandUpdate, UpdateState } from "./results.ts";
+
+/** The largest `CommandBody` decoded. */
+export const MAX_COMMAND_BODY_BYTES = 1024 * 1024;
+
+/** A `Command` whose body does not decode: it cannot be answered (it has no id), only logged. */
+export class CommandDecodeError extends Error {
+  override name = "CommandDecodeError";
+}
+
+/** Unix ms of a `google.protobuf.Timestamp`, or undefined when absent. */
+export function timestampMs(ts: { seconds?: number | null; nanos?: number | null } | null | undefined) {
+  if (ts === null || ts === undefined) return undefined;
+  return (ts.seconds ?? 0) * 1000 + Math.floor((ts.nanos ?? 0) / 1_000_000);
+}
+
+/** Decodes a delivered `Command`; the body bytes are kept exactly as received. */
+export function incomingFromWire(cmd: Props<typeof bcd.v1.Command>): IncomingCommand {
+  const bodyBytes = cmd.body ?? new Uint8Array();
+  let b;
+  try {
+    b = decodeMessage(bcd.v1.CommandBody, bodyBytes, { maxBytes: MAX_COMMAND_BODY_BYTES });
+  } catch (e) {
+    if (e instanceof WireDecodeError) {
+      throw new CommandDecodeError(`a command body that does not decode: ${e.message}`, { cause: e });
+    }
+    throw e;
+  }
+  const notAfterMs = timestampMs(b.not_after);
+  const payload: AnyMessage | undefined = b.payload
+    ? { typeUrl: b.payload.type_url ?? "", value: b.payload.value ?? new Uint8Array() }
+    : undefined;
+  const body: CommandBody = {
+    id: b.id,
+    nodeId: b.node_id,
+    seq: b.seq,
+    kind: b.kind,
+    lane: b.lane,
+    minGeneration: b.min_generation,
+    retrySafe: b.retry_safe,
+    idempotencyKey: b.idempotency_key,
+    selfTerminating: b.self_terminating,
+    attested: b.attested,
+    workflowId: b.workflow_id,
+    stepId: b.step_id,
+    traceparent: b.traceparent,
+    batchId: b.batch_id,
+    ...(payload ? { payload } : {}),
+    ...(notAfterMs !== undefined ? { notAfterMs } : {}),
+  };
+  const sig = cmd.signature ?? undefined;
+  const approval = cmd.batch_approval ?? undefined;
+  const proof = cmd.batch_proof ?? undefined;
+  return {
+    bodyBytes,
+    body,
+    attempt: cmd.attempt ?? 0,
+    ...(sig && sig.length > 0 ? { signature: sig } : {}),
+    ...(approval && approval.length > 0 ? { batchApproval: approval } : {}),
+    ...(proof && proof.length > 0 ? { batchProof: proof } : {}),
+  };
+}
+
+const STATES: Record<UpdateState, bcd.v1.CommandUpdate.State> = {
+  ACKED: bcd.v1.CommandUpdate.State.ACKED,
+  RUNNING: bcd.v1.CommandUpdate.State.RUNNING,
+  SUCCEEDED: bcd.v1.CommandUpdate.State.SUCCEEDED,
+  FAILED: bcd.v1.CommandUpdate.State.FAILED,
+  REJECTED: bcd.v1.CommandUpdate.State.REJECTED,
+  CANCELLED: bcd.v1.CommandUpdate.State.CANCELLED,
+};
+
+/** The wire `CommandUpdate` of an update. */
+export function updateToWire(u: CommandUpdate): Props<typeof bcd.v1.CommandUpdate> {
+  return {
+    command_id: u.commandId,
+    state: STATES[u.state],
+    error_code: u.errorCode ?? "",
+    reason: u.reason ?? "",
+    message: u.message ?? "",
+    boot_id: u.bootId,
+    kind: u.kind,
+    ...(u.result ? { result: google.protobuf.Any.create({ type_url: u.result.typeUrl, value: u.result.value }) } : {}),
+    ...(u.nodeSig ? { node_sig: u.nodeSig } : {}),
+  };
+}
