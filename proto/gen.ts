@@ -28,6 +28,7 @@ const STATIC_FLAGS = [
   "--keep-case", // field names follow the seed's spelling (`not_after`, `gpu_uuids`)
   "--force-number", // 64-bit integers are numbers; proto/wire.ts refuses unsafe integers when decoding
   "--no-delimited",
+  "--no-verify", // proto/json_check.ts checks JSON strictly; verify() would accept what fromObject then coerces
   "--no-service",
   "--es6",
   // The generated module imports the configured runtime, never protobufjs directly (see protobuf_runtime.ts).

@@ -21,7 +21,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.BmcTarget.$Properties): bcd.v1.BmcTarget;
             static encode(message: bcd.v1.BmcTarget.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.BmcTarget & bcd.v1.BmcTarget.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.BmcTarget;
             static toObject(message: bcd.v1.BmcTarget, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -52,7 +51,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.BmcQueryPayload.$Properties): bcd.v1.BmcQueryPayload;
             static encode(message: bcd.v1.BmcQueryPayload.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.BmcQueryPayload & bcd.v1.BmcQueryPayload.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.BmcQueryPayload;
             static toObject(message: bcd.v1.BmcQueryPayload, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -86,7 +84,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.BmcQueryResult.$Properties): bcd.v1.BmcQueryResult;
             static encode(message: bcd.v1.BmcQueryResult.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.BmcQueryResult & bcd.v1.BmcQueryResult.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.BmcQueryResult;
             static toObject(message: bcd.v1.BmcQueryResult, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -124,7 +121,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.BmcBootPayload.$Properties): bcd.v1.BmcBootPayload;
             static encode(message: bcd.v1.BmcBootPayload.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.BmcBootPayload & bcd.v1.BmcBootPayload.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.BmcBootPayload;
             static toObject(message: bcd.v1.BmcBootPayload, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -155,7 +151,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.BmcBootResult.$Properties): bcd.v1.BmcBootResult;
             static encode(message: bcd.v1.BmcBootResult.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.BmcBootResult & bcd.v1.BmcBootResult.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.BmcBootResult;
             static toObject(message: bcd.v1.BmcBootResult, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -183,7 +178,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.BmcPowerPayload.$Properties): bcd.v1.BmcPowerPayload;
             static encode(message: bcd.v1.BmcPowerPayload.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.BmcPowerPayload & bcd.v1.BmcPowerPayload.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.BmcPowerPayload;
             static toObject(message: bcd.v1.BmcPowerPayload, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -211,7 +205,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.BmcPowerResult.$Properties): bcd.v1.BmcPowerResult;
             static encode(message: bcd.v1.BmcPowerResult.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.BmcPowerResult & bcd.v1.BmcPowerResult.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.BmcPowerResult;
             static toObject(message: bcd.v1.BmcPowerResult, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -241,7 +234,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.BmcFirmwarePayload.$Properties): bcd.v1.BmcFirmwarePayload;
             static encode(message: bcd.v1.BmcFirmwarePayload.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.BmcFirmwarePayload & bcd.v1.BmcFirmwarePayload.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.BmcFirmwarePayload;
             static toObject(message: bcd.v1.BmcFirmwarePayload, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -273,7 +265,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.BmcFirmwareResult.$Properties): bcd.v1.BmcFirmwareResult;
             static encode(message: bcd.v1.BmcFirmwareResult.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.BmcFirmwareResult & bcd.v1.BmcFirmwareResult.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.BmcFirmwareResult;
             static toObject(message: bcd.v1.BmcFirmwareResult, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -309,7 +300,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.BmcStoragePayload.$Properties): bcd.v1.BmcStoragePayload;
             static encode(message: bcd.v1.BmcStoragePayload.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.BmcStoragePayload & bcd.v1.BmcStoragePayload.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.BmcStoragePayload;
             static toObject(message: bcd.v1.BmcStoragePayload, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -351,7 +341,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.BmcStorageResult.$Properties): bcd.v1.BmcStorageResult;
             static encode(message: bcd.v1.BmcStorageResult.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.BmcStorageResult & bcd.v1.BmcStorageResult.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.BmcStorageResult;
             static toObject(message: bcd.v1.BmcStorageResult, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -381,7 +370,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.BmcRotatePayload.$Properties): bcd.v1.BmcRotatePayload;
             static encode(message: bcd.v1.BmcRotatePayload.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.BmcRotatePayload & bcd.v1.BmcRotatePayload.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.BmcRotatePayload;
             static toObject(message: bcd.v1.BmcRotatePayload, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -411,7 +399,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.BmcRotateResult.$Properties): bcd.v1.BmcRotateResult;
             static encode(message: bcd.v1.BmcRotateResult.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.BmcRotateResult & bcd.v1.BmcRotateResult.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.BmcRotateResult;
             static toObject(message: bcd.v1.BmcRotateResult, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -443,7 +430,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.Command.$Properties): bcd.v1.Command;
             static encode(message: bcd.v1.Command.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.Command & bcd.v1.Command.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.Command;
             static toObject(message: bcd.v1.Command, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -488,7 +474,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.CommandBody.$Properties): bcd.v1.CommandBody;
             static encode(message: bcd.v1.CommandBody.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.CommandBody & bcd.v1.CommandBody.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.CommandBody;
             static toObject(message: bcd.v1.CommandBody, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -537,7 +522,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.CommandUpdate.$Properties): bcd.v1.CommandUpdate;
             static encode(message: bcd.v1.CommandUpdate.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.CommandUpdate & bcd.v1.CommandUpdate.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.CommandUpdate;
             static toObject(message: bcd.v1.CommandUpdate, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -582,7 +566,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.Cancel.$Properties): bcd.v1.Cancel;
             static encode(message: bcd.v1.Cancel.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.Cancel & bcd.v1.Cancel.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.Cancel;
             static toObject(message: bcd.v1.Cancel, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -611,7 +594,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.Ack.$Properties): bcd.v1.Ack;
             static encode(message: bcd.v1.Ack.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.Ack & bcd.v1.Ack.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.Ack;
             static toObject(message: bcd.v1.Ack, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -640,7 +622,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.DesiredState.$Properties): bcd.v1.DesiredState;
             static encode(message: bcd.v1.DesiredState.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.DesiredState & bcd.v1.DesiredState.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.DesiredState;
             static toObject(message: bcd.v1.DesiredState, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -673,7 +654,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.DesiredStateBody.$Properties): bcd.v1.DesiredStateBody;
             static encode(message: bcd.v1.DesiredStateBody.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.DesiredStateBody & bcd.v1.DesiredStateBody.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.DesiredStateBody;
             static toObject(message: bcd.v1.DesiredStateBody, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -717,7 +697,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.SpecRequest.$Properties): bcd.v1.SpecRequest;
             static encode(message: bcd.v1.SpecRequest.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.SpecRequest & bcd.v1.SpecRequest.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.SpecRequest;
             static toObject(message: bcd.v1.SpecRequest, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -758,7 +737,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.NodeSpec.$Properties): bcd.v1.NodeSpec;
             static encode(message: bcd.v1.NodeSpec.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.NodeSpec & bcd.v1.NodeSpec.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.NodeSpec;
             static toObject(message: bcd.v1.NodeSpec, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -790,7 +768,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.HostSection.$Properties): bcd.v1.HostSection;
             static encode(message: bcd.v1.HostSection.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.HostSection & bcd.v1.HostSection.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.HostSection;
             static toObject(message: bcd.v1.HostSection, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -817,7 +794,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.HostUnit.$Properties): bcd.v1.HostUnit;
             static encode(message: bcd.v1.HostUnit.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.HostUnit & bcd.v1.HostUnit.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.HostUnit;
             static toObject(message: bcd.v1.HostUnit, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -844,7 +820,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.DevicesSection.$Properties): bcd.v1.DevicesSection;
             static encode(message: bcd.v1.DevicesSection.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.DevicesSection & bcd.v1.DevicesSection.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.DevicesSection;
             static toObject(message: bcd.v1.DevicesSection, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -875,7 +850,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.DeviceAssignment.$Properties): bcd.v1.DeviceAssignment;
             static encode(message: bcd.v1.DeviceAssignment.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.DeviceAssignment & bcd.v1.DeviceAssignment.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.DeviceAssignment;
             static toObject(message: bcd.v1.DeviceAssignment, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -913,7 +887,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.Device.$Properties): bcd.v1.Device;
             static encode(message: bcd.v1.Device.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.Device & bcd.v1.Device.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.Device;
             static toObject(message: bcd.v1.Device, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -945,7 +918,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.ResourceLimits.$Properties): bcd.v1.ResourceLimits;
             static encode(message: bcd.v1.ResourceLimits.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.ResourceLimits & bcd.v1.ResourceLimits.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.ResourceLimits;
             static toObject(message: bcd.v1.ResourceLimits, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -977,7 +949,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.InstancesSection.$Properties): bcd.v1.InstancesSection;
             static encode(message: bcd.v1.InstancesSection.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.InstancesSection & bcd.v1.InstancesSection.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.InstancesSection;
             static toObject(message: bcd.v1.InstancesSection, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1021,7 +992,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.InstanceSpec.$Properties): bcd.v1.InstanceSpec;
             static encode(message: bcd.v1.InstanceSpec.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.InstanceSpec & bcd.v1.InstanceSpec.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.InstanceSpec;
             static toObject(message: bcd.v1.InstanceSpec, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1080,7 +1050,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.ImageRef.$Properties): bcd.v1.ImageRef;
             static encode(message: bcd.v1.ImageRef.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.ImageRef & bcd.v1.ImageRef.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.ImageRef;
             static toObject(message: bcd.v1.ImageRef, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1111,7 +1080,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.NicSpec.$Properties): bcd.v1.NicSpec;
             static encode(message: bcd.v1.NicSpec.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.NicSpec & bcd.v1.NicSpec.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.NicSpec;
             static toObject(message: bcd.v1.NicSpec, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1141,7 +1109,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.InstanceGpu.$Properties): bcd.v1.InstanceGpu;
             static encode(message: bcd.v1.InstanceGpu.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.InstanceGpu & bcd.v1.InstanceGpu.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.InstanceGpu;
             static toObject(message: bcd.v1.InstanceGpu, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1171,7 +1138,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.Placement.$Properties): bcd.v1.Placement;
             static encode(message: bcd.v1.Placement.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.Placement & bcd.v1.Placement.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.Placement;
             static toObject(message: bcd.v1.Placement, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1208,7 +1174,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.VolumeSpec.$Properties): bcd.v1.VolumeSpec;
             static encode(message: bcd.v1.VolumeSpec.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.VolumeSpec & bcd.v1.VolumeSpec.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.VolumeSpec;
             static toObject(message: bcd.v1.VolumeSpec, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1237,7 +1202,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.VolumeAttachment.$Properties): bcd.v1.VolumeAttachment;
             static encode(message: bcd.v1.VolumeAttachment.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.VolumeAttachment & bcd.v1.VolumeAttachment.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.VolumeAttachment;
             static toObject(message: bcd.v1.VolumeAttachment, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1269,7 +1233,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.SnapshotRef.$Properties): bcd.v1.SnapshotRef;
             static encode(message: bcd.v1.SnapshotRef.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.SnapshotRef & bcd.v1.SnapshotRef.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.SnapshotRef;
             static toObject(message: bcd.v1.SnapshotRef, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1303,7 +1266,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.AccessSection.$Properties): bcd.v1.AccessSection;
             static encode(message: bcd.v1.AccessSection.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.AccessSection & bcd.v1.AccessSection.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.AccessSection;
             static toObject(message: bcd.v1.AccessSection, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1335,7 +1297,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.TelemetrySection.$Properties): bcd.v1.TelemetrySection;
             static encode(message: bcd.v1.TelemetrySection.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.TelemetrySection & bcd.v1.TelemetrySection.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.TelemetrySection;
             static toObject(message: bcd.v1.TelemetrySection, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1367,7 +1328,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.DaemonSection.$Properties): bcd.v1.DaemonSection;
             static encode(message: bcd.v1.DaemonSection.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.DaemonSection & bcd.v1.DaemonSection.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.DaemonSection;
             static toObject(message: bcd.v1.DaemonSection, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1398,7 +1358,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.SiteSection.$Properties): bcd.v1.SiteSection;
             static encode(message: bcd.v1.SiteSection.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.SiteSection & bcd.v1.SiteSection.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.SiteSection;
             static toObject(message: bcd.v1.SiteSection, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1434,7 +1393,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.BootLease.$Properties): bcd.v1.BootLease;
             static encode(message: bcd.v1.BootLease.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.BootLease & bcd.v1.BootLease.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.BootLease;
             static toObject(message: bcd.v1.BootLease, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1475,7 +1433,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.CacheImage.$Properties): bcd.v1.CacheImage;
             static encode(message: bcd.v1.CacheImage.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.CacheImage & bcd.v1.CacheImage.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.CacheImage;
             static toObject(message: bcd.v1.CacheImage, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1505,7 +1462,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.ProxyTarget.$Properties): bcd.v1.ProxyTarget;
             static encode(message: bcd.v1.ProxyTarget.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.ProxyTarget & bcd.v1.ProxyTarget.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.ProxyTarget;
             static toObject(message: bcd.v1.ProxyTarget, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1534,7 +1490,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.EventBatch.$Properties): bcd.v1.EventBatch;
             static encode(message: bcd.v1.EventBatch.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.EventBatch & bcd.v1.EventBatch.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.EventBatch;
             static toObject(message: bcd.v1.EventBatch, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1572,7 +1527,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.Event.$Properties): bcd.v1.Event;
             static encode(message: bcd.v1.Event.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.Event & bcd.v1.Event.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.Event;
             static toObject(message: bcd.v1.Event, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1624,7 +1578,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.AttestedReport.$Properties): bcd.v1.AttestedReport;
             static encode(message: bcd.v1.AttestedReport.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.AttestedReport & bcd.v1.AttestedReport.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.AttestedReport;
             static toObject(message: bcd.v1.AttestedReport, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1656,7 +1609,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.ReportBody.$Properties): bcd.v1.ReportBody;
             static encode(message: bcd.v1.ReportBody.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.ReportBody & bcd.v1.ReportBody.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.ReportBody;
             static toObject(message: bcd.v1.ReportBody, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1699,7 +1651,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.AllocationBound.$Properties): bcd.v1.AllocationBound;
             static encode(message: bcd.v1.AllocationBound.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.AllocationBound & bcd.v1.AllocationBound.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.AllocationBound;
             static toObject(message: bcd.v1.AllocationBound, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1728,7 +1679,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.AllocationReleased.$Properties): bcd.v1.AllocationReleased;
             static encode(message: bcd.v1.AllocationReleased.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.AllocationReleased & bcd.v1.AllocationReleased.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.AllocationReleased;
             static toObject(message: bcd.v1.AllocationReleased, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1756,7 +1706,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.AllocationFailed.$Properties): bcd.v1.AllocationFailed;
             static encode(message: bcd.v1.AllocationFailed.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.AllocationFailed & bcd.v1.AllocationFailed.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.AllocationFailed;
             static toObject(message: bcd.v1.AllocationFailed, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1786,7 +1735,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.MetricSample.$Properties): bcd.v1.MetricSample;
             static encode(message: bcd.v1.MetricSample.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.MetricSample & bcd.v1.MetricSample.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.MetricSample;
             static toObject(message: bcd.v1.MetricSample, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1818,7 +1766,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.Transition.$Properties): bcd.v1.Transition;
             static encode(message: bcd.v1.Transition.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.Transition & bcd.v1.Transition.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.Transition;
             static toObject(message: bcd.v1.Transition, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1848,7 +1795,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.GpuResetPayload.$Properties): bcd.v1.GpuResetPayload;
             static encode(message: bcd.v1.GpuResetPayload.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.GpuResetPayload & bcd.v1.GpuResetPayload.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.GpuResetPayload;
             static toObject(message: bcd.v1.GpuResetPayload, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1874,7 +1820,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.GpuResetResult.$Properties): bcd.v1.GpuResetResult;
             static encode(message: bcd.v1.GpuResetResult.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.GpuResetResult & bcd.v1.GpuResetResult.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.GpuResetResult;
             static toObject(message: bcd.v1.GpuResetResult, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1903,7 +1848,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.GpuResetOutcome.$Properties): bcd.v1.GpuResetOutcome;
             static encode(message: bcd.v1.GpuResetOutcome.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.GpuResetOutcome & bcd.v1.GpuResetOutcome.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.GpuResetOutcome;
             static toObject(message: bcd.v1.GpuResetOutcome, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1932,7 +1876,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.DiagNvmlPayload.$Properties): bcd.v1.DiagNvmlPayload;
             static encode(message: bcd.v1.DiagNvmlPayload.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.DiagNvmlPayload & bcd.v1.DiagNvmlPayload.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.DiagNvmlPayload;
             static toObject(message: bcd.v1.DiagNvmlPayload, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1958,7 +1901,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.DiagNvmlResult.$Properties): bcd.v1.DiagNvmlResult;
             static encode(message: bcd.v1.DiagNvmlResult.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.DiagNvmlResult & bcd.v1.DiagNvmlResult.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.DiagNvmlResult;
             static toObject(message: bcd.v1.DiagNvmlResult, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -1992,7 +1934,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.GpuDiagnosis.$Properties): bcd.v1.GpuDiagnosis;
             static encode(message: bcd.v1.GpuDiagnosis.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.GpuDiagnosis & bcd.v1.GpuDiagnosis.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.GpuDiagnosis;
             static toObject(message: bcd.v1.GpuDiagnosis, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2027,7 +1968,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.DiagDcgmPayload.$Properties): bcd.v1.DiagDcgmPayload;
             static encode(message: bcd.v1.DiagDcgmPayload.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.DiagDcgmPayload & bcd.v1.DiagDcgmPayload.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.DiagDcgmPayload;
             static toObject(message: bcd.v1.DiagDcgmPayload, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2056,7 +1996,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.DiagDcgmResult.$Properties): bcd.v1.DiagDcgmResult;
             static encode(message: bcd.v1.DiagDcgmResult.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.DiagDcgmResult & bcd.v1.DiagDcgmResult.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.DiagDcgmResult;
             static toObject(message: bcd.v1.DiagDcgmResult, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2087,7 +2026,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.DcgmTestResult.$Properties): bcd.v1.DcgmTestResult;
             static encode(message: bcd.v1.DcgmTestResult.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.DcgmTestResult & bcd.v1.DcgmTestResult.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.DcgmTestResult;
             static toObject(message: bcd.v1.DcgmTestResult, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2116,7 +2054,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.InventoryRefreshPayload.$Properties): bcd.v1.InventoryRefreshPayload;
             static encode(message: bcd.v1.InventoryRefreshPayload.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.InventoryRefreshPayload & bcd.v1.InventoryRefreshPayload.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.InventoryRefreshPayload;
             static toObject(message: bcd.v1.InventoryRefreshPayload, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2142,7 +2079,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.InventoryRefreshResult.$Properties): bcd.v1.InventoryRefreshResult;
             static encode(message: bcd.v1.InventoryRefreshResult.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.InventoryRefreshResult & bcd.v1.InventoryRefreshResult.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.InventoryRefreshResult;
             static toObject(message: bcd.v1.InventoryRefreshResult, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2181,7 +2117,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.Inventory.$Properties): bcd.v1.Inventory;
             static encode(message: bcd.v1.Inventory.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.Inventory & bcd.v1.Inventory.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.Inventory;
             static toObject(message: bcd.v1.Inventory, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2224,7 +2159,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.CpuInventory.$Properties): bcd.v1.CpuInventory;
             static encode(message: bcd.v1.CpuInventory.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.CpuInventory & bcd.v1.CpuInventory.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.CpuInventory;
             static toObject(message: bcd.v1.CpuInventory, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2260,7 +2194,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.NumaNode.$Properties): bcd.v1.NumaNode;
             static encode(message: bcd.v1.NumaNode.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.NumaNode & bcd.v1.NumaNode.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.NumaNode;
             static toObject(message: bcd.v1.NumaNode, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2299,7 +2232,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.DiskInfo.$Properties): bcd.v1.DiskInfo;
             static encode(message: bcd.v1.DiskInfo.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.DiskInfo & bcd.v1.DiskInfo.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.DiskInfo;
             static toObject(message: bcd.v1.DiskInfo, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2339,7 +2271,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.NicInfo.$Properties): bcd.v1.NicInfo;
             static encode(message: bcd.v1.NicInfo.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.NicInfo & bcd.v1.NicInfo.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.NicInfo;
             static toObject(message: bcd.v1.NicInfo, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2382,7 +2313,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.GpuInfo.$Properties): bcd.v1.GpuInfo;
             static encode(message: bcd.v1.GpuInfo.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.GpuInfo & bcd.v1.GpuInfo.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.GpuInfo;
             static toObject(message: bcd.v1.GpuInfo, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2422,7 +2352,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.MigInstance.$Properties): bcd.v1.MigInstance;
             static encode(message: bcd.v1.MigInstance.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.MigInstance & bcd.v1.MigInstance.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.MigInstance;
             static toObject(message: bcd.v1.MigInstance, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2456,7 +2385,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.EccHealth.$Properties): bcd.v1.EccHealth;
             static encode(message: bcd.v1.EccHealth.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.EccHealth & bcd.v1.EccHealth.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.EccHealth;
             static toObject(message: bcd.v1.EccHealth, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2489,7 +2417,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.RemapHealth.$Properties): bcd.v1.RemapHealth;
             static encode(message: bcd.v1.RemapHealth.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.RemapHealth & bcd.v1.RemapHealth.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.RemapHealth;
             static toObject(message: bcd.v1.RemapHealth, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2518,7 +2445,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.NodeRebootPayload.$Properties): bcd.v1.NodeRebootPayload;
             static encode(message: bcd.v1.NodeRebootPayload.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.NodeRebootPayload & bcd.v1.NodeRebootPayload.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.NodeRebootPayload;
             static toObject(message: bcd.v1.NodeRebootPayload, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2545,7 +2471,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.NodeRebootResult.$Properties): bcd.v1.NodeRebootResult;
             static encode(message: bcd.v1.NodeRebootResult.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.NodeRebootResult & bcd.v1.NodeRebootResult.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.NodeRebootResult;
             static toObject(message: bcd.v1.NodeRebootResult, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2575,7 +2500,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.LogsCollectPayload.$Properties): bcd.v1.LogsCollectPayload;
             static encode(message: bcd.v1.LogsCollectPayload.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.LogsCollectPayload & bcd.v1.LogsCollectPayload.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.LogsCollectPayload;
             static toObject(message: bcd.v1.LogsCollectPayload, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2607,7 +2531,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.LogsCollectResult.$Properties): bcd.v1.LogsCollectResult;
             static encode(message: bcd.v1.LogsCollectResult.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.LogsCollectResult & bcd.v1.LogsCollectResult.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.LogsCollectResult;
             static toObject(message: bcd.v1.LogsCollectResult, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2638,7 +2561,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.InstanceSnapshotPayload.$Properties): bcd.v1.InstanceSnapshotPayload;
             static encode(message: bcd.v1.InstanceSnapshotPayload.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.InstanceSnapshotPayload & bcd.v1.InstanceSnapshotPayload.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.InstanceSnapshotPayload;
             static toObject(message: bcd.v1.InstanceSnapshotPayload, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2670,7 +2592,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.InstanceSnapshotResult.$Properties): bcd.v1.InstanceSnapshotResult;
             static encode(message: bcd.v1.InstanceSnapshotResult.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.InstanceSnapshotResult & bcd.v1.InstanceSnapshotResult.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.InstanceSnapshotResult;
             static toObject(message: bcd.v1.InstanceSnapshotResult, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2702,7 +2623,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.DriverInvokePayload.$Properties): bcd.v1.DriverInvokePayload;
             static encode(message: bcd.v1.DriverInvokePayload.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.DriverInvokePayload & bcd.v1.DriverInvokePayload.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.DriverInvokePayload;
             static toObject(message: bcd.v1.DriverInvokePayload, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2730,7 +2650,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.DriverInvokeResult.$Properties): bcd.v1.DriverInvokeResult;
             static encode(message: bcd.v1.DriverInvokeResult.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.DriverInvokeResult & bcd.v1.DriverInvokeResult.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.DriverInvokeResult;
             static toObject(message: bcd.v1.DriverInvokeResult, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2759,7 +2678,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.DaemonUpgradePayload.$Properties): bcd.v1.DaemonUpgradePayload;
             static encode(message: bcd.v1.DaemonUpgradePayload.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.DaemonUpgradePayload & bcd.v1.DaemonUpgradePayload.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.DaemonUpgradePayload;
             static toObject(message: bcd.v1.DaemonUpgradePayload, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2789,7 +2707,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.DaemonUpgradeResult.$Properties): bcd.v1.DaemonUpgradeResult;
             static encode(message: bcd.v1.DaemonUpgradeResult.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.DaemonUpgradeResult & bcd.v1.DaemonUpgradeResult.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.DaemonUpgradeResult;
             static toObject(message: bcd.v1.DaemonUpgradeResult, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2824,7 +2741,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.Certificate.$Properties): bcd.v1.Certificate;
             static encode(message: bcd.v1.Certificate.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.Certificate & bcd.v1.Certificate.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.Certificate;
             static toObject(message: bcd.v1.Certificate, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2859,7 +2775,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.SignedCertificate.$Properties): bcd.v1.SignedCertificate;
             static encode(message: bcd.v1.SignedCertificate.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.SignedCertificate & bcd.v1.SignedCertificate.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.SignedCertificate;
             static toObject(message: bcd.v1.SignedCertificate, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2888,7 +2803,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.PublicKey.$Properties): bcd.v1.PublicKey;
             static encode(message: bcd.v1.PublicKey.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.PublicKey & bcd.v1.PublicKey.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.PublicKey;
             static toObject(message: bcd.v1.PublicKey, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2922,7 +2836,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.TrustBundle.$Properties): bcd.v1.TrustBundle;
             static encode(message: bcd.v1.TrustBundle.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.TrustBundle & bcd.v1.TrustBundle.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.TrustBundle;
             static toObject(message: bcd.v1.TrustBundle, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -2962,7 +2875,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.NodeFrame.$Properties): bcd.v1.NodeFrame;
             static encode(message: bcd.v1.NodeFrame.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.NodeFrame & bcd.v1.NodeFrame.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.NodeFrame;
             static toObject(message: bcd.v1.NodeFrame, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3017,7 +2929,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.GatewayFrame.$Properties): bcd.v1.GatewayFrame;
             static encode(message: bcd.v1.GatewayFrame.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.GatewayFrame & bcd.v1.GatewayFrame.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.GatewayFrame;
             static toObject(message: bcd.v1.GatewayFrame, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3067,7 +2978,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.Challenge.$Properties): bcd.v1.Challenge;
             static encode(message: bcd.v1.Challenge.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.Challenge & bcd.v1.Challenge.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.Challenge;
             static toObject(message: bcd.v1.Challenge, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3111,7 +3021,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.Hello.$Properties): bcd.v1.Hello;
             static encode(message: bcd.v1.Hello.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.Hello & bcd.v1.Hello.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.Hello;
             static toObject(message: bcd.v1.Hello, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3159,7 +3068,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.Welcome.$Properties): bcd.v1.Welcome;
             static encode(message: bcd.v1.Welcome.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.Welcome & bcd.v1.Welcome.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.Welcome;
             static toObject(message: bcd.v1.Welcome, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3192,7 +3100,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.Heartbeat.$Properties): bcd.v1.Heartbeat;
             static encode(message: bcd.v1.Heartbeat.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.Heartbeat & bcd.v1.Heartbeat.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.Heartbeat;
             static toObject(message: bcd.v1.Heartbeat, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3224,7 +3131,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.SecretRequest.$Properties): bcd.v1.SecretRequest;
             static encode(message: bcd.v1.SecretRequest.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.SecretRequest & bcd.v1.SecretRequest.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.SecretRequest;
             static toObject(message: bcd.v1.SecretRequest, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3258,7 +3164,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.SecretResponse.$Properties): bcd.v1.SecretResponse;
             static encode(message: bcd.v1.SecretResponse.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.SecretResponse & bcd.v1.SecretResponse.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.SecretResponse;
             static toObject(message: bcd.v1.SecretResponse, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3295,7 +3200,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.SessionClose.$Properties): bcd.v1.SessionClose;
             static encode(message: bcd.v1.SessionClose.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.SessionClose & bcd.v1.SessionClose.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.SessionClose;
             static toObject(message: bcd.v1.SessionClose, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3327,7 +3231,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.JoinRequest.$Properties): bcd.v1.JoinRequest;
             static encode(message: bcd.v1.JoinRequest.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.JoinRequest & bcd.v1.JoinRequest.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.JoinRequest;
             static toObject(message: bcd.v1.JoinRequest, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3361,7 +3264,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.JoinResponse.$Properties): bcd.v1.JoinResponse;
             static encode(message: bcd.v1.JoinResponse.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.JoinResponse & bcd.v1.JoinResponse.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.JoinResponse;
             static toObject(message: bcd.v1.JoinResponse, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3398,7 +3300,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.StatusReport.$Properties): bcd.v1.StatusReport;
             static encode(message: bcd.v1.StatusReport.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.StatusReport & bcd.v1.StatusReport.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.StatusReport;
             static toObject(message: bcd.v1.StatusReport, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3436,7 +3337,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.SectionStatus.$Properties): bcd.v1.SectionStatus;
             static encode(message: bcd.v1.SectionStatus.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.SectionStatus & bcd.v1.SectionStatus.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.SectionStatus;
             static toObject(message: bcd.v1.SectionStatus, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3479,7 +3379,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.Condition.$Properties): bcd.v1.Condition;
             static encode(message: bcd.v1.Condition.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.Condition & bcd.v1.Condition.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.Condition;
             static toObject(message: bcd.v1.Condition, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3519,7 +3418,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.InstanceStatus.$Properties): bcd.v1.InstanceStatus;
             static encode(message: bcd.v1.InstanceStatus.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.InstanceStatus & bcd.v1.InstanceStatus.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.InstanceStatus;
             static toObject(message: bcd.v1.InstanceStatus, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3567,7 +3465,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.VolumeStorage.$Properties): bcd.v1.VolumeStorage;
             static encode(message: bcd.v1.VolumeStorage.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.VolumeStorage & bcd.v1.VolumeStorage.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.VolumeStorage;
             static toObject(message: bcd.v1.VolumeStorage, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3599,7 +3496,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.HostPressure.$Properties): bcd.v1.HostPressure;
             static encode(message: bcd.v1.HostPressure.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.HostPressure & bcd.v1.HostPressure.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.HostPressure;
             static toObject(message: bcd.v1.HostPressure, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3628,7 +3524,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.HttpHeader.$Properties): bcd.v1.HttpHeader;
             static encode(message: bcd.v1.HttpHeader.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.HttpHeader & bcd.v1.HttpHeader.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.HttpHeader;
             static toObject(message: bcd.v1.HttpHeader, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3661,7 +3556,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.SiteHttpProxyPayload.$Properties): bcd.v1.SiteHttpProxyPayload;
             static encode(message: bcd.v1.SiteHttpProxyPayload.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.SiteHttpProxyPayload & bcd.v1.SiteHttpProxyPayload.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.SiteHttpProxyPayload;
             static toObject(message: bcd.v1.SiteHttpProxyPayload, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3696,7 +3590,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.SiteHttpProxyResult.$Properties): bcd.v1.SiteHttpProxyResult;
             static encode(message: bcd.v1.SiteHttpProxyResult.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.SiteHttpProxyResult & bcd.v1.SiteHttpProxyResult.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.SiteHttpProxyResult;
             static toObject(message: bcd.v1.SiteHttpProxyResult, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3732,7 +3625,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.BootPrepareRamdiskPayload.$Properties): bcd.v1.BootPrepareRamdiskPayload;
             static encode(message: bcd.v1.BootPrepareRamdiskPayload.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.BootPrepareRamdiskPayload & bcd.v1.BootPrepareRamdiskPayload.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.BootPrepareRamdiskPayload;
             static toObject(message: bcd.v1.BootPrepareRamdiskPayload, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3766,7 +3658,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.BootPrepareRamdiskResult.$Properties): bcd.v1.BootPrepareRamdiskResult;
             static encode(message: bcd.v1.BootPrepareRamdiskResult.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.BootPrepareRamdiskResult & bcd.v1.BootPrepareRamdiskResult.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.BootPrepareRamdiskResult;
             static toObject(message: bcd.v1.BootPrepareRamdiskResult, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3793,7 +3684,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.BootCleanUpPayload.$Properties): bcd.v1.BootCleanUpPayload;
             static encode(message: bcd.v1.BootCleanUpPayload.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.BootCleanUpPayload & bcd.v1.BootCleanUpPayload.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.BootCleanUpPayload;
             static toObject(message: bcd.v1.BootCleanUpPayload, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3819,7 +3709,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.BootCleanUpResult.$Properties): bcd.v1.BootCleanUpResult;
             static encode(message: bcd.v1.BootCleanUpResult.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.BootCleanUpResult & bcd.v1.BootCleanUpResult.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.BootCleanUpResult;
             static toObject(message: bcd.v1.BootCleanUpResult, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3850,7 +3739,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.BootKexecPayload.$Properties): bcd.v1.BootKexecPayload;
             static encode(message: bcd.v1.BootKexecPayload.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.BootKexecPayload & bcd.v1.BootKexecPayload.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.BootKexecPayload;
             static toObject(message: bcd.v1.BootKexecPayload, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3882,7 +3770,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.BootKexecResult.$Properties): bcd.v1.BootKexecResult;
             static encode(message: bcd.v1.BootKexecResult.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.BootKexecResult & bcd.v1.BootKexecResult.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.BootKexecResult;
             static toObject(message: bcd.v1.BootKexecResult, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3911,7 +3798,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.DiskWipePayload.$Properties): bcd.v1.DiskWipePayload;
             static encode(message: bcd.v1.DiskWipePayload.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.DiskWipePayload & bcd.v1.DiskWipePayload.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.DiskWipePayload;
             static toObject(message: bcd.v1.DiskWipePayload, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3947,7 +3833,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.DiskWipeResult.$Properties): bcd.v1.DiskWipeResult;
             static encode(message: bcd.v1.DiskWipeResult.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.DiskWipeResult & bcd.v1.DiskWipeResult.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.DiskWipeResult;
             static toObject(message: bcd.v1.DiskWipeResult, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -3979,7 +3864,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.DiskWipeOutcome.$Properties): bcd.v1.DiskWipeOutcome;
             static encode(message: bcd.v1.DiskWipeOutcome.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.DiskWipeOutcome & bcd.v1.DiskWipeOutcome.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.DiskWipeOutcome;
             static toObject(message: bcd.v1.DiskWipeOutcome, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -4015,7 +3899,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.DeployImagePayload.$Properties): bcd.v1.DeployImagePayload;
             static encode(message: bcd.v1.DeployImagePayload.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.DeployImagePayload & bcd.v1.DeployImagePayload.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.DeployImagePayload;
             static toObject(message: bcd.v1.DeployImagePayload, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -4047,7 +3930,6 @@ export namespace bcd {
             static create(properties?: bcd.v1.DeployImageResult.$Properties): bcd.v1.DeployImageResult;
             static encode(message: bcd.v1.DeployImageResult.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.DeployImageResult & bcd.v1.DeployImageResult.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): bcd.v1.DeployImageResult;
             static toObject(message: bcd.v1.DeployImageResult, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -4082,7 +3964,6 @@ export namespace google {
             static create(properties?: google.protobuf.Any.$Properties): google.protobuf.Any;
             static encode(message: google.protobuf.Any.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): google.protobuf.Any & google.protobuf.Any.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): google.protobuf.Any;
             static toObject(message: google.protobuf.Any, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };
@@ -4110,7 +3991,6 @@ export namespace google {
             static create(properties?: google.protobuf.Timestamp.$Properties): google.protobuf.Timestamp;
             static encode(message: google.protobuf.Timestamp.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
             static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): google.protobuf.Timestamp & google.protobuf.Timestamp.$Shape;
-            static verify(message: { [k: string]: any }): (string|null);
             static fromObject(object: { [k: string]: any }): google.protobuf.Timestamp;
             static toObject(message: google.protobuf.Timestamp, options?: $protobuf.IConversionOptions): { [k: string]: any };
             toJSON(): { [k: string]: any };

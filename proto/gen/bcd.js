@@ -159,34 +159,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BmcTarget.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.host != null && $Object.hasOwnProperty.call(message, "host"))
-                    if (!$util.isString(message.host))
-                        return "host: string expected";
-                if (message.port != null && $Object.hasOwnProperty.call(message, "port"))
-                    if (!$util.isInteger(message.port))
-                        return "port: integer expected";
-                if (message.credential_ref != null && $Object.hasOwnProperty.call(message, "credential_ref"))
-                    if (!$util.isString(message.credential_ref))
-                        return "credential_ref: string expected";
-                if (message.system_id != null && $Object.hasOwnProperty.call(message, "system_id"))
-                    if (!$util.isString(message.system_id))
-                        return "system_id: string expected";
-                if (message.ca_pem != null && $Object.hasOwnProperty.call(message, "ca_pem"))
-                    if (!$util.isString(message.ca_pem))
-                        return "ca_pem: string expected";
-                if (message.cert_sha256 != null && $Object.hasOwnProperty.call(message, "cert_sha256"))
-                    if (!$util.isString(message.cert_sha256))
-                        return "cert_sha256: string expected";
-                return null;
-            };
-
             BmcTarget.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.BmcTarget)
                     return object;
@@ -340,21 +312,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            BmcQueryPayload.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.target != null && $Object.hasOwnProperty.call(message, "target")) {
-                    let error = $root.bcd.v1.BmcTarget.verify(message.target, _depth + 1);
-                    if (error)
-                        return "target." + error;
-                }
-                return null;
             };
 
             BmcQueryPayload.fromObject = function (object, _depth) {
@@ -581,47 +538,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            BmcQueryResult.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.power_state != null && $Object.hasOwnProperty.call(message, "power_state"))
-                    if (!$util.isString(message.power_state))
-                        return "power_state: string expected";
-                if (message.manufacturer != null && $Object.hasOwnProperty.call(message, "manufacturer"))
-                    if (!$util.isString(message.manufacturer))
-                        return "manufacturer: string expected";
-                if (message.model != null && $Object.hasOwnProperty.call(message, "model"))
-                    if (!$util.isString(message.model))
-                        return "model: string expected";
-                if (message.serial != null && $Object.hasOwnProperty.call(message, "serial"))
-                    if (!$util.isString(message.serial))
-                        return "serial: string expected";
-                if (message.bios_version != null && $Object.hasOwnProperty.call(message, "bios_version"))
-                    if (!$util.isString(message.bios_version))
-                        return "bios_version: string expected";
-                if (message.bmc_firmware_version != null && $Object.hasOwnProperty.call(message, "bmc_firmware_version"))
-                    if (!$util.isString(message.bmc_firmware_version))
-                        return "bmc_firmware_version: string expected";
-                if (message.health != null && $Object.hasOwnProperty.call(message, "health"))
-                    if (!$util.isString(message.health))
-                        return "health: string expected";
-                if (message.nic_macs != null && $Object.hasOwnProperty.call(message, "nic_macs")) {
-                    if (!$Array.isArray(message.nic_macs))
-                        return "nic_macs: array expected";
-                    for (let i = 0; i < message.nic_macs.length; ++i)
-                        if (!$util.isString(message.nic_macs[i]))
-                            return "nic_macs: string[] expected";
-                }
-                if (message.boot_override != null && $Object.hasOwnProperty.call(message, "boot_override"))
-                    if (!$util.isString(message.boot_override))
-                        return "boot_override: string expected";
-                return null;
             };
 
             BmcQueryResult.fromObject = function (object, _depth) {
@@ -853,33 +769,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BmcBootPayload.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.target != null && $Object.hasOwnProperty.call(message, "target")) {
-                    let error = $root.bcd.v1.BmcTarget.verify(message.target, _depth + 1);
-                    if (error)
-                        return "target." + error;
-                }
-                if (message.device != null && $Object.hasOwnProperty.call(message, "device"))
-                    if (!$util.isString(message.device))
-                        return "device: string expected";
-                if (message.persistent != null && $Object.hasOwnProperty.call(message, "persistent"))
-                    if (typeof message.persistent !== "boolean")
-                        return "persistent: boolean expected";
-                if (message.uefi != null && $Object.hasOwnProperty.call(message, "uefi"))
-                    if (typeof message.uefi !== "boolean")
-                        return "uefi: boolean expected";
-                if (message.http_boot_uri != null && $Object.hasOwnProperty.call(message, "http_boot_uri"))
-                    if (!$util.isString(message.http_boot_uri))
-                        return "http_boot_uri: string expected";
-                return null;
-            };
-
             BmcBootPayload.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.BmcBootPayload)
                     return object;
@@ -1046,22 +935,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BmcBootResult.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.device != null && $Object.hasOwnProperty.call(message, "device"))
-                    if (!$util.isString(message.device))
-                        return "device: string expected";
-                if (message.persistent != null && $Object.hasOwnProperty.call(message, "persistent"))
-                    if (typeof message.persistent !== "boolean")
-                        return "persistent: boolean expected";
-                return null;
-            };
-
             BmcBootResult.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.BmcBootResult)
                     return object;
@@ -1203,24 +1076,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            BmcPowerPayload.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.target != null && $Object.hasOwnProperty.call(message, "target")) {
-                    let error = $root.bcd.v1.BmcTarget.verify(message.target, _depth + 1);
-                    if (error)
-                        return "target." + error;
-                }
-                if (message.action != null && $Object.hasOwnProperty.call(message, "action"))
-                    if (!$util.isString(message.action))
-                        return "action: string expected";
-                return null;
             };
 
             BmcPowerPayload.fromObject = function (object, _depth) {
@@ -1369,22 +1224,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            BmcPowerResult.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.previous_power_state != null && $Object.hasOwnProperty.call(message, "previous_power_state"))
-                    if (!$util.isString(message.previous_power_state))
-                        return "previous_power_state: string expected";
-                if (message.power_state != null && $Object.hasOwnProperty.call(message, "power_state"))
-                    if (!$util.isString(message.power_state))
-                        return "power_state: string expected";
-                return null;
             };
 
             BmcPowerResult.fromObject = function (object, _depth) {
@@ -1552,30 +1391,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            BmcFirmwarePayload.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.target != null && $Object.hasOwnProperty.call(message, "target")) {
-                    let error = $root.bcd.v1.BmcTarget.verify(message.target, _depth + 1);
-                    if (error)
-                        return "target." + error;
-                }
-                if (message.image_url != null && $Object.hasOwnProperty.call(message, "image_url"))
-                    if (!$util.isString(message.image_url))
-                        return "image_url: string expected";
-                if (message.sha256 != null && $Object.hasOwnProperty.call(message, "sha256"))
-                    if (!$util.isString(message.sha256))
-                        return "sha256: string expected";
-                if (message.component != null && $Object.hasOwnProperty.call(message, "component"))
-                    if (!$util.isString(message.component))
-                        return "component: string expected";
-                return null;
             };
 
             BmcFirmwarePayload.fromObject = function (object, _depth) {
@@ -1760,28 +1575,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            BmcFirmwareResult.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.previous_version != null && $Object.hasOwnProperty.call(message, "previous_version"))
-                    if (!$util.isString(message.previous_version))
-                        return "previous_version: string expected";
-                if (message.version != null && $Object.hasOwnProperty.call(message, "version"))
-                    if (!$util.isString(message.version))
-                        return "version: string expected";
-                if (message.task_id != null && $Object.hasOwnProperty.call(message, "task_id"))
-                    if (!$util.isString(message.task_id))
-                        return "task_id: string expected";
-                if (message.message != null && $Object.hasOwnProperty.call(message, "message"))
-                    if (!$util.isString(message.message))
-                        return "message: string expected";
-                return null;
             };
 
             BmcFirmwareResult.fromObject = function (object, _depth) {
@@ -2010,46 +1803,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            BmcStoragePayload.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.target != null && $Object.hasOwnProperty.call(message, "target")) {
-                    let error = $root.bcd.v1.BmcTarget.verify(message.target, _depth + 1);
-                    if (error)
-                        return "target." + error;
-                }
-                if (message.operation != null && $Object.hasOwnProperty.call(message, "operation"))
-                    if (typeof message.operation !== "number" || (message.operation | 0) !== message.operation)
-                        return "operation: enum value expected";
-                if (message.controller_id != null && $Object.hasOwnProperty.call(message, "controller_id"))
-                    if (!$util.isString(message.controller_id))
-                        return "controller_id: string expected";
-                if (message.volume_name != null && $Object.hasOwnProperty.call(message, "volume_name"))
-                    if (!$util.isString(message.volume_name))
-                        return "volume_name: string expected";
-                if (message.raid_type != null && $Object.hasOwnProperty.call(message, "raid_type"))
-                    if (!$util.isString(message.raid_type))
-                        return "raid_type: string expected";
-                if (message.drive_ids != null && $Object.hasOwnProperty.call(message, "drive_ids")) {
-                    if (!$Array.isArray(message.drive_ids))
-                        return "drive_ids: array expected";
-                    for (let i = 0; i < message.drive_ids.length; ++i)
-                        if (!$util.isString(message.drive_ids[i]))
-                            return "drive_ids: string[] expected";
-                }
-                if (message.capacity_bytes != null && $Object.hasOwnProperty.call(message, "capacity_bytes"))
-                    if (!$util.isInteger(message.capacity_bytes) && !(message.capacity_bytes && $util.isInteger(message.capacity_bytes.low) && $util.isInteger(message.capacity_bytes.high)))
-                        return "capacity_bytes: integer|Long expected";
-                if (message.volume_id != null && $Object.hasOwnProperty.call(message, "volume_id"))
-                    if (!$util.isString(message.volume_id))
-                        return "volume_id: string expected";
-                return null;
             };
 
             BmcStoragePayload.fromObject = function (object, _depth) {
@@ -2301,29 +2054,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BmcStorageResult.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.volume_ids != null && $Object.hasOwnProperty.call(message, "volume_ids")) {
-                    if (!$Array.isArray(message.volume_ids))
-                        return "volume_ids: array expected";
-                    for (let i = 0; i < message.volume_ids.length; ++i)
-                        if (!$util.isString(message.volume_ids[i]))
-                            return "volume_ids: string[] expected";
-                }
-                if (message.task_id != null && $Object.hasOwnProperty.call(message, "task_id"))
-                    if (!$util.isString(message.task_id))
-                        return "task_id: string expected";
-                if (message.message != null && $Object.hasOwnProperty.call(message, "message"))
-                    if (!$util.isString(message.message))
-                        return "message: string expected";
-                return null;
-            };
-
             BmcStorageResult.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.BmcStorageResult)
                     return object;
@@ -2493,27 +2223,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BmcRotatePayload.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.target != null && $Object.hasOwnProperty.call(message, "target")) {
-                    let error = $root.bcd.v1.BmcTarget.verify(message.target, _depth + 1);
-                    if (error)
-                        return "target." + error;
-                }
-                if (message.username != null && $Object.hasOwnProperty.call(message, "username"))
-                    if (!$util.isString(message.username))
-                        return "username: string expected";
-                if (message.new_credential_ref != null && $Object.hasOwnProperty.call(message, "new_credential_ref"))
-                    if (!$util.isString(message.new_credential_ref))
-                        return "new_credential_ref: string expected";
-                return null;
-            };
-
             BmcRotatePayload.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.BmcRotatePayload)
                     return object;
@@ -2678,25 +2387,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            BmcRotateResult.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.username != null && $Object.hasOwnProperty.call(message, "username"))
-                    if (!$util.isString(message.username))
-                        return "username: string expected";
-                if (message.credential_ref != null && $Object.hasOwnProperty.call(message, "credential_ref"))
-                    if (!$util.isString(message.credential_ref))
-                        return "credential_ref: string expected";
-                if (message.rotated != null && $Object.hasOwnProperty.call(message, "rotated"))
-                    if (typeof message.rotated !== "boolean")
-                        return "rotated: boolean expected";
-                return null;
             };
 
             BmcRotateResult.fromObject = function (object, _depth) {
@@ -2885,31 +2575,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            Command.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.body != null && $Object.hasOwnProperty.call(message, "body"))
-                    if (!(message.body && typeof message.body.length === "number" || $util.isString(message.body)))
-                        return "body: buffer expected";
-                if (message.signature != null && $Object.hasOwnProperty.call(message, "signature"))
-                    if (!(message.signature && typeof message.signature.length === "number" || $util.isString(message.signature)))
-                        return "signature: buffer expected";
-                if (message.attempt != null && $Object.hasOwnProperty.call(message, "attempt"))
-                    if (!$util.isInteger(message.attempt))
-                        return "attempt: integer expected";
-                if (message.batch_approval != null && $Object.hasOwnProperty.call(message, "batch_approval"))
-                    if (!(message.batch_approval && typeof message.batch_approval.length === "number" || $util.isString(message.batch_approval)))
-                        return "batch_approval: buffer expected";
-                if (message.batch_proof != null && $Object.hasOwnProperty.call(message, "batch_proof"))
-                    if (!(message.batch_proof && typeof message.batch_proof.length === "number" || $util.isString(message.batch_proof)))
-                        return "batch_proof: buffer expected";
-                return null;
             };
 
             Command.fromObject = function (object, _depth) {
@@ -3274,68 +2939,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            CommandBody.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.id != null && $Object.hasOwnProperty.call(message, "id"))
-                    if (!$util.isString(message.id))
-                        return "id: string expected";
-                if (message.node_id != null && $Object.hasOwnProperty.call(message, "node_id"))
-                    if (!$util.isString(message.node_id))
-                        return "node_id: string expected";
-                if (message.seq != null && $Object.hasOwnProperty.call(message, "seq"))
-                    if (!$util.isInteger(message.seq) && !(message.seq && $util.isInteger(message.seq.low) && $util.isInteger(message.seq.high)))
-                        return "seq: integer|Long expected";
-                if (message.kind != null && $Object.hasOwnProperty.call(message, "kind"))
-                    if (!$util.isString(message.kind))
-                        return "kind: string expected";
-                if (message.payload != null && $Object.hasOwnProperty.call(message, "payload")) {
-                    let error = $root.google.protobuf.Any.verify(message.payload, _depth + 1);
-                    if (error)
-                        return "payload." + error;
-                }
-                if (message.lane != null && $Object.hasOwnProperty.call(message, "lane"))
-                    if (!$util.isString(message.lane))
-                        return "lane: string expected";
-                if (message.not_after != null && $Object.hasOwnProperty.call(message, "not_after")) {
-                    let error = $root.google.protobuf.Timestamp.verify(message.not_after, _depth + 1);
-                    if (error)
-                        return "not_after." + error;
-                }
-                if (message.min_generation != null && $Object.hasOwnProperty.call(message, "min_generation"))
-                    if (!$util.isInteger(message.min_generation) && !(message.min_generation && $util.isInteger(message.min_generation.low) && $util.isInteger(message.min_generation.high)))
-                        return "min_generation: integer|Long expected";
-                if (message.retry_safe != null && $Object.hasOwnProperty.call(message, "retry_safe"))
-                    if (typeof message.retry_safe !== "boolean")
-                        return "retry_safe: boolean expected";
-                if (message.idempotency_key != null && $Object.hasOwnProperty.call(message, "idempotency_key"))
-                    if (!$util.isString(message.idempotency_key))
-                        return "idempotency_key: string expected";
-                if (message.self_terminating != null && $Object.hasOwnProperty.call(message, "self_terminating"))
-                    if (typeof message.self_terminating !== "boolean")
-                        return "self_terminating: boolean expected";
-                if (message.attested != null && $Object.hasOwnProperty.call(message, "attested"))
-                    if (typeof message.attested !== "boolean")
-                        return "attested: boolean expected";
-                if (message.workflow_id != null && $Object.hasOwnProperty.call(message, "workflow_id"))
-                    if (!$util.isString(message.workflow_id))
-                        return "workflow_id: string expected";
-                if (message.step_id != null && $Object.hasOwnProperty.call(message, "step_id"))
-                    if (!$util.isString(message.step_id))
-                        return "step_id: string expected";
-                if (message.traceparent != null && $Object.hasOwnProperty.call(message, "traceparent"))
-                    if (!$util.isString(message.traceparent))
-                        return "traceparent: string expected";
-                if (message.batch_id != null && $Object.hasOwnProperty.call(message, "batch_id"))
-                    if (!$util.isString(message.batch_id))
-                        return "batch_id: string expected";
-                return null;
-            };
-
             CommandBody.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.CommandBody)
                     return object;
@@ -3683,45 +3286,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            CommandUpdate.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.command_id != null && $Object.hasOwnProperty.call(message, "command_id"))
-                    if (!$util.isString(message.command_id))
-                        return "command_id: string expected";
-                if (message.state != null && $Object.hasOwnProperty.call(message, "state"))
-                    if (typeof message.state !== "number" || (message.state | 0) !== message.state)
-                        return "state: enum value expected";
-                if (message.error_code != null && $Object.hasOwnProperty.call(message, "error_code"))
-                    if (!$util.isString(message.error_code))
-                        return "error_code: string expected";
-                if (message.reason != null && $Object.hasOwnProperty.call(message, "reason"))
-                    if (!$util.isString(message.reason))
-                        return "reason: string expected";
-                if (message.message != null && $Object.hasOwnProperty.call(message, "message"))
-                    if (!$util.isString(message.message))
-                        return "message: string expected";
-                if (message.boot_id != null && $Object.hasOwnProperty.call(message, "boot_id"))
-                    if (!$util.isString(message.boot_id))
-                        return "boot_id: string expected";
-                if (message.result != null && $Object.hasOwnProperty.call(message, "result")) {
-                    let error = $root.google.protobuf.Any.verify(message.result, _depth + 1);
-                    if (error)
-                        return "result." + error;
-                }
-                if (message.node_sig != null && $Object.hasOwnProperty.call(message, "node_sig"))
-                    if (!(message.node_sig && typeof message.node_sig.length === "number" || $util.isString(message.node_sig)))
-                        return "node_sig: buffer expected";
-                if (message.kind != null && $Object.hasOwnProperty.call(message, "kind"))
-                    if (!$util.isString(message.kind))
-                        return "kind: string expected";
-                return null;
-            };
-
             CommandUpdate.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.CommandUpdate)
                     return object;
@@ -3964,22 +3528,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            Cancel.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.command_id != null && $Object.hasOwnProperty.call(message, "command_id"))
-                    if (!$util.isString(message.command_id))
-                        return "command_id: string expected";
-                if (message.reason != null && $Object.hasOwnProperty.call(message, "reason"))
-                    if (!$util.isString(message.reason))
-                        return "reason: string expected";
-                return null;
-            };
-
             Cancel.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.Cancel)
                     return object;
@@ -4137,29 +3685,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            Ack.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.command_ids != null && $Object.hasOwnProperty.call(message, "command_ids")) {
-                    if (!$Array.isArray(message.command_ids))
-                        return "command_ids: array expected";
-                    for (let i = 0; i < message.command_ids.length; ++i)
-                        if (!$util.isString(message.command_ids[i]))
-                            return "command_ids: string[] expected";
-                }
-                if (message.journal_id != null && $Object.hasOwnProperty.call(message, "journal_id"))
-                    if (!$util.isString(message.journal_id))
-                        return "journal_id: string expected";
-                if (message.event_seq != null && $Object.hasOwnProperty.call(message, "event_seq"))
-                    if (!$util.isInteger(message.event_seq) && !(message.event_seq && $util.isInteger(message.event_seq.low) && $util.isInteger(message.event_seq.high)))
-                        return "event_seq: integer|Long expected";
-                return null;
             };
 
             Ack.fromObject = function (object, _depth) {
@@ -4336,22 +3861,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            DesiredState.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.body != null && $Object.hasOwnProperty.call(message, "body"))
-                    if (!(message.body && typeof message.body.length === "number" || $util.isString(message.body)))
-                        return "body: buffer expected";
-                if (message.signature != null && $Object.hasOwnProperty.call(message, "signature"))
-                    if (!(message.signature && typeof message.signature.length === "number" || $util.isString(message.signature)))
-                        return "signature: buffer expected";
-                return null;
             };
 
             DesiredState.fromObject = function (object, _depth) {
@@ -4567,47 +4076,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            DesiredStateBody.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                let properties = {};
-                if (message.node_id != null && $Object.hasOwnProperty.call(message, "node_id"))
-                    if (!$util.isString(message.node_id))
-                        return "node_id: string expected";
-                if (message.generation != null && $Object.hasOwnProperty.call(message, "generation"))
-                    if (!$util.isInteger(message.generation) && !(message.generation && $util.isInteger(message.generation.low) && $util.isInteger(message.generation.high)))
-                        return "generation: integer|Long expected";
-                if (message.spec_hash != null && $Object.hasOwnProperty.call(message, "spec_hash"))
-                    if (!$util.isString(message.spec_hash))
-                        return "spec_hash: string expected";
-                if (message.full != null && $Object.hasOwnProperty.call(message, "full")) {
-                    properties.spec = 1;
-                    {
-                        let error = $root.bcd.v1.NodeSpec.verify(message.full, _depth + 1);
-                        if (error)
-                            return "full." + error;
-                    }
-                }
-                if (message.patch != null && $Object.hasOwnProperty.call(message, "patch")) {
-                    if (properties.spec === 1)
-                        return "spec: multiple values";
-                    properties.spec = 1;
-                    {
-                        let error = $root.bcd.v1.NodeSpec.verify(message.patch, _depth + 1);
-                        if (error)
-                            return "patch." + error;
-                    }
-                }
-                if (message.base_generation != null && $Object.hasOwnProperty.call(message, "base_generation"))
-                    if (!$util.isInteger(message.base_generation) && !(message.base_generation && $util.isInteger(message.base_generation.low) && $util.isInteger(message.base_generation.high)))
-                        return "base_generation: integer|Long expected";
-                return null;
             };
 
             DesiredStateBody.fromObject = function (object, _depth) {
@@ -4830,25 +4298,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            SpecRequest.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.have_generation != null && $Object.hasOwnProperty.call(message, "have_generation"))
-                    if (!$util.isInteger(message.have_generation) && !(message.have_generation && $util.isInteger(message.have_generation.low) && $util.isInteger(message.have_generation.high)))
-                        return "have_generation: integer|Long expected";
-                if (message.reason != null && $Object.hasOwnProperty.call(message, "reason"))
-                    if (typeof message.reason !== "number" || (message.reason | 0) !== message.reason)
-                        return "reason: enum value expected";
-                if (message.message != null && $Object.hasOwnProperty.call(message, "message"))
-                    if (!$util.isString(message.message))
-                        return "message: string expected";
-                return null;
             };
 
             SpecRequest.fromObject = function (object, _depth) {
@@ -5086,51 +4535,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            NodeSpec.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.host != null && $Object.hasOwnProperty.call(message, "host")) {
-                    let error = $root.bcd.v1.HostSection.verify(message.host, _depth + 1);
-                    if (error)
-                        return "host." + error;
-                }
-                if (message.devices != null && $Object.hasOwnProperty.call(message, "devices")) {
-                    let error = $root.bcd.v1.DevicesSection.verify(message.devices, _depth + 1);
-                    if (error)
-                        return "devices." + error;
-                }
-                if (message.instances != null && $Object.hasOwnProperty.call(message, "instances")) {
-                    let error = $root.bcd.v1.InstancesSection.verify(message.instances, _depth + 1);
-                    if (error)
-                        return "instances." + error;
-                }
-                if (message.access != null && $Object.hasOwnProperty.call(message, "access")) {
-                    let error = $root.bcd.v1.AccessSection.verify(message.access, _depth + 1);
-                    if (error)
-                        return "access." + error;
-                }
-                if (message.telemetry != null && $Object.hasOwnProperty.call(message, "telemetry")) {
-                    let error = $root.bcd.v1.TelemetrySection.verify(message.telemetry, _depth + 1);
-                    if (error)
-                        return "telemetry." + error;
-                }
-                if (message.daemon != null && $Object.hasOwnProperty.call(message, "daemon")) {
-                    let error = $root.bcd.v1.DaemonSection.verify(message.daemon, _depth + 1);
-                    if (error)
-                        return "daemon." + error;
-                }
-                if (message.site != null && $Object.hasOwnProperty.call(message, "site")) {
-                    let error = $root.bcd.v1.SiteSection.verify(message.site, _depth + 1);
-                    if (error)
-                        return "site." + error;
-                }
-                return null;
-            };
-
             NodeSpec.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.NodeSpec)
                     return object;
@@ -5310,25 +4714,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            HostSection.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.units != null && $Object.hasOwnProperty.call(message, "units")) {
-                    if (!$Array.isArray(message.units))
-                        return "units: array expected";
-                    for (let i = 0; i < message.units.length; ++i) {
-                        let error = $root.bcd.v1.HostUnit.verify(message.units[i], _depth + 1);
-                        if (error)
-                            return "units." + error;
-                    }
-                }
-                return null;
-            };
-
             HostSection.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.HostSection)
                     return object;
@@ -5478,22 +4863,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            HostUnit.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.name != null && $Object.hasOwnProperty.call(message, "name"))
-                    if (!$util.isString(message.name))
-                        return "name: string expected";
-                if (message.settings_json != null && $Object.hasOwnProperty.call(message, "settings_json"))
-                    if (!$util.isString(message.settings_json))
-                        return "settings_json: string expected";
-                return null;
-            };
-
             HostUnit.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.HostUnit)
                     return object;
@@ -5627,25 +4996,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            DevicesSection.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.assignments != null && $Object.hasOwnProperty.call(message, "assignments")) {
-                    if (!$Array.isArray(message.assignments))
-                        return "assignments: array expected";
-                    for (let i = 0; i < message.assignments.length; ++i) {
-                        let error = $root.bcd.v1.DeviceAssignment.verify(message.assignments[i], _depth + 1);
-                        if (error)
-                            return "assignments." + error;
-                    }
-                }
-                return null;
             };
 
             DevicesSection.fromObject = function (object, _depth) {
@@ -5842,46 +5192,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            DeviceAssignment.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.allocation_id != null && $Object.hasOwnProperty.call(message, "allocation_id"))
-                    if (!$util.isString(message.allocation_id))
-                        return "allocation_id: string expected";
-                if (message.reservation_id != null && $Object.hasOwnProperty.call(message, "reservation_id"))
-                    if (!$util.isString(message.reservation_id))
-                        return "reservation_id: string expected";
-                if (message.binding != null && $Object.hasOwnProperty.call(message, "binding"))
-                    if (typeof message.binding !== "number" || (message.binding | 0) !== message.binding)
-                        return "binding: enum value expected";
-                if (message.devices != null && $Object.hasOwnProperty.call(message, "devices")) {
-                    if (!$Array.isArray(message.devices))
-                        return "devices: array expected";
-                    for (let i = 0; i < message.devices.length; ++i) {
-                        let error = $root.bcd.v1.Device.verify(message.devices[i], _depth + 1);
-                        if (error)
-                            return "devices." + error;
-                    }
-                }
-                if (message.env != null && $Object.hasOwnProperty.call(message, "env")) {
-                    if (!$Array.isArray(message.env))
-                        return "env: array expected";
-                    for (let i = 0; i < message.env.length; ++i)
-                        if (!$util.isString(message.env[i]))
-                            return "env: string[] expected";
-                }
-                if (message.limits != null && $Object.hasOwnProperty.call(message, "limits")) {
-                    let error = $root.bcd.v1.ResourceLimits.verify(message.limits, _depth + 1);
-                    if (error)
-                        return "limits." + error;
-                }
-                return null;
             };
 
             DeviceAssignment.fromObject = function (object, _depth) {
@@ -6098,22 +5408,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            Device.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message["class"] != null && $Object.hasOwnProperty.call(message, "class"))
-                    if (!$util.isString(message["class"]))
-                        return "class: string expected";
-                if (message.id != null && $Object.hasOwnProperty.call(message, "id"))
-                    if (!$util.isString(message.id))
-                        return "id: string expected";
-                return null;
-            };
-
             Device.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.Device)
                     return object;
@@ -6306,34 +5600,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            ResourceLimits.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.cpu_millis != null && $Object.hasOwnProperty.call(message, "cpu_millis"))
-                    if (!$util.isInteger(message.cpu_millis) && !(message.cpu_millis && $util.isInteger(message.cpu_millis.low) && $util.isInteger(message.cpu_millis.high)))
-                        return "cpu_millis: integer|Long expected";
-                if (message.memory_bytes != null && $Object.hasOwnProperty.call(message, "memory_bytes"))
-                    if (!$util.isInteger(message.memory_bytes) && !(message.memory_bytes && $util.isInteger(message.memory_bytes.low) && $util.isInteger(message.memory_bytes.high)))
-                        return "memory_bytes: integer|Long expected";
-                if (message.hugepages_1gi != null && $Object.hasOwnProperty.call(message, "hugepages_1gi"))
-                    if (!$util.isInteger(message.hugepages_1gi) && !(message.hugepages_1gi && $util.isInteger(message.hugepages_1gi.low) && $util.isInteger(message.hugepages_1gi.high)))
-                        return "hugepages_1gi: integer|Long expected";
-                if (message.hugepages_2mi != null && $Object.hasOwnProperty.call(message, "hugepages_2mi"))
-                    if (!$util.isInteger(message.hugepages_2mi) && !(message.hugepages_2mi && $util.isInteger(message.hugepages_2mi.low) && $util.isInteger(message.hugepages_2mi.high)))
-                        return "hugepages_2mi: integer|Long expected";
-                if (message.cpus != null && $Object.hasOwnProperty.call(message, "cpus"))
-                    if (!$util.isString(message.cpus))
-                        return "cpus: string expected";
-                if (message.mems != null && $Object.hasOwnProperty.call(message, "mems"))
-                    if (!$util.isString(message.mems))
-                        return "mems: string expected";
-                return null;
             };
 
             ResourceLimits.fromObject = function (object, _depth) {
@@ -6570,34 +5836,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            InstancesSection.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.instances != null && $Object.hasOwnProperty.call(message, "instances")) {
-                    if (!$Array.isArray(message.instances))
-                        return "instances: array expected";
-                    for (let i = 0; i < message.instances.length; ++i) {
-                        let error = $root.bcd.v1.InstanceSpec.verify(message.instances[i], _depth + 1);
-                        if (error)
-                            return "instances." + error;
-                    }
-                }
-                if (message.volumes != null && $Object.hasOwnProperty.call(message, "volumes")) {
-                    if (!$Array.isArray(message.volumes))
-                        return "volumes: array expected";
-                    for (let i = 0; i < message.volumes.length; ++i) {
-                        let error = $root.bcd.v1.VolumeSpec.verify(message.volumes[i], _depth + 1);
-                        if (error)
-                            return "volumes." + error;
-                    }
-                }
-                return null;
             };
 
             InstancesSection.fromObject = function (object, _depth) {
@@ -6950,94 +6188,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            InstanceSpec.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.id != null && $Object.hasOwnProperty.call(message, "id"))
-                    if (!$util.isString(message.id))
-                        return "id: string expected";
-                if (message.allocation_id != null && $Object.hasOwnProperty.call(message, "allocation_id"))
-                    if (!$util.isString(message.allocation_id))
-                        return "allocation_id: string expected";
-                if (message.runtime != null && $Object.hasOwnProperty.call(message, "runtime"))
-                    if (!$util.isString(message.runtime))
-                        return "runtime: string expected";
-                if (message.state != null && $Object.hasOwnProperty.call(message, "state"))
-                    if (typeof message.state !== "number" || (message.state | 0) !== message.state)
-                        return "state: enum value expected";
-                if (message.vcpus != null && $Object.hasOwnProperty.call(message, "vcpus"))
-                    if (!$util.isInteger(message.vcpus))
-                        return "vcpus: integer expected";
-                if (message.memory_bytes != null && $Object.hasOwnProperty.call(message, "memory_bytes"))
-                    if (!$util.isInteger(message.memory_bytes) && !(message.memory_bytes && $util.isInteger(message.memory_bytes.low) && $util.isInteger(message.memory_bytes.high)))
-                        return "memory_bytes: integer|Long expected";
-                if (message.disk_bytes != null && $Object.hasOwnProperty.call(message, "disk_bytes"))
-                    if (!$util.isInteger(message.disk_bytes) && !(message.disk_bytes && $util.isInteger(message.disk_bytes.low) && $util.isInteger(message.disk_bytes.high)))
-                        return "disk_bytes: integer|Long expected";
-                if (message.image != null && $Object.hasOwnProperty.call(message, "image")) {
-                    let error = $root.bcd.v1.ImageRef.verify(message.image, _depth + 1);
-                    if (error)
-                        return "image." + error;
-                }
-                if (message.nics != null && $Object.hasOwnProperty.call(message, "nics")) {
-                    if (!$Array.isArray(message.nics))
-                        return "nics: array expected";
-                    for (let i = 0; i < message.nics.length; ++i) {
-                        let error = $root.bcd.v1.NicSpec.verify(message.nics[i], _depth + 1);
-                        if (error)
-                            return "nics." + error;
-                    }
-                }
-                if (message.gpus != null && $Object.hasOwnProperty.call(message, "gpus")) {
-                    if (!$Array.isArray(message.gpus))
-                        return "gpus: array expected";
-                    for (let i = 0; i < message.gpus.length; ++i) {
-                        let error = $root.bcd.v1.InstanceGpu.verify(message.gpus[i], _depth + 1);
-                        if (error)
-                            return "gpus." + error;
-                    }
-                }
-                if (message.placement != null && $Object.hasOwnProperty.call(message, "placement")) {
-                    let error = $root.bcd.v1.Placement.verify(message.placement, _depth + 1);
-                    if (error)
-                        return "placement." + error;
-                }
-                if (message.volumes != null && $Object.hasOwnProperty.call(message, "volumes")) {
-                    if (!$Array.isArray(message.volumes))
-                        return "volumes: array expected";
-                    for (let i = 0; i < message.volumes.length; ++i) {
-                        let error = $root.bcd.v1.VolumeAttachment.verify(message.volumes[i], _depth + 1);
-                        if (error)
-                            return "volumes." + error;
-                    }
-                }
-                if (message.restore_from != null && $Object.hasOwnProperty.call(message, "restore_from")) {
-                    let error = $root.bcd.v1.SnapshotRef.verify(message.restore_from, _depth + 1);
-                    if (error)
-                        return "restore_from." + error;
-                }
-                if (message.identity_rebind_ref != null && $Object.hasOwnProperty.call(message, "identity_rebind_ref"))
-                    if (!$util.isString(message.identity_rebind_ref))
-                        return "identity_rebind_ref: string expected";
-                if (message.network_policy != null && $Object.hasOwnProperty.call(message, "network_policy"))
-                    if (typeof message.network_policy !== "number" || (message.network_policy | 0) !== message.network_policy)
-                        return "network_policy: enum value expected";
-                if (message.ssh_from_host_only != null && $Object.hasOwnProperty.call(message, "ssh_from_host_only"))
-                    if (typeof message.ssh_from_host_only !== "boolean")
-                        return "ssh_from_host_only: boolean expected";
-                if (message.user_data_ref != null && $Object.hasOwnProperty.call(message, "user_data_ref"))
-                    if (!$util.isString(message.user_data_ref))
-                        return "user_data_ref: string expected";
-                if (message.hostname != null && $Object.hasOwnProperty.call(message, "hostname"))
-                    if (!$util.isString(message.hostname))
-                        return "hostname: string expected";
-                return null;
             };
 
             InstanceSpec.fromObject = function (object, _depth) {
@@ -7420,25 +6570,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            ImageRef.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.url != null && $Object.hasOwnProperty.call(message, "url"))
-                    if (!$util.isString(message.url))
-                        return "url: string expected";
-                if (message.sha256 != null && $Object.hasOwnProperty.call(message, "sha256"))
-                    if (!$util.isString(message.sha256))
-                        return "sha256: string expected";
-                if (message.format != null && $Object.hasOwnProperty.call(message, "format"))
-                    if (!$util.isString(message.format))
-                        return "format: string expected";
-                return null;
-            };
-
             ImageRef.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.ImageRef)
                     return object;
@@ -7616,32 +6747,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            NicSpec.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.mac != null && $Object.hasOwnProperty.call(message, "mac"))
-                    if (!$util.isString(message.mac))
-                        return "mac: string expected";
-                if (message.bridge != null && $Object.hasOwnProperty.call(message, "bridge"))
-                    if (!$util.isString(message.bridge))
-                        return "bridge: string expected";
-                if (message.ipam_addresses != null && $Object.hasOwnProperty.call(message, "ipam_addresses")) {
-                    if (!$Array.isArray(message.ipam_addresses))
-                        return "ipam_addresses: array expected";
-                    for (let i = 0; i < message.ipam_addresses.length; ++i)
-                        if (!$util.isString(message.ipam_addresses[i]))
-                            return "ipam_addresses: string[] expected";
-                }
-                if (message.mtu != null && $Object.hasOwnProperty.call(message, "mtu"))
-                    if (!$util.isInteger(message.mtu))
-                        return "mtu: integer expected";
-                return null;
-            };
-
             NicSpec.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.NicSpec)
                     return object;
@@ -7806,22 +6911,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            InstanceGpu.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.uuid != null && $Object.hasOwnProperty.call(message, "uuid"))
-                    if (!$util.isString(message.uuid))
-                        return "uuid: string expected";
-                if (message.pci_bus_id != null && $Object.hasOwnProperty.call(message, "pci_bus_id"))
-                    if (!$util.isString(message.pci_bus_id))
-                        return "pci_bus_id: string expected";
-                return null;
             };
 
             InstanceGpu.fromObject = function (object, _depth) {
@@ -7992,28 +7081,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            Placement.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.cpus != null && $Object.hasOwnProperty.call(message, "cpus"))
-                    if (!$util.isString(message.cpus))
-                        return "cpus: string expected";
-                if (message.mems != null && $Object.hasOwnProperty.call(message, "mems"))
-                    if (!$util.isString(message.mems))
-                        return "mems: string expected";
-                if (message.hugepages != null && $Object.hasOwnProperty.call(message, "hugepages"))
-                    if (typeof message.hugepages !== "number" || (message.hugepages | 0) !== message.hugepages)
-                        return "hugepages: enum value expected";
-                if (message.balloon != null && $Object.hasOwnProperty.call(message, "balloon"))
-                    if (typeof message.balloon !== "boolean")
-                        return "balloon: boolean expected";
-                return null;
             };
 
             Placement.fromObject = function (object, _depth) {
@@ -8209,25 +7276,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            VolumeSpec.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.id != null && $Object.hasOwnProperty.call(message, "id"))
-                    if (!$util.isString(message.id))
-                        return "id: string expected";
-                if (message.size_bytes != null && $Object.hasOwnProperty.call(message, "size_bytes"))
-                    if (!$util.isInteger(message.size_bytes) && !(message.size_bytes && $util.isInteger(message.size_bytes.low) && $util.isInteger(message.size_bytes.high)))
-                        return "size_bytes: integer|Long expected";
-                if (message.serial != null && $Object.hasOwnProperty.call(message, "serial"))
-                    if (!$util.isString(message.serial))
-                        return "serial: string expected";
-                return null;
-            };
-
             VolumeSpec.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.VolumeSpec)
                     return object;
@@ -8394,22 +7442,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            VolumeAttachment.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.volume_id != null && $Object.hasOwnProperty.call(message, "volume_id"))
-                    if (!$util.isString(message.volume_id))
-                        return "volume_id: string expected";
-                if (message.read_only != null && $Object.hasOwnProperty.call(message, "read_only"))
-                    if (typeof message.read_only !== "boolean")
-                        return "read_only: boolean expected";
-                return null;
             };
 
             VolumeAttachment.fromObject = function (object, _depth) {
@@ -8604,34 +7636,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            SnapshotRef.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.url != null && $Object.hasOwnProperty.call(message, "url"))
-                    if (!$util.isString(message.url))
-                        return "url: string expected";
-                if (message.sha256 != null && $Object.hasOwnProperty.call(message, "sha256"))
-                    if (!$util.isString(message.sha256))
-                        return "sha256: string expected";
-                if (message.runtime != null && $Object.hasOwnProperty.call(message, "runtime"))
-                    if (!$util.isString(message.runtime))
-                        return "runtime: string expected";
-                if (message.include_memory != null && $Object.hasOwnProperty.call(message, "include_memory"))
-                    if (typeof message.include_memory !== "boolean")
-                        return "include_memory: boolean expected";
-                if (message.cpu_model != null && $Object.hasOwnProperty.call(message, "cpu_model"))
-                    if (!$util.isString(message.cpu_model))
-                        return "cpu_model: string expected";
-                if (message.size_bytes != null && $Object.hasOwnProperty.call(message, "size_bytes"))
-                    if (!$util.isInteger(message.size_bytes) && !(message.size_bytes && $util.isInteger(message.size_bytes.low) && $util.isInteger(message.size_bytes.high)))
-                        return "size_bytes: integer|Long expected";
-                return null;
             };
 
             SnapshotRef.fromObject = function (object, _depth) {
@@ -8850,40 +7854,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            AccessSection.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.exec_ticket_jwks != null && $Object.hasOwnProperty.call(message, "exec_ticket_jwks"))
-                    if (!$util.isString(message.exec_ticket_jwks))
-                        return "exec_ticket_jwks: string expected";
-                if (message.ssh_ca_keys != null && $Object.hasOwnProperty.call(message, "ssh_ca_keys")) {
-                    if (!$Array.isArray(message.ssh_ca_keys))
-                        return "ssh_ca_keys: array expected";
-                    for (let i = 0; i < message.ssh_ca_keys.length; ++i)
-                        if (!$util.isString(message.ssh_ca_keys[i]))
-                            return "ssh_ca_keys: string[] expected";
-                }
-                if (message.principals != null && $Object.hasOwnProperty.call(message, "principals")) {
-                    if (!$Array.isArray(message.principals))
-                        return "principals: array expected";
-                    for (let i = 0; i < message.principals.length; ++i)
-                        if (!$util.isString(message.principals[i]))
-                            return "principals: string[] expected";
-                }
-                if (message.revoked_serials != null && $Object.hasOwnProperty.call(message, "revoked_serials")) {
-                    if (!$Array.isArray(message.revoked_serials))
-                        return "revoked_serials: array expected";
-                    for (let i = 0; i < message.revoked_serials.length; ++i)
-                        if (!$util.isInteger(message.revoked_serials[i]) && !(message.revoked_serials[i] && $util.isInteger(message.revoked_serials[i].low) && $util.isInteger(message.revoked_serials[i].high)))
-                            return "revoked_serials: integer|Long[] expected";
-                }
-                return null;
             };
 
             AccessSection.fromObject = function (object, _depth) {
@@ -9131,33 +8101,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            TelemetrySection.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.otlp_endpoint != null && $Object.hasOwnProperty.call(message, "otlp_endpoint"))
-                    if (!$util.isString(message.otlp_endpoint))
-                        return "otlp_endpoint: string expected";
-                if (message.export_interval_ms != null && $Object.hasOwnProperty.call(message, "export_interval_ms"))
-                    if (!$util.isInteger(message.export_interval_ms))
-                        return "export_interval_ms: integer expected";
-                if (message.resource_attributes != null && $Object.hasOwnProperty.call(message, "resource_attributes")) {
-                    if (!$util.isObject(message.resource_attributes))
-                        return "resource_attributes: object expected";
-                    let key = $Object.keys(message.resource_attributes);
-                    for (let i = 0; i < key.length; ++i)
-                        if (!$util.isString(message.resource_attributes[key[i]]))
-                            return "resource_attributes: string{k:string} expected";
-                }
-                if (message.headers_secret_ref != null && $Object.hasOwnProperty.call(message, "headers_secret_ref"))
-                    if (!$util.isString(message.headers_secret_ref))
-                        return "headers_secret_ref: string expected";
-                return null;
-            };
-
             TelemetrySection.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.TelemetrySection)
                     return object;
@@ -9355,28 +8298,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            DaemonSection.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.version != null && $Object.hasOwnProperty.call(message, "version"))
-                    if (!$util.isString(message.version))
-                        return "version: string expected";
-                if (message.url != null && $Object.hasOwnProperty.call(message, "url"))
-                    if (!$util.isString(message.url))
-                        return "url: string expected";
-                if (message.sha256 != null && $Object.hasOwnProperty.call(message, "sha256"))
-                    if (!$util.isString(message.sha256))
-                        return "sha256: string expected";
-                if (message.signature != null && $Object.hasOwnProperty.call(message, "signature"))
-                    if (!(message.signature && typeof message.signature.length === "number" || $util.isString(message.signature)))
-                        return "signature: buffer expected";
-                return null;
-            };
-
             DaemonSection.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.DaemonSection)
                     return object;
@@ -9557,43 +8478,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            SiteSection.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.boot_leases != null && $Object.hasOwnProperty.call(message, "boot_leases")) {
-                    if (!$Array.isArray(message.boot_leases))
-                        return "boot_leases: array expected";
-                    for (let i = 0; i < message.boot_leases.length; ++i) {
-                        let error = $root.bcd.v1.BootLease.verify(message.boot_leases[i], _depth + 1);
-                        if (error)
-                            return "boot_leases." + error;
-                    }
-                }
-                if (message.cache_images != null && $Object.hasOwnProperty.call(message, "cache_images")) {
-                    if (!$Array.isArray(message.cache_images))
-                        return "cache_images: array expected";
-                    for (let i = 0; i < message.cache_images.length; ++i) {
-                        let error = $root.bcd.v1.CacheImage.verify(message.cache_images[i], _depth + 1);
-                        if (error)
-                            return "cache_images." + error;
-                    }
-                }
-                if (message.proxy_targets != null && $Object.hasOwnProperty.call(message, "proxy_targets")) {
-                    if (!$Array.isArray(message.proxy_targets))
-                        return "proxy_targets: array expected";
-                    for (let i = 0; i < message.proxy_targets.length; ++i) {
-                        let error = $root.bcd.v1.ProxyTarget.verify(message.proxy_targets[i], _depth + 1);
-                        if (error)
-                            return "proxy_targets." + error;
-                    }
-                }
-                return null;
             };
 
             SiteSection.fromObject = function (object, _depth) {
@@ -9863,47 +8747,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BootLease.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.node_id != null && $Object.hasOwnProperty.call(message, "node_id"))
-                    if (!$util.isString(message.node_id))
-                        return "node_id: string expected";
-                if (message.macs != null && $Object.hasOwnProperty.call(message, "macs")) {
-                    if (!$Array.isArray(message.macs))
-                        return "macs: array expected";
-                    for (let i = 0; i < message.macs.length; ++i)
-                        if (!$util.isString(message.macs[i]))
-                            return "macs: string[] expected";
-                }
-                if (message.mode != null && $Object.hasOwnProperty.call(message, "mode"))
-                    if (typeof message.mode !== "number" || (message.mode | 0) !== message.mode)
-                        return "mode: enum value expected";
-                if (message.kernel_url != null && $Object.hasOwnProperty.call(message, "kernel_url"))
-                    if (!$util.isString(message.kernel_url))
-                        return "kernel_url: string expected";
-                if (message.kernel_sha256 != null && $Object.hasOwnProperty.call(message, "kernel_sha256"))
-                    if (!$util.isString(message.kernel_sha256))
-                        return "kernel_sha256: string expected";
-                if (message.initrd_url != null && $Object.hasOwnProperty.call(message, "initrd_url"))
-                    if (!$util.isString(message.initrd_url))
-                        return "initrd_url: string expected";
-                if (message.initrd_sha256 != null && $Object.hasOwnProperty.call(message, "initrd_sha256"))
-                    if (!$util.isString(message.initrd_sha256))
-                        return "initrd_sha256: string expected";
-                if (message.cmdline != null && $Object.hasOwnProperty.call(message, "cmdline"))
-                    if (!$util.isString(message.cmdline))
-                        return "cmdline: string expected";
-                if (message.expires_at_ms != null && $Object.hasOwnProperty.call(message, "expires_at_ms"))
-                    if (!$util.isInteger(message.expires_at_ms) && !(message.expires_at_ms && $util.isInteger(message.expires_at_ms.low) && $util.isInteger(message.expires_at_ms.high)))
-                        return "expires_at_ms: integer|Long expected";
-                return null;
-            };
-
             BootLease.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.BootLease)
                     return object;
@@ -10146,25 +8989,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            CacheImage.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.url != null && $Object.hasOwnProperty.call(message, "url"))
-                    if (!$util.isString(message.url))
-                        return "url: string expected";
-                if (message.sha256 != null && $Object.hasOwnProperty.call(message, "sha256"))
-                    if (!$util.isString(message.sha256))
-                        return "sha256: string expected";
-                if (message.format != null && $Object.hasOwnProperty.call(message, "format"))
-                    if (!$util.isString(message.format))
-                        return "format: string expected";
-                return null;
-            };
-
             CacheImage.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.CacheImage)
                     return object;
@@ -10329,33 +9153,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            ProxyTarget.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.node_id != null && $Object.hasOwnProperty.call(message, "node_id"))
-                    if (!$util.isString(message.node_id))
-                        return "node_id: string expected";
-                if (message.addresses != null && $Object.hasOwnProperty.call(message, "addresses")) {
-                    if (!$Array.isArray(message.addresses))
-                        return "addresses: array expected";
-                    for (let i = 0; i < message.addresses.length; ++i)
-                        if (!$util.isString(message.addresses[i]))
-                            return "addresses: string[] expected";
-                }
-                if (message.names != null && $Object.hasOwnProperty.call(message, "names")) {
-                    if (!$Array.isArray(message.names))
-                        return "names: array expected";
-                    for (let i = 0; i < message.names.length; ++i)
-                        if (!$util.isString(message.names[i]))
-                            return "names: string[] expected";
-                }
-                return null;
             };
 
             ProxyTarget.fromObject = function (object, _depth) {
@@ -10524,28 +9321,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            EventBatch.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.journal_id != null && $Object.hasOwnProperty.call(message, "journal_id"))
-                    if (!$util.isString(message.journal_id))
-                        return "journal_id: string expected";
-                if (message.events != null && $Object.hasOwnProperty.call(message, "events")) {
-                    if (!$Array.isArray(message.events))
-                        return "events: array expected";
-                    for (let i = 0; i < message.events.length; ++i) {
-                        let error = $root.bcd.v1.Event.verify(message.events[i], _depth + 1);
-                        if (error)
-                            return "events." + error;
-                    }
-                }
-                return null;
             };
 
             EventBatch.fromObject = function (object, _depth) {
@@ -10763,57 +9538,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            Event.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                let properties = {};
-                if (message.seq != null && $Object.hasOwnProperty.call(message, "seq"))
-                    if (!$util.isInteger(message.seq) && !(message.seq && $util.isInteger(message.seq.low) && $util.isInteger(message.seq.high)))
-                        return "seq: integer|Long expected";
-                if (message.event_class != null && $Object.hasOwnProperty.call(message, "event_class"))
-                    if (typeof message.event_class !== "number" || (message.event_class | 0) !== message.event_class)
-                        return "event_class: enum value expected";
-                if (message.type != null && $Object.hasOwnProperty.call(message, "type"))
-                    if (!$util.isString(message.type))
-                        return "type: string expected";
-                if (message.age_ms != null && $Object.hasOwnProperty.call(message, "age_ms"))
-                    if (!$util.isInteger(message.age_ms) && !(message.age_ms && $util.isInteger(message.age_ms.low) && $util.isInteger(message.age_ms.high)))
-                        return "age_ms: integer|Long expected";
-                if (message.attested_report != null && $Object.hasOwnProperty.call(message, "attested_report")) {
-                    properties.body = 1;
-                    {
-                        let error = $root.bcd.v1.AttestedReport.verify(message.attested_report, _depth + 1);
-                        if (error)
-                            return "attested_report." + error;
-                    }
-                }
-                if (message.metric != null && $Object.hasOwnProperty.call(message, "metric")) {
-                    if (properties.body === 1)
-                        return "body: multiple values";
-                    properties.body = 1;
-                    {
-                        let error = $root.bcd.v1.MetricSample.verify(message.metric, _depth + 1);
-                        if (error)
-                            return "metric." + error;
-                    }
-                }
-                if (message.transition != null && $Object.hasOwnProperty.call(message, "transition")) {
-                    if (properties.body === 1)
-                        return "body: multiple values";
-                    properties.body = 1;
-                    {
-                        let error = $root.bcd.v1.Transition.verify(message.transition, _depth + 1);
-                        if (error)
-                            return "transition." + error;
-                    }
-                }
-                return null;
             };
 
             Event.fromObject = function (object, _depth) {
@@ -11064,22 +9788,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            AttestedReport.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.body != null && $Object.hasOwnProperty.call(message, "body"))
-                    if (!(message.body && typeof message.body.length === "number" || $util.isString(message.body)))
-                        return "body: buffer expected";
-                if (message.node_sig != null && $Object.hasOwnProperty.call(message, "node_sig"))
-                    if (!(message.node_sig && typeof message.node_sig.length === "number" || $util.isString(message.node_sig)))
-                        return "node_sig: buffer expected";
-                return null;
-            };
-
             AttestedReport.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.AttestedReport)
                     return object;
@@ -11279,51 +9987,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            ReportBody.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                let properties = {};
-                if (message.node_id != null && $Object.hasOwnProperty.call(message, "node_id"))
-                    if (!$util.isString(message.node_id))
-                        return "node_id: string expected";
-                if (message.generation != null && $Object.hasOwnProperty.call(message, "generation"))
-                    if (!$util.isInteger(message.generation) && !(message.generation && $util.isInteger(message.generation.low) && $util.isInteger(message.generation.high)))
-                        return "generation: integer|Long expected";
-                if (message.allocation_bound != null && $Object.hasOwnProperty.call(message, "allocation_bound")) {
-                    properties.report = 1;
-                    {
-                        let error = $root.bcd.v1.AllocationBound.verify(message.allocation_bound, _depth + 1);
-                        if (error)
-                            return "allocation_bound." + error;
-                    }
-                }
-                if (message.allocation_released != null && $Object.hasOwnProperty.call(message, "allocation_released")) {
-                    if (properties.report === 1)
-                        return "report: multiple values";
-                    properties.report = 1;
-                    {
-                        let error = $root.bcd.v1.AllocationReleased.verify(message.allocation_released, _depth + 1);
-                        if (error)
-                            return "allocation_released." + error;
-                    }
-                }
-                if (message.allocation_failed != null && $Object.hasOwnProperty.call(message, "allocation_failed")) {
-                    if (properties.report === 1)
-                        return "report: multiple values";
-                    properties.report = 1;
-                    {
-                        let error = $root.bcd.v1.AllocationFailed.verify(message.allocation_failed, _depth + 1);
-                        if (error)
-                            return "allocation_failed." + error;
-                    }
-                }
-                return null;
             };
 
             ReportBody.fromObject = function (object, _depth) {
@@ -11544,38 +10207,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            AllocationBound.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.allocation_id != null && $Object.hasOwnProperty.call(message, "allocation_id"))
-                    if (!$util.isString(message.allocation_id))
-                        return "allocation_id: string expected";
-                if (message.cdi_devices != null && $Object.hasOwnProperty.call(message, "cdi_devices")) {
-                    if (!$Array.isArray(message.cdi_devices))
-                        return "cdi_devices: array expected";
-                    for (let i = 0; i < message.cdi_devices.length; ++i)
-                        if (!$util.isString(message.cdi_devices[i]))
-                            return "cdi_devices: string[] expected";
-                }
-                if (message.devices != null && $Object.hasOwnProperty.call(message, "devices")) {
-                    if (!$Array.isArray(message.devices))
-                        return "devices: array expected";
-                    for (let i = 0; i < message.devices.length; ++i) {
-                        let error = $root.bcd.v1.Device.verify(message.devices[i], _depth + 1);
-                        if (error)
-                            return "devices." + error;
-                    }
-                }
-                if (message.cgroup_parent != null && $Object.hasOwnProperty.call(message, "cgroup_parent"))
-                    if (!$util.isString(message.cgroup_parent))
-                        return "cgroup_parent: string expected";
-                return null;
-            };
-
             AllocationBound.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.AllocationBound)
                     return object;
@@ -11741,19 +10372,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            AllocationReleased.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.allocation_id != null && $Object.hasOwnProperty.call(message, "allocation_id"))
-                    if (!$util.isString(message.allocation_id))
-                        return "allocation_id: string expected";
-                return null;
-            };
-
             AllocationReleased.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.AllocationReleased)
                     return object;
@@ -11903,25 +10521,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            AllocationFailed.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.allocation_id != null && $Object.hasOwnProperty.call(message, "allocation_id"))
-                    if (!$util.isString(message.allocation_id))
-                        return "allocation_id: string expected";
-                if (message.reason != null && $Object.hasOwnProperty.call(message, "reason"))
-                    if (!$util.isString(message.reason))
-                        return "reason: string expected";
-                if (message.message != null && $Object.hasOwnProperty.call(message, "message"))
-                    if (!$util.isString(message.message))
-                        return "message: string expected";
-                return null;
             };
 
             AllocationFailed.fromObject = function (object, _depth) {
@@ -12115,30 +10714,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            MetricSample.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.name != null && $Object.hasOwnProperty.call(message, "name"))
-                    if (!$util.isString(message.name))
-                        return "name: string expected";
-                if (message.value != null && $Object.hasOwnProperty.call(message, "value"))
-                    if (typeof message.value !== "number")
-                        return "value: number expected";
-                if (message.attributes != null && $Object.hasOwnProperty.call(message, "attributes")) {
-                    if (!$util.isObject(message.attributes))
-                        return "attributes: object expected";
-                    let key = $Object.keys(message.attributes);
-                    for (let i = 0; i < key.length; ++i)
-                        if (!$util.isString(message.attributes[key[i]]))
-                            return "attributes: string{k:string} expected";
-                }
-                return null;
             };
 
             MetricSample.fromObject = function (object, _depth) {
@@ -12344,31 +10919,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            Transition.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.subject != null && $Object.hasOwnProperty.call(message, "subject"))
-                    if (!$util.isString(message.subject))
-                        return "subject: string expected";
-                if (message.from != null && $Object.hasOwnProperty.call(message, "from"))
-                    if (!$util.isString(message.from))
-                        return "from: string expected";
-                if (message.to != null && $Object.hasOwnProperty.call(message, "to"))
-                    if (!$util.isString(message.to))
-                        return "to: string expected";
-                if (message.reason != null && $Object.hasOwnProperty.call(message, "reason"))
-                    if (!$util.isString(message.reason))
-                        return "reason: string expected";
-                if (message.message != null && $Object.hasOwnProperty.call(message, "message"))
-                    if (!$util.isString(message.message))
-                        return "message: string expected";
-                return null;
-            };
-
             Transition.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.Transition)
                     return object;
@@ -12522,23 +11072,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            GpuResetPayload.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.gpu_uuids != null && $Object.hasOwnProperty.call(message, "gpu_uuids")) {
-                    if (!$Array.isArray(message.gpu_uuids))
-                        return "gpu_uuids: array expected";
-                    for (let i = 0; i < message.gpu_uuids.length; ++i)
-                        if (!$util.isString(message.gpu_uuids[i]))
-                            return "gpu_uuids: string[] expected";
-                }
-                return null;
-            };
-
             GpuResetPayload.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.GpuResetPayload)
                     return object;
@@ -12672,25 +11205,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            GpuResetResult.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.gpus != null && $Object.hasOwnProperty.call(message, "gpus")) {
-                    if (!$Array.isArray(message.gpus))
-                        return "gpus: array expected";
-                    for (let i = 0; i < message.gpus.length; ++i) {
-                        let error = $root.bcd.v1.GpuResetOutcome.verify(message.gpus[i], _depth + 1);
-                        if (error)
-                            return "gpus." + error;
-                    }
-                }
-                return null;
             };
 
             GpuResetResult.fromObject = function (object, _depth) {
@@ -12866,28 +11380,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            GpuResetOutcome.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.gpu_uuid != null && $Object.hasOwnProperty.call(message, "gpu_uuid"))
-                    if (!$util.isString(message.gpu_uuid))
-                        return "gpu_uuid: string expected";
-                if (message.reset != null && $Object.hasOwnProperty.call(message, "reset"))
-                    if (typeof message.reset !== "boolean")
-                        return "reset: boolean expected";
-                if (message.message != null && $Object.hasOwnProperty.call(message, "message"))
-                    if (!$util.isString(message.message))
-                        return "message: string expected";
-                if (message.healthy != null && $Object.hasOwnProperty.call(message, "healthy"))
-                    if (typeof message.healthy !== "boolean")
-                        return "healthy: boolean expected";
-                return null;
-            };
-
             GpuResetOutcome.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.GpuResetOutcome)
                     return object;
@@ -13035,23 +11527,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            DiagNvmlPayload.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.gpu_uuids != null && $Object.hasOwnProperty.call(message, "gpu_uuids")) {
-                    if (!$Array.isArray(message.gpu_uuids))
-                        return "gpu_uuids: array expected";
-                    for (let i = 0; i < message.gpu_uuids.length; ++i)
-                        if (!$util.isString(message.gpu_uuids[i]))
-                            return "gpu_uuids: string[] expected";
-                }
-                return null;
-            };
-
             DiagNvmlPayload.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.DiagNvmlPayload)
                     return object;
@@ -13185,25 +11660,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            DiagNvmlResult.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.gpus != null && $Object.hasOwnProperty.call(message, "gpus")) {
-                    if (!$Array.isArray(message.gpus))
-                        return "gpus: array expected";
-                    for (let i = 0; i < message.gpus.length; ++i) {
-                        let error = $root.bcd.v1.GpuDiagnosis.verify(message.gpus[i], _depth + 1);
-                        if (error)
-                            return "gpus." + error;
-                    }
-                }
-                return null;
             };
 
             DiagNvmlResult.fromObject = function (object, _depth) {
@@ -13440,55 +11896,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            GpuDiagnosis.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.gpu_uuid != null && $Object.hasOwnProperty.call(message, "gpu_uuid"))
-                    if (!$util.isString(message.gpu_uuid))
-                        return "gpu_uuid: string expected";
-                if (message.healthy != null && $Object.hasOwnProperty.call(message, "healthy"))
-                    if (typeof message.healthy !== "boolean")
-                        return "healthy: boolean expected";
-                if (message.problems != null && $Object.hasOwnProperty.call(message, "problems")) {
-                    if (!$Array.isArray(message.problems))
-                        return "problems: array expected";
-                    for (let i = 0; i < message.problems.length; ++i)
-                        if (!$util.isString(message.problems[i]))
-                            return "problems: string[] expected";
-                }
-                if (message.temperature_c != null && $Object.hasOwnProperty.call(message, "temperature_c"))
-                    if (!$util.isInteger(message.temperature_c))
-                        return "temperature_c: integer expected";
-                if (message.power_w != null && $Object.hasOwnProperty.call(message, "power_w"))
-                    if (typeof message.power_w !== "number")
-                        return "power_w: number expected";
-                if (message.ecc != null && $Object.hasOwnProperty.call(message, "ecc")) {
-                    let error = $root.bcd.v1.EccHealth.verify(message.ecc, _depth + 1);
-                    if (error)
-                        return "ecc." + error;
-                }
-                if (message.remap != null && $Object.hasOwnProperty.call(message, "remap")) {
-                    let error = $root.bcd.v1.RemapHealth.verify(message.remap, _depth + 1);
-                    if (error)
-                        return "remap." + error;
-                }
-                if (message.xids != null && $Object.hasOwnProperty.call(message, "xids")) {
-                    if (!$Array.isArray(message.xids))
-                        return "xids: array expected";
-                    for (let i = 0; i < message.xids.length; ++i)
-                        if (!$util.isInteger(message.xids[i]))
-                            return "xids: integer[] expected";
-                }
-                if (message.pci_bus_id != null && $Object.hasOwnProperty.call(message, "pci_bus_id"))
-                    if (!$util.isString(message.pci_bus_id))
-                        return "pci_bus_id: string expected";
-                return null;
-            };
-
             GpuDiagnosis.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.GpuDiagnosis)
                     return object;
@@ -13698,26 +12105,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            DiagDcgmPayload.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.gpu_uuids != null && $Object.hasOwnProperty.call(message, "gpu_uuids")) {
-                    if (!$Array.isArray(message.gpu_uuids))
-                        return "gpu_uuids: array expected";
-                    for (let i = 0; i < message.gpu_uuids.length; ++i)
-                        if (!$util.isString(message.gpu_uuids[i]))
-                            return "gpu_uuids: string[] expected";
-                }
-                if (message.level != null && $Object.hasOwnProperty.call(message, "level"))
-                    if (!$util.isInteger(message.level))
-                        return "level: integer expected";
-                return null;
-            };
-
             DiagDcgmPayload.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.DiagDcgmPayload)
                     return object;
@@ -13882,31 +12269,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            DiagDcgmResult.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.passed != null && $Object.hasOwnProperty.call(message, "passed"))
-                    if (typeof message.passed !== "boolean")
-                        return "passed: boolean expected";
-                if (message.tests != null && $Object.hasOwnProperty.call(message, "tests")) {
-                    if (!$Array.isArray(message.tests))
-                        return "tests: array expected";
-                    for (let i = 0; i < message.tests.length; ++i) {
-                        let error = $root.bcd.v1.DcgmTestResult.verify(message.tests[i], _depth + 1);
-                        if (error)
-                            return "tests." + error;
-                    }
-                }
-                if (message.raw_json != null && $Object.hasOwnProperty.call(message, "raw_json"))
-                    if (!$util.isString(message.raw_json))
-                        return "raw_json: string expected";
-                return null;
             };
 
             DiagDcgmResult.fromObject = function (object, _depth) {
@@ -14096,28 +12458,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            DcgmTestResult.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.name != null && $Object.hasOwnProperty.call(message, "name"))
-                    if (!$util.isString(message.name))
-                        return "name: string expected";
-                if (message.gpu_uuid != null && $Object.hasOwnProperty.call(message, "gpu_uuid"))
-                    if (!$util.isString(message.gpu_uuid))
-                        return "gpu_uuid: string expected";
-                if (message.result != null && $Object.hasOwnProperty.call(message, "result"))
-                    if (!$util.isString(message.result))
-                        return "result: string expected";
-                if (message.message != null && $Object.hasOwnProperty.call(message, "message"))
-                    if (!$util.isString(message.message))
-                        return "message: string expected";
-                return null;
-            };
-
             DcgmTestResult.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.DcgmTestResult)
                     return object;
@@ -14264,19 +12604,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            InventoryRefreshPayload.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.include_health != null && $Object.hasOwnProperty.call(message, "include_health"))
-                    if (typeof message.include_health !== "boolean")
-                        return "include_health: boolean expected";
-                return null;
-            };
-
             InventoryRefreshPayload.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.InventoryRefreshPayload)
                     return object;
@@ -14399,21 +12726,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            InventoryRefreshResult.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.inventory != null && $Object.hasOwnProperty.call(message, "inventory")) {
-                    let error = $root.bcd.v1.Inventory.verify(message.inventory, _depth + 1);
-                    if (error)
-                        return "inventory." + error;
-                }
-                return null;
             };
 
             InventoryRefreshResult.fromObject = function (object, _depth) {
@@ -14700,84 +13012,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            Inventory.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.hostname != null && $Object.hasOwnProperty.call(message, "hostname"))
-                    if (!$util.isString(message.hostname))
-                        return "hostname: string expected";
-                if (message.boot_id != null && $Object.hasOwnProperty.call(message, "boot_id"))
-                    if (!$util.isString(message.boot_id))
-                        return "boot_id: string expected";
-                if (message.kernel != null && $Object.hasOwnProperty.call(message, "kernel"))
-                    if (!$util.isString(message.kernel))
-                        return "kernel: string expected";
-                if (message.os_release != null && $Object.hasOwnProperty.call(message, "os_release"))
-                    if (!$util.isString(message.os_release))
-                        return "os_release: string expected";
-                if (message.system_vendor != null && $Object.hasOwnProperty.call(message, "system_vendor"))
-                    if (!$util.isString(message.system_vendor))
-                        return "system_vendor: string expected";
-                if (message.system_product != null && $Object.hasOwnProperty.call(message, "system_product"))
-                    if (!$util.isString(message.system_product))
-                        return "system_product: string expected";
-                if (message.system_serial != null && $Object.hasOwnProperty.call(message, "system_serial"))
-                    if (!$util.isString(message.system_serial))
-                        return "system_serial: string expected";
-                if (message.cpu != null && $Object.hasOwnProperty.call(message, "cpu")) {
-                    let error = $root.bcd.v1.CpuInventory.verify(message.cpu, _depth + 1);
-                    if (error)
-                        return "cpu." + error;
-                }
-                if (message.memory_bytes != null && $Object.hasOwnProperty.call(message, "memory_bytes"))
-                    if (!$util.isInteger(message.memory_bytes) && !(message.memory_bytes && $util.isInteger(message.memory_bytes.low) && $util.isInteger(message.memory_bytes.high)))
-                        return "memory_bytes: integer|Long expected";
-                if (message.numa_nodes != null && $Object.hasOwnProperty.call(message, "numa_nodes")) {
-                    if (!$Array.isArray(message.numa_nodes))
-                        return "numa_nodes: array expected";
-                    for (let i = 0; i < message.numa_nodes.length; ++i) {
-                        let error = $root.bcd.v1.NumaNode.verify(message.numa_nodes[i], _depth + 1);
-                        if (error)
-                            return "numa_nodes." + error;
-                    }
-                }
-                if (message.disks != null && $Object.hasOwnProperty.call(message, "disks")) {
-                    if (!$Array.isArray(message.disks))
-                        return "disks: array expected";
-                    for (let i = 0; i < message.disks.length; ++i) {
-                        let error = $root.bcd.v1.DiskInfo.verify(message.disks[i], _depth + 1);
-                        if (error)
-                            return "disks." + error;
-                    }
-                }
-                if (message.nics != null && $Object.hasOwnProperty.call(message, "nics")) {
-                    if (!$Array.isArray(message.nics))
-                        return "nics: array expected";
-                    for (let i = 0; i < message.nics.length; ++i) {
-                        let error = $root.bcd.v1.NicInfo.verify(message.nics[i], _depth + 1);
-                        if (error)
-                            return "nics." + error;
-                    }
-                }
-                if (message.gpus != null && $Object.hasOwnProperty.call(message, "gpus")) {
-                    if (!$Array.isArray(message.gpus))
-                        return "gpus: array expected";
-                    for (let i = 0; i < message.gpus.length; ++i) {
-                        let error = $root.bcd.v1.GpuInfo.verify(message.gpus[i], _depth + 1);
-                        if (error)
-                            return "gpus." + error;
-                    }
-                }
-                if (message.gpu_driver_version != null && $Object.hasOwnProperty.call(message, "gpu_driver_version"))
-                    if (!$util.isString(message.gpu_driver_version))
-                        return "gpu_driver_version: string expected";
-                return null;
             };
 
             Inventory.fromObject = function (object, _depth) {
@@ -15095,35 +13329,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            CpuInventory.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.model != null && $Object.hasOwnProperty.call(message, "model"))
-                    if (!$util.isString(message.model))
-                        return "model: string expected";
-                if (message.sockets != null && $Object.hasOwnProperty.call(message, "sockets"))
-                    if (!$util.isInteger(message.sockets))
-                        return "sockets: integer expected";
-                if (message.cores != null && $Object.hasOwnProperty.call(message, "cores"))
-                    if (!$util.isInteger(message.cores))
-                        return "cores: integer expected";
-                if (message.threads != null && $Object.hasOwnProperty.call(message, "threads"))
-                    if (!$util.isInteger(message.threads))
-                        return "threads: integer expected";
-                if (message.flags != null && $Object.hasOwnProperty.call(message, "flags")) {
-                    if (!$Array.isArray(message.flags))
-                        return "flags: array expected";
-                    for (let i = 0; i < message.flags.length; ++i)
-                        if (!$util.isString(message.flags[i]))
-                            return "flags: string[] expected";
-                }
-                return null;
-            };
-
             CpuInventory.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.CpuInventory)
                     return object;
@@ -15354,37 +13559,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            NumaNode.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.id != null && $Object.hasOwnProperty.call(message, "id"))
-                    if (!$util.isInteger(message.id))
-                        return "id: integer expected";
-                if (message.cpus != null && $Object.hasOwnProperty.call(message, "cpus"))
-                    if (!$util.isString(message.cpus))
-                        return "cpus: string expected";
-                if (message.memory_bytes != null && $Object.hasOwnProperty.call(message, "memory_bytes"))
-                    if (!$util.isInteger(message.memory_bytes) && !(message.memory_bytes && $util.isInteger(message.memory_bytes.low) && $util.isInteger(message.memory_bytes.high)))
-                        return "memory_bytes: integer|Long expected";
-                if (message.hugepages_2mi_total != null && $Object.hasOwnProperty.call(message, "hugepages_2mi_total"))
-                    if (!$util.isInteger(message.hugepages_2mi_total) && !(message.hugepages_2mi_total && $util.isInteger(message.hugepages_2mi_total.low) && $util.isInteger(message.hugepages_2mi_total.high)))
-                        return "hugepages_2mi_total: integer|Long expected";
-                if (message.hugepages_2mi_free != null && $Object.hasOwnProperty.call(message, "hugepages_2mi_free"))
-                    if (!$util.isInteger(message.hugepages_2mi_free) && !(message.hugepages_2mi_free && $util.isInteger(message.hugepages_2mi_free.low) && $util.isInteger(message.hugepages_2mi_free.high)))
-                        return "hugepages_2mi_free: integer|Long expected";
-                if (message.hugepages_1gi_total != null && $Object.hasOwnProperty.call(message, "hugepages_1gi_total"))
-                    if (!$util.isInteger(message.hugepages_1gi_total) && !(message.hugepages_1gi_total && $util.isInteger(message.hugepages_1gi_total.low) && $util.isInteger(message.hugepages_1gi_total.high)))
-                        return "hugepages_1gi_total: integer|Long expected";
-                if (message.hugepages_1gi_free != null && $Object.hasOwnProperty.call(message, "hugepages_1gi_free"))
-                    if (!$util.isInteger(message.hugepages_1gi_free) && !(message.hugepages_1gi_free && $util.isInteger(message.hugepages_1gi_free.low) && $util.isInteger(message.hugepages_1gi_free.high)))
-                        return "hugepages_1gi_free: integer|Long expected";
-                return null;
             };
 
             NumaNode.fromObject = function (object, _depth) {
@@ -15715,40 +13889,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            DiskInfo.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.name != null && $Object.hasOwnProperty.call(message, "name"))
-                    if (!$util.isString(message.name))
-                        return "name: string expected";
-                if (message.by_id != null && $Object.hasOwnProperty.call(message, "by_id"))
-                    if (!$util.isString(message.by_id))
-                        return "by_id: string expected";
-                if (message.model != null && $Object.hasOwnProperty.call(message, "model"))
-                    if (!$util.isString(message.model))
-                        return "model: string expected";
-                if (message.serial != null && $Object.hasOwnProperty.call(message, "serial"))
-                    if (!$util.isString(message.serial))
-                        return "serial: string expected";
-                if (message.size_bytes != null && $Object.hasOwnProperty.call(message, "size_bytes"))
-                    if (!$util.isInteger(message.size_bytes) && !(message.size_bytes && $util.isInteger(message.size_bytes.low) && $util.isInteger(message.size_bytes.high)))
-                        return "size_bytes: integer|Long expected";
-                if (message.rotational != null && $Object.hasOwnProperty.call(message, "rotational"))
-                    if (typeof message.rotational !== "boolean")
-                        return "rotational: boolean expected";
-                if (message.transport != null && $Object.hasOwnProperty.call(message, "transport"))
-                    if (!$util.isString(message.transport))
-                        return "transport: string expected";
-                if (message.numa_node != null && $Object.hasOwnProperty.call(message, "numa_node"))
-                    if (!$util.isInteger(message.numa_node))
-                        return "numa_node: integer expected";
-                return null;
-            };
-
             DiskInfo.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.DiskInfo)
                     return object;
@@ -16018,44 +14158,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            NicInfo.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.name != null && $Object.hasOwnProperty.call(message, "name"))
-                    if (!$util.isString(message.name))
-                        return "name: string expected";
-                if (message.mac != null && $Object.hasOwnProperty.call(message, "mac"))
-                    if (!$util.isString(message.mac))
-                        return "mac: string expected";
-                if (message.speed_mbps != null && $Object.hasOwnProperty.call(message, "speed_mbps"))
-                    if (!$util.isInteger(message.speed_mbps))
-                        return "speed_mbps: integer expected";
-                if (message.pci_bus_id != null && $Object.hasOwnProperty.call(message, "pci_bus_id"))
-                    if (!$util.isString(message.pci_bus_id))
-                        return "pci_bus_id: string expected";
-                if (message.numa_node != null && $Object.hasOwnProperty.call(message, "numa_node"))
-                    if (!$util.isInteger(message.numa_node))
-                        return "numa_node: integer expected";
-                if (message.driver != null && $Object.hasOwnProperty.call(message, "driver"))
-                    if (!$util.isString(message.driver))
-                        return "driver: string expected";
-                if (message.addresses != null && $Object.hasOwnProperty.call(message, "addresses")) {
-                    if (!$Array.isArray(message.addresses))
-                        return "addresses: array expected";
-                    for (let i = 0; i < message.addresses.length; ++i)
-                        if (!$util.isString(message.addresses[i]))
-                            return "addresses: string[] expected";
-                }
-                if (message.link_up != null && $Object.hasOwnProperty.call(message, "link_up"))
-                    if (typeof message.link_up !== "boolean")
-                        return "link_up: boolean expected";
-                return null;
             };
 
             NicInfo.fromObject = function (object, _depth) {
@@ -16351,59 +14453,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            GpuInfo.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.uuid != null && $Object.hasOwnProperty.call(message, "uuid"))
-                    if (!$util.isString(message.uuid))
-                        return "uuid: string expected";
-                if (message.name != null && $Object.hasOwnProperty.call(message, "name"))
-                    if (!$util.isString(message.name))
-                        return "name: string expected";
-                if (message.pci_bus_id != null && $Object.hasOwnProperty.call(message, "pci_bus_id"))
-                    if (!$util.isString(message.pci_bus_id))
-                        return "pci_bus_id: string expected";
-                if (message.numa_node != null && $Object.hasOwnProperty.call(message, "numa_node"))
-                    if (!$util.isInteger(message.numa_node))
-                        return "numa_node: integer expected";
-                if (message.memory_bytes != null && $Object.hasOwnProperty.call(message, "memory_bytes"))
-                    if (!$util.isInteger(message.memory_bytes) && !(message.memory_bytes && $util.isInteger(message.memory_bytes.low) && $util.isInteger(message.memory_bytes.high)))
-                        return "memory_bytes: integer|Long expected";
-                if (message.vbios_version != null && $Object.hasOwnProperty.call(message, "vbios_version"))
-                    if (!$util.isString(message.vbios_version))
-                        return "vbios_version: string expected";
-                if (message.mig_enabled != null && $Object.hasOwnProperty.call(message, "mig_enabled"))
-                    if (typeof message.mig_enabled !== "boolean")
-                        return "mig_enabled: boolean expected";
-                if (message.mig_instances != null && $Object.hasOwnProperty.call(message, "mig_instances")) {
-                    if (!$Array.isArray(message.mig_instances))
-                        return "mig_instances: array expected";
-                    for (let i = 0; i < message.mig_instances.length; ++i) {
-                        let error = $root.bcd.v1.MigInstance.verify(message.mig_instances[i], _depth + 1);
-                        if (error)
-                            return "mig_instances." + error;
-                    }
-                }
-                if (message.ecc != null && $Object.hasOwnProperty.call(message, "ecc")) {
-                    let error = $root.bcd.v1.EccHealth.verify(message.ecc, _depth + 1);
-                    if (error)
-                        return "ecc." + error;
-                }
-                if (message.remap != null && $Object.hasOwnProperty.call(message, "remap")) {
-                    let error = $root.bcd.v1.RemapHealth.verify(message.remap, _depth + 1);
-                    if (error)
-                        return "remap." + error;
-                }
-                if (message.index != null && $Object.hasOwnProperty.call(message, "index"))
-                    if (!$util.isInteger(message.index))
-                        return "index: integer expected";
-                return null;
-            };
-
             GpuInfo.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.GpuInfo)
                     return object;
@@ -16671,31 +14720,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            MigInstance.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.uuid != null && $Object.hasOwnProperty.call(message, "uuid"))
-                    if (!$util.isString(message.uuid))
-                        return "uuid: string expected";
-                if (message.gpu_instance != null && $Object.hasOwnProperty.call(message, "gpu_instance"))
-                    if (!$util.isInteger(message.gpu_instance))
-                        return "gpu_instance: integer expected";
-                if (message.compute_instance != null && $Object.hasOwnProperty.call(message, "compute_instance"))
-                    if (!$util.isInteger(message.compute_instance))
-                        return "compute_instance: integer expected";
-                if (message.profile != null && $Object.hasOwnProperty.call(message, "profile"))
-                    if (!$util.isString(message.profile))
-                        return "profile: string expected";
-                if (message.memory_bytes != null && $Object.hasOwnProperty.call(message, "memory_bytes"))
-                    if (!$util.isInteger(message.memory_bytes) && !(message.memory_bytes && $util.isInteger(message.memory_bytes.low) && $util.isInteger(message.memory_bytes.high)))
-                        return "memory_bytes: integer|Long expected";
-                return null;
-            };
-
             MigInstance.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.MigInstance)
                     return object;
@@ -16910,31 +14934,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            EccHealth.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.enabled != null && $Object.hasOwnProperty.call(message, "enabled"))
-                    if (typeof message.enabled !== "boolean")
-                        return "enabled: boolean expected";
-                if (message.volatile_correctable != null && $Object.hasOwnProperty.call(message, "volatile_correctable"))
-                    if (!$util.isInteger(message.volatile_correctable) && !(message.volatile_correctable && $util.isInteger(message.volatile_correctable.low) && $util.isInteger(message.volatile_correctable.high)))
-                        return "volatile_correctable: integer|Long expected";
-                if (message.volatile_uncorrectable != null && $Object.hasOwnProperty.call(message, "volatile_uncorrectable"))
-                    if (!$util.isInteger(message.volatile_uncorrectable) && !(message.volatile_uncorrectable && $util.isInteger(message.volatile_uncorrectable.low) && $util.isInteger(message.volatile_uncorrectable.high)))
-                        return "volatile_uncorrectable: integer|Long expected";
-                if (message.aggregate_correctable != null && $Object.hasOwnProperty.call(message, "aggregate_correctable"))
-                    if (!$util.isInteger(message.aggregate_correctable) && !(message.aggregate_correctable && $util.isInteger(message.aggregate_correctable.low) && $util.isInteger(message.aggregate_correctable.high)))
-                        return "aggregate_correctable: integer|Long expected";
-                if (message.aggregate_uncorrectable != null && $Object.hasOwnProperty.call(message, "aggregate_uncorrectable"))
-                    if (!$util.isInteger(message.aggregate_uncorrectable) && !(message.aggregate_uncorrectable && $util.isInteger(message.aggregate_uncorrectable.low) && $util.isInteger(message.aggregate_uncorrectable.high)))
-                        return "aggregate_uncorrectable: integer|Long expected";
-                return null;
             };
 
             EccHealth.fromObject = function (object, _depth) {
@@ -17189,28 +15188,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            RemapHealth.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.correctable_rows != null && $Object.hasOwnProperty.call(message, "correctable_rows"))
-                    if (!$util.isInteger(message.correctable_rows) && !(message.correctable_rows && $util.isInteger(message.correctable_rows.low) && $util.isInteger(message.correctable_rows.high)))
-                        return "correctable_rows: integer|Long expected";
-                if (message.uncorrectable_rows != null && $Object.hasOwnProperty.call(message, "uncorrectable_rows"))
-                    if (!$util.isInteger(message.uncorrectable_rows) && !(message.uncorrectable_rows && $util.isInteger(message.uncorrectable_rows.low) && $util.isInteger(message.uncorrectable_rows.high)))
-                        return "uncorrectable_rows: integer|Long expected";
-                if (message.pending != null && $Object.hasOwnProperty.call(message, "pending"))
-                    if (typeof message.pending !== "boolean")
-                        return "pending: boolean expected";
-                if (message.failed != null && $Object.hasOwnProperty.call(message, "failed"))
-                    if (typeof message.failed !== "boolean")
-                        return "failed: boolean expected";
-                return null;
-            };
-
             RemapHealth.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.RemapHealth)
                     return object;
@@ -17389,19 +15366,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            NodeRebootPayload.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.reason != null && $Object.hasOwnProperty.call(message, "reason"))
-                    if (!$util.isString(message.reason))
-                        return "reason: string expected";
-                return null;
-            };
-
             NodeRebootPayload.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.NodeRebootPayload)
                     return object;
@@ -17539,22 +15503,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            NodeRebootResult.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.previous_boot_id != null && $Object.hasOwnProperty.call(message, "previous_boot_id"))
-                    if (!$util.isString(message.previous_boot_id))
-                        return "previous_boot_id: string expected";
-                if (message.rebooted != null && $Object.hasOwnProperty.call(message, "rebooted"))
-                    if (typeof message.rebooted !== "boolean")
-                        return "rebooted: boolean expected";
-                return null;
             };
 
             NodeRebootResult.fromObject = function (object, _depth) {
@@ -17723,34 +15671,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            LogsCollectPayload.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.upload_url != null && $Object.hasOwnProperty.call(message, "upload_url"))
-                    if (!$util.isString(message.upload_url))
-                        return "upload_url: string expected";
-                if (message.sources != null && $Object.hasOwnProperty.call(message, "sources")) {
-                    if (!$Array.isArray(message.sources))
-                        return "sources: array expected";
-                    for (let i = 0; i < message.sources.length; ++i)
-                        if (!$util.isString(message.sources[i]))
-                            return "sources: string[] expected";
-                }
-                if (message.since != null && $Object.hasOwnProperty.call(message, "since")) {
-                    let error = $root.google.protobuf.Timestamp.verify(message.since, _depth + 1);
-                    if (error)
-                        return "since." + error;
-                }
-                if (message.max_bytes != null && $Object.hasOwnProperty.call(message, "max_bytes"))
-                    if (!$util.isInteger(message.max_bytes) && !(message.max_bytes && $util.isInteger(message.max_bytes.low) && $util.isInteger(message.max_bytes.high)))
-                        return "max_bytes: integer|Long expected";
-                return null;
             };
 
             LogsCollectPayload.fromObject = function (object, _depth) {
@@ -17962,32 +15882,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            LogsCollectResult.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.uploaded_bytes != null && $Object.hasOwnProperty.call(message, "uploaded_bytes"))
-                    if (!$util.isInteger(message.uploaded_bytes) && !(message.uploaded_bytes && $util.isInteger(message.uploaded_bytes.low) && $util.isInteger(message.uploaded_bytes.high)))
-                        return "uploaded_bytes: integer|Long expected";
-                if (message.sha256 != null && $Object.hasOwnProperty.call(message, "sha256"))
-                    if (!$util.isString(message.sha256))
-                        return "sha256: string expected";
-                if (message.included != null && $Object.hasOwnProperty.call(message, "included")) {
-                    if (!$Array.isArray(message.included))
-                        return "included: array expected";
-                    for (let i = 0; i < message.included.length; ++i)
-                        if (!$util.isString(message.included[i]))
-                            return "included: string[] expected";
-                }
-                if (message.truncated != null && $Object.hasOwnProperty.call(message, "truncated"))
-                    if (typeof message.truncated !== "boolean")
-                        return "truncated: boolean expected";
-                return null;
-            };
-
             LogsCollectResult.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.LogsCollectResult)
                     return object;
@@ -18182,25 +16076,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            InstanceSnapshotPayload.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.instance_id != null && $Object.hasOwnProperty.call(message, "instance_id"))
-                    if (!$util.isString(message.instance_id))
-                        return "instance_id: string expected";
-                if (message.include_memory != null && $Object.hasOwnProperty.call(message, "include_memory"))
-                    if (typeof message.include_memory !== "boolean")
-                        return "include_memory: boolean expected";
-                if (message.upload_url != null && $Object.hasOwnProperty.call(message, "upload_url"))
-                    if (!$util.isString(message.upload_url))
-                        return "upload_url: string expected";
-                return null;
-            };
-
             InstanceSnapshotPayload.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.InstanceSnapshotPayload)
                     return object;
@@ -18387,31 +16262,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            InstanceSnapshotResult.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.sha256 != null && $Object.hasOwnProperty.call(message, "sha256"))
-                    if (!$util.isString(message.sha256))
-                        return "sha256: string expected";
-                if (message.size_bytes != null && $Object.hasOwnProperty.call(message, "size_bytes"))
-                    if (!$util.isInteger(message.size_bytes) && !(message.size_bytes && $util.isInteger(message.size_bytes.low) && $util.isInteger(message.size_bytes.high)))
-                        return "size_bytes: integer|Long expected";
-                if (message.runtime != null && $Object.hasOwnProperty.call(message, "runtime"))
-                    if (!$util.isString(message.runtime))
-                        return "runtime: string expected";
-                if (message.include_memory != null && $Object.hasOwnProperty.call(message, "include_memory"))
-                    if (typeof message.include_memory !== "boolean")
-                        return "include_memory: boolean expected";
-                if (message.cpu_model != null && $Object.hasOwnProperty.call(message, "cpu_model"))
-                    if (!$util.isString(message.cpu_model))
-                        return "cpu_model: string expected";
-                return null;
             };
 
             InstanceSnapshotResult.fromObject = function (object, _depth) {
@@ -18606,25 +16456,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            DriverInvokePayload.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.driver != null && $Object.hasOwnProperty.call(message, "driver"))
-                    if (!$util.isString(message.driver))
-                        return "driver: string expected";
-                if (message.operation != null && $Object.hasOwnProperty.call(message, "operation"))
-                    if (!$util.isString(message.operation))
-                        return "operation: string expected";
-                if (message.input_json != null && $Object.hasOwnProperty.call(message, "input_json"))
-                    if (!$util.isString(message.input_json))
-                        return "input_json: string expected";
-                return null;
-            };
-
             DriverInvokePayload.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.DriverInvokePayload)
                     return object;
@@ -18763,19 +16594,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            DriverInvokeResult.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.output_json != null && $Object.hasOwnProperty.call(message, "output_json"))
-                    if (!$util.isString(message.output_json))
-                        return "output_json: string expected";
-                return null;
             };
 
             DriverInvokeResult.fromObject = function (object, _depth) {
@@ -18939,28 +16757,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            DaemonUpgradePayload.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.version != null && $Object.hasOwnProperty.call(message, "version"))
-                    if (!$util.isString(message.version))
-                        return "version: string expected";
-                if (message.url != null && $Object.hasOwnProperty.call(message, "url"))
-                    if (!$util.isString(message.url))
-                        return "url: string expected";
-                if (message.sha256 != null && $Object.hasOwnProperty.call(message, "sha256"))
-                    if (!$util.isString(message.sha256))
-                        return "sha256: string expected";
-                if (message.signature != null && $Object.hasOwnProperty.call(message, "signature"))
-                    if (!(message.signature && typeof message.signature.length === "number" || $util.isString(message.signature)))
-                        return "signature: buffer expected";
-                return null;
             };
 
             DaemonUpgradePayload.fromObject = function (object, _depth) {
@@ -19128,22 +16924,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            DaemonUpgradeResult.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.previous_version != null && $Object.hasOwnProperty.call(message, "previous_version"))
-                    if (!$util.isString(message.previous_version))
-                        return "previous_version: string expected";
-                if (message.version != null && $Object.hasOwnProperty.call(message, "version"))
-                    if (!$util.isString(message.version))
-                        return "version: string expected";
-                return null;
             };
 
             DaemonUpgradeResult.fromObject = function (object, _depth) {
@@ -19370,55 +17150,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            Certificate.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.serial != null && $Object.hasOwnProperty.call(message, "serial"))
-                    if (!$util.isInteger(message.serial) && !(message.serial && $util.isInteger(message.serial.low) && $util.isInteger(message.serial.high)))
-                        return "serial: integer|Long expected";
-                if (message.subject != null && $Object.hasOwnProperty.call(message, "subject"))
-                    if (!$util.isString(message.subject))
-                        return "subject: string expected";
-                if (message.public_key != null && $Object.hasOwnProperty.call(message, "public_key"))
-                    if (!(message.public_key && typeof message.public_key.length === "number" || $util.isString(message.public_key)))
-                        return "public_key: buffer expected";
-                if (message.issuer_key_id != null && $Object.hasOwnProperty.call(message, "issuer_key_id"))
-                    if (!$util.isString(message.issuer_key_id))
-                        return "issuer_key_id: string expected";
-                if (message.not_before != null && $Object.hasOwnProperty.call(message, "not_before")) {
-                    let error = $root.google.protobuf.Timestamp.verify(message.not_before, _depth + 1);
-                    if (error)
-                        return "not_before." + error;
-                }
-                if (message.not_after != null && $Object.hasOwnProperty.call(message, "not_after")) {
-                    let error = $root.google.protobuf.Timestamp.verify(message.not_after, _depth + 1);
-                    if (error)
-                        return "not_after." + error;
-                }
-                if (message.purposes != null && $Object.hasOwnProperty.call(message, "purposes")) {
-                    if (!$Array.isArray(message.purposes))
-                        return "purposes: array expected";
-                    for (let i = 0; i < message.purposes.length; ++i)
-                        if (!$util.isString(message.purposes[i]))
-                            return "purposes: string[] expected";
-                }
-                if (message.role != null && $Object.hasOwnProperty.call(message, "role"))
-                    if (!$util.isString(message.role))
-                        return "role: string expected";
-                if (message.allowed_kinds != null && $Object.hasOwnProperty.call(message, "allowed_kinds")) {
-                    if (!$Array.isArray(message.allowed_kinds))
-                        return "allowed_kinds: array expected";
-                    for (let i = 0; i < message.allowed_kinds.length; ++i)
-                        if (!$util.isString(message.allowed_kinds[i]))
-                            return "allowed_kinds: string[] expected";
-                }
-                return null;
             };
 
             Certificate.fromObject = function (object, _depth) {
@@ -19654,22 +17385,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            SignedCertificate.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.body != null && $Object.hasOwnProperty.call(message, "body"))
-                    if (!(message.body && typeof message.body.length === "number" || $util.isString(message.body)))
-                        return "body: buffer expected";
-                if (message.signature != null && $Object.hasOwnProperty.call(message, "signature"))
-                    if (!(message.signature && typeof message.signature.length === "number" || $util.isString(message.signature)))
-                        return "signature: buffer expected";
-                return null;
-            };
-
             SignedCertificate.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.SignedCertificate)
                     return object;
@@ -19844,25 +17559,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            PublicKey.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.key_id != null && $Object.hasOwnProperty.call(message, "key_id"))
-                    if (!$util.isString(message.key_id))
-                        return "key_id: string expected";
-                if (message.public_key != null && $Object.hasOwnProperty.call(message, "public_key"))
-                    if (!(message.public_key && typeof message.public_key.length === "number" || $util.isString(message.public_key)))
-                        return "public_key: buffer expected";
-                if (message.name != null && $Object.hasOwnProperty.call(message, "name"))
-                    if (!$util.isString(message.name))
-                        return "name: string expected";
-                return null;
             };
 
             PublicKey.fromObject = function (object, _depth) {
@@ -20088,61 +17784,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            TrustBundle.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.version != null && $Object.hasOwnProperty.call(message, "version"))
-                    if (!$util.isInteger(message.version) && !(message.version && $util.isInteger(message.version.low) && $util.isInteger(message.version.high)))
-                        return "version: integer|Long expected";
-                if (message.node_ca_roots != null && $Object.hasOwnProperty.call(message, "node_ca_roots")) {
-                    if (!$Array.isArray(message.node_ca_roots))
-                        return "node_ca_roots: array expected";
-                    for (let i = 0; i < message.node_ca_roots.length; ++i) {
-                        let error = $root.bcd.v1.PublicKey.verify(message.node_ca_roots[i], _depth + 1);
-                        if (error)
-                            return "node_ca_roots." + error;
-                    }
-                }
-                if (message.command_signing_roots != null && $Object.hasOwnProperty.call(message, "command_signing_roots")) {
-                    if (!$Array.isArray(message.command_signing_roots))
-                        return "command_signing_roots: array expected";
-                    for (let i = 0; i < message.command_signing_roots.length; ++i) {
-                        let error = $root.bcd.v1.PublicKey.verify(message.command_signing_roots[i], _depth + 1);
-                        if (error)
-                            return "command_signing_roots." + error;
-                    }
-                }
-                if (message.approver_keys != null && $Object.hasOwnProperty.call(message, "approver_keys")) {
-                    if (!$Array.isArray(message.approver_keys))
-                        return "approver_keys: array expected";
-                    for (let i = 0; i < message.approver_keys.length; ++i) {
-                        let error = $root.bcd.v1.PublicKey.verify(message.approver_keys[i], _depth + 1);
-                        if (error)
-                            return "approver_keys." + error;
-                    }
-                }
-                if (message.approver_threshold != null && $Object.hasOwnProperty.call(message, "approver_threshold"))
-                    if (!$util.isInteger(message.approver_threshold))
-                        return "approver_threshold: integer expected";
-                if (message.unbatched_destructive_per_hour != null && $Object.hasOwnProperty.call(message, "unbatched_destructive_per_hour"))
-                    if (!$util.isInteger(message.unbatched_destructive_per_hour))
-                        return "unbatched_destructive_per_hour: integer expected";
-                if (message.node_certs != null && $Object.hasOwnProperty.call(message, "node_certs")) {
-                    if (!$Array.isArray(message.node_certs))
-                        return "node_certs: array expected";
-                    for (let i = 0; i < message.node_certs.length; ++i) {
-                        let error = $root.bcd.v1.SignedCertificate.verify(message.node_certs[i], _depth + 1);
-                        if (error)
-                            return "node_certs." + error;
-                    }
-                }
-                return null;
             };
 
             TrustBundle.fromObject = function (object, _depth) {
@@ -20442,95 +18083,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            NodeFrame.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                let properties = {};
-                if (message.hello != null && $Object.hasOwnProperty.call(message, "hello")) {
-                    properties.frame = 1;
-                    {
-                        let error = $root.bcd.v1.Hello.verify(message.hello, _depth + 1);
-                        if (error)
-                            return "hello." + error;
-                    }
-                }
-                if (message.heartbeat != null && $Object.hasOwnProperty.call(message, "heartbeat")) {
-                    if (properties.frame === 1)
-                        return "frame: multiple values";
-                    properties.frame = 1;
-                    {
-                        let error = $root.bcd.v1.Heartbeat.verify(message.heartbeat, _depth + 1);
-                        if (error)
-                            return "heartbeat." + error;
-                    }
-                }
-                if (message.status != null && $Object.hasOwnProperty.call(message, "status")) {
-                    if (properties.frame === 1)
-                        return "frame: multiple values";
-                    properties.frame = 1;
-                    {
-                        let error = $root.bcd.v1.StatusReport.verify(message.status, _depth + 1);
-                        if (error)
-                            return "status." + error;
-                    }
-                }
-                if (message.command_update != null && $Object.hasOwnProperty.call(message, "command_update")) {
-                    if (properties.frame === 1)
-                        return "frame: multiple values";
-                    properties.frame = 1;
-                    {
-                        let error = $root.bcd.v1.CommandUpdate.verify(message.command_update, _depth + 1);
-                        if (error)
-                            return "command_update." + error;
-                    }
-                }
-                if (message.event_batch != null && $Object.hasOwnProperty.call(message, "event_batch")) {
-                    if (properties.frame === 1)
-                        return "frame: multiple values";
-                    properties.frame = 1;
-                    {
-                        let error = $root.bcd.v1.EventBatch.verify(message.event_batch, _depth + 1);
-                        if (error)
-                            return "event_batch." + error;
-                    }
-                }
-                if (message.spec_request != null && $Object.hasOwnProperty.call(message, "spec_request")) {
-                    if (properties.frame === 1)
-                        return "frame: multiple values";
-                    properties.frame = 1;
-                    {
-                        let error = $root.bcd.v1.SpecRequest.verify(message.spec_request, _depth + 1);
-                        if (error)
-                            return "spec_request." + error;
-                    }
-                }
-                if (message.secret_request != null && $Object.hasOwnProperty.call(message, "secret_request")) {
-                    if (properties.frame === 1)
-                        return "frame: multiple values";
-                    properties.frame = 1;
-                    {
-                        let error = $root.bcd.v1.SecretRequest.verify(message.secret_request, _depth + 1);
-                        if (error)
-                            return "secret_request." + error;
-                    }
-                }
-                if (message.close != null && $Object.hasOwnProperty.call(message, "close")) {
-                    if (properties.frame === 1)
-                        return "frame: multiple values";
-                    properties.frame = 1;
-                    {
-                        let error = $root.bcd.v1.SessionClose.verify(message.close, _depth + 1);
-                        if (error)
-                            return "close." + error;
-                    }
-                }
-                return null;
-            };
-
             NodeFrame.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.NodeFrame)
                     return object;
@@ -20816,105 +18368,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            GatewayFrame.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                let properties = {};
-                if (message.challenge != null && $Object.hasOwnProperty.call(message, "challenge")) {
-                    properties.frame = 1;
-                    {
-                        let error = $root.bcd.v1.Challenge.verify(message.challenge, _depth + 1);
-                        if (error)
-                            return "challenge." + error;
-                    }
-                }
-                if (message.welcome != null && $Object.hasOwnProperty.call(message, "welcome")) {
-                    if (properties.frame === 1)
-                        return "frame: multiple values";
-                    properties.frame = 1;
-                    {
-                        let error = $root.bcd.v1.Welcome.verify(message.welcome, _depth + 1);
-                        if (error)
-                            return "welcome." + error;
-                    }
-                }
-                if (message.heartbeat != null && $Object.hasOwnProperty.call(message, "heartbeat")) {
-                    if (properties.frame === 1)
-                        return "frame: multiple values";
-                    properties.frame = 1;
-                    {
-                        let error = $root.bcd.v1.Heartbeat.verify(message.heartbeat, _depth + 1);
-                        if (error)
-                            return "heartbeat." + error;
-                    }
-                }
-                if (message.desired_state != null && $Object.hasOwnProperty.call(message, "desired_state")) {
-                    if (properties.frame === 1)
-                        return "frame: multiple values";
-                    properties.frame = 1;
-                    {
-                        let error = $root.bcd.v1.DesiredState.verify(message.desired_state, _depth + 1);
-                        if (error)
-                            return "desired_state." + error;
-                    }
-                }
-                if (message.command != null && $Object.hasOwnProperty.call(message, "command")) {
-                    if (properties.frame === 1)
-                        return "frame: multiple values";
-                    properties.frame = 1;
-                    {
-                        let error = $root.bcd.v1.Command.verify(message.command, _depth + 1);
-                        if (error)
-                            return "command." + error;
-                    }
-                }
-                if (message.cancel != null && $Object.hasOwnProperty.call(message, "cancel")) {
-                    if (properties.frame === 1)
-                        return "frame: multiple values";
-                    properties.frame = 1;
-                    {
-                        let error = $root.bcd.v1.Cancel.verify(message.cancel, _depth + 1);
-                        if (error)
-                            return "cancel." + error;
-                    }
-                }
-                if (message.ack != null && $Object.hasOwnProperty.call(message, "ack")) {
-                    if (properties.frame === 1)
-                        return "frame: multiple values";
-                    properties.frame = 1;
-                    {
-                        let error = $root.bcd.v1.Ack.verify(message.ack, _depth + 1);
-                        if (error)
-                            return "ack." + error;
-                    }
-                }
-                if (message.secret_response != null && $Object.hasOwnProperty.call(message, "secret_response")) {
-                    if (properties.frame === 1)
-                        return "frame: multiple values";
-                    properties.frame = 1;
-                    {
-                        let error = $root.bcd.v1.SecretResponse.verify(message.secret_response, _depth + 1);
-                        if (error)
-                            return "secret_response." + error;
-                    }
-                }
-                if (message.close != null && $Object.hasOwnProperty.call(message, "close")) {
-                    if (properties.frame === 1)
-                        return "frame: multiple values";
-                    properties.frame = 1;
-                    {
-                        let error = $root.bcd.v1.SessionClose.verify(message.close, _depth + 1);
-                        if (error)
-                            return "close." + error;
-                    }
-                }
-                return null;
-            };
-
             GatewayFrame.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.GatewayFrame)
                     return object;
@@ -21144,27 +18597,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            Challenge.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.nonce != null && $Object.hasOwnProperty.call(message, "nonce"))
-                    if (!(message.nonce && typeof message.nonce.length === "number" || $util.isString(message.nonce)))
-                        return "nonce: buffer expected";
-                if (message.gateway_id != null && $Object.hasOwnProperty.call(message, "gateway_id"))
-                    if (!$util.isString(message.gateway_id))
-                        return "gateway_id: string expected";
-                if (message.server_time != null && $Object.hasOwnProperty.call(message, "server_time")) {
-                    let error = $root.google.protobuf.Timestamp.verify(message.server_time, _depth + 1);
-                    if (error)
-                        return "server_time." + error;
-                }
-                return null;
             };
 
             Challenge.fromObject = function (object, _depth) {
@@ -21513,91 +18945,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            Hello.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.node_id != null && $Object.hasOwnProperty.call(message, "node_id"))
-                    if (!$util.isString(message.node_id))
-                        return "node_id: string expected";
-                if (message.role != null && $Object.hasOwnProperty.call(message, "role"))
-                    if (!$util.isString(message.role))
-                        return "role: string expected";
-                if (message.journal_id != null && $Object.hasOwnProperty.call(message, "journal_id"))
-                    if (!$util.isString(message.journal_id))
-                        return "journal_id: string expected";
-                if (message.boot_id != null && $Object.hasOwnProperty.call(message, "boot_id"))
-                    if (!$util.isString(message.boot_id))
-                        return "boot_id: string expected";
-                if (message.incarnation_id != null && $Object.hasOwnProperty.call(message, "incarnation_id"))
-                    if (!$util.isString(message.incarnation_id))
-                        return "incarnation_id: string expected";
-                if (message.applied_generation != null && $Object.hasOwnProperty.call(message, "applied_generation"))
-                    if (!$util.isInteger(message.applied_generation) && !(message.applied_generation && $util.isInteger(message.applied_generation.low) && $util.isInteger(message.applied_generation.high)))
-                        return "applied_generation: integer|Long expected";
-                if (message.applied_spec_hash != null && $Object.hasOwnProperty.call(message, "applied_spec_hash"))
-                    if (!$util.isString(message.applied_spec_hash))
-                        return "applied_spec_hash: string expected";
-                if (message.capabilities != null && $Object.hasOwnProperty.call(message, "capabilities")) {
-                    if (!$Array.isArray(message.capabilities))
-                        return "capabilities: array expected";
-                    for (let i = 0; i < message.capabilities.length; ++i)
-                        if (!$util.isString(message.capabilities[i]))
-                            return "capabilities: string[] expected";
-                }
-                if (message.runtimes != null && $Object.hasOwnProperty.call(message, "runtimes")) {
-                    if (!$Array.isArray(message.runtimes))
-                        return "runtimes: array expected";
-                    for (let i = 0; i < message.runtimes.length; ++i)
-                        if (!$util.isString(message.runtimes[i]))
-                            return "runtimes: string[] expected";
-                }
-                if (message.kinds != null && $Object.hasOwnProperty.call(message, "kinds")) {
-                    if (!$Array.isArray(message.kinds))
-                        return "kinds: array expected";
-                    for (let i = 0; i < message.kinds.length; ++i)
-                        if (!$util.isString(message.kinds[i]))
-                            return "kinds: string[] expected";
-                }
-                if (message.agent_version != null && $Object.hasOwnProperty.call(message, "agent_version"))
-                    if (!$util.isString(message.agent_version))
-                        return "agent_version: string expected";
-                if (message.protocol_version != null && $Object.hasOwnProperty.call(message, "protocol_version"))
-                    if (!$util.isInteger(message.protocol_version))
-                        return "protocol_version: integer expected";
-                if (message.unacked_results != null && $Object.hasOwnProperty.call(message, "unacked_results")) {
-                    if (!$Array.isArray(message.unacked_results))
-                        return "unacked_results: array expected";
-                    for (let i = 0; i < message.unacked_results.length; ++i) {
-                        let error = $root.bcd.v1.CommandUpdate.verify(message.unacked_results[i], _depth + 1);
-                        if (error)
-                            return "unacked_results." + error;
-                    }
-                }
-                if (message.last_event_seq != null && $Object.hasOwnProperty.call(message, "last_event_seq"))
-                    if (!$util.isInteger(message.last_event_seq) && !(message.last_event_seq && $util.isInteger(message.last_event_seq.low) && $util.isInteger(message.last_event_seq.high)))
-                        return "last_event_seq: integer|Long expected";
-                if (message.challenge_sig != null && $Object.hasOwnProperty.call(message, "challenge_sig"))
-                    if (!(message.challenge_sig && typeof message.challenge_sig.length === "number" || $util.isString(message.challenge_sig)))
-                        return "challenge_sig: buffer expected";
-                if (message.cert_chain != null && $Object.hasOwnProperty.call(message, "cert_chain")) {
-                    if (!$Array.isArray(message.cert_chain))
-                        return "cert_chain: array expected";
-                    for (let i = 0; i < message.cert_chain.length; ++i) {
-                        let error = $root.bcd.v1.SignedCertificate.verify(message.cert_chain[i], _depth + 1);
-                        if (error)
-                            return "cert_chain." + error;
-                    }
-                }
-                if (message.hostname != null && $Object.hasOwnProperty.call(message, "hostname"))
-                    if (!$util.isString(message.hostname))
-                        return "hostname: string expected";
-                return null;
             };
 
             Hello.fromObject = function (object, _depth) {
@@ -21971,43 +19318,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            Welcome.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.session_epoch != null && $Object.hasOwnProperty.call(message, "session_epoch"))
-                    if (!$util.isInteger(message.session_epoch) && !(message.session_epoch && $util.isInteger(message.session_epoch.low) && $util.isInteger(message.session_epoch.high)))
-                        return "session_epoch: integer|Long expected";
-                if (message.server_time != null && $Object.hasOwnProperty.call(message, "server_time")) {
-                    let error = $root.google.protobuf.Timestamp.verify(message.server_time, _depth + 1);
-                    if (error)
-                        return "server_time." + error;
-                }
-                if (message.trust_bundle != null && $Object.hasOwnProperty.call(message, "trust_bundle")) {
-                    let error = $root.bcd.v1.TrustBundle.verify(message.trust_bundle, _depth + 1);
-                    if (error)
-                        return "trust_bundle." + error;
-                }
-                if (message.ack != null && $Object.hasOwnProperty.call(message, "ack")) {
-                    let error = $root.bcd.v1.Ack.verify(message.ack, _depth + 1);
-                    if (error)
-                        return "ack." + error;
-                }
-                if (message.upgrade_only != null && $Object.hasOwnProperty.call(message, "upgrade_only"))
-                    if (typeof message.upgrade_only !== "boolean")
-                        return "upgrade_only: boolean expected";
-                if (message.heartbeat_interval_ms != null && $Object.hasOwnProperty.call(message, "heartbeat_interval_ms"))
-                    if (!$util.isInteger(message.heartbeat_interval_ms))
-                        return "heartbeat_interval_ms: integer expected";
-                if (message.gateway_id != null && $Object.hasOwnProperty.call(message, "gateway_id"))
-                    if (!$util.isString(message.gateway_id))
-                        return "gateway_id: string expected";
-                return null;
-            };
-
             Welcome.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.Welcome)
                     return object;
@@ -22201,24 +19511,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            Heartbeat.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.applied_generation != null && $Object.hasOwnProperty.call(message, "applied_generation"))
-                    if (!$util.isInteger(message.applied_generation) && !(message.applied_generation && $util.isInteger(message.applied_generation.low) && $util.isInteger(message.applied_generation.high)))
-                        return "applied_generation: integer|Long expected";
-                if (message.server_time != null && $Object.hasOwnProperty.call(message, "server_time")) {
-                    let error = $root.google.protobuf.Timestamp.verify(message.server_time, _depth + 1);
-                    if (error)
-                        return "server_time." + error;
-                }
-                return null;
             };
 
             Heartbeat.fromObject = function (object, _depth) {
@@ -22433,34 +19725,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            SecretRequest.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.request_id != null && $Object.hasOwnProperty.call(message, "request_id"))
-                    if (!$util.isString(message.request_id))
-                        return "request_id: string expected";
-                if (message.purpose != null && $Object.hasOwnProperty.call(message, "purpose"))
-                    if (!$util.isString(message.purpose))
-                        return "purpose: string expected";
-                if (message.ref != null && $Object.hasOwnProperty.call(message, "ref"))
-                    if (!$util.isString(message.ref))
-                        return "ref: string expected";
-                if (message.allocation_id != null && $Object.hasOwnProperty.call(message, "allocation_id"))
-                    if (!$util.isString(message.allocation_id))
-                        return "allocation_id: string expected";
-                if (message.instance_id != null && $Object.hasOwnProperty.call(message, "instance_id"))
-                    if (!$util.isString(message.instance_id))
-                        return "instance_id: string expected";
-                if (message.command_id != null && $Object.hasOwnProperty.call(message, "command_id"))
-                    if (!$util.isString(message.command_id))
-                        return "command_id: string expected";
-                return null;
-            };
-
             SecretRequest.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.SecretRequest)
                     return object;
@@ -22653,28 +19917,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            SecretResponse.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.request_id != null && $Object.hasOwnProperty.call(message, "request_id"))
-                    if (!$util.isString(message.request_id))
-                        return "request_id: string expected";
-                if (message.status != null && $Object.hasOwnProperty.call(message, "status"))
-                    if (typeof message.status !== "number" || (message.status | 0) !== message.status)
-                        return "status: enum value expected";
-                if (message.secret != null && $Object.hasOwnProperty.call(message, "secret"))
-                    if (!(message.secret && typeof message.secret.length === "number" || $util.isString(message.secret)))
-                        return "secret: buffer expected";
-                if (message.message != null && $Object.hasOwnProperty.call(message, "message"))
-                    if (!$util.isString(message.message))
-                        return "message: string expected";
-                return null;
             };
 
             SecretResponse.fromObject = function (object, _depth) {
@@ -22872,22 +20114,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            SessionClose.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.reason != null && $Object.hasOwnProperty.call(message, "reason"))
-                    if (!$util.isString(message.reason))
-                        return "reason: string expected";
-                if (message.message != null && $Object.hasOwnProperty.call(message, "message"))
-                    if (!$util.isString(message.message))
-                        return "message: string expected";
-                return null;
-            };
-
             SessionClose.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.SessionClose)
                     return object;
@@ -23080,34 +20306,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            JoinRequest.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.token != null && $Object.hasOwnProperty.call(message, "token"))
-                    if (!$util.isString(message.token))
-                        return "token: string expected";
-                if (message.public_key != null && $Object.hasOwnProperty.call(message, "public_key"))
-                    if (!(message.public_key && typeof message.public_key.length === "number" || $util.isString(message.public_key)))
-                        return "public_key: buffer expected";
-                if (message.role != null && $Object.hasOwnProperty.call(message, "role"))
-                    if (!$util.isString(message.role))
-                        return "role: string expected";
-                if (message.hostname != null && $Object.hasOwnProperty.call(message, "hostname"))
-                    if (!$util.isString(message.hostname))
-                        return "hostname: string expected";
-                if (message.agent_version != null && $Object.hasOwnProperty.call(message, "agent_version"))
-                    if (!$util.isString(message.agent_version))
-                        return "agent_version: string expected";
-                if (message.proof != null && $Object.hasOwnProperty.call(message, "proof"))
-                    if (!(message.proof && typeof message.proof.length === "number" || $util.isString(message.proof)))
-                        return "proof: buffer expected";
-                return null;
             };
 
             JoinRequest.fromObject = function (object, _depth) {
@@ -23318,36 +20516,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            JoinResponse.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.node_id != null && $Object.hasOwnProperty.call(message, "node_id"))
-                    if (!$util.isString(message.node_id))
-                        return "node_id: string expected";
-                if (message.cert_chain != null && $Object.hasOwnProperty.call(message, "cert_chain")) {
-                    if (!$Array.isArray(message.cert_chain))
-                        return "cert_chain: array expected";
-                    for (let i = 0; i < message.cert_chain.length; ++i) {
-                        let error = $root.bcd.v1.SignedCertificate.verify(message.cert_chain[i], _depth + 1);
-                        if (error)
-                            return "cert_chain." + error;
-                    }
-                }
-                if (message.trust_bundle != null && $Object.hasOwnProperty.call(message, "trust_bundle")) {
-                    let error = $root.bcd.v1.TrustBundle.verify(message.trust_bundle, _depth + 1);
-                    if (error)
-                        return "trust_bundle." + error;
-                }
-                if (message.gateway_url != null && $Object.hasOwnProperty.call(message, "gateway_url"))
-                    if (!$util.isString(message.gateway_url))
-                        return "gateway_url: string expected";
-                return null;
             };
 
             JoinResponse.fromObject = function (object, _depth) {
@@ -23600,65 +20768,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            StatusReport.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.observed_generation != null && $Object.hasOwnProperty.call(message, "observed_generation"))
-                    if (!$util.isInteger(message.observed_generation) && !(message.observed_generation && $util.isInteger(message.observed_generation.low) && $util.isInteger(message.observed_generation.high)))
-                        return "observed_generation: integer|Long expected";
-                if (message.applied_generation != null && $Object.hasOwnProperty.call(message, "applied_generation"))
-                    if (!$util.isInteger(message.applied_generation) && !(message.applied_generation && $util.isInteger(message.applied_generation.low) && $util.isInteger(message.applied_generation.high)))
-                        return "applied_generation: integer|Long expected";
-                if (message.applied_spec_hash != null && $Object.hasOwnProperty.call(message, "applied_spec_hash"))
-                    if (!$util.isString(message.applied_spec_hash))
-                        return "applied_spec_hash: string expected";
-                if (message.sections != null && $Object.hasOwnProperty.call(message, "sections")) {
-                    if (!$Array.isArray(message.sections))
-                        return "sections: array expected";
-                    for (let i = 0; i < message.sections.length; ++i) {
-                        let error = $root.bcd.v1.SectionStatus.verify(message.sections[i], _depth + 1);
-                        if (error)
-                            return "sections." + error;
-                    }
-                }
-                if (message.conditions != null && $Object.hasOwnProperty.call(message, "conditions")) {
-                    if (!$Array.isArray(message.conditions))
-                        return "conditions: array expected";
-                    for (let i = 0; i < message.conditions.length; ++i) {
-                        let error = $root.bcd.v1.Condition.verify(message.conditions[i], _depth + 1);
-                        if (error)
-                            return "conditions." + error;
-                    }
-                }
-                if (message.instances != null && $Object.hasOwnProperty.call(message, "instances")) {
-                    if (!$Array.isArray(message.instances))
-                        return "instances: array expected";
-                    for (let i = 0; i < message.instances.length; ++i) {
-                        let error = $root.bcd.v1.InstanceStatus.verify(message.instances[i], _depth + 1);
-                        if (error)
-                            return "instances." + error;
-                    }
-                }
-                if (message.instances_complete != null && $Object.hasOwnProperty.call(message, "instances_complete"))
-                    if (typeof message.instances_complete !== "boolean")
-                        return "instances_complete: boolean expected";
-                if (message.volume_storage != null && $Object.hasOwnProperty.call(message, "volume_storage")) {
-                    let error = $root.bcd.v1.VolumeStorage.verify(message.volume_storage, _depth + 1);
-                    if (error)
-                        return "volume_storage." + error;
-                }
-                if (message.host_pressure != null && $Object.hasOwnProperty.call(message, "host_pressure")) {
-                    let error = $root.bcd.v1.HostPressure.verify(message.host_pressure, _depth + 1);
-                    if (error)
-                        return "host_pressure." + error;
-                }
-                return null;
             };
 
             StatusReport.fromObject = function (object, _depth) {
@@ -23953,31 +21062,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            SectionStatus.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.section != null && $Object.hasOwnProperty.call(message, "section"))
-                    if (!$util.isString(message.section))
-                        return "section: string expected";
-                if (message.state != null && $Object.hasOwnProperty.call(message, "state"))
-                    if (typeof message.state !== "number" || (message.state | 0) !== message.state)
-                        return "state: enum value expected";
-                if (message.generation != null && $Object.hasOwnProperty.call(message, "generation"))
-                    if (!$util.isInteger(message.generation) && !(message.generation && $util.isInteger(message.generation.low) && $util.isInteger(message.generation.high)))
-                        return "generation: integer|Long expected";
-                if (message.reason != null && $Object.hasOwnProperty.call(message, "reason"))
-                    if (!$util.isString(message.reason))
-                        return "reason: string expected";
-                if (message.message != null && $Object.hasOwnProperty.call(message, "message"))
-                    if (!$util.isString(message.message))
-                        return "message: string expected";
-                return null;
-            };
-
             SectionStatus.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.SectionStatus)
                     return object;
@@ -24237,34 +21321,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            Condition.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.type != null && $Object.hasOwnProperty.call(message, "type"))
-                    if (!$util.isString(message.type))
-                        return "type: string expected";
-                if (message.status != null && $Object.hasOwnProperty.call(message, "status"))
-                    if (!$util.isString(message.status))
-                        return "status: string expected";
-                if (message.reason != null && $Object.hasOwnProperty.call(message, "reason"))
-                    if (!$util.isString(message.reason))
-                        return "reason: string expected";
-                if (message.message != null && $Object.hasOwnProperty.call(message, "message"))
-                    if (!$util.isString(message.message))
-                        return "message: string expected";
-                if (message.age_ms != null && $Object.hasOwnProperty.call(message, "age_ms"))
-                    if (!$util.isInteger(message.age_ms) && !(message.age_ms && $util.isInteger(message.age_ms.low) && $util.isInteger(message.age_ms.high)))
-                        return "age_ms: integer|Long expected";
-                if (message.subject != null && $Object.hasOwnProperty.call(message, "subject"))
-                    if (!$util.isString(message.subject))
-                        return "subject: string expected";
-                return null;
             };
 
             Condition.fromObject = function (object, _depth) {
@@ -24547,46 +21603,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            InstanceStatus.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.id != null && $Object.hasOwnProperty.call(message, "id"))
-                    if (!$util.isString(message.id))
-                        return "id: string expected";
-                if (message.runtime != null && $Object.hasOwnProperty.call(message, "runtime"))
-                    if (!$util.isString(message.runtime))
-                        return "runtime: string expected";
-                if (message.state != null && $Object.hasOwnProperty.call(message, "state"))
-                    if (typeof message.state !== "number" || (message.state | 0) !== message.state)
-                        return "state: enum value expected";
-                if (message.message != null && $Object.hasOwnProperty.call(message, "message"))
-                    if (!$util.isString(message.message))
-                        return "message: string expected";
-                if (message.managed != null && $Object.hasOwnProperty.call(message, "managed"))
-                    if (typeof message.managed !== "boolean")
-                        return "managed: boolean expected";
-                if (message.identity_rebound_ref != null && $Object.hasOwnProperty.call(message, "identity_rebound_ref"))
-                    if (!$util.isString(message.identity_rebound_ref))
-                        return "identity_rebound_ref: string expected";
-                if (message.vcpus != null && $Object.hasOwnProperty.call(message, "vcpus"))
-                    if (!$util.isInteger(message.vcpus))
-                        return "vcpus: integer expected";
-                if (message.memory_bytes != null && $Object.hasOwnProperty.call(message, "memory_bytes"))
-                    if (!$util.isInteger(message.memory_bytes) && !(message.memory_bytes && $util.isInteger(message.memory_bytes.low) && $util.isInteger(message.memory_bytes.high)))
-                        return "memory_bytes: integer|Long expected";
-                if (message.balloon_reclaimed_bytes != null && $Object.hasOwnProperty.call(message, "balloon_reclaimed_bytes"))
-                    if (!$util.isInteger(message.balloon_reclaimed_bytes) && !(message.balloon_reclaimed_bytes && $util.isInteger(message.balloon_reclaimed_bytes.low) && $util.isInteger(message.balloon_reclaimed_bytes.high)))
-                        return "balloon_reclaimed_bytes: integer|Long expected";
-                if (message.generation != null && $Object.hasOwnProperty.call(message, "generation"))
-                    if (!$util.isInteger(message.generation) && !(message.generation && $util.isInteger(message.generation.low) && $util.isInteger(message.generation.high)))
-                        return "generation: integer|Long expected";
-                return null;
             };
 
             InstanceStatus.fromObject = function (object, _depth) {
@@ -24905,31 +21921,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            VolumeStorage.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.total_bytes != null && $Object.hasOwnProperty.call(message, "total_bytes"))
-                    if (!$util.isInteger(message.total_bytes) && !(message.total_bytes && $util.isInteger(message.total_bytes.low) && $util.isInteger(message.total_bytes.high)))
-                        return "total_bytes: integer|Long expected";
-                if (message.available_bytes != null && $Object.hasOwnProperty.call(message, "available_bytes"))
-                    if (!$util.isInteger(message.available_bytes) && !(message.available_bytes && $util.isInteger(message.available_bytes.low) && $util.isInteger(message.available_bytes.high)))
-                        return "available_bytes: integer|Long expected";
-                if (message.reserved_bytes != null && $Object.hasOwnProperty.call(message, "reserved_bytes"))
-                    if (!$util.isInteger(message.reserved_bytes) && !(message.reserved_bytes && $util.isInteger(message.reserved_bytes.low) && $util.isInteger(message.reserved_bytes.high)))
-                        return "reserved_bytes: integer|Long expected";
-                if (message.committed_bytes != null && $Object.hasOwnProperty.call(message, "committed_bytes"))
-                    if (!$util.isInteger(message.committed_bytes) && !(message.committed_bytes && $util.isInteger(message.committed_bytes.low) && $util.isInteger(message.committed_bytes.high)))
-                        return "committed_bytes: integer|Long expected";
-                if (message.outstanding_bytes != null && $Object.hasOwnProperty.call(message, "outstanding_bytes"))
-                    if (!$util.isInteger(message.outstanding_bytes) && !(message.outstanding_bytes && $util.isInteger(message.outstanding_bytes.low) && $util.isInteger(message.outstanding_bytes.high)))
-                        return "outstanding_bytes: integer|Long expected";
-                return null;
-            };
-
             VolumeStorage.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.VolumeStorage)
                     return object;
@@ -25186,25 +22177,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            HostPressure.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.mem_total_bytes != null && $Object.hasOwnProperty.call(message, "mem_total_bytes"))
-                    if (!$util.isInteger(message.mem_total_bytes) && !(message.mem_total_bytes && $util.isInteger(message.mem_total_bytes.low) && $util.isInteger(message.mem_total_bytes.high)))
-                        return "mem_total_bytes: integer|Long expected";
-                if (message.mem_available_bytes != null && $Object.hasOwnProperty.call(message, "mem_available_bytes"))
-                    if (!$util.isInteger(message.mem_available_bytes) && !(message.mem_available_bytes && $util.isInteger(message.mem_available_bytes.low) && $util.isInteger(message.mem_available_bytes.high)))
-                        return "mem_available_bytes: integer|Long expected";
-                if (message.memory_some_avg10 != null && $Object.hasOwnProperty.call(message, "memory_some_avg10"))
-                    if (typeof message.memory_some_avg10 !== "number")
-                        return "memory_some_avg10: number expected";
-                return null;
-            };
-
             HostPressure.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.HostPressure)
                     return object;
@@ -25387,22 +22359,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            HttpHeader.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.name != null && $Object.hasOwnProperty.call(message, "name"))
-                    if (!$util.isString(message.name))
-                        return "name: string expected";
-                if (message.value != null && $Object.hasOwnProperty.call(message, "value"))
-                    if (!$util.isString(message.value))
-                        return "value: string expected";
-                return null;
             };
 
             HttpHeader.fromObject = function (object, _depth) {
@@ -25610,43 +22566,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            SiteHttpProxyPayload.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.target_node_id != null && $Object.hasOwnProperty.call(message, "target_node_id"))
-                    if (!$util.isString(message.target_node_id))
-                        return "target_node_id: string expected";
-                if (message.method != null && $Object.hasOwnProperty.call(message, "method"))
-                    if (!$util.isString(message.method))
-                        return "method: string expected";
-                if (message.url != null && $Object.hasOwnProperty.call(message, "url"))
-                    if (!$util.isString(message.url))
-                        return "url: string expected";
-                if (message.headers != null && $Object.hasOwnProperty.call(message, "headers")) {
-                    if (!$Array.isArray(message.headers))
-                        return "headers: array expected";
-                    for (let i = 0; i < message.headers.length; ++i) {
-                        let error = $root.bcd.v1.HttpHeader.verify(message.headers[i], _depth + 1);
-                        if (error)
-                            return "headers." + error;
-                    }
-                }
-                if (message.body != null && $Object.hasOwnProperty.call(message, "body"))
-                    if (!(message.body && typeof message.body.length === "number" || $util.isString(message.body)))
-                        return "body: buffer expected";
-                if (message.max_response_bytes != null && $Object.hasOwnProperty.call(message, "max_response_bytes"))
-                    if (!$util.isInteger(message.max_response_bytes))
-                        return "max_response_bytes: integer expected";
-                if (message.timeout_ms != null && $Object.hasOwnProperty.call(message, "timeout_ms"))
-                    if (!$util.isInteger(message.timeout_ms))
-                        return "timeout_ms: integer expected";
-                return null;
             };
 
             SiteHttpProxyPayload.fromObject = function (object, _depth) {
@@ -25868,34 +22787,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            SiteHttpProxyResult.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.status != null && $Object.hasOwnProperty.call(message, "status"))
-                    if (!$util.isInteger(message.status))
-                        return "status: integer expected";
-                if (message.headers != null && $Object.hasOwnProperty.call(message, "headers")) {
-                    if (!$Array.isArray(message.headers))
-                        return "headers: array expected";
-                    for (let i = 0; i < message.headers.length; ++i) {
-                        let error = $root.bcd.v1.HttpHeader.verify(message.headers[i], _depth + 1);
-                        if (error)
-                            return "headers." + error;
-                    }
-                }
-                if (message.body != null && $Object.hasOwnProperty.call(message, "body"))
-                    if (!(message.body && typeof message.body.length === "number" || $util.isString(message.body)))
-                        return "body: buffer expected";
-                if (message.truncated != null && $Object.hasOwnProperty.call(message, "truncated"))
-                    if (typeof message.truncated !== "boolean")
-                        return "truncated: boolean expected";
-                return null;
             };
 
             SiteHttpProxyResult.fromObject = function (object, _depth) {
@@ -26149,44 +23040,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BootPrepareRamdiskPayload.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.node_id != null && $Object.hasOwnProperty.call(message, "node_id"))
-                    if (!$util.isString(message.node_id))
-                        return "node_id: string expected";
-                if (message.macs != null && $Object.hasOwnProperty.call(message, "macs")) {
-                    if (!$Array.isArray(message.macs))
-                        return "macs: array expected";
-                    for (let i = 0; i < message.macs.length; ++i)
-                        if (!$util.isString(message.macs[i]))
-                            return "macs: string[] expected";
-                }
-                if (message.kernel_url != null && $Object.hasOwnProperty.call(message, "kernel_url"))
-                    if (!$util.isString(message.kernel_url))
-                        return "kernel_url: string expected";
-                if (message.kernel_sha256 != null && $Object.hasOwnProperty.call(message, "kernel_sha256"))
-                    if (!$util.isString(message.kernel_sha256))
-                        return "kernel_sha256: string expected";
-                if (message.initrd_url != null && $Object.hasOwnProperty.call(message, "initrd_url"))
-                    if (!$util.isString(message.initrd_url))
-                        return "initrd_url: string expected";
-                if (message.initrd_sha256 != null && $Object.hasOwnProperty.call(message, "initrd_sha256"))
-                    if (!$util.isString(message.initrd_sha256))
-                        return "initrd_sha256: string expected";
-                if (message.cmdline != null && $Object.hasOwnProperty.call(message, "cmdline"))
-                    if (!$util.isString(message.cmdline))
-                        return "cmdline: string expected";
-                if (message.lease_ms != null && $Object.hasOwnProperty.call(message, "lease_ms"))
-                    if (!$util.isInteger(message.lease_ms) && !(message.lease_ms && $util.isInteger(message.lease_ms.low) && $util.isInteger(message.lease_ms.high)))
-                        return "lease_ms: integer|Long expected";
-                return null;
-            };
-
             BootPrepareRamdiskPayload.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.BootPrepareRamdiskPayload)
                     return object;
@@ -26393,22 +23246,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BootPrepareRamdiskResult.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.expires_at_ms != null && $Object.hasOwnProperty.call(message, "expires_at_ms"))
-                    if (!$util.isInteger(message.expires_at_ms) && !(message.expires_at_ms && $util.isInteger(message.expires_at_ms.low) && $util.isInteger(message.expires_at_ms.high)))
-                        return "expires_at_ms: integer|Long expected";
-                if (message.boot_url != null && $Object.hasOwnProperty.call(message, "boot_url"))
-                    if (!$util.isString(message.boot_url))
-                        return "boot_url: string expected";
-                return null;
-            };
-
             BootPrepareRamdiskResult.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.BootPrepareRamdiskResult)
                     return object;
@@ -26559,19 +23396,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BootCleanUpPayload.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.node_id != null && $Object.hasOwnProperty.call(message, "node_id"))
-                    if (!$util.isString(message.node_id))
-                        return "node_id: string expected";
-                return null;
-            };
-
             BootCleanUpPayload.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.BootCleanUpPayload)
                     return object;
@@ -26697,19 +23521,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            BootCleanUpResult.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.removed != null && $Object.hasOwnProperty.call(message, "removed"))
-                    if (typeof message.removed !== "boolean")
-                        return "removed: boolean expected";
-                return null;
             };
 
             BootCleanUpResult.fromObject = function (object, _depth) {
@@ -26899,34 +23710,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BootKexecPayload.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.kernel != null && $Object.hasOwnProperty.call(message, "kernel"))
-                    if (!$util.isString(message.kernel))
-                        return "kernel: string expected";
-                if (message.kernel_sha256 != null && $Object.hasOwnProperty.call(message, "kernel_sha256"))
-                    if (!$util.isString(message.kernel_sha256))
-                        return "kernel_sha256: string expected";
-                if (message.initrd != null && $Object.hasOwnProperty.call(message, "initrd"))
-                    if (!$util.isString(message.initrd))
-                        return "initrd: string expected";
-                if (message.initrd_sha256 != null && $Object.hasOwnProperty.call(message, "initrd_sha256"))
-                    if (!$util.isString(message.initrd_sha256))
-                        return "initrd_sha256: string expected";
-                if (message.cmdline != null && $Object.hasOwnProperty.call(message, "cmdline"))
-                    if (!$util.isString(message.cmdline))
-                        return "cmdline: string expected";
-                if (message.root_device != null && $Object.hasOwnProperty.call(message, "root_device"))
-                    if (!$util.isString(message.root_device))
-                        return "root_device: string expected";
-                return null;
-            };
-
             BootKexecPayload.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.BootKexecPayload)
                     return object;
@@ -27097,22 +23880,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BootKexecResult.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.previous_boot_id != null && $Object.hasOwnProperty.call(message, "previous_boot_id"))
-                    if (!$util.isString(message.previous_boot_id))
-                        return "previous_boot_id: string expected";
-                if (message.rebooted != null && $Object.hasOwnProperty.call(message, "rebooted"))
-                    if (typeof message.rebooted !== "boolean")
-                        return "rebooted: boolean expected";
-                return null;
-            };
-
             BootKexecResult.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.BootKexecResult)
                     return object;
@@ -27270,29 +24037,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            DiskWipePayload.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.devices != null && $Object.hasOwnProperty.call(message, "devices")) {
-                    if (!$Array.isArray(message.devices))
-                        return "devices: array expected";
-                    for (let i = 0; i < message.devices.length; ++i)
-                        if (!$util.isString(message.devices[i]))
-                            return "devices: string[] expected";
-                }
-                if (message.method != null && $Object.hasOwnProperty.call(message, "method"))
-                    if (typeof message.method !== "number" || (message.method | 0) !== message.method)
-                        return "method: enum value expected";
-                if (message.verify != null && $Object.hasOwnProperty.call(message, "verify"))
-                    if (typeof message.verify !== "boolean")
-                        return "verify: boolean expected";
-                return null;
             };
 
             DiskWipePayload.fromObject = function (object, _depth) {
@@ -27475,25 +24219,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            DiskWipeResult.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.disks != null && $Object.hasOwnProperty.call(message, "disks")) {
-                    if (!$Array.isArray(message.disks))
-                        return "disks: array expected";
-                    for (let i = 0; i < message.disks.length; ++i) {
-                        let error = $root.bcd.v1.DiskWipeOutcome.verify(message.disks[i], _depth + 1);
-                        if (error)
-                            return "disks." + error;
-                    }
-                }
-                return null;
             };
 
             DiskWipeResult.fromObject = function (object, _depth) {
@@ -27703,37 +24428,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            DiskWipeOutcome.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.device != null && $Object.hasOwnProperty.call(message, "device"))
-                    if (!$util.isString(message.device))
-                        return "device: string expected";
-                if (message.serial != null && $Object.hasOwnProperty.call(message, "serial"))
-                    if (!$util.isString(message.serial))
-                        return "serial: string expected";
-                if (message.method != null && $Object.hasOwnProperty.call(message, "method"))
-                    if (typeof message.method !== "number" || (message.method | 0) !== message.method)
-                        return "method: enum value expected";
-                if (message.wiped != null && $Object.hasOwnProperty.call(message, "wiped"))
-                    if (typeof message.wiped !== "boolean")
-                        return "wiped: boolean expected";
-                if (message.verified != null && $Object.hasOwnProperty.call(message, "verified"))
-                    if (typeof message.verified !== "boolean")
-                        return "verified: boolean expected";
-                if (message.size_bytes != null && $Object.hasOwnProperty.call(message, "size_bytes"))
-                    if (!$util.isInteger(message.size_bytes) && !(message.size_bytes && $util.isInteger(message.size_bytes.low) && $util.isInteger(message.size_bytes.high)))
-                        return "size_bytes: integer|Long expected";
-                if (message.message != null && $Object.hasOwnProperty.call(message, "message"))
-                    if (!$util.isString(message.message))
-                        return "message: string expected";
-                return null;
             };
 
             DiskWipeOutcome.fromObject = function (object, _depth) {
@@ -27987,31 +24681,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            DeployImagePayload.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.url != null && $Object.hasOwnProperty.call(message, "url"))
-                    if (!$util.isString(message.url))
-                        return "url: string expected";
-                if (message.sha256 != null && $Object.hasOwnProperty.call(message, "sha256"))
-                    if (!$util.isString(message.sha256))
-                        return "sha256: string expected";
-                if (message.format != null && $Object.hasOwnProperty.call(message, "format"))
-                    if (!$util.isString(message.format))
-                        return "format: string expected";
-                if (message.target_device != null && $Object.hasOwnProperty.call(message, "target_device"))
-                    if (!$util.isString(message.target_device))
-                        return "target_device: string expected";
-                if (message.grow_root != null && $Object.hasOwnProperty.call(message, "grow_root"))
-                    if (typeof message.grow_root !== "boolean")
-                        return "grow_root: boolean expected";
-                return null;
-            };
-
             DeployImagePayload.fromObject = function (object, _depth) {
                 if (object instanceof $root.bcd.v1.DeployImagePayload)
                     return object;
@@ -28186,25 +24855,6 @@ export const bcd = $root.bcd = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            DeployImageResult.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.target_device != null && $Object.hasOwnProperty.call(message, "target_device"))
-                    if (!$util.isString(message.target_device))
-                        return "target_device: string expected";
-                if (message.written_bytes != null && $Object.hasOwnProperty.call(message, "written_bytes"))
-                    if (!$util.isInteger(message.written_bytes) && !(message.written_bytes && $util.isInteger(message.written_bytes.low) && $util.isInteger(message.written_bytes.high)))
-                        return "written_bytes: integer|Long expected";
-                if (message.sha256 != null && $Object.hasOwnProperty.call(message, "sha256"))
-                    if (!$util.isString(message.sha256))
-                        return "sha256: string expected";
-                return null;
             };
 
             DeployImageResult.fromObject = function (object, _depth) {
@@ -28389,22 +25039,6 @@ export const google = $root.google = (() => {
                 return message;
             };
 
-            Any.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.type_url != null && $Object.hasOwnProperty.call(message, "type_url"))
-                    if (!$util.isString(message.type_url))
-                        return "type_url: string expected";
-                if (message.value != null && $Object.hasOwnProperty.call(message, "value"))
-                    if (!(message.value && typeof message.value.length === "number" || $util.isString(message.value)))
-                        return "value: buffer expected";
-                return null;
-            };
-
             Any.fromObject = function (object, _depth) {
                 if (object instanceof $root.google.protobuf.Any)
                     return object;
@@ -28558,22 +25192,6 @@ export const google = $root.google = (() => {
                 if (_end !== $undefined)
                     throw $Error("missing end group");
                 return message;
-            };
-
-            Timestamp.verify = function (message, _depth) {
-                if (typeof message !== "object" || message === null)
-                    return "object expected";
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    return "max depth exceeded";
-                if (message.seconds != null && $Object.hasOwnProperty.call(message, "seconds"))
-                    if (!$util.isInteger(message.seconds) && !(message.seconds && $util.isInteger(message.seconds.low) && $util.isInteger(message.seconds.high)))
-                        return "seconds: integer|Long expected";
-                if (message.nanos != null && $Object.hasOwnProperty.call(message, "nanos"))
-                    if (!$util.isInteger(message.nanos))
-                        return "nanos: integer expected";
-                return null;
             };
 
             Timestamp.fromObject = function (object, _depth) {
