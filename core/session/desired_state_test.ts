@@ -1,0 +1,106 @@
+import assert from "node:assert/strict";
+import { bcd, encodeMessage, type Props } from "../../proto/mod.ts";
+import { EMPTY_TRUST_BUNDLE, signEnvelope } from "../pki/mod.ts";
+import { makeTestPki } from "../pki/test_pki.ts";
+import { type HeldDesiredState, heldFromJournal, type IntakeContext, takeDesiredState } from "./desired_state.ts";
+
+const body = (b: Props<typeof bcd.v1.DesiredStateBody>) => encodeMessage(bcd.v1.DesiredStateBody, b);
+const held: HeldDesiredState = {
+  generation: 5,
+  specHash: "h5",
+  spec: {
+    devices: { assignments: [{ allocation_id: "a-1" }] },
+    telemetry: { otlp_endpoint: "https://otlp.example" },
+    access: { principals: ["ops@n-1"] },
+  } as bcd.v1.NodeSpec.$Properties,
+};
+const ctx = (over: Partial<IntakeContext> = {}): IntakeContext => ({
+  nodeId: "n-1",
+  held,
+  trust: EMPTY_TRUST_BUNDLE,
+  serverNow: Date.now(),
+  ...over,
+});
+
+Deno.test("a body for another node, or a generation not above the held one, is ignored", async () => {
+  const other = await takeDesiredState({ body: body({ node_id: "n-2", generation: 9, full: {} }) }, ctx());
+  assert.equal(other.action, "ignore");
+  for (const g of [4, 5]) {
+    const d = await takeDesiredState({ body: body({ node_id: "n-1", generation: g, full: {} }) }, ctx());
+    assert.equal(d.action, "ignore", `generation ${g}`);
+  }
+});
+
+Deno.test("a full spec applies and its spec_hash is echoed as sent, never recomputed", async () => {
+  const bytes = body({ node_id: "n-1", generation: 6, spec_hash: "not-a-real-hash", full: { telemetry: {} } });
+  const d = await takeDesiredState({ body: bytes }, ctx());
+  assert.equal(d.action, "apply");
+  if (d.action !== "apply") return;
+  assert.equal(d.held.specHash, "not-a-real-hash");
+  assert.deepEqual(d.bytes, bytes, "the received bytes are journaled");
+  assert.equal(heldFromJournal(d.bytes, "n-1")?.generation, 6);
+});
+
+Deno.test("once the bundle holds command-signing roots, only validly signed specs apply ('always' rule)", async (t) => {
+  const pki = await makeTestPki();
+  const other = await makeTestPki();
+  const bytes = body({ node_id: "n-1", generation: 99, full: {} });
+  const signed = ctx({ trust: pki.bundle });
+  await t.step("unsigned, high generation: refused", async () => {
+    assert.equal((await takeDesiredState({ body: bytes }, signed)).action, "refuse");
+  });
+  await t.step("signed by a key of another root: refused", async () => {
+    const sig = await signEnvelope(other.worker, "desired-state", bytes);
+    assert.equal((await takeDesiredState({ body: bytes, signature: sig }, signed)).action, "refuse");
+  });
+  await t.step("a command signature over the same bytes: refused", async () => {
+    const sig = await signEnvelope(pki.worker, "command", bytes);
+    assert.equal((await takeDesiredState({ body: bytes, signature: sig }, signed)).action, "refuse");
+  });
+  await t.step("signed over other bytes: refused", async () => {
+    const sig = await signEnvelope(pki.worker, "desired-state", body({ node_id: "n-1", generation: 98, full: {} }));
+    assert.equal((await takeDesiredState({ body: bytes, signature: sig }, signed)).action, "refuse");
+  });
+  await t.step("validly signed: applies", async () => {
+    const sig = await signEnvelope(pki.worker, "desired-state", bytes);
+    const d = await takeDesiredState({ body: bytes, signature: sig }, signed);
+    assert.equal(d.action, "apply");
+  });
+});
+
+Deno.test("a patch against the wrong base asks for the full spec", async () => {
+  const d = await takeDesiredState(
+    { body: body({ node_id: "n-1", generation: 7, base_generation: 4, patch: { telemetry: {} } }) },
+    ctx(),
+  );
+  assert.equal(d.action, "request");
+  const none = await takeDesiredState(
+    { body: body({ node_id: "n-1", generation: 7, base_generation: 0, patch: {} }) },
+    ctx({ held: undefined }),
+  );
+  assert.equal(none.action, "request");
+});
+
+Deno.test("a patch replaces each section it sets wholesale, an empty section clears it, unset sections stay", async () => {
+  const d = await takeDesiredState({
+    body: body({
+      node_id: "n-1",
+      generation: 6,
+      base_generation: 5,
+      spec_hash: "h6",
+      patch: { devices: { assignments: [{ allocation_id: "a-2" }] }, telemetry: {} },
+    }),
+  }, ctx());
+  assert.equal(d.action, "apply");
+  if (d.action !== "apply") return;
+  const spec = heldFromJournal(d.bytes, "n-1")!.spec;
+  assert.deepEqual(spec.devices?.assignments?.map((a) => a.allocation_id), ["a-2"]);
+  assert.equal(spec.telemetry?.otlp_endpoint ?? "", "", "the empty telemetry section cleared it");
+  assert.deepEqual(spec.access?.principals, ["ops@n-1"], "access was not in the patch and stays");
+  assert.equal(d.signature, undefined);
+});
+
+Deno.test("an undecodable body is refused, not a crash", async () => {
+  const d = await takeDesiredState({ body: new Uint8Array([0x0a, 0xff, 0x01]) }, ctx());
+  assert.equal(d.action, "refuse");
+});
