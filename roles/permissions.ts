@@ -39,6 +39,8 @@ const SLEEPWALK_ENV = [
   "SLEEPWALK_WRAP_END",
   "SLEEPWALK_WRAP_AWAIT_SECRETS",
 ];
+/** The daemon roles' env: NODE_V8_COVERAGE because pino's thread-stream reads it when core/log loads. */
+const DAEMON_ENV = [...ENV, "NODE_V8_COVERAGE"];
 const SYS = ["hostname", "osRelease", "systemMemoryInfo", "cpus", "networkInterfaces", "loadavg"];
 
 /** The table. Paths are absolute; tests that need temp roots add theirs with {@link roleFlags}'s `extraWrite`. */
@@ -49,7 +51,7 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, RolePermissions>> = {
     run: [...HOST_TOOLS, "ssh-keygen", "sshd"],
     denyRun: [],
     net: "all",
-    env: ENV,
+    env: DAEMON_ENV,
     sys: SYS,
   },
   site: {
@@ -58,7 +60,7 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, RolePermissions>> = {
     run: ["systemctl"],
     denyRun: [],
     net: "all",
-    env: ENV,
+    env: DAEMON_ENV,
     sys: SYS,
   },
   ramdisk: {
@@ -67,7 +69,7 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, RolePermissions>> = {
     run: ["qemu-img", "nvidia-smi", "dcgmi", "blkdiscard", "kexec", "reboot"],
     denyRun: [],
     net: "all",
-    env: ENV,
+    env: DAEMON_ENV,
     sys: SYS,
   },
   guest: {
@@ -87,7 +89,7 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, RolePermissions>> = {
     run: [],
     denyRun: [],
     net: "all",
-    env: ENV,
+    env: DAEMON_ENV,
     sys: SYS,
   },
 };

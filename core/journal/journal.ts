@@ -6,7 +6,6 @@
  */
 import { join } from "node:path";
 import type { Logger } from "../log/mod.ts";
-import { silentLogger } from "../log/mod.ts";
 import { DEFAULT_BOUNDS, type JournalBounds } from "./bounds.ts";
 import { acceptOp, ackResultsOp, finishOp, markRunningOp, rejectOp, settleOp, unackedResultsOp } from "./commands.ts";
 import { openNodeSqlite } from "./driver_node_sqlite.ts";
@@ -50,6 +49,14 @@ import { colBytesOrNull, colNum, colStr } from "./sql_driver.ts";
 import { fsyncDir } from "./durable_file.ts";
 import { type QueueStats, WriteQueue } from "./write_queue.ts";
 
+/**
+ * The logger calls the journal makes (a pino `Logger` fits). Typed as a subset so the journal does not load pino
+ * itself: `journal inspect` and other light users need no logger and no pino permissions.
+ */
+export type JournalLogger = Pick<Logger, "error" | "warn" | "fatal">;
+
+const _NO_LOG: JournalLogger = { error: () => {}, warn: () => {}, fatal: () => {} };
+
 /** The database file's name inside the data directory. */
 export const JOURNAL_FILE = "journal.db";
 
@@ -65,7 +72,7 @@ export interface JournalOptions {
   readonly now?: () => number;
   /** From `boundsFromConfig(resolved.journal)`; the defaults otherwise. */
   readonly bounds?: JournalBounds;
-  readonly logger?: Logger;
+  readonly logger?: JournalLogger;
   /** The storage binding; `node:sqlite` by default. */
   readonly driver?: SqlDriverFactory;
   /** The node id written into a new journal's meta. */
@@ -98,7 +105,7 @@ export class Journal {
   readonly #queue: WriteQueue;
   readonly #lock: DataDirLock;
   readonly #now: () => number;
-  readonly #log: Logger;
+  readonly #log: JournalLogger;
   readonly #maxTickets: number;
   #closed = false;
 
@@ -111,7 +118,7 @@ export class Journal {
       journalId: string;
       opened: OpenReport;
       now: () => number;
-      log: Logger;
+      log: JournalLogger;
     },
   ) {
     this.dataDir = init.opts.dataDir;
@@ -143,7 +150,7 @@ export class Journal {
    */
   static async open(opts: JournalOptions): Promise<Journal> {
     const now = opts.now ?? Date.now;
-    const log = opts.logger ?? silentLogger();
+    const log = opts.logger ?? _NO_LOG;
     const incarnation = opts.incarnation ?? crypto.randomUUID();
     const factory = opts.driver ?? openNodeSqlite;
     await Deno.mkdir(opts.dataDir, { recursive: true, mode: 0o700 });

@@ -58,7 +58,7 @@
  *
  * @module
  */
-export { Journal, JOURNAL_FILE, type JournalOptions, type OpenReport } from "./journal.ts";
+export { Journal, JOURNAL_FILE, type JournalLogger, type JournalOptions, type OpenReport } from "./journal.ts";
 export {
   type AcceptedEntry,
   type AcceptInput,
@@ -103,3 +103,4 @@ export { LOCK_FILE, lockHolder } from "./lock.ts";
 export { QUARANTINE_DIR, type Quarantined } from "./quarantine.ts";
 export type { SqlDriver, SqlDriverFactory, SqlRow, SqlValue } from "./sql_driver.ts";
 export { openNodeSqlite } from "./driver_node_sqlite.ts";
+export { inspectJournal, type InspectOptions } from "./inspect.ts";
