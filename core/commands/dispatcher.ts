@@ -223,6 +223,9 @@ export class Dispatcher {
       run: async () => {
         try {
           if (await accepted) await this.#run(flight, verdict.spec, verdict.handler, invalid);
+        } catch (e) {
+          // Only the journal can fail here (a stopped journal ends the daemon through its onStop).
+          this.#log.error({ command_id: body.id, err: String(e) }, "command could not be settled");
         } finally {
           this.#flights.delete(body.id);
           lane.releaseCredit();
@@ -232,6 +235,8 @@ export class Dispatcher {
       dropped: async () => {
         try {
           if (await accepted) await this.#finish(body, { state: "CANCELLED", message: flight.cancelReason });
+        } catch (e) {
+          this.#log.error({ command_id: body.id, err: String(e) }, "cancelled command could not be settled");
         } finally {
           this.#flights.delete(body.id);
           lane.releaseCredit();
