@@ -1,0 +1,126 @@
+/**
+ * The hold store on disk: CDI specs `<cdi dir>/bcd-<allocation id>.json` (default `/etc/cdi`) and env files
+ * `<env dir>/<allocation id>.env` (default `/run/bcd/allocations`), each written atomically; holds are read back from
+ * the CDI directory on every pass. Specs of other vendors in the CDI directory are never read or touched.
+ *
+ * @module
+ */
+import { isValidAllocationId } from "../../core/converge/devices/assignment.ts";
+import type { HoldRecord, ObservedHold, UnreadableHold } from "../../core/converge/devices/hold.ts";
+import type { HoldListing, HoldStore } from "../../core/converge/devices/ports.ts";
+import { atomicWrite, removeDurably } from "./atomic_write.ts";
+import { CdiSpecError, cdiSpecText, envFileText, MAX_SPEC_BYTES, parseCdiSpec } from "./spec.ts";
+
+/** Where the store keeps its files. */
+export interface CdiHoldStoreOptions {
+  readonly cdiDir?: string;
+  readonly envDir?: string;
+  /** Mode of spec files (default 0644: container runtimes read them). */
+  readonly specMode?: number;
+  /** Mode of env files (default 0640). */
+  readonly envMode?: number;
+}
+
+const _SPEC = /^bcd-(.+)\.json$/;
+const _ENV = /^(.+)\.env$/;
+
+/** The CDI/env hold store. */
+export class CdiHoldStore implements HoldStore {
+  readonly cdiDir: string;
+  readonly envDir: string;
+  readonly #specMode: number;
+  readonly #envMode: number;
+  constructor(opts: CdiHoldStoreOptions = {}) {
+    this.cdiDir = opts.cdiDir ?? "/etc/cdi";
+    this.envDir = opts.envDir ?? "/run/bcd/allocations";
+    this.#specMode = opts.specMode ?? 0o644;
+    this.#envMode = opts.envMode ?? 0o640;
+  }
+
+  /** The spec path of an allocation. */
+  specPath(allocationId: string): string {
+    _checkId(allocationId);
+    return `${this.cdiDir}/bcd-${allocationId}.json`;
+  }
+
+  /** The env file path of an allocation. */
+  envPath(allocationId: string): string {
+    _checkId(allocationId);
+    return `${this.envDir}/${allocationId}.env`;
+  }
+
+  async list(): Promise<HoldListing> {
+    const holds: ObservedHold[] = [];
+    const unreadable: UnreadableHold[] = [];
+    for (const name of await _names(this.cdiDir)) {
+      const m = _SPEC.exec(name);
+      if (!m || !isValidAllocationId(m[1]!)) continue;
+      const path = `${this.cdiDir}/${name}`;
+      try {
+        holds.push(parseCdiSpec(m[1]!, await _readBounded(path)));
+      } catch (e) {
+        if (!(e instanceof CdiSpecError)) throw e;
+        unreadable.push({ allocationId: m[1]!, path, problem: e.message });
+      }
+    }
+    const envFiles: string[] = [];
+    for (const name of await _names(this.envDir)) {
+      const m = _ENV.exec(name);
+      if (m && isValidAllocationId(m[1]!)) envFiles.push(m[1]!);
+    }
+    holds.sort((a, b) => a.allocationId < b.allocationId ? -1 : 1);
+    return { holds, unreadable, envFiles: envFiles.sort() };
+  }
+
+  async write(r: HoldRecord): Promise<void> {
+    await atomicWrite(this.envPath(r.allocationId), envFileText(r.env), this.#envMode);
+    await atomicWrite(this.specPath(r.allocationId), cdiSpecText(r), this.#specMode);
+  }
+
+  async remove(allocationId: string): Promise<void> {
+    await removeDurably(this.specPath(allocationId));
+    await removeDurably(this.envPath(allocationId));
+  }
+
+  async removeEnv(allocationId: string): Promise<void> {
+    await removeDurably(this.envPath(allocationId));
+  }
+}
+
+function _checkId(id: string): void {
+  if (!isValidAllocationId(id)) throw new RangeError(`allocation id ${JSON.stringify(id)} cannot name a file`);
+}
+
+async function _names(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  try {
+    for await (const e of Deno.readDir(dir)) if (e.isFile) out.push(e.name);
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return [];
+    throw e;
+  }
+  return out.sort();
+}
+
+async function _readBounded(path: string): Promise<string> {
+  const f = await Deno.open(path, { read: true });
+  try {
+    const size = (await f.stat()).size;
+    if (size > MAX_SPEC_BYTES) throw new CdiSpecError(`spec exceeds ${MAX_SPEC_BYTES} bytes`);
+    const buf = new Uint8Array(Math.min(size + 1, MAX_SPEC_BYTES + 1)); // one more: it grew since stat
+    let n = 0;
+    for (;;) {
+      const r = await f.read(buf.subarray(n));
+      if (r === null) break;
+      n += r;
+      if (n >= buf.length) throw new CdiSpecError(`spec grew while it was read`);
+    }
+    try {
+      return new TextDecoder("utf-8", { fatal: true }).decode(buf.subarray(0, n));
+    } catch (e) {
+      throw new CdiSpecError("spec is not UTF-8", { cause: e });
+    }
+  } finally {
+    f.close();
+  }
+}

@@ -1,0 +1,139 @@
+import assert from "node:assert/strict";
+import { silentLogger } from "../../core/log/mod.ts";
+import { DevicesMemory } from "../../core/converge/devices/apply.ts";
+import { DevicesConverger } from "../../core/converge/devices/converger.ts";
+import {
+  MemoryEventSink,
+  MemorySliceManager,
+  StaticGpuTool,
+  StaticHostMemory,
+} from "../../core/converge/devices/fakes.ts";
+import { sampleInventory, sampleUuid } from "../../core/converge/devices/sample_inventory.ts";
+import { atomicWrite } from "./atomic_write.ts";
+import { CdiHoldStore } from "./hold_store.ts";
+import { HOLD_RECORDS } from "./sample_records.ts";
+import { assertValidCdiSpec } from "./schema_check.ts";
+import { envFileText } from "./spec.ts";
+
+async function withRoot(f: (root: string, store: CdiHoldStore) => Promise<void>) {
+  const root = await Deno.makeTempDir({ prefix: "bcd-cdi-" });
+  try {
+    await f(root, new CdiHoldStore({ cdiDir: `${root}/etc/cdi`, envDir: `${root}/run/bcd/allocations` }));
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+}
+
+const names = async (dir: string) => {
+  const out: string[] = [];
+  for await (const e of Deno.readDir(dir)) out.push(e.name);
+  return out.sort();
+};
+
+Deno.test("CdiHoldStore writes /etc/cdi/bcd-<id>.json and /run/bcd/allocations/<id>.env and reads the holds back", async () => {
+  await withRoot(async (root, store) => {
+    for (const r of Object.values(HOLD_RECORDS)) await store.write(r);
+    assert.deepEqual(await names(`${root}/etc/cdi`), ["bcd-a1.json", "bcd-k.json", "bcd-m-2.json"]);
+    assert.deepEqual(await names(`${root}/run/bcd/allocations`), ["a1.env", "k.env", "m-2.env"]);
+    for (const r of Object.values(HOLD_RECORDS)) {
+      const spec = JSON.parse(await Deno.readTextFile(store.specPath(r.allocationId)));
+      assertValidCdiSpec(spec);
+      assert.equal(await Deno.readTextFile(store.envPath(r.allocationId)), envFileText(r.env));
+    }
+    assert.equal((await Deno.stat(store.specPath("a1"))).mode! & 0o777, 0o644);
+    assert.equal((await Deno.stat(store.envPath("a1"))).mode! & 0o777, 0o640);
+    const l = await store.list();
+    assert.deepEqual(l.holds.map((h) => h.allocationId), ["a1", "k", "m-2"]);
+    assert.deepEqual(l.envFiles, ["a1", "k", "m-2"]);
+    assert.deepEqual(l.unreadable, []);
+    assert.deepEqual(l.holds.find((h) => h.allocationId === "k")!.binding, "kubernetes");
+  });
+});
+
+Deno.test("CdiHoldStore ignores other vendors' specs and reports its own unreadable ones", async () => {
+  await withRoot(async (root, store) => {
+    await Deno.mkdir(`${root}/etc/cdi`, { recursive: true });
+    await Deno.writeTextFile(`${root}/etc/cdi/nvidia.yaml`, "cdiVersion: 0.5.0\n");
+    await Deno.writeTextFile(`${root}/etc/cdi/other.json`, "{}");
+    await Deno.writeTextFile(`${root}/etc/cdi/bcd-broken.json`, "{ truncated");
+    await Deno.writeTextFile(`${root}/etc/cdi/bcd-..json`, "{}"); // not a usable allocation id: not ours to read
+    const l = await store.list();
+    assert.deepEqual(l.holds, []);
+    assert.deepEqual(l.unreadable.map((u) => u.allocationId), ["broken"]);
+    await store.remove("broken");
+    assert.deepEqual(await names(`${root}/etc/cdi`), ["bcd-..json", "nvidia.yaml", "other.json"]);
+  });
+});
+
+Deno.test("CdiHoldStore removes spec and env, tolerates absent files, and refuses ids that are not file names", async () => {
+  await withRoot(async (root, store) => {
+    await store.write(HOLD_RECORDS["a whole-GPU hold"]!);
+    await store.remove("a1");
+    await store.remove("a1");
+    await store.removeEnv("nothing");
+    assert.deepEqual(await names(`${root}/etc/cdi`), []);
+    assert.deepEqual(await names(`${root}/run/bcd/allocations`), []);
+    assert.throws(() => store.specPath("../../etc/passwd"), RangeError);
+  });
+});
+
+Deno.test("atomicWrite replaces a file whole and leaves no temp file behind", async () => {
+  await withRoot(async (root) => {
+    const p = `${root}/d/f.json`;
+    await atomicWrite(p, "one");
+    await atomicWrite(p, "two", 0o600);
+    assert.equal(await Deno.readTextFile(p), "two");
+    assert.equal((await Deno.stat(p)).mode! & 0o777, 0o600);
+    assert.deepEqual(await names(`${root}/d`), ["f.json"]);
+  });
+});
+
+Deno.test("the devices converger over CdiHoldStore: a 2-GPU hold binds, every spec validates, a release removes it", async () => {
+  await withRoot(async (root, store) => {
+    const events = new MemoryEventSink();
+    const conv = new DevicesConverger({
+      gpu: new StaticGpuTool(sampleInventory()),
+      holds: store,
+      slices: new MemorySliceManager(),
+      hostMemory: new StaticHostMemory({ memTotalBytes: 2 ** 36, hugetlbBytes: 0 }),
+      events,
+      memory: new DevicesMemory(),
+      dirExists: () => Promise.resolve(true),
+    });
+    const ctx = { generation: 1, log: silentLogger() };
+    const [g0, g1, g2] = [0, 1, 2].map(sampleUuid);
+    const section = {
+      assignments: [
+        {
+          allocation_id: "two",
+          reservation_id: "r",
+          binding: "BINDING_HOLD",
+          devices: [{ class: "gpu", id: g0! }, { class: "gpu", id: g2! }],
+        },
+        {
+          allocation_id: "mig",
+          reservation_id: "r2",
+          binding: "BINDING_HOLD",
+          devices: [{ class: "gpu.mig", id: `${g1}/gi1/ci0` }],
+          limits: { cpu_millis: 500 },
+        },
+      ],
+    };
+    const out = await conv.apply(conv.plan(section, await conv.observe(ctx)), section, ctx);
+    assert.deepEqual(out, { kind: "converged" });
+    for (const n of await names(`${root}/etc/cdi`)) {
+      assertValidCdiSpec(JSON.parse(await Deno.readTextFile(`${root}/etc/cdi/${n}`)));
+    }
+    assert.deepEqual(conv.plan(section, await conv.observe(ctx)), [], "read back from /etc/cdi, nothing left to do");
+    const ctx2 = { generation: 2, log: silentLogger() };
+    await conv.apply(conv.plan({ assignments: [] }, await conv.observe(ctx2)), undefined, ctx2);
+    assert.deepEqual(await names(`${root}/etc/cdi`), []);
+    assert.deepEqual(await names(`${root}/run/bcd/allocations`), []);
+    assert.deepEqual(events.events.map((e) => e.type), [
+      "AllocationBound",
+      "AllocationBound",
+      "AllocationReleased",
+      "AllocationReleased",
+    ]);
+  });
+});
