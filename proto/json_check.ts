@@ -10,20 +10,7 @@
  * @module
  */
 
-import descriptor from "./gen/bcd.json" with { type: "json" };
-
-interface FieldDesc {
-  type: string;
-  id: number;
-  rule?: string;
-  keyType?: string;
-}
-interface NodeDesc {
-  fields?: Record<string, FieldDesc>;
-  oneofs?: Record<string, { oneof: string[] }>;
-  values?: Record<string, number>;
-  nested?: Record<string, NodeDesc>;
-}
+import { lookup, type NodeDesc, resolve, SCALAR_TYPES } from "./descriptor.ts";
 
 /** A JSON object that does not describe the message; `path` locates the offending value. */
 export class JsonShapeError extends TypeError {
@@ -31,25 +18,6 @@ export class JsonShapeError extends TypeError {
     super(`${path || "(root)"}: ${detail}`);
     this.name = "JsonShapeError";
   }
-}
-
-const ROOT = descriptor as NodeDesc;
-
-function lookup(path: readonly string[]): NodeDesc | undefined {
-  let cur: NodeDesc | undefined = ROOT;
-  for (const name of path) cur = cur?.nested?.[name];
-  return cur;
-}
-
-/** Resolves a type name as protobuf scoping does: from the innermost enclosing scope outwards. */
-function resolve(scope: readonly string[], name: string): { path: string[]; node: NodeDesc } {
-  const parts = name.replace(/^\./, "").split(".");
-  for (let i = name.startsWith(".") ? 0 : scope.length; i >= 0; i--) {
-    const path = [...scope.slice(0, i), ...parts];
-    const node = lookup(path);
-    if (node) return { path, node };
-  }
-  throw new Error(`descriptor: cannot resolve type ${name} from ${scope.join(".")}`);
 }
 
 const INT_RANGES: Record<string, [number, number]> = {
@@ -101,7 +69,7 @@ function checkScalar(type: string, value: unknown, path: string): void {
 }
 
 function checkValue(scope: readonly string[], type: string, value: unknown, path: string): void {
-  if (INT_RANGES[type] || ["string", "bool", "double", "float", "bytes"].includes(type)) {
+  if (SCALAR_TYPES.has(type)) {
     return checkScalar(type, value, path);
   }
   const { path: typePath, node } = resolve(scope, type);

@@ -26,6 +26,7 @@
 
 export { bcd, google } from "./gen/bcd.js";
 export { UnsafeIntegerError } from "./protobuf_runtime.ts";
+export { DEFAULT_MAX_MESSAGES } from "./message_budget.ts";
 export {
   type Decoded,
   decodeGatewayFrame,

@@ -8,6 +8,7 @@
  */
 
 import { bcd } from "./gen/bcd.js";
+import { checkMessageBudget, DEFAULT_MAX_MESSAGES, MessageBudgetError } from "./message_budget.ts";
 import { UnsafeIntegerError } from "./protobuf_runtime.ts";
 
 /** The default bound on a session frame (and on any message decoded without an explicit bound): 4 MiB. */
@@ -17,6 +18,8 @@ export const DEFAULT_MAX_FRAME_BYTES = 4 * 1024 * 1024;
 export type WireDecodeReason =
   /** Larger than the bound; refused before decoding. */
   | "too-large"
+  /** Would make the decoder build more sub-messages than the budget; refused before decoding. */
+  | "too-many-messages"
   /** Ends inside a field. */
   | "truncated"
   /** Not a protobuf encoding of the message (bad tag or wire type, a length past its parent). */
@@ -102,6 +105,11 @@ export type Props<C> = C extends { encode(message: infer P, ...rest: never[]): u
 export interface DecodeOptions {
   /** Inputs larger than this many bytes are refused before decoding; default {@link DEFAULT_MAX_FRAME_BYTES}. */
   readonly maxBytes?: number;
+  /**
+   * Inputs that would make the decoder build more sub-messages and map entries than this are refused before decoding
+   * (see `message_budget.ts`); default {@link DEFAULT_MAX_MESSAGES}.
+   */
+  readonly maxMessages?: number;
 }
 
 /** The fully qualified name of a message class, e.g. `bcd.v1.Hello`. */
@@ -128,7 +136,8 @@ function classify(e: unknown): [WireDecodeReason, string] {
 }
 
 /**
- * Decodes `bytes` as `type`, refusing inputs over `maxBytes` before parsing.
+ * Decodes `bytes` as `type`, refusing inputs over `maxBytes`, and inputs that would build more than `maxMessages`
+ * objects, before parsing.
  *
  * @throws {WireDecodeError} for anything that is not a well-formed encoding of `type` within the bound.
  * @example
@@ -147,11 +156,16 @@ export function decodeMessage<C extends MessageClass<unknown, never>>(
   }
   // A Node Buffer (or any subclass) would make the reader yield Buffers; read a plain view of the same bytes.
   const view = bytes.constructor === Uint8Array ? bytes : new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length);
+  const name = messageName(type);
   try {
+    checkMessageBudget(name, view, options.maxMessages ?? DEFAULT_MAX_MESSAGES);
     return type.decode(view) as Decoded<C>;
   } catch (e) {
+    if (e instanceof MessageBudgetError) {
+      throw new WireDecodeError(name, e.reason, bytes.byteLength, e.message, { cause: e });
+    }
     const [reason, detail] = classify(e);
-    throw new WireDecodeError(messageName(type), reason, bytes.byteLength, detail, { cause: e });
+    throw new WireDecodeError(name, reason, bytes.byteLength, detail, { cause: e });
   }
 }
 

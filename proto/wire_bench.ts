@@ -4,6 +4,7 @@
  */
 import { bcd } from "./gen/bcd.js";
 import { canonicalNodeSpecJson, nodeSpecFromJson, nodeSpecToJson } from "./canonical_json.ts";
+import { checkMessageBudget } from "./message_budget.ts";
 import { decodeMessage, encodeMessage } from "./wire.ts";
 
 const spec: bcd.v1.NodeSpec.$Properties = {
@@ -45,6 +46,9 @@ Deno.bench({ name: "JSON.parse of the spec's canonical JSON (anchor)", group: "d
 });
 Deno.bench({ name: "decodeMessage(NodeSpec)", group: "decode" }, () => {
   decodeMessage(bcd.v1.NodeSpec, bytes);
+});
+Deno.bench({ name: "checkMessageBudget(NodeSpec) alone (part of decodeMessage)", group: "decode" }, () => {
+  checkMessageBudget("bcd.v1.NodeSpec", bytes);
 });
 Deno.bench({ name: "nodeSpecFromJson (strict check + fromObject)", group: "decode" }, () => {
   nodeSpecFromJson(JSON.parse(jsonText));
