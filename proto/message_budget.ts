@@ -10,7 +10,7 @@
  * @module
  */
 
-import { type FieldDesc, lookup, type NodeDesc, resolve, SCALAR_TYPES } from "./descriptor.ts";
+import { type FieldDesc, lookup, type NodeDesc, resolve, type Resolved, SCALAR_TYPES } from "./descriptor.ts";
 
 /** The default budget: sub-messages and map entries one body may carry (a 1,000-instance spec needs about 20,000). */
 export const DEFAULT_MAX_MESSAGES = 262_144;
@@ -92,7 +92,7 @@ function skipValue(s: Scan, end: number, wt: number, field: number): void {
           throw new MessageBudgetError("too-deep", `groups nest past ${MAX_GROUP_DEPTH} at offset ${s.pos}`);
         }
         const tag = varint32(s, end);
-        const [f, w] = [tag >>> 3, tag & 7];
+        const f = tag >>> 3, w = tag & 7;
         if (w === 4) {
           if (f !== open.pop()) throw new MessageBudgetError("malformed", `mismatched end group at offset ${s.pos}`);
         } else if (w === 3) {
@@ -111,20 +111,30 @@ function spend(s: Scan): void {
   if (--s.left < 0) throw new MessageBudgetError("too-many-messages", `more sub-messages than the budget allows`);
 }
 
-function isMessage(scope: readonly string[], type: string): { path: readonly string[]; node: NodeDesc } | undefined {
-  if (SCALAR_TYPES.has(type)) return undefined;
-  const r = resolve(scope, type);
-  return r.node.fields ? r : undefined;
+const subMessage = new WeakMap<FieldDesc, Resolved | null>();
+
+/** The message type of a field (the value type for a map), or null for scalars and enums. Cached per field. */
+function isMessage(scope: readonly string[], field: FieldDesc): Resolved | null {
+  let r = subMessage.get(field);
+  if (r === undefined) {
+    r = null;
+    if (!SCALAR_TYPES.has(field.type)) {
+      const found = resolve(scope, field.type);
+      if (found.node.fields) r = found;
+    }
+    subMessage.set(field, r);
+  }
+  return r;
 }
 
 function walk(s: Scan, end: number, path: readonly string[], node: NodeDesc): void {
   const fields = fieldsById(node);
   while (s.pos < end) {
     const tag = varint32(s, end);
-    const [no, wt] = [tag >>> 3, tag & 7];
+    const no = tag >>> 3, wt = tag & 7;
     if (no === 0) throw new MessageBudgetError("malformed", `field number 0 at offset ${s.pos}`);
     const field = fields.get(no);
-    const sub = field && wt === 2 ? isMessage(path, field.type) : undefined;
+    const sub = field && wt === 2 ? isMessage(path, field) : null;
     if (field && wt === 2 && (sub || field.keyType)) {
       const len = varint32(s, end);
       if (end - s.pos < len) throw new MessageBudgetError("truncated", `field ${no} runs past offset ${end}`);
@@ -147,7 +157,7 @@ function walk(s: Scan, end: number, path: readonly string[], node: NodeDesc): vo
 function walkMapEntry(s: Scan, end: number, path: readonly string[], node: NodeDesc): void {
   while (s.pos < end) {
     const tag = varint32(s, end);
-    const [no, wt] = [tag >>> 3, tag & 7];
+    const no = tag >>> 3, wt = tag & 7;
     if (no === 2 && wt === 2) {
       const len = varint32(s, end);
       if (end - s.pos < len) throw new MessageBudgetError("truncated", `map value runs past offset ${end}`);
