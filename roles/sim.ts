@@ -1,12 +1,38 @@
 /**
- * The `sim` role's entry point: wiring only.
+ * The `sim` role's entry point: the node role on simulated hardware (an HGX board of 8 MIG-capable GPUs behind a
+ * file-backed fake `nvidia-smi`, a simulated host whose reboot restarts the process). Wiring only.
  *
  * @module
  */
+import { HandlerRegistry } from "../core/commands/handlers.ts";
+import { inventoryRefreshHandler, nodeRebootHandler } from "../core/commands/kind_handlers/mod.ts";
+import { simHostReader, simRebooter } from "../runtimes/fakehw/sim_host.ts";
+import { FakeGpuTool } from "../runtimes/nvidia/mod.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
+import { agentCommands } from "./_agent_cli.ts";
 
 /** The `sim` role's subcommands beyond `version` and `help`. */
-export const COMMANDS: Record<string, Subcommand> = {};
+export const COMMANDS: Record<string, Subcommand> = {
+  ...agentCommands({
+    role: "sim",
+    defaultDataDir: "/var/lib/bcd-sim",
+    capabilities: ["devices.limits", "binding.kubernetes"],
+    handlers(ctx) {
+      const gpus = new FakeGpuTool(`${ctx.dataDir}/fake-gpus.json`);
+      return new HandlerRegistry()
+        .register(inventoryRefreshHandler({
+          host: simHostReader(ctx.hostname, ctx.bootId),
+          gpus: {
+            query: async () => {
+              await FakeGpuTool.create(gpus.path);
+              return await gpus.query();
+            },
+          },
+        }))
+        .register(nodeRebootHandler({ rebooter: simRebooter() }));
+    },
+  }),
+};
 
 if (import.meta.main) {
   Deno.exit(await runCli("sim", Deno.args, COMMANDS));

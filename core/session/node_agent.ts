@@ -1,0 +1,428 @@
+/**
+ * The node agent: the session, the journal, the command dispatcher and the convergence engine wired together.
+ *
+ * - At start the journal is recovered (settled `rebooted`/`interrupted` results go out with the next `Hello`) and the
+ *   spec it holds is converged at once, with or without a gateway: desired state is enforced while offline.
+ * - `Hello` carries the node id, role, journal id, boot id, applied generation, spec hash, capabilities, version,
+ *   kinds and the unacked results; `Welcome` moves the server time mark (refused more than 5 minutes back), sets the
+ *   server-time offset, replaces the trust bundle and acks events; then unacked results and events are replayed.
+ * - Desired state goes through {@link takeDesiredState}; an applied spec is journaled before it is converged.
+ * - Status is coalesced latest-wins: only the newest report waits for the session.
+ *
+ * @module
+ */
+import { bcd, decodeMessage, encodeMessage, type GatewayFrame, type Props, WireDecodeError } from "../../proto/mod.ts";
+import { kindRoleOf, kindsForRole, type Role } from "../commands/kinds.ts";
+import { Dispatcher } from "../commands/dispatcher.ts";
+import type { HandlerRegistry } from "../commands/handlers.ts";
+import type { CommandUpdate } from "../commands/results.ts";
+import { CommandDecodeError, incomingFromWire, timestampMs, updateToWire } from "../commands/wire.ts";
+import { ConditionSet, type MonotonicClock } from "../converge/conditions.ts";
+import { ConvergenceEngine, type SectionConverger, type StatusSnapshot } from "../converge/engine.ts";
+import { ConvergeLoop } from "../converge/loop.ts";
+import type { SectionName } from "../converge/section.ts";
+import type { ResolvedAgentConfig } from "../config/mod.ts";
+import { type EventClass, type Journal, ServerTimeRegressed } from "../journal/mod.ts";
+import type { Logger } from "../log/mod.ts";
+import { QuorumLedger } from "../pki/quorum_ledger.ts";
+import type { TrustBundle } from "../pki/mod.ts";
+import { AGENT_VERSION, PROTOCOLS } from "../version.ts";
+import {
+  type NodeFrameInit,
+  SessionClient,
+  type SessionDelegate,
+  type SessionOut,
+  SessionProtocolError,
+} from "./client.ts";
+import { type HeldDesiredState, heldFromJournal, takeDesiredState } from "./desired_state.ts";
+import { type NodeIdentity, saveTrustBundle, trustBundleFromWire } from "./identity.ts";
+import { signSessionProof } from "./proofs.ts";
+import type { FrameTransport } from "./transport.ts";
+
+/** An event as convergers emit it; the journal assigns `seq`. */
+export type EventInit = Omit<Props<typeof bcd.v1.Event>, "seq" | "event_class" | "age_ms">;
+
+/** Where convergers and handlers put events. */
+export interface EventSink {
+  emit(cls: EventClass, event: EventInit): Promise<void>;
+}
+
+/** Options of {@link NodeAgent}. */
+export interface NodeAgentOptions {
+  readonly role: Role;
+  readonly identity: NodeIdentity;
+  readonly journal: Journal;
+  readonly config: ResolvedAgentConfig;
+  readonly handlers: HandlerRegistry;
+  /** Built once the agent exists, so convergers can emit events through it. */
+  readonly convergers?: (events: EventSink, conditions: ConditionSet) => readonly SectionConverger[];
+  readonly capabilities?: readonly string[];
+  readonly runtimes?: readonly string[];
+  readonly hostname?: string;
+  /** Opens the session transport; absent: the agent runs offline. */
+  readonly connect?: () => Promise<FrameTransport>;
+  readonly log: Logger;
+  readonly now?: () => number;
+  readonly monotonic?: MonotonicClock;
+  /** Reconnect backoff (tests shorten it). */
+  readonly backoff?: { baseMs?: number; maxMs?: number };
+  /** Drift pass interval (tests shorten it). */
+  readonly driftMs?: number;
+}
+
+const CLASS: Record<EventClass, bcd.v1.Event.Class> = {
+  metric: bcd.v1.Event.Class.METRIC,
+  transition: bcd.v1.Event.Class.TRANSITION,
+  result: bcd.v1.Event.Class.RESULT,
+};
+
+const SECTION_STATE: Record<string, bcd.v1.SectionStatus.State> = {
+  CONVERGED: bcd.v1.SectionStatus.State.CONVERGED,
+  PROGRESSING: bcd.v1.SectionStatus.State.PROGRESSING,
+  FAILED: bcd.v1.SectionStatus.State.FAILED,
+  UNSUPPORTED: bcd.v1.SectionStatus.State.UNSUPPORTED,
+};
+
+/** The node agent. */
+export class NodeAgent implements SessionDelegate, EventSink {
+  readonly conditions: ConditionSet;
+  readonly engine: ConvergenceEngine;
+  readonly loop: ConvergeLoop;
+  readonly dispatcher: Dispatcher;
+  readonly journal: Journal;
+  readonly #o: NodeAgentOptions;
+  readonly #log: Logger;
+  readonly #now: () => number;
+  #trust: TrustBundle;
+  #held: HeldDesiredState | undefined;
+  #serverOffset = 0;
+  #upgradeOnly = false;
+  #out: SessionOut | undefined;
+  #latestStatus: StatusSnapshot | undefined;
+  #sentEventSeq = 0;
+  #flushing = false;
+  #client: SessionClient | undefined;
+
+  private constructor(o: NodeAgentOptions, ledger: QuorumLedger) {
+    this.#o = o;
+    this.#log = o.log;
+    this.#now = o.now ?? Date.now;
+    this.journal = o.journal;
+    this.#trust = trustBundleFromWire(o.identity.trustBundle);
+    this.conditions = new ConditionSet(o.monotonic);
+    const convergers = o.convergers?.(this, this.conditions) ?? [];
+    this.engine = new ConvergenceEngine({ convergers, log: o.log, conditions: this.conditions });
+    this.loop = new ConvergeLoop(this.engine, {
+      now: this.#now,
+      driftMs: o.driftMs,
+      onStatus: (s) => this.#status(s),
+    });
+    const role = kindRoleOf(o.role) ?? "node";
+    this.dispatcher = new Dispatcher({
+      journal: o.journal,
+      acceptance: {
+        nodeId: o.identity.nodeId,
+        role,
+        handlers: o.handlers,
+        upgradeOnly: () => this.#upgradeOnly,
+        appliedGeneration: () => this.#held?.generation ?? 0,
+        serverNow: () => this.serverNow(),
+        trustBundle: () => this.#trust,
+        ledger,
+        unbatchedPerHour: () => o.config.commands.unbatchedDestructivePerHour,
+      },
+      sink: { send: (u) => this.#update(u) },
+      specs: { requestSpec: (have, reason, detail) => this.#requestSpec(have, reason, detail) },
+      bootId: o.journal.bootId,
+      nodeKey: o.identity.key.privateKey,
+      logger: o.log,
+    });
+  }
+
+  /** Builds the agent, recovers the journal and converges the spec the journal holds (offline enforcement). */
+  static async start(o: NodeAgentOptions): Promise<NodeAgent> {
+    const ledger = await QuorumLedger.open(o.journal.dataDir);
+    const a = new NodeAgent(o, ledger);
+    const rec = await o.journal.recover();
+    for (const e of rec.settled) {
+      a.#log.info({ command_id: e.id, state: e.result.state, code: e.result.code }, "settled at start");
+    }
+    const meta = await o.journal.meta();
+    if (meta.nodeId === null) await o.journal.setNodeId(o.identity.nodeId);
+    a.#serverOffset = meta.serverTimeMark > 0 ? Math.max(0, meta.serverTimeMark - a.#now()) : 0;
+    const stored = await o.journal.getSpec();
+    if (stored) {
+      a.#held = heldFromJournal(stored.bytes, o.identity.nodeId);
+      if (a.#held) {
+        a.#log.info({ generation: a.#held.generation }, "converging the spec the journal holds");
+        await a.loop.onSpec(a.#heldSpec(a.#held));
+      } else a.#log.warn("the journal's spec is unusable; asking for the full spec once connected");
+    }
+    return a;
+  }
+
+  /** Server time: the host clock plus the `Welcome` offset. */
+  serverNow(): number {
+    return this.#now() + this.#serverOffset;
+  }
+
+  /** The spec held now. */
+  get held(): HeldDesiredState | undefined {
+    return this.#held;
+  }
+
+  get session(): SessionClient | undefined {
+    return this.#client;
+  }
+
+  /** Runs the session (when a gateway is configured) and the drift timer until `signal` aborts. */
+  async run(signal: AbortSignal): Promise<void> {
+    const ticker = setInterval(
+      () => void this.loop.tick().catch((e) => this.#log.error({ err: String(e) }, "pass failed")),
+      1000,
+    );
+    try {
+      if (this.#o.connect) {
+        this.#client = new SessionClient({
+          connect: this.#o.connect,
+          delegate: this,
+          log: this.#log,
+          backoff: this.#o.backoff,
+        });
+        await this.#client.run(signal);
+      } else {
+        await new Promise<void>((r) => signal.addEventListener("abort", () => r(), { once: true }));
+      }
+    } finally {
+      clearInterval(ticker);
+    }
+  }
+
+  /** Stops the dispatcher after running commands finish. */
+  async stop(): Promise<void> {
+    await this.dispatcher.stop();
+  }
+
+  // ---- SessionDelegate ----
+
+  async hello(ch: bcd.v1.Challenge.$Properties): Promise<Props<typeof bcd.v1.Hello>> {
+    const meta = await this.journal.meta();
+    const unacked = await this.dispatcher.unackedResults();
+    const id = this.#o.identity;
+    return {
+      node_id: id.nodeId,
+      role: kindRoleOf(this.#o.role) ?? "node",
+      journal_id: this.journal.journalId,
+      boot_id: this.journal.bootId,
+      incarnation_id: this.journal.incarnation,
+      applied_generation: this.#held?.generation ?? 0,
+      applied_spec_hash: this.#held?.specHash ?? "",
+      capabilities: [...(this.#o.capabilities ?? [])],
+      runtimes: [...(this.#o.runtimes ?? [])],
+      kinds: kindsForRole(this.#o.role).map((k) => k.kind).filter((k) => this.#o.handlers.get(k) !== undefined),
+      agent_version: AGENT_VERSION,
+      protocol_version: PROTOCOLS.session,
+      unacked_results: unacked.map(updateToWire),
+      last_event_seq: meta.eventSeq,
+      challenge_sig: await signSessionProof(id.key.privateKey, ch.nonce ?? new Uint8Array(), id.nodeId),
+      cert_chain: id.certChain.map((c) => decodeMessage(bcd.v1.SignedCertificate, c)),
+      hostname: this.#o.hostname ?? "",
+    };
+  }
+
+  async welcome(w: bcd.v1.Welcome.$Properties): Promise<void> {
+    const st = timestampMs(w.server_time);
+    if (st !== undefined) {
+      try {
+        await this.journal.observeServerTime(st, "welcome");
+      } catch (e) {
+        if (e instanceof ServerTimeRegressed) throw new SessionProtocolError("time-mark", e.message, { cause: e });
+        throw e;
+      }
+      this.#serverOffset = st - this.#now();
+    }
+    if (w.trust_bundle) {
+      const bytes = encodeMessage(bcd.v1.TrustBundle, w.trust_bundle);
+      this.#trust = trustBundleFromWire(bytes);
+      await saveTrustBundle(this.journal.dataDir, bytes);
+    }
+    this.#upgradeOnly = w.upgrade_only ?? false;
+    await this.journal.setLastEpoch(Number(w.session_epoch ?? 0));
+    if (w.ack?.journal_id === this.journal.journalId) {
+      await this.journal.ackEvents(this.journal.journalId, Number(w.ack.event_seq ?? 0));
+    }
+  }
+
+  async established(out: SessionOut): Promise<void> {
+    this.#out = out;
+    this.#sentEventSeq = 0;
+    for (const u of await this.dispatcher.unackedResults()) out.send({ command_update: updateToWire(u) });
+    if (!this.#held) this.#requestSpec(0, "NO_SPEC", "the journal holds no usable spec");
+    const s = this.#latestStatus ?? (this.#held ? this.engine.snapshot() : undefined);
+    if (s) out.send({ status: this.#statusReport(s) });
+    await this.#flushEvents();
+  }
+
+  async frame(f: GatewayFrame, _out: SessionOut): Promise<void> {
+    if (f.desired_state) await this.#desiredState(f.desired_state);
+    else if (f.command) await this.#command(f.command);
+    else if (f.cancel) await this.dispatcher.cancel(f.cancel.command_id ?? "", f.cancel.reason ?? "");
+    else if (f.ack) await this.#ack(f.ack);
+    else if (f.heartbeat) {
+      const st = timestampMs(f.heartbeat.server_time);
+      if (st !== undefined) {
+        await this.journal.observeServerTime(st, "heartbeat");
+        this.#serverOffset = st - this.#now();
+      }
+    }
+  }
+
+  heartbeat(): Props<typeof bcd.v1.Heartbeat> {
+    return { applied_generation: this.#held?.generation ?? 0 };
+  }
+
+  disconnected(reason: string): void {
+    this.#out = undefined;
+    this.#log.info({ reason }, "session closed");
+  }
+
+  // ---- EventSink ----
+
+  async emit(cls: EventClass, event: EventInit): Promise<void> {
+    const bytes = encodeMessage(bcd.v1.Event, { ...event, event_class: CLASS[cls] });
+    const r = await this.journal.appendEvent(cls, bytes);
+    this.#log.debug({ event: event.type, outcome: r }, "event journaled");
+    await this.#flushEvents();
+  }
+
+  // ---- internals ----
+
+  #send(frame: NodeFrameInit): boolean {
+    return this.#out?.send(frame) ?? false;
+  }
+
+  #update(u: CommandUpdate): void {
+    this.#log.info(
+      { command_id: u.commandId, kind: u.kind, state: u.state, code: u.errorCode ?? u.reason },
+      "command update",
+    );
+    this.#send({ command_update: updateToWire(u) });
+  }
+
+  #requestSpec(have: number, reason: "MIN_GENERATION" | "NO_SPEC" | "PATCH_BASE_MISMATCH", detail: string): void {
+    this.#log.info({ have_generation: have, reason }, "asking for the full spec");
+    this.#send({
+      spec_request: { have_generation: have, reason: bcd.v1.SpecRequest.Reason[reason], message: detail },
+    });
+  }
+
+  async #command(c: Props<typeof bcd.v1.Command>): Promise<void> {
+    try {
+      await this.dispatcher.deliver(incomingFromWire(c));
+    } catch (e) {
+      if (e instanceof CommandDecodeError) {
+        this.#log.warn({ err: e.message }, "a command that does not decode was dropped");
+        return;
+      }
+      throw e;
+    }
+  }
+
+  async #ack(a: bcd.v1.Ack.$Properties): Promise<void> {
+    if (a.command_ids && a.command_ids.length > 0) await this.dispatcher.onAck(a.command_ids);
+    if (a.journal_id === this.journal.journalId && a.event_seq) {
+      await this.journal.ackEvents(this.journal.journalId, Number(a.event_seq));
+      await this.#flushEvents();
+    }
+  }
+
+  async #desiredState(ds: bcd.v1.DesiredState.$Properties): Promise<void> {
+    const d = await takeDesiredState(ds, {
+      nodeId: this.#o.identity.nodeId,
+      held: this.#held,
+      trust: this.#trust,
+      serverNow: this.serverNow(),
+    });
+    switch (d.action) {
+      case "ignore":
+        this.#log.debug({ why: d.why }, "desired state ignored");
+        return;
+      case "refuse":
+        this.#log.warn({ why: d.why }, "desired state refused, not applied");
+        return;
+      case "request":
+        this.#requestSpec(this.#held?.generation ?? 0, d.reason, d.why);
+        return;
+      case "apply":
+        await this.journal.putSpec({
+          generation: d.held.generation,
+          bytes: d.bytes,
+          hash: d.held.specHash,
+          ...(d.signature ? { signature: d.signature } : {}),
+        });
+        await this.journal.setAppliedGeneration(d.held.generation);
+        this.#held = d.held;
+        this.#log.info({ generation: d.held.generation }, "desired state applied");
+        this.#send({ heartbeat: this.heartbeat() });
+        await this.dispatcher.onSpecApplied();
+        await this.loop.onSpec(this.#heldSpec(d.held));
+        return;
+    }
+  }
+
+  #heldSpec(h: HeldDesiredState) {
+    const sections: Partial<Record<SectionName, unknown>> = {};
+    const spec = h.spec as Record<string, unknown>;
+    for (const k of ["host", "devices", "instances", "access", "telemetry", "daemon", "site"] as const) {
+      if (spec[k] != null) sections[k] = spec[k];
+    }
+    return { generation: h.generation, specHash: h.specHash, sections };
+  }
+
+  #status(s: StatusSnapshot): void {
+    this.#latestStatus = s;
+    this.#send({ status: this.#statusReport(s) });
+  }
+
+  #statusReport(s: StatusSnapshot): Props<typeof bcd.v1.StatusReport> {
+    return {
+      observed_generation: s.observed_generation,
+      applied_generation: s.applied_generation,
+      applied_spec_hash: s.applied_spec_hash,
+      sections: s.sections.map((x) => ({
+        section: x.section,
+        state: SECTION_STATE[x.state],
+        generation: x.generation,
+        reason: x.reason,
+        message: x.message,
+      })),
+      conditions: s.conditions.map((c) => ({ ...c })),
+    };
+  }
+
+  async #flushEvents(): Promise<void> {
+    if (!this.#out || this.#flushing) return;
+    this.#flushing = true;
+    try {
+      for (;;) {
+        const evs = await this.journal.unackedEvents({ afterSeq: this.#sentEventSeq, limit: 256 });
+        if (evs.length === 0 || !this.#out) return;
+        const now = this.#now();
+        const events: Props<typeof bcd.v1.Event>[] = [];
+        for (const e of evs) {
+          try {
+            const ev = decodeMessage(bcd.v1.Event, e.payload);
+            events.push({ ...ev, seq: e.seq, age_ms: Math.max(0, now - e.createdAt) });
+          } catch (err) {
+            if (!(err instanceof WireDecodeError)) throw err;
+            events.push({ seq: e.seq, type: "undecodable" });
+          }
+        }
+        if (!this.#send({ event_batch: { journal_id: this.journal.journalId, events } })) return;
+        this.#sentEventSeq = evs[evs.length - 1]!.seq;
+      }
+    } finally {
+      this.#flushing = false;
+    }
+  }
+}

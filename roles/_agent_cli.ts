@@ -1,0 +1,163 @@
+/**
+ * The agent subcommands every daemon role shares: `join` (once, with a one-time token) and `run` (the daemon:
+ * journal, session, dispatcher, convergence). A role supplies its wiring: handlers, convergers, capabilities.
+ *
+ * @module
+ */
+import type { Role } from "../core/commands/kinds.ts";
+import type { HandlerRegistry } from "../core/commands/handlers.ts";
+import { ConfigError, loadAgentConfig, type ResolvedAgentConfig } from "../core/config/mod.ts";
+import type { ConditionSet } from "../core/converge/conditions.ts";
+import type { SectionConverger } from "../core/converge/engine.ts";
+import { boundsFromConfig, Journal, readBootId } from "../core/journal/mod.ts";
+import { createLogger, levelFromEnv, type Logger } from "../core/log/mod.ts";
+import { join, loadIdentity, type NodeIdentity } from "../core/session/identity.ts";
+import { type EventSink, NodeAgent } from "../core/session/node_agent.ts";
+import { connectWebSocket } from "../core/session/transport.ts";
+import { AGENT_VERSION } from "../core/version.ts";
+import { EXIT_INTERNAL, EXIT_OK, printOut, type Subcommand, UsageError } from "./_cli.ts";
+
+/** What the wiring of a role gets. */
+export interface WiringContext {
+  readonly config: ResolvedAgentConfig;
+  readonly dataDir: string;
+  readonly bootId: string;
+  readonly hostname: string;
+  readonly journal: Journal;
+  readonly identity: NodeIdentity;
+  readonly log: Logger;
+}
+
+/** A role's wiring. */
+export interface RoleWiring {
+  readonly role: Role;
+  readonly defaultDataDir: string;
+  readonly capabilities?: readonly string[];
+  handlers(ctx: WiringContext): HandlerRegistry;
+  convergers?(ctx: WiringContext, events: EventSink, conditions: ConditionSet): readonly SectionConverger[];
+}
+
+const DATA_DIR_OPTS = {
+  "data-dir": { type: "string" },
+  config: { type: "string" },
+} as const;
+
+async function _config(path: string | undefined): Promise<ResolvedAgentConfig> {
+  let p = path;
+  if (p === undefined) {
+    try {
+      p = Deno.env.get("BCD_CONFIG");
+    } catch (e) {
+      if (!(e instanceof Deno.errors.NotCapable)) throw e;
+    }
+  }
+  if (p === undefined) {
+    try {
+      return loadAgentConfig(await Deno.readTextFile("/etc/bcd/config.toml"));
+    } catch (e) {
+      if (e instanceof Deno.errors.NotFound || e instanceof Deno.errors.NotCapable) return loadAgentConfig("");
+      throw e;
+    }
+  }
+  try {
+    return loadAgentConfig(await Deno.readTextFile(p));
+  } catch (e) {
+    if (e instanceof ConfigError) throw new UsageError(`${p}: ${e.message}`, { cause: e });
+    if (e instanceof Deno.errors.NotFound) throw new UsageError(`config file ${p} does not exist`);
+    throw e;
+  }
+}
+
+function _hostname(): string {
+  try {
+    return Deno.hostname();
+  } catch (e) {
+    if (e instanceof Deno.errors.NotCapable) return "unknown";
+    throw e;
+  }
+}
+
+function _bootIdPath(): string | undefined {
+  try {
+    return Deno.env.get("BCD_BOOT_ID_PATH");
+  } catch (e) {
+    if (e instanceof Deno.errors.NotCapable) return undefined;
+    throw e;
+  }
+}
+
+/** The `join` and `run` subcommands of a daemon role. */
+export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
+  return {
+    join: {
+      summary: "join the control plane once with a one-time token (generates the node key)",
+      options: { ...DATA_DIR_OPTS, token: { type: "string" }, "join-url": { type: "string" } },
+      async run({ values }) {
+        const config = await _config(values.config as string | undefined);
+        const dataDir = (values["data-dir"] as string | undefined) ?? config.dataDir ?? w.defaultDataDir;
+        const token = values.token as string | undefined;
+        const joinUrl = values["join-url"] as string | undefined;
+        if (!token || !joinUrl) throw new UsageError("join needs --token and --join-url");
+        if (await loadIdentity(dataDir)) throw new UsageError(`${dataDir} already holds a joined identity`);
+        const id = await join({
+          dataDir,
+          joinUrl,
+          token,
+          role: w.role === "sim" ? "node" : w.role,
+          hostname: _hostname(),
+          agentVersion: AGENT_VERSION,
+        });
+        printOut(JSON.stringify({ node_id: id.nodeId, gateway_url: id.gatewayUrl }));
+        return EXIT_OK;
+      },
+    },
+    run: {
+      summary: "run the daemon: journal, session to the gateway, commands and convergence",
+      options: { ...DATA_DIR_OPTS, gateway: { type: "string" }, offline: { type: "boolean" } },
+      async run({ values }) {
+        const config = await _config(values.config as string | undefined);
+        const dataDir = (values["data-dir"] as string | undefined) ??
+          (values.config ? config.dataDir : w.defaultDataDir);
+        const log = createLogger({ level: levelFromEnv(config.log.level), base: { role: w.role } });
+        const identity = await loadIdentity(dataDir);
+        if (!identity) throw new UsageError(`${dataDir} holds no identity; run "join" first`);
+        const bootId = await readBootId(_bootIdPath());
+        const journal = await Journal.open({
+          dataDir,
+          bootId,
+          bounds: boundsFromConfig(config.journal),
+          logger: log,
+          nodeId: identity.nodeId,
+          onStop: (e) => {
+            log.fatal({ err: e.message }, "the journal stopped; exiting");
+            Deno.exit(EXIT_INTERNAL);
+          },
+        });
+        const ctx: WiringContext = { config, dataDir, bootId, hostname: _hostname(), journal, identity, log };
+        const url = (values.gateway as string | undefined) ?? config.gateway.url ?? identity.gatewayUrl;
+        const agent = await NodeAgent.start({
+          role: w.role,
+          identity,
+          journal,
+          config,
+          handlers: w.handlers(ctx),
+          convergers: w.convergers ? (events, conditions) => w.convergers!(ctx, events, conditions) : undefined,
+          capabilities: w.capabilities,
+          hostname: ctx.hostname,
+          connect: values.offline || !url ? undefined : () => connectWebSocket(url),
+          log,
+        });
+        const stop = new AbortController();
+        const onSignal = () => stop.abort();
+        Deno.addSignalListener("SIGTERM", onSignal);
+        Deno.addSignalListener("SIGINT", onSignal);
+        log.info({ node_id: identity.nodeId, boot_id: bootId, journal_id: journal.journalId, gateway: url }, "started");
+        await agent.run(stop.signal);
+        await agent.stop();
+        await journal.close();
+        log.info("stopped");
+        return EXIT_OK;
+      },
+    },
+  };
+}
