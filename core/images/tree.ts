@@ -43,6 +43,11 @@ export interface TreeOptions {
   log?: Logger;
   /** Called before each step; crash tests end the process here. Production code leaves it unset. */
   beforeStep?: (step: InstallStep) => void | Promise<void>;
+  /**
+   * Creates the flip link `path` → `target` (default `Deno.symlink`). Deno refuses symlink creation under a
+   * path-scoped `--allow-write`, so a process confined that way passes one that runs `ln -s -- target path`.
+   */
+  symlink?: (target: string, path: string) => Promise<void>;
 }
 
 const _locks = new Map<string, Promise<unknown>>();
@@ -74,10 +79,12 @@ async function _pinModes(dir: string): Promise<void> {
 export class Tree {
   readonly #log: Logger;
   readonly #beforeStep: TreeOptions["beforeStep"];
+  readonly #symlink: (target: string, path: string) => Promise<void>;
 
   constructor(readonly root: string, opts: TreeOptions = {}) {
     this.#log = opts.log ?? silentLogger();
     this.#beforeStep = opts.beforeStep;
+    this.#symlink = opts.symlink ?? ((target, path) => Deno.symlink(target, path));
   }
 
   /** Creates the root (0755) if missing; refuses a root that is not a directory or is a symlink. */
@@ -171,7 +178,7 @@ export class Tree {
     if (beforeFlip) await beforeFlip(versionDir);
     await this.#step("flip");
     const link = join(this.root, `${_FLIP}${_random()}`);
-    await Deno.symlink(version, link);
+    await this.#symlink(version, link);
     await Deno.rename(link, join(this.root, CURRENT));
     await this.#step("prune");
     for await (const ent of Deno.readDir(this.root)) {

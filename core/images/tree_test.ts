@@ -243,3 +243,19 @@ Deno.test("hostile installs write nothing outside the root (child allowed to wri
     assert.deepEqual(await snapshot(dir), before);
   });
 });
+
+Deno.test("an injected symlink maker creates the flip link (for processes with path-scoped writes)", async () => {
+  await withDir(async (root) => {
+    const made: string[] = [];
+    const tree = new Tree(root, {
+      symlink: async (target, path) => {
+        made.push(target);
+        const out = await new Deno.Command("ln", { args: ["-s", "--", target, path] }).output();
+        if (!out.success) throw new Error("ln failed");
+      },
+    });
+    await tree.install("v-1", V1);
+    assert.deepEqual(made, ["v-1"]);
+    assert.equal(await Deno.readLink(join(root, "current")), "v-1");
+  });
+});

@@ -1,0 +1,50 @@
+/**
+ * The bounded fuzz run of `deno task test:fuzz` (kept out of the default `*_test.ts` glob so `deno task test`
+ * does not run it twice): a fixed number of seeded mutations of the real corpus through both safety kernels. The
+ * unbounded run is `deno task fuzz:images` / `deno task fuzz:bundles` (fuzz_main.ts).
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { hasQemuImg } from "./_qemu_img.ts";
+import { bundleCorpus, fuzzBundles, fuzzImages, imageCorpus } from "./_fuzz.ts";
+
+const IMAGE_ITERATIONS = Number(Deno.env.get("FUZZ_IMAGE_ITERATIONS") ?? 30_000);
+const BUNDLE_ITERATIONS = Number(Deno.env.get("FUZZ_BUNDLE_ITERATIONS") ?? 15_000);
+const SEED = Number(Deno.env.get("FUZZ_SEED") ?? 20261130);
+
+const HAS_QEMU_IMG = hasQemuImg();
+if (!HAS_QEMU_IMG) {
+  console.log("skipping the qcow2 fuzz run: `qemu-img` is not installed (Debian package `qemu-utils`)");
+}
+
+Deno.test({
+  name: `fuzz: ${IMAGE_ITERATIONS} mutated qemu-img headers all get a verdict with a named reason`,
+  ignore: !HAS_QEMU_IMG,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      const tally = fuzzImages(await imageCorpus(dir), IMAGE_ITERATIONS, SEED);
+      console.log("images", JSON.stringify(tally));
+      assert.ok((tally["base:accepted"] ?? 0) > 0 && (tally["base:malformed"] ?? 0) > 0);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test(`fuzz: ${BUNDLE_ITERATIONS} mutated bundles all get a verdict, and unpack writes only below its sandbox`, async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const corpus = await bundleCorpus(join(dir));
+    const sandbox = join(dir, "sandbox");
+    await Deno.mkdir(sandbox);
+    const before = [...Deno.readDirSync(dir)].map((e) => e.name).sort();
+    const tally = await fuzzBundles(corpus, BUNDLE_ITERATIONS, SEED, { sandbox, unpackEvery: 10 });
+    console.log("bundles", JSON.stringify(tally));
+    assert.ok((tally["accepted"] ?? 0) > 0);
+    assert.deepEqual([...Deno.readDirSync(dir)].map((e) => e.name).sort(), before);
+    assert.deepEqual([...Deno.readDirSync(sandbox)], []);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
