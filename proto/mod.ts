@@ -71,3 +71,4 @@ export {
   parseNodeSpecJson,
 } from "./canonical_json.ts";
 export { checkMessageJson, JsonShapeError } from "./json_check.ts";
+export type * from "./types.ts";

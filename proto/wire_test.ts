@@ -11,6 +11,7 @@ import {
   WireDecodeError,
   type WireDecodeReason,
 } from "./wire.ts";
+import type { CommandBody } from "./mod.ts";
 
 function decodeError(fn: () => unknown): WireDecodeError {
   try {
@@ -183,4 +184,12 @@ Deno.test("nested decoded messages read their defaults: scalars, lists and maps 
   const telemetry = decodeMessage(bcd.v1.TelemetrySection, new Uint8Array());
   const attrs: { [key: string]: string } = telemetry.resource_attributes;
   assert.deepEqual(attrs, {});
+});
+
+Deno.test("the short type names read decoded messages", () => {
+  const body: CommandBody = decodeMessage(bcd.v1.CommandBody, encodeMessage(bcd.v1.CommandBody, { id: "c", seq: 4 }));
+  const seq: number = body.seq;
+  const notAfter: number | undefined = body.not_after?.seconds;
+  assert.equal(seq, 4);
+  assert.equal(notAfter, undefined);
 });
