@@ -4,14 +4,18 @@
  * layer every other module uses:
  *
  * - `bcd` and `google`: the generated message classes (`bcd.v1.Hello`, `bcd.v1.NodeSpec`, ...) and their types.
- * - {@link decodeMessage} / {@link encodeMessage} and the session frame helpers, with a size bound checked before
- *   decoding (4 MiB by default) and one typed {@link WireDecodeError} for every body that does not decode.
+ * - {@link decodeMessage} / {@link encodeMessage} and the session frame helpers. Before decoding, a size bound (4 MiB
+ *   by default) and a budget of sub-messages (a schema-aware scan, so 4 MiB of empty sub-messages cannot make the
+ *   decoder build millions of objects); one typed {@link WireDecodeError} for every body that does not decode.
+ *   `Decoded<typeof bcd.v1.X>` (short names in `types.ts`) types a decoded message the way the decoder builds it.
  * - {@link packAny} / {@link unpackAny} for command payloads and results, and {@link KIND_MESSAGES}, the payload and
  *   result message of every kind.
- * - {@link canonicalNodeSpecJson}, the canonical (sorted-key) JSON of a NodeSpec.
+ * - {@link canonicalNodeSpecJson}, the canonical (sorted-key) JSON of a NodeSpec, and {@link nodeSpecFromJson} /
+ *   {@link parseNodeSpecJson}, which read it strictly (unknown fields and wrong types refused with their path).
  *
  * Field names keep the `.proto` (and the seed's) snake_case spelling. 64-bit integers are numbers; a value beyond
- * `Number.MAX_SAFE_INTEGER` on the wire is refused (`unsafe-integer`), never rounded.
+ * `Number.MAX_SAFE_INTEGER` on the wire is refused (`unsafe-integer`), never rounded. Strings must be valid UTF-8.
+ * Unknown fields (a newer peer's additions) are skipped, not kept: code that must keep bytes keeps the bytes.
  *
  * @example
  * ```ts
