@@ -1,7 +1,9 @@
 /**
- * `guest turns`: the turn/drain protocol agent of seed 001, served on `--tcp HOST:PORT`, `--unix PATH` and
- * `--device PATH` (virtio-serial port, hvc or serial tty; each flag may repeat). Deno has no AF_VSOCK, so vsock
- * is not served; the host reaches the agent over TCP on the guest network or a virtio-serial port. Native mode
+ * `guest turns`: the turn/drain protocol agent of seed 001, served on `--tcp HOST:PORT`, `--unix PATH`,
+ * `--device PATH` (virtio-serial port, hvc or serial tty; each flag may repeat) and `--stdio` (a device the init
+ * hands over as standard input and output: Deno 2 reserves `/dev` to `--allow-all`, so under the guest role's own
+ * flags this is how a VM's port is served). Deno has no AF_VSOCK, so vsock is not served; the host reaches the
+ * agent over TCP on the guest network or a virtio-serial port. Native mode
  * runs `--turn-cmd` once per `RunTurn` (the turn id in `SLEEPWALK_TURN_ID`); wrap mode supervises `--wrap-cmd`
  * (or `SLEEPWALK_WRAP_CMD`, or `/etc/sleepwalk/wrap-cmd`) and exits with its status when it exits.
  *
@@ -17,6 +19,7 @@ import {
   listenTcp,
   listenUnix,
   parseHostPort,
+  stdioConnections,
   type TurnsListener,
 } from "../guest/turns/transport.ts";
 import { resolveVmId, VmIdError } from "../guest/turns/vm_id.ts";
@@ -49,11 +52,12 @@ function _readFile(path: string): string | null {
 
 /** `guest turns`. */
 export const turnsCmd: Subcommand = {
-  summary: "serve the turn/drain protocol (NDJSON) on --tcp/--unix/--device; native (--turn-cmd) or wrap mode",
+  summary: "serve the turn/drain protocol (NDJSON) on --tcp/--unix/--device/--stdio; native (--turn-cmd) or wrap",
   options: {
     tcp: { type: "string", multiple: true },
     unix: { type: "string", multiple: true },
     device: { type: "string", multiple: true },
+    stdio: { type: "boolean" },
     "vm-id": { type: "string" },
     "turn-cmd": { type: "string" },
     "wrap-cmd": { type: "string" },
@@ -97,7 +101,8 @@ export const turnsCmd: Subcommand = {
     }
     for (const p of _strings(values.unix)) listeners.push(listenUnix(p));
     for (const p of _strings(values.device)) listeners.push(deviceConnections(p, log));
-    if (listeners.length === 0) throw new UsageError("turns: give at least one of --tcp, --unix, --device");
+    if (values.stdio === true) listeners.push(stdioConnections(log));
+    if (listeners.length === 0) throw new UsageError("turns: give at least one of --tcp, --unix, --device, --stdio");
     log.info({ event: "turns_start", vm_id: vm.vmId, vm_id_source: vm.source, mode: mode.kind }, "guest turns");
     const stop = new AbortController();
     const onSignal = () => stop.abort();

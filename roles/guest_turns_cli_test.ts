@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { silentLogger } from "../core/log/mod.ts";
 import { connectTurnsTcp } from "../runtimes/guest/turns_connect.ts";
+import { TurnsClient } from "../runtimes/guest/turns_client.ts";
 import { roleFlags } from "./permissions.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
@@ -75,6 +76,7 @@ Deno.test("guest turns refuses a missing mode, listener or VM id with exit 2 and
   const cases: { args: string[]; want: RegExp }[] = [
     { args: ["--tcp", "127.0.0.1:1", "--vm-id", VM, "--config-dir", "/nonexistent"], want: /no mode/ },
     { args: ["--vm-id", VM, "--turn-cmd", "true"], want: /at least one of --tcp/ },
+    { args: ["--stdio", "--turn-cmd", "true", "--config-dir", "/nonexistent"], want: /no VM id/ },
     { args: ["--tcp", "127.0.0.1:1", "--vm-id", "nope", "--turn-cmd", "true"], want: /not a UUID/ },
     { args: ["--tcp", "localhost", "--vm-id", VM, "--turn-cmd", "true"], want: /not HOST:PORT/ },
   ];
@@ -84,5 +86,41 @@ Deno.test("guest turns refuses a missing mode, listener or VM id with exit 2 and
       assert.equal(out.code, 2);
       assert.match(new TextDecoder().decode(out.stderr), c.want);
     });
+  }
+});
+
+Deno.test("guest turns --stdio serves a handed-over channel under the role's flags: Hello first, Ping, RunTurn", async () => {
+  const proc = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      ...roleFlags("guest"),
+      `${ROOT}roles/guest.ts`,
+      "turns",
+      "--stdio",
+      "--vm-id",
+      VM,
+      "--turn-cmd",
+      "true",
+    ],
+    cwd: ROOT,
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "null",
+    env: { BCD_LOG_LEVEL: "warn" },
+  }).spawn();
+  const client = await TurnsClient.attach(
+    { readable: proc.stdout, writable: proc.stdin },
+    { logger: silentLogger(), helloTimeoutMs: 20_000 },
+  );
+  try {
+    assert.equal(client.hello.vm_id, VM);
+    await client.ping();
+    const ended = client.waitFor((m) => m.type === "TurnEnded" && m.turn_id === 0, 20_000);
+    await client.send({ type: "RunTurn", turn_id: 0 });
+    await ended;
+  } finally {
+    client.close();
+    proc.kill();
+    await proc.status;
   }
 });

@@ -1,5 +1,8 @@
 // The character-device transport against a real pseudo-terminal in raw mode (what an hvc or serial console is):
-// a python helper holds the pty's master and relays it to its stdin/stdout, playing the host.
+// a python helper holds the pty's master and relays it to its stdin/stdout, playing the host. The pty starts in
+// cooked mode with echo; the transport must put it in raw mode, or the host would read its own lines back. Deno's
+// setRaw leaves output post-processing on, so lines arrive ending "\r\n": "\r" is JSON whitespace, and the line is
+// compared without it.
 import assert from "node:assert/strict";
 import { silentLogger } from "../../core/log/mod.ts";
 import { decodeLine, encodeMessage, LineSplitter } from "../../core/turns/mod.ts";
@@ -9,9 +12,8 @@ import { deviceConnections } from "./transport.ts";
 const VM = "7e57a1b2-0000-4000-8000-0123456789ab";
 
 const PTY_RELAY = `
-import os, pty, sys, tty, select
+import os, pty, sys, select
 m, s = pty.openpty()
-tty.setraw(s)
 print(os.ttyname(s), flush=True)
 while True:
     r, _, _ = select.select([m, 0], [], [])
@@ -55,7 +57,7 @@ Deno.test({
         if (done) throw new Error("relay closed");
         for (const ev of split.push(value)) if ("line" in ev) pending.push(ev.line);
       }
-      return pending.shift()!;
+      return pending.shift()!.replace(/\r$/, "");
     };
     const slave = await nextLine();
     assert.match(slave, /^\/dev\/pts\/\d+$/);

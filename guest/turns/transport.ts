@@ -90,18 +90,46 @@ export function listenUnix(path: string): TurnsListener {
   return _listener(l, () => `unix ${path}`, `unix ${path}`);
 }
 
+/** Raw reads and writes of one open channel. */
+interface _RawIo {
+  /** Bytes read, or `null` / 0 at end of file. */
+  read(buf: Uint8Array): Promise<number | null>;
+  write(bytes: Uint8Array): Promise<number>;
+  close(): void;
+}
+
 /**
  * A character device as a stream of connections: open it, yield it, and when the peer goes away (end of file or
  * an I/O error) close it and open it again. One file descriptor carries both directions through `node:fs`, whose
  * reads and writes run concurrently (a Deno `FsFile` serializes them, and a virtio-serial port may be opened only
  * once). On a virtio-serial port a write blocks until the host side is connected, so the agent's `Hello` waits for
- * the host; a tty (hvc, ttyS) must be in raw mode (`stty raw -echo`), which the image's init sets up.
+ * the host. A tty (hvc, ttyS, pts) is put in raw mode. Deno 2 reserves most of `/dev` to `--allow-all`; under the
+ * guest role's own flags use {@link stdioConnections} with the device as standard input and output.
  */
 export function deviceConnections(path: string, logger: Logger, retryMs = 200): TurnsListener {
+  return _reopening(`device ${path}`, () => _openDevice(path, logger), logger, retryMs);
+}
+
+/**
+ * Standard input and output as a stream of connections, for a device the init hands over
+ * (`bcd-guest turns --stdio <>/dev/vport0p1 >&0`): Deno opens nothing, so no `/dev` permission is needed. End of
+ * file ends a connection (a virtio-serial port reads 0 while the host is away); the next one starts with `Hello`,
+ * whose write waits for the host to come back.
+ */
+export function stdioConnections(logger: Logger, retryMs = 200): TurnsListener {
+  const io: _RawIo = {
+    read: (buf) => Deno.stdin.read(buf),
+    write: (b) => Deno.stdout.write(b),
+    close: () => {},
+  };
+  return _reopening("stdio", () => io, logger, retryMs);
+}
+
+function _reopening(label: string, open: () => _RawIo, logger: Logger, retryMs: number): TurnsListener {
   let closed = false;
   let current: TurnsConnection | null = null;
   return {
-    label: `device ${path}`,
+    label,
     close: () => {
       closed = true;
       current?.close();
@@ -109,17 +137,17 @@ export function deviceConnections(path: string, logger: Logger, retryMs = 200): 
     async *[Symbol.asyncIterator]() {
       let delay = retryMs;
       while (!closed) {
-        let fd: number;
+        let io: _RawIo;
         try {
-          fd = fs.openSync(path, fs.constants.O_RDWR | fs.constants.O_NOCTTY);
+          io = open();
         } catch (e) {
-          logger.warn({ event: "device_open_failed", path, err: String(e) }, "cannot open the device; retrying");
+          logger.warn({ event: "device_open_failed", on: label, err: String(e) }, "cannot open; retrying");
           await new Promise((r) => setTimeout(r, delay));
           delay = Math.min(delay * 2, 5_000);
           continue;
         }
         const ended = Promise.withResolvers<boolean>();
-        current = _fdConnection(fd, `device ${path}`, ended);
+        current = _ioConnection(io, label, ended);
         yield current;
         const gotData = await ended.promise;
         current = null;
@@ -132,39 +160,71 @@ export function deviceConnections(path: string, logger: Logger, retryMs = 200): 
   };
 }
 
-function _fdConnection(fd: number, label: string, ended: PromiseWithResolvers<boolean>): TurnsConnection {
+function _openDevice(path: string, logger: Logger): _RawIo {
+  const fd = fs.openSync(path, fs.constants.O_RDWR | fs.constants.O_NOCTTY);
+  _rawIfTty(path, logger);
+  return {
+    read: (buf) =>
+      new Promise((resolve, reject) =>
+        fs.read(fd, buf, 0, buf.length, null, (err, n) => (err ? reject(err) : resolve(n)))
+      ),
+    write: (b) =>
+      new Promise((resolve, reject) =>
+        fs.write(fd, b, 0, b.length, null, (err, n) => (err ? reject(err) : resolve(n)))
+      ),
+    close: () => fs.close(fd, () => {}),
+  };
+}
+
+/** Puts a tty in raw mode through a second handle (termios belongs to the tty, so it outlives that handle). */
+function _rawIfTty(path: string, logger: Logger): void {
+  let f: Deno.FsFile;
+  try {
+    f = Deno.openSync(path, { read: true, write: true });
+  } catch (e) {
+    // A virtio-serial port admits one opener: busy means it is no tty, which is fine.
+    if (!(e instanceof Deno.errors.Busy)) logger.warn({ event: "device_raw_skipped", path, err: String(e) }, "no raw");
+    return;
+  }
+  try {
+    if (f.isTerminal()) f.setRaw(true);
+  } finally {
+    f.close();
+  }
+}
+
+function _ioConnection(io: _RawIo, label: string, ended: PromiseWithResolvers<boolean>): TurnsConnection {
   let open = true;
   let gotData = false;
   const close = () => {
     if (!open) return;
     open = false;
-    fs.close(fd, () => ended.resolve(gotData));
+    io.close();
+    ended.resolve(gotData);
   };
   const readable = new ReadableStream<Uint8Array>({
-    pull: (ctrl) =>
-      new Promise<void>((resolve) => {
-        const buf = new Uint8Array(16 * 1024);
-        fs.read(fd, buf, 0, buf.length, null, (err, n) => {
-          if (err || n === 0 || !open) {
-            ctrl.close();
-            close();
-          } else {
-            gotData = true;
-            ctrl.enqueue(buf.subarray(0, n));
-          }
-          resolve();
-        });
-      }),
+    pull: async (ctrl) => {
+      const buf = new Uint8Array(16 * 1024);
+      let n: number | null;
+      try {
+        n = await io.read(buf);
+      } catch (e) {
+        if (!open) n = null;
+        else throw e;
+      }
+      if (n === null || n === 0 || !open) {
+        ctrl.close();
+        close();
+      } else {
+        gotData = true;
+        ctrl.enqueue(buf.subarray(0, n));
+      }
+    },
     cancel: () => close(),
   });
   const write = async (bytes: Uint8Array) => {
     let at = 0;
-    while (at < bytes.length) {
-      const n = await new Promise<number>((resolve, reject) =>
-        fs.write(fd, bytes, at, bytes.length - at, null, (err, written) => err ? reject(err) : resolve(written))
-      );
-      at += n;
-    }
+    while (at < bytes.length) at += await io.write(bytes.subarray(at));
   };
   return { label, readable, write, close };
 }

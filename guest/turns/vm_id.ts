@@ -1,7 +1,8 @@
 /**
  * Where `guest turns` learns its VM id: `--vm-id`, else `bcd.vm_id=<uuid>` on the kernel command line
- * (`/proc/cmdline`), else the file `/etc/bcd/vm-id` in the image. The id is not a secret; the cmdline is the usual
- * place, the file is for images booted without one.
+ * (`/proc/cmdline`), else the file `/etc/bcd/vm-id` in the image. The id is not a secret. Deno 2 lets only
+ * `--allow-all` read `/proc`, so under the guest role's own flags the command line is skipped: the init passes
+ * `--vm-id "$(cat /proc/cmdline | ...)"` or the image carries the file.
  *
  * @module
  */
@@ -35,7 +36,9 @@ async function _readText(path: string): Promise<string | null> {
       f.close();
     }
   } catch (e) {
-    if (e instanceof Deno.errors.NotFound) return null;
+    // Deno 2 reserves /proc to --allow-all: under the guest role's own flags the command line is not readable,
+    // which leaves --vm-id and the file.
+    if (e instanceof Deno.errors.NotFound || e instanceof Deno.errors.NotCapable) return null;
     throw e;
   }
 }
