@@ -2,7 +2,7 @@
  * Test-only child process for the Tree crash and confinement tests: installs one bundle and, when asked, ends the
  * process abruptly (exit 86, no cleanup) before a given step or in the middle of the unpack.
  *
- * Usage: deno run --allow-env --allow-sys --allow-read --allow-write=ROOT _tree_child.ts ROOT VERSION TARBALL [STEP|unpack-mid]
+ * Usage: deno run --allow-env --allow-sys --allow-read --allow-write=ROOT _tree_child.ts ROOT VERSION TARBALL [STEP|unpack-mid|flip-mid]
  *
  * @module
  */
@@ -16,7 +16,13 @@ function _out(v: unknown): void {
 const [root, version, tarball, crashAt] = Deno.args;
 if (root === undefined || version === undefined || tarball === undefined) Deno.exit(2);
 let files = 0;
-const tree = new Tree(root, { beforeStep: (s) => s === crashAt ? Deno.exit(86) : undefined });
+const tree = new Tree(root, {
+  beforeStep: (s) => s === crashAt ? Deno.exit(86) : undefined,
+  symlink: async (target, path) => {
+    await Deno.symlink(target, path);
+    if (crashAt === "flip-mid") Deno.exit(86); // the link exists, the rename over current never happens
+  },
+});
 try {
   await tree.install(version, await Deno.readFile(tarball), {
     content: () => {

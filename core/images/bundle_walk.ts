@@ -110,7 +110,7 @@ async function _scan(tarball: Uint8Array, check: Check, sink: _Sink): Promise<Bu
         if ((h.typeflag === "x" && paxSeen) || (h.typeflag === "L" && longName !== undefined)) {
           throw new UnsafeBundle("bad-header", `two "${h.typeflag}" extension headers for one member`);
         }
-        const data = (await r.read(h.size))!;
+        const data = await r.read(h.size);
         if (data === null) throw new UnsafeBundle("truncated", "the tar ends inside an extension header");
         await r.skip((BLOCK - (h.size % BLOCK)) % BLOCK);
         if (h.typeflag === "L") {

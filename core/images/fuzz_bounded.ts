@@ -32,10 +32,17 @@ Deno.test({
   },
 });
 
-Deno.test(`fuzz: ${BUNDLE_ITERATIONS} mutated bundles all get a verdict, and unpack writes only below its sandbox`, async () => {
-  const dir = await Deno.makeTempDir();
-  try {
-    const corpus = await bundleCorpus(join(dir));
+/** The bundle run's only writable directory: corpus, sandbox and nothing else. */
+const BUNDLE_DIR = Deno.makeTempDirSync({ prefix: "bcd-fuzz-bundles-" });
+globalThis.addEventListener("unload", () => Deno.removeSync(BUNDLE_DIR, { recursive: true }));
+
+Deno.test({
+  name: `fuzz: ${BUNDLE_ITERATIONS} mutated bundles all get a verdict, and unpack writes only below its sandbox`,
+  // The test may write below BUNDLE_DIR only: a write anywhere else would fail the run with NotCapable.
+  permissions: { read: true, write: [BUNDLE_DIR], run: ["sh", "tar"], env: true, sys: true },
+  async fn() {
+    const dir = BUNDLE_DIR;
+    const corpus = await bundleCorpus(dir);
     const sandbox = join(dir, "sandbox");
     await Deno.mkdir(sandbox);
     const before = [...Deno.readDirSync(dir)].map((e) => e.name).sort();
@@ -44,7 +51,5 @@ Deno.test(`fuzz: ${BUNDLE_ITERATIONS} mutated bundles all get a verdict, and unp
     assert.ok((tally["accepted"] ?? 0) > 0);
     assert.deepEqual([...Deno.readDirSync(dir)].map((e) => e.name).sort(), before);
     assert.deepEqual([...Deno.readDirSync(sandbox)], []);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  },
 });

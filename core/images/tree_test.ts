@@ -203,7 +203,7 @@ Deno.test("a crash at any step leaves the whole old tree or the whole new one, a
     const old = await snapshot(join(ref, "v-1"));
     await new Tree(ref).install("v-2", V2);
     const neu = await snapshot(join(ref, "v-2"));
-    for (const step of [...INSTALL_STEPS, "unpack-mid"]) {
+    for (const step of [...INSTALL_STEPS, "unpack-mid", "flip-mid"]) {
       await t.step(step, async () => {
         const root = join(dir, `root-${step}`);
         const tree = new Tree(root);
