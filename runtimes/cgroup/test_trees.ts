@@ -1,0 +1,184 @@
+/**
+ * Test support: the three places the slice managers are tested — a fake cgroupfs tree in a temp dir (for the
+ * memory/cpu/cpuset files this machine's cgroup2 mount lacks), the same tree behind `fixtures/cgroup/fake-systemctl`,
+ * and the real cgroup2 mount at `/sys/fs/cgroup/unified` (hugetlb only), in a test-owned subtree that is removed
+ * afterwards with the root's `cgroup.subtree_control` put back as it was.
+ *
+ * @module
+ */
+import type { SliceManager } from "../../core/converge/devices/ports.ts";
+import type { SliceSettings } from "../../core/converge/devices/slice.ts";
+import { CgroupfsSliceManager } from "./cgroupfs.ts";
+import { isPopulated, readCgroupFile, removeCgroupTree, sliceDir } from "./cgroup_files.ts";
+import { SystemdSliceManager } from "./systemd.ts";
+
+/** Every controller the fake tree offers. */
+export const FAKE_CONTROLLERS = "cpuset cpu io memory hugetlb pids";
+
+/** A slice manager under test, with the means to play a workload. */
+export interface SliceSubject {
+  readonly name: string;
+  readonly mgr: SliceManager;
+  /** The cgroup-v2 root it works under. */
+  readonly root: string;
+  /** Settings this subject's cgroups can take. */
+  readonly settings: SliceSettings;
+  /** What the kernel does after a cgroup directory appears (fake trees: create `cgroup.events`). */
+  afterCreate(name: string): Promise<void>;
+  /** Puts a process in the slice (or takes it out). */
+  setPopulated(name: string, populated: boolean): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+/** The fake tree's `rmdir`: the directory's plain files stand for the kernel's interface files. */
+async function fakeRmdir(dir: string): Promise<void> {
+  for await (const e of Deno.readDir(dir)) {
+    if (e.isDirectory) throw new Deno.errors.Busy(`${dir} has a child cgroup`);
+  }
+  await Deno.remove(dir, { recursive: true });
+}
+
+/** A fake cgroup-v2 root in a temp dir. */
+export async function fakeCgroupRoot(): Promise<string> {
+  const root = await Deno.makeTempDir({ prefix: "bcd-cgroupfs-" });
+  await Deno.writeTextFile(`${root}/cgroup.controllers`, FAKE_CONTROLLERS);
+  await Deno.writeTextFile(`${root}/cgroup.subtree_control`, "");
+  for (const d of [`${root}/bcd.slice`, `${root}/bcd.slice/bcd-alloc.slice`]) {
+    await Deno.mkdir(d);
+    await Deno.writeTextFile(`${d}/cgroup.controllers`, FAKE_CONTROLLERS);
+    await Deno.writeTextFile(`${d}/cgroup.subtree_control`, "");
+  }
+  return root;
+}
+
+const FULL: SliceSettings = {
+  allowedCpus: "0-3",
+  allowedMemoryNodes: "0",
+  cpuQuotaPercent: 150,
+  memoryMaxBytes: 2 ** 30,
+  memoryHighBytes: Math.floor(2 ** 30 * 0.9),
+  hugetlb2MBMaxBytes: 4 * 2 ** 21,
+};
+
+async function _fakeEvents(root: string, name: string, populated: boolean) {
+  await Deno.writeTextFile(`${sliceDir(root, name)}/cgroup.events`, `populated ${populated ? 1 : 0}\nfrozen 0\n`);
+}
+
+/** The cgroupfs manager on a fake tree. */
+export async function fakeCgroupfsSubject(): Promise<SliceSubject> {
+  const root = await fakeCgroupRoot();
+  return {
+    name: "cgroupfs on a fake tree",
+    mgr: new CgroupfsSliceManager({ root, rmdir: fakeRmdir }),
+    root,
+    settings: FULL,
+    afterCreate: async (name) => {
+      if ((await readCgroupFile(`${sliceDir(root, name)}/cgroup.events`)) === undefined) {
+        await _fakeEvents(root, name, false);
+      }
+    },
+    setPopulated: (name, p) => _fakeEvents(root, name, p),
+    cleanup: () => Deno.remove(root, { recursive: true }),
+  };
+}
+
+/** Where the fake systemctl is. */
+export const FAKE_SYSTEMCTL = new URL("../../fixtures/cgroup/fake-systemctl", import.meta.url).pathname;
+
+/** The systemd manager driving `fixtures/cgroup/fake-systemctl` over a fake tree; `log` holds its argv lines. */
+export async function fakeSystemdSubject(): Promise<SliceSubject & { log: string; env: string }> {
+  const root = await Deno.makeTempDir({ prefix: "bcd-systemd-" });
+  await Deno.writeTextFile(`${root}/cgroup.controllers`, FAKE_CONTROLLERS);
+  await Deno.writeTextFile(`${root}/cgroup.subtree_control`, "");
+  const log = `${root}.systemctl.log`;
+  const env = `${root}.env`;
+  await Deno.writeTextFile(env, "");
+  const bin = `${root}.systemctl`;
+  await Deno.writeTextFile(
+    bin,
+    `#!/bin/sh\nexport FAKE_SYSTEMCTL_LOG='${log}' FAKE_CGROUP_ROOT='${root}'\n. '${env}'\nexec '${FAKE_SYSTEMCTL}' "$@"\n`,
+  );
+  await Deno.chmod(bin, 0o755);
+  return {
+    name: "systemd via a fake systemctl",
+    mgr: new SystemdSliceManager({ systemctl: bin, cgroupRoot: root, timeoutMs: 20_000 }),
+    root,
+    log,
+    env,
+    settings: FULL,
+    afterCreate: () => Promise.resolve(),
+    setPopulated: (name, p) => _fakeEvents(root, name, p),
+    cleanup: async () => {
+      await Deno.remove(root, { recursive: true });
+      for (const f of [log, env, bin]) await Deno.remove(f).catch(() => undefined);
+    },
+  };
+}
+
+/** Marks that a test, not the host, enabled hugetlb in the real mount's root. */
+const _ENABLED_MARK = "/tmp/bcd-cgroup-test-enabled-hugetlb";
+
+/** The real cgroup2 mount this machine offers, and why it cannot be used when it cannot. */
+export const REAL_CGROUP2 = "/sys/fs/cgroup/unified";
+
+/** Why the real cgroup2 tests cannot run here, or `undefined` when they can. */
+export function realCgroupUnavailable(): string | undefined {
+  try {
+    const controllers = Deno.readTextFileSync(`${REAL_CGROUP2}/cgroup.controllers`).trim().split(/\s+/);
+    if (!controllers.includes("hugetlb")) return `${REAL_CGROUP2} offers no hugetlb controller`;
+    if (Deno.uid?.() !== 0) return "not root";
+    return undefined;
+  } catch (e) {
+    return `${REAL_CGROUP2} is not a cgroup2 mount here (${(e as Error).message})`;
+  }
+}
+
+/**
+ * The cgroupfs manager on the real mount, in a test-owned subtree `bcd-test-<random>`. Setting it up enables
+ * `hugetlb` in the mount root's `cgroup.subtree_control` when it was not; cleanup kills the test's processes,
+ * removes the subtree and restores that.
+ */
+export async function realCgroupfsSubject(): Promise<SliceSubject> {
+  const top = REAL_CGROUP2;
+  const before = Deno.readTextFileSync(`${top}/cgroup.subtree_control`).trim().split(/\s+/).filter(Boolean);
+  const root = `${top}/bcd-test-${crypto.randomUUID().slice(0, 8)}`;
+  if (!before.includes("hugetlb")) {
+    await Deno.writeTextFile(`${top}/cgroup.subtree_control`, "+hugetlb");
+    await Deno.writeTextFile(_ENABLED_MARK, "bcd tests enabled hugetlb in the cgroup2 root\n");
+  }
+  await Deno.mkdir(root);
+  const procs = new Map<string, Deno.ChildProcess>();
+  const stop = async (name: string) => {
+    const p = procs.get(name);
+    if (!p) return;
+    procs.delete(name);
+    p.kill("SIGKILL");
+    await p.status;
+    // The kernel updates cgroup.events once the exit is accounted; wait for it (bounded).
+    for (let i = 0; i < 200 && (await isPopulated(sliceDir(root, name)).catch(() => false)); i++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  };
+  return {
+    name: "cgroupfs on the real cgroup2 mount (hugetlb)",
+    mgr: new CgroupfsSliceManager({ root }),
+    root,
+    settings: { hugetlb2MBMaxBytes: 3 * 2 ** 21, hugetlb1GBMaxBytes: 2 ** 30 },
+    afterCreate: () => Promise.resolve(),
+    setPopulated: async (name, populated) => {
+      if (!populated) return await stop(name);
+      const p = new Deno.Command("sleep", { args: ["60"], stdin: "null", stdout: "null", stderr: "null" }).spawn();
+      procs.set(name, p);
+      await Deno.writeTextFile(`${sliceDir(root, name)}/cgroup.procs`, `${p.pid}\n`);
+    },
+    cleanup: async () => {
+      for (const n of [...procs.keys()]) await stop(n);
+      await removeCgroupTree(root);
+      // Put the root back once no test subtree is left (test files run in parallel), if a test enabled it.
+      for await (const e of Deno.readDir(top)) if (e.isDirectory && e.name.startsWith("bcd-test-")) return;
+      if (await Deno.remove(_ENABLED_MARK).then(() => true, () => false)) {
+        await Deno.writeTextFile(`${top}/cgroup.subtree_control`, "-hugetlb");
+      }
+    },
+  };
+}
