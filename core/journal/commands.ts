@@ -57,7 +57,16 @@ export async function acceptOp(
       [...args, id],
     );
   }
-  return (await readEntry(db, id)) as AcceptedEntry;
+  return {
+    id,
+    state: "accepted",
+    kind: input.kind,
+    retrySafe: input.retrySafe,
+    selfTerminating: input.selfTerminating,
+    incarnation: ctx.incarnation,
+    createdAt: prev?.createdAt ?? now,
+    updatedAt: now,
+  };
 }
 
 /** `accepted` → `running{boot_id}`, for an entry this process accepted (idempotent when already running). */

@@ -4,31 +4,44 @@
  *
  * @module
  */
-import { DatabaseSync, type SQLInputValue } from "node:sqlite";
+import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
 import type { SqlDriver, SqlRow, SqlValue } from "./sql_driver.ts";
 
 class NodeSqliteDriver implements SqlDriver {
   readonly name = "node:sqlite";
   #db: DatabaseSync | null;
+  /** Prepared statements by SQL text: the journal runs a few dozen distinct statements over and over. */
+  #cache = new Map<string, StatementSync>();
   constructor(db: DatabaseSync) {
     this.#db = db;
+  }
+  #stmt(sql: string): StatementSync {
+    let st = this.#cache.get(sql);
+    if (st === undefined) {
+      st = this.#get().prepare(sql);
+      if (this.#cache.size < 256) this.#cache.set(sql, st);
+    }
+    return st;
   }
   #get(): DatabaseSync {
     if (this.#db === null) throw new Error("node:sqlite connection is closed");
     return this.#db;
   }
   exec(sql: string): Promise<void> {
-    this.#get().exec(sql);
+    // A single statement without parameters goes through the cache; scripts (DDL, pragmas) run as they are.
+    if (sql.includes(";")) this.#get().exec(sql);
+    else this.#stmt(sql).run();
     return Promise.resolve();
   }
   run(sql: string, args: readonly SqlValue[] = []): Promise<number> {
-    const r = this.#get().prepare(sql).run(...(args as SQLInputValue[]));
+    const r = this.#stmt(sql).run(...(args as SQLInputValue[]));
     return Promise.resolve(Number(r.changes));
   }
   all(sql: string, args: readonly SqlValue[] = []): Promise<SqlRow[]> {
-    return Promise.resolve(this.#get().prepare(sql).all(...(args as SQLInputValue[])) as SqlRow[]);
+    return Promise.resolve(this.#stmt(sql).all(...(args as SQLInputValue[])) as SqlRow[]);
   }
   close(): Promise<void> {
+    this.#cache.clear();
     if (this.#db !== null && this.#db.isOpen) this.#db.close();
     this.#db = null;
     return Promise.resolve();
