@@ -117,6 +117,10 @@ Deno.test({
   ignore: !HAS_TAR,
   async fn(t) {
     for (const [what, script, reason] of GNU_HOSTILE) {
+      if (script.includes("mknod") && Deno.uid() !== 0) {
+        console.log(`skipping GNU tar row "${what}": mknod needs root`);
+        continue;
+      }
       await t.step(`${what}: ${reason}`, async () => {
         const dir = await Deno.makeTempDir();
         try {
