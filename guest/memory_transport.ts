@@ -17,14 +17,24 @@ class Pipe<T> {
     this.#waiter = null;
     w?.();
   }
+  /** The next item; a wakeAll() while waiting returns undefined-free by looping again. */
   async shift(): Promise<T> {
     for (;;) {
       if (this.#items.length > 0) return this.#items.shift()!;
       await new Promise<void>((r) => this.#waiter = r);
+      if (this.#items.length === 0) return null as T;
     }
   }
   get length(): number {
     return this.#items.length;
+  }
+  unshift(x: T): void {
+    this.#items.unshift(x);
+  }
+  wakeAll(): void {
+    const w = this.#waiter;
+    this.#waiter = null;
+    w?.();
   }
 }
 
@@ -59,32 +69,58 @@ export class MemoryStream {
     },
   };
 
-  /** The host's end, in the `ByteConn` shape. */
-  readonly host = {
-    read: async (p: Uint8Array): Promise<number | null> => {
-      let src = this.#hostRest;
-      if (src === null) {
-        const x = await this.#toHost.shift();
-        if (x === null) {
-          this.#toHost.push(null);
-          return null;
+  #epoch = 0;
+  #host = this.#hostEnd(0);
+
+  /** The host's end of the current epoch, in the `ByteConn` shape. */
+  get host(): { read(p: Uint8Array): Promise<number | null>; write(p: Uint8Array): Promise<number>; close(): void } {
+    return this.#host;
+  }
+
+  #hostEnd(epoch: number) {
+    return {
+      read: async (p: Uint8Array): Promise<number | null> => {
+        if (epoch !== this.#epoch) return null;
+        let src = this.#hostRest;
+        if (src === null) {
+          const x = await this.#toHost.shift();
+          if (epoch !== this.#epoch) {
+            if (x !== null) this.#toHost.unshift(x);
+            return null;
+          }
+          if (x === null) {
+            this.#toHost.push(null);
+            return null;
+          }
+          src = x;
         }
-        src = x;
-      }
-      const n = Math.min(p.length, src.length);
-      p.set(src.subarray(0, n));
-      this.#hostRest = n < src.length ? src.subarray(n) : null;
-      return n;
-    },
-    write: (p: Uint8Array): Promise<number> => {
-      const size = this.hostChunk > 0 ? this.hostChunk : p.length;
-      for (let o = 0; o < p.length; o += size) this.#toGuest.push(p.slice(o, o + size));
-      return Promise.resolve(p.length);
-    },
-    close: () => {
-      this.#toGuest.push(null);
-    },
-  };
+        const n = Math.min(p.length, src.length);
+        p.set(src.subarray(0, n));
+        this.#hostRest = n < src.length ? src.subarray(n) : null;
+        return n;
+      },
+      write: (p: Uint8Array): Promise<number> => {
+        if (epoch !== this.#epoch) return Promise.reject(new Error("this host's epoch ended"));
+        const size = this.hostChunk > 0 ? this.hostChunk : p.length;
+        for (let o = 0; o < p.length; o += size) this.#toGuest.push(p.slice(o, o + size));
+        return Promise.resolve(p.length);
+      },
+      close: () => {
+        if (epoch === this.#epoch) this.#toGuest.push(null);
+      },
+    };
+  }
+
+  /**
+   * The host dies and a new one attaches: the old end reads its end, the guest reads a reset, and
+   * {@link host} is the new epoch's end.
+   */
+  reattach(): void {
+    this.#epoch++;
+    this.#host = this.#hostEnd(this.#epoch);
+    this.#toHost.wakeAll();
+    this.#toGuest.push(RESET);
+  }
 
   /** The host side went away and came back: the guest reads a reset. */
   reset(): void {

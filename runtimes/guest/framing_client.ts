@@ -338,14 +338,17 @@ export class FramingClient {
     return true;
   }
 
-  /** Starts an execution; its peer carries its streams, credit and outcome. */
-  async execute(key: ExecKey, start: ExecStart, sink: OutputSink): Promise<ExecPeer> {
+  /**
+   * Starts an execution; its peer carries its streams, credit and outcome. With `send: false` the caller sends
+   * the start itself (such as in one write with the root configuration) and the peer only takes its messages.
+   */
+  async execute(key: ExecKey, start: ExecStart, sink: OutputSink, opts: { send?: boolean } = {}): Promise<ExecPeer> {
     if (this.#ended) throw this.#ended;
     const old = this.#peers.get(key.id);
     if (old) old.abandon();
     const peer = new ExecPeer(key, start, sink, (m) => this.#sendHost(m));
     this.#peers.set(key.id, peer);
-    await peer.sendStart();
+    if (opts.send !== false) await peer.sendStart();
     return peer;
   }
 

@@ -1,0 +1,276 @@
+/**
+ * The worker's executions behind the session, as the seed's tests/guest_session.rs lists them, with real
+ * programs (`sh`, `cat`, `yes`, `head`), frame-counted credit and one shared output pool.
+ */
+import assert from "node:assert/strict";
+import {
+  defaultRootConfig,
+  encodeFrame,
+  encodeHostMessage,
+  encodeRootConfig,
+  type HostMessage,
+  Kind,
+} from "../core/framing/mod.ts";
+import { ExecAbandoned } from "../runtimes/guest/exec_peer.ts";
+import { EXECUTING, MAX_EXECUTIONS } from "./exec_limits.ts";
+import { ERRNO } from "./process_group.ts";
+import { collector, exec, groupMembers, key, session, start } from "./_session_harness.ts";
+
+const SH = "/bin/sh";
+const seqText = (n: number) => Array.from({ length: n }, (_, i) => `${i + 1}\n`).join("");
+const raw = (m: HostMessage) => {
+  const { kind, body } = encodeHostMessage(m);
+  return encodeFrame(kind, body);
+};
+
+Deno.test("three executions at once, byte-exact: output beyond a MiB, 1.5 MiB through cat, both streams of a failure", async () => {
+  const x = await session();
+  const big = await exec(x.c, start([SH, "-c", "seq 1 200000"]));
+  const input = new Uint8Array(1536 * 1024).map((_, i) => (i * 131 + (i >> 10)) & 0xff);
+  const cat = await exec(x.c, start(["/bin/cat"], { stdin: true }));
+  const fail = await exec(x.c, start([SH, "-c", "echo to-out; echo to-err >&2; exit 7"]));
+  await cat.peer.writeInput(input);
+  await cat.peer.endInput();
+  const [o1, o2, o3] = await Promise.all([big.peer.terminal, cat.peer.terminal, fail.peer.terminal]);
+  assert.ok(big.out.bytes(1).length > 1024 * 1024);
+  assert.equal(big.out.text(1), seqText(200000));
+  assert.deepEqual(o1.status, { kind: "exit", code: 0 });
+  assert.deepEqual(cat.out.bytes(1), input);
+  assert.deepEqual([o2.status, o2.stdoutLost, o2.stderrLost], [{ kind: "exit", code: 0 }, false, false]);
+  assert.deepEqual([fail.out.text(1), fail.out.text(2), o3.status, o3.cause], ["to-out\n", "to-err\n", {
+    kind: "exit",
+    code: 7,
+  }, null]);
+  await x.c.stop();
+  assert.equal(await x.run, 0);
+});
+
+Deno.test("a stalled sink stalls only its execution; a timeout ends another in time; a ping is answered; the cancel ends it within grace", async () => {
+  const x = await session();
+  let release!: () => void;
+  const stalled = new Promise<void>((r) => release = r);
+  const stalledSink = collector();
+  const stuck = await x.c.execute(key(), start(["/usr/bin/yes"], { graceMs: 300 }), (s, b) => {
+    stalledSink.sink(s, b);
+    return stalled;
+  });
+  const flowing = await exec(x.c, start([SH, "-c", "seq 1 100000"]));
+  const t0 = performance.now();
+  const timed = await exec(x.c, start([SH, "-c", "sleep 30"], { timeoutMs: 200, graceMs: 200 }));
+  await x.c.ping();
+  await flowing.peer.terminal;
+  assert.equal(flowing.out.text(1), seqText(100000));
+  const ot = await timed.peer.terminal;
+  assert.equal(ot.cause, "timeout");
+  assert.ok(performance.now() - t0 < 3000, "the timeout ended it in time");
+  const c0 = performance.now();
+  await stuck.cancel("cancel");
+  release();
+  const os = await stuck.terminal;
+  assert.ok(performance.now() - c0 < 2000, "within its grace");
+  assert.equal(os.cause, "cancel");
+  assert.equal(os.stdoutLost, true, "its output is truncated");
+  await x.c.stop();
+  assert.equal(await x.run, 0);
+});
+
+Deno.test("a probe while an execution runs is refused; the timeout ends it; the probe runs after", async () => {
+  const x = await session();
+  const e = await exec(x.c, start([SH, "-c", "sleep 30"], { timeoutMs: 150, graceMs: 100 }));
+  assert.deepEqual(await x.c.probe({ name: "echo-args", args: ["a"] }), { problem: EXECUTING });
+  assert.equal((await e.peer.terminal).cause, "timeout");
+  assert.deepEqual(await x.c.probe({ name: "echo-args", args: ["a"] }), { facts: [["arg0", "a"]] });
+  await x.c.stop();
+  assert.equal(await x.run, 0);
+});
+
+Deno.test("a full stream to the host: a cancellation still ends its program, and a stop the others", async () => {
+  const x = await session();
+  const execs = [];
+  for (let i = 0; i < 4; i++) {
+    execs.push(await exec(x.c, start(["/usr/bin/yes"], { output: { unit: "frames", size: 64 } })));
+  }
+  await x.c.ping();
+  let unstall!: () => void;
+  x.s.stall = new Promise((r) => unstall = r);
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal((await groupMembers(x.pids)).length, 4);
+  await execs[0]!.peer.cancel("cancel");
+  await waitFor(async () => (await groupMembers(x.pids)).length === 3, 3000, "the cancelled program ended");
+  x.s.sendRaw(encodeFrame(Kind.Stop));
+  await waitFor(async () => (await groupMembers(x.pids)).length === 0, 3000, "the stop ended the others");
+  unstall();
+  x.s.stall = null;
+  assert.equal(await x.run, 0);
+});
+
+Deno.test("two executions that write without end take turns at the stream", async () => {
+  const x = await session();
+  const counts = [0, 0];
+  const order: number[] = [];
+  const mk = (i: number) => (_s: 1 | 2, b: Uint8Array) => {
+    counts[i]! += b.length;
+    if (order.length < 400) order.push(i);
+  };
+  const a = await x.c.execute(key(), start(["/usr/bin/yes", "a"], { output: { unit: "frames", size: 64 } }), mk(0));
+  const b = await x.c.execute(key(), start(["/usr/bin/yes", "b"], { output: { unit: "frames", size: 64 } }), mk(1));
+  await waitFor(() => Promise.resolve(order.length >= 400), 5000, "400 outputs");
+  const firstB = order.indexOf(1);
+  assert.ok(firstB >= 0 && firstB < 100, `b waited ${firstB} outputs`);
+  assert.ok(order.slice(200).includes(0) && order.slice(200).includes(1), "both keep their turns");
+  await a.cancel();
+  await b.cancel();
+  await Promise.all([a.terminal, b.terminal]);
+  await x.c.stop();
+  assert.equal(await x.run, 0);
+});
+
+Deno.test("starts the worker refuses: beyond its limit, beyond its memory, a program it cannot find", async () => {
+  const x = await session();
+  const running = [];
+  for (let i = 0; i < MAX_EXECUTIONS; i++) running.push(await exec(x.c, start([SH, "-c", "sleep 30"])));
+  const over = await exec(x.c, start(["/bin/true"]));
+  assert.deepEqual((await over.peer.terminal).launch, { stage: 0, errno: ERRNO.EAGAIN });
+  for (const r of running) await r.peer.cancel();
+  await Promise.all(running.map((r) => r.peer.terminal));
+  const mem = await exec(
+    x.c,
+    start(["/bin/cat"], { stdin: true, chunk: 256 * 1024 - 17, input: { unit: "bytes", size: 600 * 1024 } }),
+  );
+  assert.deepEqual((await mem.peer.terminal).launch, { stage: 0, errno: ERRNO.ENOMEM });
+  const missing = await exec(x.c, start(["/no/such/program"]));
+  assert.deepEqual((await missing.peer.terminal).launch, { stage: 0, errno: ERRNO.ENOENT });
+  await x.c.stop();
+  assert.equal(await x.run, 0);
+});
+
+Deno.test("messages about executions that end the session", async (t) => {
+  const k = { id: 900n, generation: 1n };
+  const st = start([SH, "-c", "sleep 30"], { output: { unit: "frames", size: 2 } });
+  const rows: [string, Uint8Array[]][] = [
+    ["a body that does not decode", [encodeFrame(Kind.ExecCancel, new Uint8Array(17))]],
+    ["a second start", [raw({ type: "start", key: k, start: st }), raw({ type: "start", key: k, start: st })]],
+    ["credit beyond the window", [
+      raw({ type: "start", key: k, start: st }),
+      raw({ type: "credit", key: k, pool: 3, units: 1 }),
+    ]],
+    ["credit of the input from the host", [
+      raw({ type: "start", key: k, start: st }),
+      raw({ type: "credit", key: k, pool: 0, units: 1 }),
+    ]],
+    ["credit of a pool it does not have", [
+      raw({ type: "start", key: k, start: st }),
+      raw({ type: "credit", key: k, pool: 1, units: 1 }),
+    ]],
+    ["input without stdin", [
+      raw({ type: "start", key: k, start: st }),
+      raw({ type: "input", key: k, bytes: Uint8Array.of(1) }),
+    ]],
+    ["a message only the guest sends", [encodeFrame(Kind.ExecStarted, new Uint8Array(16))]],
+  ];
+  for (const [name, frames] of rows) {
+    await t.step(name, async () => {
+      const x = await session();
+      for (const f of frames) x.s.sendRaw(f);
+      assert.equal(await x.run, 1);
+      assert.ok(x.worker.problem);
+      assert.deepEqual(await groupMembers(x.pids), [], "its programs ended");
+    });
+  }
+});
+
+Deno.test("generations: stale starts after the later one ended or was refused; a second start of either ends the session", async () => {
+  const x = await session();
+  const id = 4242n;
+  const later = await x.c.execute({ id, generation: 5n }, start(["/bin/true"]), () => {});
+  await later.terminal;
+  x.s.sendRaw(raw({ type: "start", key: { id, generation: 4n }, start: start(["/bin/true"]) }));
+  await x.c.ping(); // a stale start changes nothing: no answer came before the Pong
+  const refused = await x.c.execute({ id: id + 1n, generation: 3n }, start(["/no/such"]), () => {});
+  assert.equal((await refused.terminal).launch?.errno, ERRNO.ENOENT);
+  x.s.sendRaw(raw({ type: "start", key: { id: id + 1n, generation: 2n }, start: start(["/bin/true"]) }));
+  await x.c.ping();
+  x.s.sendRaw(raw({ type: "start", key: { id: id + 1n, generation: 3n }, start: start(["/bin/true"]) }));
+  assert.equal(await x.run, 1);
+  assert.match(x.worker.problem ?? "", /second start/);
+});
+
+Deno.test("a later generation and a reset abandon executions, whose programs end; a stale message changes nothing", async () => {
+  const x = await session();
+  const id = 777n;
+  const first = await x.c.execute({ id, generation: 1n }, start([SH, "-c", "sleep 0.3; echo done"]), () => {});
+  const second = await x.c.execute({ id, generation: 2n }, start([SH, "-c", "echo two"]), () => {});
+  await assert.rejects(first.terminal, ExecAbandoned);
+  assert.equal((await second.terminal).status.kind, "exit");
+  x.s.sendRaw(raw({ type: "cancel", key: { id, generation: 1n }, cause: "cancel" }));
+  await x.c.ping();
+  assert.equal(x.worker.engine.count, 1, "the abandoned program runs on");
+  await waitFor(() => Promise.resolve(x.worker.engine.count === 0), 3000, "its program ended and was collected");
+  const e = await exec(x.c, start([SH, "-c", "sleep 0.3"]));
+  x.s.reattach();
+  await x.c.done;
+  assert.equal(x.worker.engine.running, 0);
+  await waitFor(() => Promise.resolve(x.worker.engine.count === 0), 3000, "the reset's abandoned program ended");
+  void e;
+  x.s.sendRaw(encodeFrame(Kind.Stop));
+  assert.equal(await x.run, 0);
+});
+
+Deno.test("a stop ends running executions and collects their statuses; a runner that gave up still collects", async () => {
+  const x = await session();
+  await exec(x.c, start([SH, "-c", "sleep 30"]));
+  await exec(x.c, start([SH, "-c", "trap '' TERM; sleep 30"]));
+  const gaveUp = await exec(x.c, start([SH, "-c", "trap '' TERM; sleep 30"], { graceMs: 0, settlementMs: 0 }));
+  await gaveUp.peer.cancel();
+  const o = await gaveUp.peer.terminal;
+  assert.deepEqual([o.status, o.cause, o.reusable], [{ kind: "none" }, "cancel", false]);
+  await waitFor(() => Promise.resolve(x.worker.engine.count === 2), 3000, "the given-up program was collected");
+  assert.equal(await x.c.stop(), null);
+  assert.equal(await x.run, 0);
+  assert.deepEqual(await groupMembers(x.pids), []);
+});
+
+Deno.test("a program that ends while a descendant holds its output: the descendant ends, the output ends at once", async () => {
+  const x = await session();
+  const t0 = performance.now();
+  const e = await exec(x.c, start([SH, "-c", "sleep 30 & echo parent"], { settlementMs: 5000, graceMs: 5000 }));
+  const o = await e.peer.terminal;
+  assert.ok(performance.now() - t0 < 2000);
+  assert.equal(e.out.text(1), "parent\n");
+  assert.deepEqual([o.status, o.stdoutLost], [{ kind: "exit", code: 0 }, false]);
+  assert.deepEqual(await groupMembers(x.pids), [], "no process of its group runs");
+  await x.c.stop();
+  assert.equal(await x.run, 0);
+});
+
+Deno.test("a program that a real-time signal ends", async () => {
+  const x = await session();
+  const e = await exec(x.c, start([SH, "-c", "kill -s 36 $$"]));
+  assert.deepEqual((await e.peer.terminal).status, { kind: "signal", signal: 36 });
+  await x.c.stop();
+  assert.equal(await x.run, 0);
+});
+
+Deno.test("an execution whose start comes in the payload of the root's configuration times out from its own start", async () => {
+  const x = await session({ configure: false, root: { assemblyMs: 500 } });
+  const k = key();
+  const out = collector();
+  const st = start([SH, "-c", "sleep 0.1; echo ok"], { timeoutMs: 400 });
+  const peer = await x.c.execute(k, st, out.sink, { send: false });
+  const config = encodeFrame(Kind.RootConfig, encodeRootConfig(defaultRootConfig()));
+  x.s.sendRaw(Uint8Array.of(...config, ...raw({ type: "start", key: k, start: st })));
+  assert.equal((await x.c.receive(5000)).kind, Kind.Ready);
+  const o = await peer.terminal;
+  assert.deepEqual([o.status, o.cause, out.text(1)], [{ kind: "exit", code: 0 }, null, "ok\n"]);
+  await x.c.stop();
+  assert.equal(await x.run, 0);
+});
+
+async function waitFor(cond: () => Promise<boolean>, ms: number, what: string): Promise<void> {
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    if (await cond()) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  assert.fail(`timed out waiting for: ${what}`);
+}
