@@ -62,9 +62,27 @@ export async function readIdentity(dataDir: string): Promise<Identity | null> {
   }
 }
 
-/** Merges `patch` into identity.json (creating it) and writes it durably with mode 0600; returns the new content. */
-export async function updateIdentity(dataDir: string, patch: Readonly<Record<string, unknown>>): Promise<Identity> {
-  const next = { ...(await readIdentity(dataDir) ?? {}), ...patch };
-  await writeFileDurable(join(dataDir, IDENTITY_FILE), new TextEncoder().encode(JSON.stringify(next, null, 2) + "\n"));
-  return next;
+const _chains = new Map<string, Promise<unknown>>();
+
+/**
+ * Merges `patch` into identity.json (creating it) and writes it durably with mode 0600; returns the new content.
+ * Updates of one data directory within this process are serialized, so the time-mark mirror and a certificate
+ * rotation never lose each other's keys.
+ */
+export function updateIdentity(dataDir: string, patch: Readonly<Record<string, unknown>>): Promise<Identity> {
+  const run = async () => {
+    const next = { ...(await readIdentity(dataDir) ?? {}), ...patch };
+    await writeFileDurable(
+      join(dataDir, IDENTITY_FILE),
+      new TextEncoder().encode(JSON.stringify(next, null, 2) + "\n"),
+    );
+    return next;
+  };
+  const p = (_chains.get(dataDir) ?? Promise.resolve()).then(run, run);
+  const tail = p.catch(() => undefined);
+  _chains.set(dataDir, tail);
+  void tail.then(() => {
+    if (_chains.get(dataDir) === tail) _chains.delete(dataDir);
+  });
+  return p;
 }

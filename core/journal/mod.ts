@@ -41,6 +41,15 @@
  * await journal.ackResults(ack.command_ids);
  * ```
  *
+ * `resolve` and `accept` are separate operations: two deliveries of one id resolved in the same group both see
+ * `execute`, and the second `accept` throws {@link CommandStateError} with reason `in-flight` (treat it as
+ * `reattach`) or `already-done` (treat it as `resend`). The crash campaign exercises exactly that.
+ *
+ * Every method resolves after its transaction committed; a method that throws a {@link JournalRefusal}
+ * (`JournalBusy`, `CommandStateError`, `TicketReplayed`, `TicketsFull`, `ServerTimeRegressed`) or a
+ * TypeError/RangeError for a bad argument wrote nothing and leaves the journal usable. Anything else is
+ * {@link JournalStopped}: the daemon exits.
+ *
  * ## Storage
  *
  * The binding sits behind {@link SqlDriver}. Production uses Deno's built-in `node:sqlite`: `@libsql/client` (the

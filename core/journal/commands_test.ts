@@ -1,0 +1,57 @@
+import assert from "node:assert/strict";
+import { CommandStateError } from "./errors.ts";
+import { openTest, tempDataDir, TestClock } from "./_testing.ts";
+import type { Journal } from "./journal.ts";
+
+const NRS = { kind: "gpu.reset", retrySafe: false, selfTerminating: false };
+
+async function refused(p: Promise<unknown>, reason: string): Promise<void> {
+  await assert.rejects(p, (e: unknown) => e instanceof CommandStateError && e.reason === reason);
+}
+
+Deno.test("each lifecycle step refuses what does not belong to it", async (t) => {
+  await using tmp = await tempDataDir();
+  const clock = new TestClock();
+  const old = await openTest(tmp.dir, clock, { incarnation: "old" });
+  await old.accept("left", NRS);
+  await old.close();
+  const j: Journal = await openTest(tmp.dir, clock, { incarnation: "now" });
+  await j.accept("live", NRS);
+  await j.accept("fin", NRS);
+  await j.finish("fin", { state: "FAILED", code: "internal" });
+  const rows: { name: string; run: () => Promise<unknown>; reason: string }[] = [
+    { name: "accept of an id in flight here", run: () => j.accept("live", NRS), reason: "in-flight" },
+    { name: "accept of a done id", run: () => j.accept("fin", NRS), reason: "already-done" },
+    { name: "markRunning of an unknown id", run: () => j.markRunning("nope"), reason: "not-accepted" },
+    { name: "markRunning of an earlier process's entry", run: () => j.markRunning("left"), reason: "not-accepted" },
+    { name: "finish of an unknown id", run: () => j.finish("nope", { state: "SUCCEEDED" }), reason: "not-accepted" },
+    {
+      name: "finish of an earlier process's entry",
+      run: () => j.finish("left", { state: "SUCCEEDED" }),
+      reason: "not-accepted",
+    },
+    { name: "reject of an id in flight here", run: () => j.reject("live", NRS, "EXPIRED"), reason: "in-flight" },
+  ];
+  for (const r of rows) await t.step(r.name, () => refused(r.run(), r.reason));
+  await t.step("finish() with REJECTED is a TypeError (use reject())", async () => {
+    await assert.rejects(() => j.finish("live", { state: "REJECTED", code: "EXPIRED" }), TypeError);
+  });
+  await t.step("the journal stays usable after refusals", async () => {
+    assert.equal((await j.markRunning("live")).bootId, "boot-1");
+    assert.equal((await j.markRunning("live")).state, "running", "markRunning is idempotent");
+    assert.equal((await j.finish("live", { state: "SUCCEEDED" })).result.bootId, "boot-1");
+  });
+  await j.close();
+});
+
+Deno.test("a retry-safe entry an earlier process left that fails its checks again is rejected and journaled", async () => {
+  await using tmp = await tempDataDir();
+  const clock = new TestClock();
+  const old = await openTest(tmp.dir, clock, { incarnation: "old" });
+  await old.accept("inv", { kind: "inventory.refresh", retrySafe: true, selfTerminating: false });
+  await old.close();
+  const j = await openTest(tmp.dir, clock, { incarnation: "now" });
+  const d = await j.reject("inv", { kind: "inventory.refresh", retrySafe: true, selfTerminating: false }, "EXPIRED");
+  assert.deepEqual([d.state, d.result.state, d.result.code, d.incarnation], ["done", "REJECTED", "EXPIRED", "now"]);
+  await j.close();
+});
