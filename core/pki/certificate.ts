@@ -10,13 +10,28 @@
  *
  * @module
  */
-import { bytesEqual, ED25519_PUBLIC_KEY_BYTES, signEd25519, type SigningKeyPair, verifyEd25519 } from "./ed25519.ts";
+import {
+  bytesEqual,
+  ED25519_PUBLIC_KEY_BYTES,
+  signEd25519,
+  type SigningKeyPair,
+  toHex,
+  verifyEd25519,
+} from "./ed25519.ts";
 import { decodeBoundedJson, encodeJson, fromBase64, intField, PkiFormatError, stringField, toBase64 } from "./codec.ts";
 import { type Purpose, PURPOSES, signedMessage } from "./purpose.ts";
 import { SignatureError } from "./signature_error.ts";
 
 /** The largest statement accepted. */
 export const MAX_STATEMENT_BYTES = 2048;
+
+/**
+ * Root signatures already verified, keyed by issuer, signature and the exact statement bytes, so a worker's
+ * certificate is checked once rather than on every command. Only the signature is cached: the issuer's membership in
+ * the roots, the purposes and the validity window are judged on every call.
+ */
+const _verifiedCerts = new Set<string>();
+const MAX_VERIFIED_CERTS = 64;
 
 /** What a root vouches for. */
 export interface WorkerCertStatement {
@@ -108,8 +123,16 @@ export async function verifyWorkerCertificate(
   if (!roots.some((r) => bytesEqual(r, cert.issuer))) {
     throw new SignatureError("unknown-key", "the worker certificate's issuer is not a command-signing root");
   }
-  if (!await verifyEd25519(cert.issuer, cert.signature, signedMessage("worker-cert", cert.statementBytes))) {
-    throw new SignatureError("certificate-invalid", "the root's signature over the worker certificate does not verify");
+  const cacheKey = `${toHex(cert.issuer)}:${toHex(cert.signature)}:${toHex(cert.statementBytes)}`;
+  if (!_verifiedCerts.has(cacheKey)) {
+    if (!await verifyEd25519(cert.issuer, cert.signature, signedMessage("worker-cert", cert.statementBytes))) {
+      throw new SignatureError(
+        "certificate-invalid",
+        "the root's signature over the worker certificate does not verify",
+      );
+    }
+    if (_verifiedCerts.size >= MAX_VERIFIED_CERTS) _verifiedCerts.delete(_verifiedCerts.values().next().value!);
+    _verifiedCerts.add(cacheKey);
   }
   if (cert.statement.purposes.length === 0 || cert.statement.purposes.includes("worker-cert")) {
     throw new SignatureError("certificate-invalid", "a worker certificate must name purposes and may not issue others");
