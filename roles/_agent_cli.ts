@@ -9,6 +9,7 @@ import type { HandlerRegistry } from "../core/commands/handlers.ts";
 import { ConfigError, loadAgentConfig, type ResolvedAgentConfig } from "../core/config/mod.ts";
 import type { ConditionSet } from "../core/converge/conditions.ts";
 import type { SectionConverger } from "../core/converge/engine.ts";
+import type { InstanceReport } from "../core/converge/instances/mod.ts";
 import { boundsFromConfig, Journal, readBootId } from "../core/journal/mod.ts";
 import { createLogger, levelFromEnv, type Logger } from "../core/log/mod.ts";
 import { join, loadIdentity, type NodeIdentity } from "../core/session/identity.ts";
@@ -35,6 +36,8 @@ export interface RoleWiring {
   readonly capabilities?: readonly string[];
   handlers(ctx: WiringContext): HandlerRegistry;
   convergers?(ctx: WiringContext, events: EventSink, conditions: ConditionSet): readonly SectionConverger[];
+  /** Every VM the host runtimes know, for status reports. */
+  instances?(ctx: WiringContext): () => readonly InstanceReport[];
 }
 
 const DATA_DIR_OPTS = {
@@ -143,6 +146,7 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
           handlers: w.handlers(ctx),
           convergers: w.convergers ? (events, conditions) => w.convergers!(ctx, events, conditions) : undefined,
           capabilities: w.capabilities,
+          instances: w.instances?.(ctx),
           hostname: ctx.hostname,
           connect: values.offline || !url ? undefined : () => connectWebSocket(url),
           log,

@@ -8,10 +8,22 @@ import { HandlerRegistry } from "../core/commands/handlers.ts";
 import { inventoryRefreshHandler, nodeRebootHandler } from "../core/commands/kind_handlers/mod.ts";
 import { simHostReader, simRebooter } from "../runtimes/fakehw/sim_host.ts";
 import { FakeGpuTool } from "../runtimes/nvidia/mod.ts";
+import { FileRuntime } from "../runtimes/fakehw/file_runtime.ts";
+import { InstancesConverger } from "../core/converge/instances/mod.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
 import { agentCommands } from "./_agent_cli.ts";
 
 /** The `sim` role's subcommands beyond `version` and `help`. */
+const _instances = new Map<string, InstancesConverger>();
+function _instancesOf(dataDir: string): InstancesConverger {
+  let c = _instances.get(dataDir);
+  if (!c) {
+    c = new InstancesConverger([new FileRuntime(`${dataDir}/sim-runtime`)]);
+    _instances.set(dataDir, c);
+  }
+  return c;
+}
+
 export const COMMANDS: Record<string, Subcommand> = {
   ...agentCommands({
     role: "sim",
@@ -31,6 +43,8 @@ export const COMMANDS: Record<string, Subcommand> = {
         }))
         .register(nodeRebootHandler({ rebooter: simRebooter() }));
     },
+    convergers: (ctx) => [_instancesOf(ctx.dataDir)],
+    instances: (ctx) => () => _instancesOf(ctx.dataDir).report(),
   }),
 };
 

@@ -21,6 +21,7 @@ import { ConditionSet, type MonotonicClock } from "../converge/conditions.ts";
 import { ConvergenceEngine, type SectionConverger, type StatusSnapshot } from "../converge/engine.ts";
 import { ConvergeLoop } from "../converge/loop.ts";
 import type { SectionName } from "../converge/section.ts";
+import type { InstanceReport } from "../converge/instances/mod.ts";
 import type { ResolvedAgentConfig } from "../config/mod.ts";
 import { type EventClass, type Journal, ServerTimeRegressed } from "../journal/mod.ts";
 import type { Logger } from "../log/mod.ts";
@@ -68,6 +69,8 @@ export interface NodeAgentOptions {
   readonly backoff?: { baseMs?: number; maxMs?: number };
   /** Drift pass interval (tests shorten it). */
   readonly driftMs?: number;
+  /** Every VM the host runtimes know, for `StatusReport.instances`. */
+  readonly instances?: () => readonly InstanceReport[];
 }
 
 const CLASS: Record<EventClass, bcd.v1.Event.Class> = {
@@ -397,6 +400,20 @@ export class NodeAgent implements SessionDelegate, EventSink {
         message: x.message,
       })),
       conditions: s.conditions.map((c) => ({ ...c })),
+      ...(this.#o.instances
+        ? {
+          instances: this.#o.instances().map((i) => ({
+            id: i.id,
+            runtime: i.runtime,
+            state: bcd.v1.InstanceStatus.State[i.state],
+            message: i.message,
+            managed: i.managed,
+            vcpus: i.vcpus,
+            memory_bytes: i.memoryBytes,
+          })),
+          instances_complete: true,
+        }
+        : {}),
     };
   }
 

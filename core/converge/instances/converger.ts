@@ -1,0 +1,205 @@
+/**
+ * The `instances` converger: each desired instance is defined on its runtime and brought to its state (`RUNNING`,
+ * `PAUSED`, `STOPPED`, `DELETED`); a managed domain no longer desired is deleted; an unmanaged one is reported and
+ * never touched. An instance the runtime refuses (unknown runtime, bad request) fails that instance terminally at the
+ * generation; a transient error keeps the section `PROGRESSING`.
+ *
+ * @module
+ */
+import type { bcd } from "../../../proto/mod.ts";
+import type { ApplyContext, ApplyOutcome, SectionConverger } from "../engine.ts";
+import { type Domain, type DomainRecord, type DomainState, type InstanceRuntime, RuntimeRefused } from "./runtime.ts";
+
+type InstancesSection = bcd.v1.InstancesSection.$Properties;
+type InstanceSpec = bcd.v1.InstanceSpec.$Properties;
+
+/** An observed domain with the runtime it lives on. */
+export interface ObservedDomain extends Domain {
+  readonly runtime: string;
+}
+
+/** One step of the plan. */
+export type InstanceAction =
+  | { readonly op: "define"; readonly runtime: string; readonly record: DomainRecord; readonly then: DomainState }
+  | { readonly op: "start" | "pause" | "resume" | "stop" | "delete"; readonly runtime: string; readonly id: string }
+  | { readonly op: "fail"; readonly id: string; readonly reason: string; readonly message: string };
+
+/** What the status report lists per instance. */
+export interface InstanceReport {
+  readonly id: string;
+  readonly runtime: string;
+  readonly state: "RUNNING" | "PAUSED" | "STOPPED" | "ERROR" | "PENDING";
+  readonly managed: boolean;
+  readonly message: string;
+  readonly vcpus: number;
+  readonly memoryBytes: number;
+}
+
+const WANT: Record<number, DomainState | "deleted" | undefined> = {
+  1: "running",
+  2: "paused",
+  3: "stopped",
+  4: "deleted",
+};
+
+function _record(i: InstanceSpec): DomainRecord {
+  return {
+    id: i.id ?? "",
+    allocationId: i.allocation_id ?? "",
+    vcpus: Number(i.vcpus ?? 0),
+    memoryBytes: Number(i.memory_bytes ?? 0),
+    imageSha256: i.image?.sha256 ?? "",
+    gpus: (i.gpus ?? []).map((g) => g.uuid ?? ""),
+  };
+}
+
+/** Moves a domain from `have` to `want`. */
+function _transition(runtime: string, id: string, have: DomainState, want: DomainState): InstanceAction[] {
+  if (have === want) return [];
+  if (want === "stopped") return [{ op: "stop", runtime, id }];
+  if (want === "paused") return have === "running" ? [{ op: "pause", runtime, id }] : [{ op: "start", runtime, id }];
+  return have === "paused" ? [{ op: "resume", runtime, id }] : [{ op: "start", runtime, id }];
+}
+
+/** The converger over a set of runtimes. */
+export class InstancesConverger implements SectionConverger<InstancesSection, ObservedDomain[], InstanceAction> {
+  readonly section = "instances" as const;
+  readonly #runtimes: ReadonlyMap<string, InstanceRuntime>;
+  #failed = new Map<string, { reason: string; message: string }>();
+  #observed: ObservedDomain[] = [];
+  #desired: InstanceSpec[] = [];
+
+  constructor(runtimes: readonly InstanceRuntime[]) {
+    this.#runtimes = new Map(runtimes.map((r) => [r.name, r]));
+  }
+
+  async observe(): Promise<ObservedDomain[]> {
+    const all: ObservedDomain[] = [];
+    for (const r of this.#runtimes.values()) for (const d of await r.list()) all.push({ ...d, runtime: r.name });
+    this.#observed = all;
+    return all;
+  }
+
+  plan(desired: InstancesSection | undefined, observed: ObservedDomain[]): InstanceAction[] {
+    const want = desired?.instances ?? [];
+    this.#desired = want;
+    const byId = new Map(observed.map((d) => [d.id, d]));
+    const out: InstanceAction[] = [];
+    const wanted = new Set<string>();
+    for (const i of want) {
+      const id = i.id ?? "";
+      wanted.add(id);
+      const target = WANT[i.state ?? 0] ?? "running";
+      const runtime = i.runtime ?? "";
+      const have = byId.get(id);
+      if (!this.#runtimes.has(runtime)) {
+        out.push({ op: "fail", id, reason: "unknown-runtime", message: `runtime "${runtime}" is not on this host` });
+        continue;
+      }
+      if (have && !have.record) {
+        out.push({
+          op: "fail",
+          id,
+          reason: "unmanaged-domain",
+          message: `a domain "${id}" exists that bcd did not define`,
+        });
+        continue;
+      }
+      if (target === "deleted") {
+        if (have) out.push({ op: "delete", runtime: have.runtime, id });
+        continue;
+      }
+      if (!have) out.push({ op: "define", runtime, record: _record(i), then: target });
+      else out.push(..._transition(have.runtime, id, have.state, target));
+    }
+    for (const d of observed) {
+      if (d.record && !wanted.has(d.id)) out.push({ op: "delete", runtime: d.runtime, id: d.id });
+    }
+    return out;
+  }
+
+  async apply(
+    actions: readonly InstanceAction[],
+    _desired: InstancesSection | undefined,
+    ctx: ApplyContext,
+  ): Promise<ApplyOutcome> {
+    const failed: string[] = [];
+    let transient: string | undefined;
+    for (const a of actions) {
+      if (a.op === "fail") {
+        this.#failed.set(a.id, { reason: a.reason, message: a.message });
+        failed.push(`${a.id}: ${a.message}`);
+        continue;
+      }
+      const rt = this.#runtimes.get(a.runtime)!;
+      const id = a.op === "define" ? a.record.id : a.id;
+      try {
+        switch (a.op) {
+          case "define":
+            await rt.define(a.record);
+            if (a.then !== "stopped") await rt.start(a.record.id, a.then === "paused");
+            break;
+          case "start":
+            await rt.start(a.id, false);
+            break;
+          case "pause":
+            await rt.pause(a.id);
+            break;
+          case "resume":
+            await rt.resume(a.id);
+            break;
+          case "stop":
+            await rt.stop(a.id);
+            break;
+          case "delete":
+            await rt.delete(a.id);
+            break;
+        }
+        this.#failed.delete(id);
+        ctx.log.info({ instance: id, op: a.op }, "instance action done");
+      } catch (e) {
+        if (e instanceof RuntimeRefused) {
+          this.#failed.set(id, { reason: e.reason, message: e.message });
+          failed.push(`${id}: ${e.message}`);
+        } else {
+          transient = `${id}: ${e instanceof Error ? e.message : e}`;
+          ctx.log.warn({ instance: id, op: a.op, err: transient }, "instance action failed; retrying next pass");
+        }
+      }
+    }
+    if (actions.some((a) => a.op !== "fail")) await this.observe();
+    if (transient) return { kind: "progressing", reason: "InstanceRetry", message: transient };
+    if (failed.length > 0) return { kind: "failed", reason: "InstanceFailed", message: failed.join("; ") };
+    return { kind: "converged" };
+  }
+
+  /** Every domain the runtimes hold, for `StatusReport.instances` (as of the last pass). */
+  report(): InstanceReport[] {
+    const STATE = { running: "RUNNING", paused: "PAUSED", stopped: "STOPPED" } as const;
+    const out: InstanceReport[] = this.#observed.map((d) => ({
+      id: d.id,
+      runtime: d.runtime,
+      state: STATE[d.state],
+      managed: d.record !== undefined,
+      message: "",
+      vcpus: d.record?.vcpus ?? 0,
+      memoryBytes: d.record?.memoryBytes ?? 0,
+    }));
+    const seen = new Set(out.map((r) => r.id));
+    for (const i of this.#desired) {
+      const f = this.#failed.get(i.id ?? "");
+      if (f && !seen.has(i.id ?? "")) {
+        out.push({
+          id: i.id ?? "",
+          runtime: i.runtime ?? "",
+          state: "ERROR",
+          managed: true,
+          message: `${f.reason}: ${f.message}`,
+          vcpus: Number(i.vcpus ?? 0),
+          memoryBytes: Number(i.memory_bytes ?? 0),
+        });
+      }
+    }
+    return out;
+  }
+}

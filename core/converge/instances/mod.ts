@@ -1,0 +1,7 @@
+/**
+ * The `instances` section: desired VMs converged on the host's runtimes behind the {@link InstanceRuntime} port.
+ *
+ * @module
+ */
+export { type InstanceAction, type InstanceReport, InstancesConverger, type ObservedDomain } from "./converger.ts";
+export { type Domain, type DomainRecord, type DomainState, type InstanceRuntime, RuntimeRefused } from "./runtime.ts";

@@ -1,0 +1,50 @@
+/**
+ * The instance runtime port: what the `instances` converger needs from a VM runtime (libvirt, cloud-hypervisor, or
+ * the sim's file-backed runtime). A runtime reports every domain it holds; only those carrying bcd's ownership mark
+ * are managed, and an unmanaged domain is listed, never defined over, stopped or removed.
+ *
+ * @module
+ */
+
+/** A domain's power state. */
+export type DomainState = "running" | "paused" | "stopped";
+
+/** What bcd records when it defines a domain (the runtime's ownership mark). */
+export interface DomainRecord {
+  readonly id: string;
+  readonly allocationId: string;
+  readonly vcpus: number;
+  readonly memoryBytes: number;
+  readonly imageSha256: string;
+  readonly gpus: readonly string[];
+}
+
+/** A domain as the runtime lists it. */
+export interface Domain {
+  readonly id: string;
+  readonly state: DomainState;
+  /** Present only for domains bcd defined. */
+  readonly record: DomainRecord | undefined;
+}
+
+/** A runtime refusal that no retry fixes (bad image, unknown runtime, a capacity failure). */
+export class RuntimeRefused extends Error {
+  override name = "RuntimeRefused";
+  constructor(readonly reason: string, message: string, options?: ErrorOptions) {
+    super(message, options);
+  }
+}
+
+/** One VM runtime. */
+export interface InstanceRuntime {
+  /** The runtime's name as `InstanceSpec.runtime` spells it (`libvirt-kvm`, `cloud-hypervisor`, `sim`). */
+  readonly name: string;
+  list(): Promise<Domain[]>;
+  define(record: DomainRecord): Promise<void>;
+  start(id: string, paused: boolean): Promise<void>;
+  pause(id: string): Promise<void>;
+  resume(id: string): Promise<void>;
+  stop(id: string): Promise<void>;
+  /** Stops (when needed) and removes a managed domain and its files. */
+  delete(id: string): Promise<void>;
+}
