@@ -207,7 +207,7 @@ function _gpu(g: GpuInfo, serial: number): string {
 \t\t\t</row_remapper_histogram>
 \t\t</remapped_rows>
 \t\t<temperature>
-\t\t\t<gpu_temp>31 C</gpu_temp>
+\t\t\t<gpu_temp>${g.temperatureC ?? 31} C</gpu_temp>
 \t\t\t<gpu_temp_tlimit>56 C</gpu_temp_tlimit>
 \t\t\t<gpu_temp_max_tlimit_threshold>-5 C</gpu_temp_max_tlimit_threshold>
 \t\t\t<gpu_temp_slow_tlimit_threshold>-2 C</gpu_temp_slow_tlimit_threshold>
@@ -218,7 +218,7 @@ function _gpu(g: GpuInfo, serial: number): string {
 \t\t</temperature>
 \t\t<gpu_power_readings>
 \t\t\t<power_state>P0</power_state>
-\t\t\t<power_draw>71.37 W</power_draw>
+\t\t\t<power_draw>${(g.powerW ?? 71.37).toFixed(2)} W</power_draw>
 \t\t\t<current_power_limit>700.00 W</current_power_limit>
 \t\t\t<requested_power_limit>700.00 W</requested_power_limit>
 \t\t\t<default_power_limit>700.00 W</default_power_limit>

@@ -28,6 +28,12 @@ function _migMode(s: string | undefined): MigMode {
   return s === "Enabled" ? "Enabled" : s === "Disabled" ? "Disabled" : "N/A";
 }
 
+/** A number with a unit (`31 C`, `71.37 W`), or `undefined` for N/A. */
+function _measure(s: string | undefined, unit: string): number | undefined {
+  const m = s === undefined ? null : new RegExp(`^(\\d{1,6}(?:\\.\\d{1,4})?) ${unit}$`).exec(s);
+  return m ? Number(m[1]) : undefined;
+}
+
 function _yesNo(s: string | undefined): boolean | undefined {
   return s === "Yes" ? true : s === "No" ? false : undefined;
 }
@@ -82,6 +88,9 @@ function _gpu(el: XmlElement): GpuInfo {
     migInstances: _mig(el, uuid),
     eccVolatileUncorrectable: _volatileUncorrectable(el),
     remap: pending === undefined && failed === undefined ? undefined : { pending: !!pending, failed: !!failed },
+    temperatureC: _measure(textAt(el, "temperature/gpu_temp"), "C"),
+    // v12 since driver 535: gpu_power_readings; before it: power_readings.
+    powerW: _measure(textAt(el, "gpu_power_readings/power_draw") ?? textAt(el, "power_readings/power_draw"), "W"),
   };
 }
 

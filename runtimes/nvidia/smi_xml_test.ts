@@ -36,6 +36,8 @@ Deno.test("the 8-GPU HGX fixture: UUIDs, PCI bus ids, minors, MIG on two GPUs wi
     assert.equal(g.eccVolatileUncorrectable, 0);
     assert.deepEqual(g.remap, { pending: false, failed: false });
     assert.equal(g.numaNode, undefined, "NUMA comes from sysfs, not nvidia-smi");
+    assert.equal(g.temperatureC, 31);
+    assert.equal(g.powerW, 71.37);
   }
 });
 

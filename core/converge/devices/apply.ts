@@ -120,6 +120,8 @@ export async function applyDevices(
               reservation_id: a.assignment.reservation_id,
               generation: ctx.generation,
               cdi_devices: holdCdiNames(a.record.devices),
+              devices: a.record.devices.map((d) => ({ class: d.class, id: d.atom })),
+              cgroup_parent: a.record.cgroupParent ?? "",
             });
           } catch (e) {
             if (!a.replaces) await holds.remove(a.assignment.allocation_id); // not announced: not held
@@ -134,7 +136,9 @@ export async function applyDevices(
             allocation_id: a.assignment.allocation_id,
             reservation_id: a.assignment.reservation_id,
             generation: ctx.generation,
-            cdi_devices: a.cdiDevices,
+            cdi_devices: holdCdiNames(a.hold.devices),
+            devices: a.hold.devices.map((d) => ({ class: d.class, id: d.atom })),
+            cgroup_parent: a.hold.cgroupParent ?? "",
           });
           break;
         case "fail":

@@ -48,6 +48,12 @@ export interface DevicesSection {
   readonly assignments: readonly DeviceAssignment[];
 }
 
+/**
+ * What a GPU host's `Hello` advertises (000 §Device assignments, capabilities), written by the gateway as
+ * `bc.dev/cap.<capability>` labels, so capacity places holds with limits and Kubernetes holds only here.
+ */
+export const DEVICE_CAPABILITIES: readonly string[] = ["devices.limits", "binding.kubernetes"];
+
 /** The two bindings bcd honours. */
 export type HoldBinding = "hold" | "kubernetes";
 

@@ -59,6 +59,8 @@ Deno.test("a 2-GPU hold binds: CDI spec, env file, AllocationBound with bcd.dev/
     reservation_id: "res-a1",
     generation: 1,
     cdi_devices: [`bcd.dev/gpu=${G0}`, `bcd.dev/gpu=${G2}`],
+    devices: [{ class: "gpu", id: G0 }, { class: "gpu", id: G2 }],
+    cgroup_parent: "",
   }]);
   const rec = h.holds.specs.get("a1")!;
   assert.deepEqual(rec.env, [`NVIDIA_VISIBLE_DEVICES=${G0},${G2}`, "BCD_ALLOCATION_ID=a1"]);

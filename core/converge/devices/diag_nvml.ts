@@ -1,69 +1,88 @@
 /**
- * The `diag.nvml` kind: control lane, retry-safe, attested (node and ramdisk roles). It reads a fresh inventory
- * and reports each GPU's identity, MIG layout and health, in a stable order and shape so the attested result's
- * SHA-256 is reproducible.
+ * The `diag.nvml` kind: control lane, retry-safe, attested (node and ramdisk roles). It reads a fresh inventory and
+ * diagnoses each GPU asked for (every GPU for an empty list): healthy unless it shows uncorrectable volatile ECC
+ * errors, a pending or failed row remap, or an XID this boot. The result follows `bcd.v1.DiagNvmlResult`, GPUs in
+ * the order asked (by PCI bus id for all), so the attested result's SHA-256 is reproducible.
  *
  * @module
  */
-import { type GpuInventory, gpuUnhealthyReason } from "./inventory.ts";
+import { findGpu, type GpuInfo, type GpuInventory, gpuProblems } from "./inventory.ts";
 import type { GpuTool } from "./ports.ts";
+import { GpuKindError } from "./gpu_reset.ts";
 
-/** One GPU in the `diag.nvml` result. */
-export interface DiagGpu {
+/** One GPU's diagnosis (`bcd.v1.GpuDiagnosis`). */
+export interface GpuDiagnosis {
   readonly gpu_uuid: string;
+  readonly healthy: boolean;
+  readonly problems: readonly string[];
+  readonly temperature_c: number;
+  readonly power_w: number;
+  readonly ecc?: { readonly enabled: boolean; readonly volatile_uncorrectable: number };
+  readonly remap?: { readonly pending: boolean; readonly failed: boolean };
+  readonly xids: readonly number[];
   readonly pci_bus_id: string;
-  readonly numa_node: number | null;
-  readonly product_name: string;
-  readonly mig_mode: string;
-  readonly mig_instances: readonly { readonly uuid: string | null; readonly gi: number; readonly ci: number }[];
-  readonly ecc_volatile_uncorrectable: number | null;
-  readonly remap_pending: boolean | null;
-  readonly remap_failed: boolean | null;
-  readonly healthy: boolean;
-  readonly message: string;
 }
 
-/** The `diag.nvml` result. */
+/** The `diag.nvml` result (`bcd.v1.DiagNvmlResult`). */
 export interface DiagNvmlResult {
-  readonly driver_version: string;
-  readonly cuda_version: string;
-  readonly healthy: boolean;
-  readonly gpus: readonly DiagGpu[];
+  readonly gpus: readonly GpuDiagnosis[];
 }
 
-/** The result for an inventory, GPUs sorted by PCI bus id. */
-export function diagFromInventory(inv: GpuInventory): DiagNvmlResult {
-  const gpus = [...inv.gpus].sort((a, b) => a.pciBusId < b.pciBusId ? -1 : a.pciBusId > b.pciBusId ? 1 : 0).map(
-    (g): DiagGpu => {
-      const why = gpuUnhealthyReason(g);
-      return {
-        gpu_uuid: g.uuid,
-        pci_bus_id: g.pciBusId,
-        numa_node: g.numaNode ?? null,
-        product_name: g.productName ?? "",
-        mig_mode: g.migMode,
-        mig_instances: [...g.migInstances].sort((a, b) => a.gi - b.gi || a.ci - b.ci).map((m) => ({
-          uuid: m.uuid ?? null,
-          gi: m.gi,
-          ci: m.ci,
-        })),
-        ecc_volatile_uncorrectable: g.eccVolatileUncorrectable ?? null,
-        remap_pending: g.remap?.pending ?? null,
-        remap_failed: g.remap?.failed ?? null,
-        healthy: why === undefined,
-        message: why ?? "",
-      };
-    },
-  );
+/** The XIDs each GPU reported this boot (the XID conditions); none when the build does not watch them. */
+export type XidSource = (gpuUuid: string) => readonly number[];
+
+const _MAX_GPUS = 64;
+
+function _diagnose(g: GpuInfo, xids: readonly number[]): GpuDiagnosis {
+  const problems = [...gpuProblems(g), ...xids.map((x) => `XID ${x}`)];
   return {
-    driver_version: inv.driverVersion ?? "",
-    cuda_version: inv.cudaVersion ?? "",
-    healthy: gpus.every((g) => g.healthy),
-    gpus,
+    gpu_uuid: g.uuid,
+    healthy: problems.length === 0,
+    problems,
+    temperature_c: g.temperatureC ?? 0,
+    power_w: g.powerW ?? 0,
+    ...(g.eccVolatileUncorrectable !== undefined
+      ? { ecc: { enabled: true, volatile_uncorrectable: g.eccVolatileUncorrectable } }
+      : {}),
+    ...(g.remap ? { remap: { pending: g.remap.pending, failed: g.remap.failed } } : {}),
+    xids: [...xids],
+    pci_bus_id: g.pciBusId,
   };
 }
 
-/** Runs `diag.nvml`: a fresh inventory, reported. The payload carries nothing. */
-export async function diagNvml(gpu: GpuTool): Promise<DiagNvmlResult> {
-  return diagFromInventory(await gpu.query());
+/** The diagnosis of `gpuUuids` (all GPUs, by PCI bus id, when empty); an unknown GPU reads `unknown GPU`. */
+export function diagFromInventory(
+  inv: GpuInventory,
+  gpuUuids: readonly string[] = [],
+  xids?: XidSource,
+): DiagNvmlResult {
+  if (gpuUuids.length > _MAX_GPUS) throw new GpuKindError("invalid-payload", `gpu_uuids lists more than ${_MAX_GPUS}`);
+  const seen = xids ?? (() => []);
+  if (gpuUuids.length === 0) {
+    const all = [...inv.gpus].sort((a, b) => a.pciBusId < b.pciBusId ? -1 : a.pciBusId > b.pciBusId ? 1 : 0);
+    return { gpus: all.map((g) => _diagnose(g, seen(g.uuid))) };
+  }
+  return {
+    gpus: [...new Set(gpuUuids)].map((u) => {
+      const g = findGpu(inv, u);
+      return g ? _diagnose(g, seen(u)) : {
+        gpu_uuid: u,
+        healthy: false,
+        problems: ["unknown GPU"],
+        temperature_c: 0,
+        power_w: 0,
+        xids: [],
+        pci_bus_id: "",
+      };
+    }),
+  };
+}
+
+/** Runs `diag.nvml` over a fresh inventory. */
+export async function diagNvml(
+  payload: { readonly gpu_uuids?: readonly string[] },
+  gpu: GpuTool,
+  xids?: XidSource,
+): Promise<DiagNvmlResult> {
+  return diagFromInventory(await gpu.query(), payload.gpu_uuids ?? [], xids);
 }

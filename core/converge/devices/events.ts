@@ -13,6 +13,10 @@ export interface AllocationBound {
   readonly reservation_id: string;
   readonly generation: number;
   readonly cdi_devices: readonly string[];
+  /** The assignment's devices, as `{class, id}`. */
+  readonly devices: readonly { readonly class: string; readonly id: string }[];
+  /** The slice, `bcd-alloc-<allocation id>.slice`; empty for a hold without limits or a Kubernetes hold. */
+  readonly cgroup_parent: string;
 }
 
 /** A hold was released (its spec and env file are gone). */

@@ -98,7 +98,7 @@ Deno.test("gpu.reset marks a GPU unhealthy when the fresh inventory still shows 
   const stuck = new StaticGpuTool({ gpus: [sampleGpu(2, { eccVolatileUncorrectable: 1 })] }); // counters survive
   const r2 = await gpuReset({ gpu_uuids: [G2] }, { ...p, gpu: stuck });
   assert.equal(r2.gpus[0]!.healthy, false);
-  assert.match(r2.gpus[0]!.message, /1 uncorrectable volatile ECC errors/);
+  assert.match(r2.gpus[0]!.message, /volatile uncorrectable ECC errors: 1/);
 });
 
 Deno.test("gpu.reset refuses while an unreadable hold spec may name the GPU", async () => {

@@ -38,6 +38,10 @@ export interface GpuInfo {
   readonly eccVolatileUncorrectable?: number;
   /** Row remapping; absent on GPUs without a row remapper. */
   readonly remap?: { readonly pending: boolean; readonly failed: boolean };
+  /** GPU temperature in °C, when read. */
+  readonly temperatureC?: number;
+  /** Power draw in watts, when read. */
+  readonly powerW?: number;
 }
 
 /** The host's GPUs. */
@@ -47,15 +51,24 @@ export interface GpuInventory {
   readonly gpus: readonly GpuInfo[];
 }
 
-/** Why a GPU reads unhealthy, or `undefined` when it reads healthy (000 §gpu.reset and live holds). */
-export function gpuUnhealthyReason(gpu: GpuInfo): string | undefined {
-  const why: string[] = [];
+/**
+ * What makes a GPU read unhealthy (000 §gpu.reset and live holds): uncorrectable volatile ECC errors, a pending or a
+ * failed row remap. Empty when it reads healthy, or when the inventory carries neither counter.
+ */
+export function gpuProblems(gpu: GpuInfo): string[] {
+  const out: string[] = [];
   if ((gpu.eccVolatileUncorrectable ?? 0) > 0) {
-    why.push(`${gpu.eccVolatileUncorrectable} uncorrectable volatile ECC errors`);
+    out.push(`volatile uncorrectable ECC errors: ${gpu.eccVolatileUncorrectable}`);
   }
-  if (gpu.remap?.pending) why.push("row remap pending");
-  if (gpu.remap?.failed) why.push("row remap failed");
-  return why.length ? why.join(", ") : undefined;
+  if (gpu.remap?.pending) out.push("row remap pending");
+  if (gpu.remap?.failed) out.push("row remap failed");
+  return out;
+}
+
+/** {@link gpuProblems} as one message, or `undefined` when the GPU reads healthy. */
+export function gpuUnhealthyReason(gpu: GpuInfo): string | undefined {
+  const p = gpuProblems(gpu);
+  return p.length ? p.join(", ") : undefined;
 }
 
 /** A GPU by UUID. */

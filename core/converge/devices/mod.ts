@@ -10,6 +10,7 @@ export {
   type AssignedDevice,
   type AssignmentLimits,
   type BindingName,
+  DEVICE_CAPABILITIES,
   type DeviceAssignment,
   type DevicesSection,
   hasSliceLimits,
@@ -49,9 +50,10 @@ export {
 } from "./classes.ts";
 export { type Claim, conflictingClaim, describeConflict, type PassthroughGpu, selfConflict } from "./conflicts.ts";
 export { type DevicesContext, DevicesConverger, type DevicesConvergerOptions, dirExists } from "./converger.ts";
-export { diagFromInventory, type DiagGpu, diagNvml, type DiagNvmlResult } from "./diag_nvml.ts";
+export { diagFromInventory, diagNvml, type DiagNvmlResult, type GpuDiagnosis, type XidSource } from "./diag_nvml.ts";
 export { holdEnv, type HoldEnvInput, MPS_PIPE_DIRECTORY, RESERVED_ENV_KEYS } from "./env.ts";
 export { type AllocationBound, type AllocationFailed, type AllocationReleased, type DeviceEvent } from "./events.ts";
+export { diagNvmlHandler, gpuResetHandler } from "./gpu_kind_handlers.ts";
 export {
   checkGpuResetPayload,
   gpuHolder,
@@ -80,6 +82,7 @@ export {
   findGpu,
   type GpuInfo,
   type GpuInventory,
+  gpuProblems,
   gpuUnhealthyReason,
   type MigInstance,
   type MigMode,

@@ -84,7 +84,7 @@ export type DevicesAction =
     /** Whether the bind produces `AllocationBound` (not for a rewrite that keeps the same devices). */
     readonly announce: boolean;
   }
-  | { readonly kind: "announce-bound"; readonly assignment: DeviceAssignment; readonly cdiDevices: readonly string[] }
+  | { readonly kind: "announce-bound"; readonly assignment: DeviceAssignment; readonly hold: ObservedHold }
   | {
     readonly kind: "fail";
     readonly assignment: DeviceAssignment;
@@ -240,7 +240,7 @@ export function planDevices(desired: DevicesSection | undefined, o: DevicesObser
     }
     if (!o.listing.envFiles.includes(a.allocation_id) && r) actions.push({ kind: "rewrite", record: r.record });
     if (o.announced && !o.announced.has(a.allocation_id)) {
-      actions.push({ kind: "announce-bound", assignment: a, cdiDevices: holdCdiNames(h.devices) });
+      actions.push({ kind: "announce-bound", assignment: a, hold: h });
     }
   }
   for (const a of wanted.values()) if (!observed.has(a.allocation_id)) pending.push({ a });
