@@ -65,3 +65,4 @@ export {
   type QuorumTicket,
   writeFileDurable,
 } from "./quorum_ledger.ts";
+export { type AttestedReportWire, attestReport, openAttestedReport } from "./attested_report.ts";

@@ -9,3 +9,4 @@
 export { CPU_FLAGS_OF_INTEREST, type HostInventoryRoots, SysfsHostInventory } from "./inventory.ts";
 export { type CommandRunner, denoRunner, InitRebooter } from "./rebooter.ts";
 export { type Conn, HttpsUploader, type TlsConnect, TRANSFER_LIMITS, type TransferLimits } from "./https_put.ts";
+export { hostKindHandlers, type HostKindOptions } from "./kind_handlers.ts";
