@@ -14,6 +14,7 @@ import { type Check, unpack, walk } from "./bundle_walk.ts";
 import { type ImageReason, ImageRefused, UnsafeBundle, type UnsafeReason } from "./errors.ts";
 import { checkOverlayHeader } from "./overlay.ts";
 import { checkQcow2Header, parseQcow2Header, readQcow2Prefix } from "./qcow2_header.ts";
+import { Tree } from "./tree.ts";
 
 /** An iteration slower than this is reported as a hang. */
 export const HANG_MS = 10_000;
@@ -284,7 +285,7 @@ export async function fuzzBundles(
   corpus: Uint8Array[],
   iterations: number,
   seed: number,
-  opts: { sandbox?: string; unpackEvery?: number; tally?: Tally } = {},
+  opts: { sandbox?: string; unpackEvery?: number; tree?: Tree; treeEvery?: number; tally?: Tally } = {},
 ): Promise<Tally> {
   const tally = opts.tally ?? {};
   const rng = new Rng(seed);
@@ -321,8 +322,39 @@ export async function fuzzBundles(
       }
       await Deno.remove(dest, { recursive: true });
     }
+    if (opts.tree && opts.treeEvery && i % opts.treeEvery === 0) {
+      _count(tally, `tree:${await _treeRound(opts.tree, `v${i}`, input, what)}`);
+    }
   }
   return tally;
+}
+
+/** One install into a live tree: accepted flips `current` to it; refused leaves `current` and the root as they were. */
+async function _treeRound(
+  tree: Tree,
+  version: string,
+  input: Uint8Array,
+  what: string,
+): Promise<"accepted" | "refused"> {
+  const before = await tree.currentVersion();
+  const list = () => [...Deno.readDirSync(tree.root)].map((e) => e.name).sort().join(",");
+  const listing = list();
+  let accepted = true;
+  try {
+    await _timed(tree.install(version, input), what, input);
+  } catch (e) {
+    if (!(e instanceof UnsafeBundle)) throw new FuzzFinding(`${what}: install crash ${e}`, input, { cause: e });
+    accepted = false;
+  }
+  const after = await tree.currentVersion();
+  if (accepted) {
+    if (after !== version || list() !== ["current", version].sort().join(",")) {
+      throw new FuzzFinding(`${what}: accepted install left ${list()} with current ${after}`, input);
+    }
+  } else if (after !== before || list() !== listing) {
+    throw new FuzzFinding(`${what}: refused install changed the root (${listing} → ${list()})`, input);
+  }
+  return accepted ? "accepted" : "refused";
 }
 
 /**
@@ -357,4 +389,10 @@ export async function bundleCorpus(dir: string): Promise<Uint8Array[]> {
     { name: "l", type: "2", linkname: "a" },
   ]));
   return out;
+}
+
+/** A Tree symlink maker that runs `ln -s`, for runs whose writes are path-scoped. */
+export async function lnSymlink(target: string, path: string): Promise<void> {
+  const out = await new Deno.Command("ln", { args: ["-s", "--", target, path], stderr: "piped" }).output();
+  if (!out.success) throw new Error(`ln -s ${target} ${path}: ${new TextDecoder().decode(out.stderr)}`);
 }

@@ -6,10 +6,11 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { hasQemuImg } from "./_qemu_img.ts";
-import { bundleCorpus, fuzzBundles, fuzzImages, imageCorpus } from "./_fuzz.ts";
+import { bundleCorpus, fuzzBundles, fuzzImages, imageCorpus, lnSymlink } from "./_fuzz.ts";
+import { Tree } from "./tree.ts";
 
 const IMAGE_ITERATIONS = Number(Deno.env.get("FUZZ_IMAGE_ITERATIONS") ?? 30_000);
-const BUNDLE_ITERATIONS = Number(Deno.env.get("FUZZ_BUNDLE_ITERATIONS") ?? 15_000);
+const BUNDLE_ITERATIONS = Number(Deno.env.get("FUZZ_BUNDLE_ITERATIONS") ?? 10_000);
 const SEED = Number(Deno.env.get("FUZZ_SEED") ?? 20261130);
 
 const HAS_QEMU_IMG = hasQemuImg();
@@ -39,16 +40,19 @@ globalThis.addEventListener("unload", () => Deno.removeSync(BUNDLE_DIR, { recurs
 Deno.test({
   name: `fuzz: ${BUNDLE_ITERATIONS} mutated bundles all get a verdict, and unpack writes only below its sandbox`,
   // The test may write below BUNDLE_DIR only: a write anywhere else would fail the run with NotCapable.
-  permissions: { read: true, write: [BUNDLE_DIR], run: ["sh", "tar"], env: true, sys: true },
+  // Tree flips go through `ln`, since Deno.symlink refuses a path-scoped write grant.
+  permissions: { read: true, write: [BUNDLE_DIR], run: ["sh", "tar", "ln"], env: true, sys: true },
   async fn() {
     const dir = BUNDLE_DIR;
     const corpus = await bundleCorpus(dir);
     const sandbox = join(dir, "sandbox");
     await Deno.mkdir(sandbox);
+    const tree = new Tree(join(dir, "tree"), { symlink: lnSymlink });
+    await tree.ensureRoot();
     const before = [...Deno.readDirSync(dir)].map((e) => e.name).sort();
-    const tally = await fuzzBundles(corpus, BUNDLE_ITERATIONS, SEED, { sandbox, unpackEvery: 10 });
+    const tally = await fuzzBundles(corpus, BUNDLE_ITERATIONS, SEED, { sandbox, unpackEvery: 10, tree, treeEvery: 25 });
     console.log("bundles", JSON.stringify(tally));
-    assert.ok((tally["accepted"] ?? 0) > 0);
+    assert.ok((tally["accepted"] ?? 0) > 0 && (tally["tree:accepted"] ?? 0) > 0 && (tally["tree:refused"] ?? 0) > 0);
     assert.deepEqual([...Deno.readDirSync(dir)].map((e) => e.name).sort(), before);
     assert.deepEqual([...Deno.readDirSync(sandbox)], []);
   },

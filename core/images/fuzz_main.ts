@@ -11,6 +11,7 @@
 import { parseArgs } from "node:util";
 import { join } from "node:path";
 import { bundleCorpus, fuzzBundles, FuzzFinding, fuzzImages, imageCorpus, type Tally } from "./_fuzz.ts";
+import { Tree } from "./tree.ts";
 
 function _print(line: string): void {
   Deno.stdout.writeSync(new TextEncoder().encode(line + "\n"));
@@ -37,10 +38,11 @@ try {
   const corpus = kind === "images" ? await imageCorpus(work) : await bundleCorpus(work);
   const sandbox = join(work, "sandbox");
   await Deno.mkdir(sandbox, { recursive: true });
+  const tree = new Tree(join(work, "tree"));
   while (done < limit) {
     const n = Math.min(batch, limit - done);
     if (kind === "images") fuzzImages(corpus, n, seed, tally);
-    else await fuzzBundles(corpus, n, seed, { sandbox, unpackEvery: 10, tally });
+    else await fuzzBundles(corpus, n, seed, { sandbox, unpackEvery: 10, tree, treeEvery: 25, tally });
     done += n;
     _print(`${done} iterations (last seed ${seed}): ${JSON.stringify(tally)}`);
     seed = (seed + 1) & 0x7fffffff;
