@@ -12,6 +12,8 @@ import type { SectionConverger } from "../core/converge/engine.ts";
 import type { InstanceReport } from "../core/converge/instances/mod.ts";
 import { boundsFromConfig, Journal, readBootId } from "../core/journal/mod.ts";
 import { createLogger, levelFromEnv, type Logger } from "../core/log/mod.ts";
+import { LogRing } from "../core/commands/kind_handlers/mod.ts";
+import pino from "pino";
 import { join, loadIdentity, type NodeIdentity } from "../core/session/identity.ts";
 import { type EventSink, NodeAgent } from "../core/session/node_agent.ts";
 import { connectWebSocket } from "../core/session/transport.ts";
@@ -27,6 +29,8 @@ export interface WiringContext {
   readonly journal: Journal;
   readonly identity: NodeIdentity;
   readonly log: Logger;
+  /** The daemon's recent log lines, for `logs.collect`. */
+  readonly logRing: LogRing;
 }
 
 /** A role's wiring. */
@@ -121,7 +125,12 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
         const config = await _config(values.config as string | undefined);
         const dataDir = (values["data-dir"] as string | undefined) ??
           (values.config ? config.dataDir : w.defaultDataDir);
-        const log = createLogger({ level: levelFromEnv(config.log.level), base: { role: w.role } });
+        const logRing = new LogRing();
+        const log = createLogger({
+          level: levelFromEnv(config.log.level),
+          base: { role: w.role },
+          destination: logRing.tee(pino.destination({ fd: 2, sync: true })),
+        });
         const identity = await loadIdentity(dataDir);
         if (!identity) throw new UsageError(`${dataDir} holds no identity; run "join" first`);
         const bootId = await readBootId(_bootIdPath());
@@ -136,7 +145,7 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
             Deno.exit(EXIT_INTERNAL);
           },
         });
-        const ctx: WiringContext = { config, dataDir, bootId, hostname: _hostname(), journal, identity, log };
+        const ctx: WiringContext = { config, dataDir, bootId, hostname: _hostname(), journal, identity, log, logRing };
         const url = (values.gateway as string | undefined) ?? config.gateway.url ?? identity.gatewayUrl;
         const agent = await NodeAgent.start({
           role: w.role,

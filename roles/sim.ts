@@ -5,7 +5,14 @@
  * @module
  */
 import { HandlerRegistry } from "../core/commands/handlers.ts";
-import { inventoryRefreshHandler, nodeRebootHandler } from "../core/commands/kind_handlers/mod.ts";
+import {
+  daemonLogSource,
+  inventoryRefreshHandler,
+  journalSummarySource,
+  logsCollectHandler,
+  nodeRebootHandler,
+} from "../core/commands/kind_handlers/mod.ts";
+import { HttpsUploader } from "../runtimes/host/mod.ts";
 import { simHostReader, simRebooter } from "../runtimes/fakehw/sim_host.ts";
 import { FakeGpuTool } from "../runtimes/nvidia/mod.ts";
 import { FileRuntime } from "../runtimes/fakehw/file_runtime.ts";
@@ -40,6 +47,10 @@ export const COMMANDS: Record<string, Subcommand> = {
               return await gpus.query();
             },
           },
+        }))
+        .register(logsCollectHandler({
+          sources: [daemonLogSource(ctx.logRing), journalSummarySource(ctx.journal)],
+          uploader: new HttpsUploader(),
         }))
         .register(nodeRebootHandler({ rebooter: simRebooter() }));
     },
