@@ -10,7 +10,7 @@ import { DEFAULT_BOUNDS, type JournalBounds } from "./bounds.ts";
 import { openNodeSqlite } from "./driver_node_sqlite.ts";
 import { JournalError } from "./errors.ts";
 import { eventTotals, isFull } from "./events.ts";
-import { JOURNAL_FILE } from "./journal.ts";
+import { JOURNAL_FILE } from "./open.ts";
 import { lockHolder } from "./lock.ts";
 import { getMeta } from "./meta.ts";
 import { QUARANTINE_DIR } from "./quarantine.ts";

@@ -4,13 +4,11 @@
  *
  * @module
  */
-import { join } from "node:path";
-import type { Logger } from "../log/mod.ts";
 import { DEFAULT_BOUNDS, type JournalBounds } from "./bounds.ts";
 import { acceptOp, ackResultsOp, finishOp, markRunningOp, rejectOp, settleOp, unackedResultsOp } from "./commands.ts";
 import { openNodeSqlite } from "./driver_node_sqlite.ts";
 import { readEntry } from "./entry_row.ts";
-import { JournalBusy, JournalDamaged, JournalError, type JournalStopped } from "./errors.ts";
+import { JournalBusy, JournalError, type JournalStopped } from "./errors.ts";
 import {
   ackEventsUpTo,
   appendEvent,
@@ -21,13 +19,12 @@ import {
   listEvents,
 } from "./events.ts";
 import { MAX_EXEC_TICKETS, useTicket } from "./exec_tickets.ts";
-import { readIdentity, updateIdentity } from "./identity_file.ts";
-import { acquireLock, type DataDirLock } from "./lock.ts";
+import { updateIdentity } from "./identity_file.ts";
+import type { DataDirLock } from "./lock.ts";
 import { getMeta, setMeta } from "./meta.ts";
-import { type Quarantined, quarantineJournal } from "./quarantine.ts";
+import { _NO_LOG, type JournalLogger, type OpenReport, openStore } from "./open.ts";
 import { recoverOp, type RecoverReport } from "./recover.ts";
 import { type Resolution, type ResolveContext, resolveEntry } from "./resolve.ts";
-import { checkIntegrity, enforceDurability, ensureSchema } from "./schema.ts";
 import type { SqlDriver, SqlDriverFactory } from "./sql_driver.ts";
 import { sweepOp, type SweepReport } from "./sweep.ts";
 import { advanceMark, type ServerTimeSource } from "./time_mark.ts";
@@ -46,19 +43,9 @@ import type {
   StoredSpec,
 } from "./types.ts";
 import { colBytesOrNull, colNum, colStr } from "./sql_driver.ts";
-import { fsyncDir } from "./durable_file.ts";
 import { type QueueStats, WriteQueue } from "./write_queue.ts";
 
-/**
- * The logger calls the journal makes (a pino `Logger` fits). Typed as a subset so the journal does not load pino
- * itself: `journal inspect` and other light users need no logger and no pino permissions.
- */
-export type JournalLogger = Pick<Logger, "error" | "warn" | "fatal">;
-
-const _NO_LOG: JournalLogger = { error: () => {}, warn: () => {}, fatal: () => {} };
-
-/** The database file's name inside the data directory. */
-export const JOURNAL_FILE = "journal.db";
+export { JOURNAL_FILE, type JournalLogger, type OpenReport } from "./open.ts";
 
 /** How {@link Journal.open} finds and creates the journal. */
 export interface JournalOptions {
@@ -82,16 +69,6 @@ export interface JournalOptions {
   /** Called once when a write fails and the journal stops (the daemon exits). */
   readonly onStop?: (e: JournalStopped) => void;
 }
-
-/** How the journal came up. */
-export interface OpenReport {
-  /** A new journal (new `journal_id`) was created. */
-  readonly created: boolean;
-  /** Set when a damaged journal was moved aside before the new one was created. */
-  readonly quarantined?: Quarantined;
-}
-
-const DAMAGE = /not a database|malformed|corrupt|file is encrypted/i;
 
 /** The journal of one data directory, held by one process. */
 export class Journal {
@@ -152,53 +129,15 @@ export class Journal {
     const now = opts.now ?? Date.now;
     const log = opts.logger ?? _NO_LOG;
     const incarnation = opts.incarnation ?? crypto.randomUUID();
-    const factory = opts.driver ?? openNodeSqlite;
-    await Deno.mkdir(opts.dataDir, { recursive: true, mode: 0o700 });
-    const lock = acquireLock(opts.dataDir, { pid: Deno.pid, incarnation, since: new Date(now()).toISOString() });
-    try {
-      const mirror = (await readIdentity(opts.dataDir))?.server_time_mark;
-      const dbPath = join(opts.dataDir, JOURNAL_FILE);
-      let quarantined: Quarantined | undefined;
-      for (;;) {
-        const fresh = await _isFresh(dbPath);
-        const db = await factory(dbPath);
-        try {
-          await enforceDurability(db);
-          if (!fresh) await checkIntegrity(db);
-          await db.exec("BEGIN IMMEDIATE");
-          await ensureSchema(db, fresh, {
-            journalId: crypto.randomUUID(),
-            nodeId: opts.nodeId ?? null,
-            serverTimeMark: typeof mirror === "number" ? mirror : 0,
-            createdAt: now(),
-          });
-          let meta = await getMeta(db);
-          if (typeof mirror === "number" && Number.isSafeInteger(mirror) && mirror > meta.serverTimeMark) {
-            await setMeta(db, "server_time_mark", mirror);
-            meta = await getMeta(db);
-          }
-          await db.exec("COMMIT");
-          if (fresh) await fsyncDir(opts.dataDir);
-          const opened: OpenReport = { created: fresh, ...(quarantined ? { quarantined } : {}) };
-          if (quarantined) {
-            log.error(
-              { journal_id: meta.journalId, quarantined: quarantined.path, reason: quarantined.reason },
-              "journal failed its integrity check: moved aside, started a new journal",
-            );
-          } else if (fresh) log.warn({ journal_id: meta.journalId }, "started a new journal");
-          return new Journal({ opts, db, lock, incarnation, journalId: meta.journalId, opened, now, log });
-        } catch (e) {
-          await db.close().catch(() => undefined);
-          const damaged = e instanceof JournalDamaged || (!(e instanceof JournalError) && e instanceof Error &&
-            DAMAGE.test(e.message));
-          if (!damaged || quarantined !== undefined) throw e;
-          quarantined = await quarantineJournal(opts.dataDir, dbPath, (e as Error).message, now());
-        }
-      }
-    } catch (e) {
-      lock.release();
-      throw e;
-    }
+    const s = await openStore({
+      dataDir: opts.dataDir,
+      incarnation,
+      now,
+      log,
+      driver: opts.driver ?? openNodeSqlite,
+      nodeId: opts.nodeId ?? null,
+    });
+    return new Journal({ opts, ...s, incarnation, now, log });
   }
 
   #ctx(): ResolveContext {
@@ -410,15 +349,6 @@ export class Journal {
       if (this.#queue.stopped === null) throw e;
     });
     this.#lock.release();
-  }
-}
-
-async function _isFresh(path: string): Promise<boolean> {
-  try {
-    return (await Deno.stat(path)).size === 0;
-  } catch (e) {
-    if (e instanceof Deno.errors.NotFound) return true;
-    throw e;
   }
 }
 
