@@ -109,3 +109,4 @@ export {
   type SliceSettings,
   sliceSettings,
 } from "./slice.ts";
+export { devicesSectionFromWire } from "./wire.ts";
