@@ -82,3 +82,12 @@ Deno.test("metric events alone never make the journal BUSY", async () => {
   await j.accept("c", RS);
   await j.close();
 });
+
+Deno.test("an event larger than the whole byte bound is refused and leaves the journal usable", async () => {
+  await using tmp = await tempDataDir();
+  const j = await openTest(tmp.dir, new TestClock(), { bounds: { maxBytes: 1000, maxUnackedEvents: 10 } });
+  await assert.rejects(() => j.appendEvent("result", new Uint8Array(1000)), RangeError);
+  const r = await j.appendEvent("result", new Uint8Array(10));
+  assert.deepEqual(r, { appended: true, seq: 1, droppedMetrics: 0 }, "no sequence number was spent");
+  await j.close();
+});

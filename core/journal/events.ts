@@ -58,6 +58,11 @@ export async function appendEvent(
     throw new TypeError(`event class ${JSON.stringify(cls)} is not one of ${EVENT_CLASSES}`);
   }
   const size = payload.byteLength + EVENT_ROW_OVERHEAD;
+  if (size > bounds.maxBytes) {
+    throw new RangeError(
+      `a ${cls} event of ${payload.byteLength} bytes exceeds the journal's ${bounds.maxBytes}-byte bound`,
+    );
+  }
   const totals = await eventTotals(db);
   let { count, bytes } = _sum(totals);
   let dropped = 0;
