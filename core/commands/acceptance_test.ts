@@ -275,7 +275,8 @@ Deno.test("acceptance checks, one row per check and per ordering pair", async (t
       row.setup?.(b);
       const cmd = await row.make(b);
       await b.dispatcher.deliver(cmd);
-      assert.deepEqual(b.trail(cmd.body.id), row.want);
+      // The verdict is the first update; an admitted command may already be RUNNING.
+      assert.deepEqual(b.trail(cmd.body.id).slice(0, 1), row.want);
       const entry = await b.journal.get(cmd.body.id);
       assert.equal(entry?.state === "done", row.journaled, `journaled: ${JSON.stringify(entry)}`);
       if (row.want[0]?.startsWith("REJECTED:") && row.journaled) {

@@ -4,8 +4,8 @@
  * against the raw fsync latency of the same disk measured in the same run.
  *
  * Each client of 8 keeps one `inventory.refresh` in flight: it delivers a signed command, notes when `ACKED` arrives
- * (the `accepted` entry is durable), waits for the terminal result, and delivers the next. A command costs three
- * journal writes (accepted, running, done); concurrent writes share an fsync (group commit).
+ * (the `accepted` entry is durable), waits for the terminal result, and delivers the next. A command costs two
+ * journal writes (accepted, done; `running` is journaled for self-terminating kinds only); concurrent writes share an fsync (group commit).
  *
  * @module
  */
@@ -141,7 +141,7 @@ async function main(): Promise<void> {
       `accept -> ACKED: p50 ${r(a50)} ms (${r(a50 / f50)}x fsync p50)  p99 ${r(a99)} ms (${r(a99 / f99)}x fsync p99)`,
     );
     console.log(
-      `throughput: ${rate.toFixed(0)} commands/s settled (3 journal writes each) = ${r(rate / fsyncRate)}x ` +
+      `throughput: ${rate.toFixed(0)} commands/s settled (2 journal writes each) = ${r(rate / fsyncRate)}x ` +
         `the serial fsync rate (${fsyncRate.toFixed(0)}/s)`,
     );
   } finally {

@@ -2,7 +2,8 @@
  * The command dispatcher: a delivered command goes through the journal's duplicate rules (`journal.resolve`), the
  * acceptance checks in the seed's order, then `BUSY` (lane credit, journal full), is journaled `accepted` (durable
  * before any side effect) and reported `ACKED`, queued on its lane, run by one of the lane's fixed workers with its
- * resource locks held (`running{boot_id}` journaled and `RUNNING` reported immediately before the side effect), and
+ * resource locks held (`RUNNING` reported, and for self-terminating kinds `running{boot_id}` journaled, immediately
+ * before the side effect), and
  * finished with exactly one journaled terminal result. The credit is held from acceptance until that result is
  * journaled.
  *
@@ -280,7 +281,9 @@ export class Dispatcher {
       return await this.#finish(body, { state: "FAILED", code: "invalid-payload", message: invalid.message });
     }
     flight.phase = "running";
-    await this.#o.journal.markRunning(body.id);
+    // running{boot_id} is what tells a reboot the command caused from a crash; for other kinds `accepted` already
+    // decides recovery (re-execute or interrupted by the retry-safe flag), so it would only cost an fsync.
+    if (spec.selfTerminating) await this.#o.journal.markRunning(body.id);
     this.#send({ commandId: body.id, kind: body.kind, state: "RUNNING", bootId: this.#o.bootId });
     let outcome: OutcomeInput;
     try {
