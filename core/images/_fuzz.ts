@@ -12,7 +12,7 @@ import { makeCorpus } from "./_qemu_img.ts";
 import { gz, paxRecord, tgzOf } from "./_tar_gen.ts";
 import { type Check, unpack, walk } from "./bundle_walk.ts";
 import { type ImageReason, ImageRefused, UnsafeBundle, type UnsafeReason } from "./errors.ts";
-import { checkOverlayHeader } from "./overlay.ts";
+import { checkOverlayHeader, type ExpectedBacking } from "./overlay.ts";
 import { checkQcow2Header, parseQcow2Header, readQcow2Prefix } from "./qcow2_header.ts";
 import { Tree } from "./tree.ts";
 
@@ -239,14 +239,28 @@ function _count(t: Tally, k: string): void {
  */
 export function fuzzImages(corpus: Uint8Array[], iterations: number, seed: number, tally: Tally = {}): Tally {
   const rng = new Rng(seed);
+  // Each overlay check expects what the unmutated corpus image names (its base, or none), so mutations that leave
+  // the backing alone are accepted and the ones that touch it are caught.
+  const expected = corpus.map((c): ExpectedBacking | null => {
+    try {
+      const h = parseQcow2Header(c);
+      return h.backingFile !== null && (h.backingFormat === "qcow2" || h.backingFormat === "raw")
+        ? { path: h.backingFile, format: h.backingFormat }
+        : null;
+    } catch (e) {
+      if (e instanceof ImageRefused) return null;
+      throw e;
+    }
+  });
   for (let i = 0; i < iterations; i++) {
-    const input = mutate(rng, corpus[rng.below(corpus.length)]!, _QCOW2_FIELDS);
+    const k = rng.below(corpus.length);
+    const input = mutate(rng, corpus[k]!, _QCOW2_FIELDS);
     const t0 = performance.now();
     for (const policy of ["base", "overlay"] as const) {
       try {
         const h = parseQcow2Header(input);
         if (policy === "base") checkQcow2Header(h);
-        else checkOverlayHeader(h, { path: "/var/lib/bcd/images/base.qcow2", format: "qcow2" });
+        else checkOverlayHeader(h, expected[k] ?? null);
         _count(tally, `${policy}:accepted`);
       } catch (e) {
         if (e instanceof ImageRefused && IMAGE_REASONS.has(e.reason)) _count(tally, `${policy}:${e.reason}`);

@@ -26,7 +26,8 @@ Deno.test({
     try {
       const tally = fuzzImages(await imageCorpus(dir), IMAGE_ITERATIONS, SEED);
       console.log("images", JSON.stringify(tally));
-      assert.ok((tally["base:accepted"] ?? 0) > 0 && (tally["base:malformed"] ?? 0) > 0);
+      assert.ok((tally["base:accepted"] ?? 0) > 0 && (tally["overlay:accepted"] ?? 0) > 0);
+      assert.ok((tally["base:malformed"] ?? 0) > 0 && (tally["overlay:backing-mismatch"] ?? 0) > 0);
     } finally {
       await Deno.remove(dir, { recursive: true });
     }

@@ -39,6 +39,7 @@ try {
   const sandbox = join(work, "sandbox");
   await Deno.mkdir(sandbox, { recursive: true });
   const tree = new Tree(join(work, "tree"));
+  await tree.ensureRoot();
   while (done < limit) {
     const n = Math.min(batch, limit - done);
     if (kind === "images") fuzzImages(corpus, n, seed, tally);
