@@ -4,11 +4,13 @@
  *
  * - the config-bundle safety kernel: {@link walk} and {@link unpack} of a gzip-compressed tar under the caps
  *   {@link MAX_FILES}, {@link MAX_BYTES}, {@link MAX_WIRE_BYTES}, refusing with {@link UnsafeBundle};
- * - the versioned config {@link Tree} with its atomic `current` flip;
+ * - the versioned config {@link Tree} with its atomic `current` flip (its flip link is made by `Deno.symlink`,
+ *   which Deno allows only under an unscoped `--allow-write`; a role whose writes are path-scoped passes
+ *   `TreeOptions.symlink`, e.g. one that runs `ln -s`);
  * - the qcow2 header check {@link checkImage} and the instance-disk check {@link checkOverlay}, refusing with
  *   {@link ImageRefused} (`malformed`, `backing-file`, `data-file`, `unknown-feature`, `encrypted`,
  *   `backing-mismatch`);
- * - the newc writer for initramfs overlays: {@link newcArchive}, {@link appendArchive}, {@link writeInitramfs};
+ * - the newc writer for initramfs overlays: {@link newcArchive}, {@link appendArchive}, {@link writeInitramfs}.
  *
  * Export names here are stable; other modules import from this file only.
  *
