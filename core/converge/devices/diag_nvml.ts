@@ -31,6 +31,16 @@ export interface DiagNvmlResult {
 /** The XIDs each GPU reported this boot (the XID conditions); none when the build does not watch them. */
 export type XidSource = (gpuUuid: string) => readonly number[];
 
+/** The XIDs a condition set holds for a GPU (`XidError` conditions, the code as the reason). */
+export function xidsFromConditions(
+  conditions: { report(): readonly { type: string; subject: string; status: string; reason: string }[] },
+): XidSource {
+  return (uuid) =>
+    conditions.report()
+      .filter((c) => c.type === "XidError" && c.subject === uuid && c.status === "True" && /^\d{1,5}$/.test(c.reason))
+      .map((c) => Number(c.reason));
+}
+
 const _MAX_GPUS = 64;
 
 function _diagnose(g: GpuInfo, xids: readonly number[]): GpuDiagnosis {

@@ -52,6 +52,14 @@ export interface GpuResetPorts {
   readonly conditions: XidConditions;
 }
 
+/** The condition type of a GPU's XID errors; the subject is the GPU UUID and the reason the XID code. */
+export const XID_CONDITION = "XidError";
+
+/** The XID conditions of a condition set (`XidError`, subject the GPU UUID): a healthy reset clears a GPU's. */
+export function xidConditionsOf(conditions: { clearType(type: string, subject?: string): void }): XidConditions {
+  return { clearXid: (uuid) => conditions.clearType(XID_CONDITION, uuid) };
+}
+
 const _MAX_GPUS = 64;
 
 /** Validates a decoded payload; throws `invalid-payload`. */

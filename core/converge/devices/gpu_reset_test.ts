@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { StaticGpuTool } from "./fakes.ts";
-import { GpuKindError, gpuReset, type GpuResetPorts } from "./gpu_reset.ts";
+import { GpuKindError, gpuReset, type GpuResetPorts, xidConditionsOf } from "./gpu_reset.ts";
+import { ConditionSet } from "../conditions.ts";
+import { xidsFromConditions } from "./diag_nvml.ts";
 import type { ObservedHold, UnreadableHold } from "./hold.ts";
 import type { GpuInventory } from "./inventory.ts";
 import { sampleGpu, sampleInventory, sampleUuid } from "./sample_inventory.ts";
@@ -104,4 +106,15 @@ Deno.test("gpu.reset marks a GPU unhealthy when the fresh inventory still shows 
 Deno.test("gpu.reset refuses while an unreadable hold spec may name the GPU", async () => {
   const { p } = ports({ unreadable: [{ allocationId: "u", path: "/etc/cdi/bcd-u.json", problem: "truncated" }] });
   await assert.rejects(gpuReset({ gpu_uuids: [G0] }, p), (e) => e instanceof GpuKindError && e.reason === "gpu-busy");
+});
+
+Deno.test("xidConditionsOf clears one GPU's XID conditions from the condition set and nothing else", () => {
+  const cs = new ConditionSet(() => 0);
+  cs.set("XidError", G0, "True", "79", "fell off the bus");
+  cs.set("XidError", G1, "True", "48", "");
+  cs.set("SectionUnsupported", "host", "True", "7");
+  xidConditionsOf(cs).clearXid(G0);
+  assert.deepEqual(cs.report().map((c) => [c.type, c.subject]), [["SectionUnsupported", "host"], ["XidError", G1]]);
+  assert.deepEqual(xidsFromConditions(cs)(G1), [48]);
+  assert.deepEqual(xidsFromConditions(cs)(G0), []);
 });

@@ -4,6 +4,24 @@
  * slice manager, the GPU tool, the host memory source and the event sink. `runtimes/cdi`, `runtimes/cgroup` and
  * `runtimes/nvidia` implement them; {@link ./fakes.ts} has in-memory ones.
  *
+ * Wiring: the engine hands `plan` the decoded `bcd.v1.DevicesSection`; map it with {@link devicesSectionFromWire}.
+ * Events go to an {@link EventSink} that signs (`AllocationBound`/`AllocationReleased` with the node key) and
+ * journals them. `gpu.reset`/`diag.nvml` register through {@link gpuResetHandler} and {@link diagNvmlHandler}.
+ *
+ * Seed readings (000 §Device assignments), where the seed leaves a choice:
+ * - `bcd.dev/device-id` carries the atom id (`<GPU UUID>/gi<N>/ci<M>`), the id the CDI name lost its `/` from; the
+ *   MIG UUID the driver knows goes in `NVIDIA_VISIBLE_DEVICES`. Each CDI device has the GPU's `/dev/nvidia<minor>`
+ *   as its device node (CDI refuses a device without edits), none when the minor is unknown.
+ * - The allocation id comes from the spec's file name; ids are 1–128 of `[A-Za-z0-9_.-]` (else
+ *   `invalid-assignment`, bcd's own reason, as are malformed env lines, cpulists and an allocation listed twice).
+ * - A GPU passed through to a VM fails a hold with `overlap`, naming the instance.
+ * - Conflict order: holds already bound keep their atoms; new holds are checked in spec order.
+ * - A hold already bound whose GPU leaves the inventory stays bound (bcd never drops a hold on its own).
+ * - `AllocationFailed` is journaled once per allocation, reason and generation; a retryable action failure keeps the
+ *   section `PROGRESSING` even beside a terminal failure, so the next pass runs.
+ * - Admission: a hold's huge pages are checked per size against free less reserved pages host-wide and, when it names
+ *   `mems`, the free pages on those nodes, less what bound holds booked and have not faulted in.
+ *
  * @module
  */
 export {
@@ -50,7 +68,14 @@ export {
 } from "./classes.ts";
 export { type Claim, conflictingClaim, describeConflict, type PassthroughGpu, selfConflict } from "./conflicts.ts";
 export { type DevicesContext, DevicesConverger, type DevicesConvergerOptions, dirExists } from "./converger.ts";
-export { diagFromInventory, diagNvml, type DiagNvmlResult, type GpuDiagnosis, type XidSource } from "./diag_nvml.ts";
+export {
+  diagFromInventory,
+  diagNvml,
+  type DiagNvmlResult,
+  type GpuDiagnosis,
+  xidsFromConditions,
+  type XidSource,
+} from "./diag_nvml.ts";
 export { holdEnv, type HoldEnvInput, MPS_PIPE_DIRECTORY, RESERVED_ENV_KEYS } from "./env.ts";
 export { type AllocationBound, type AllocationFailed, type AllocationReleased, type DeviceEvent } from "./events.ts";
 export { diagNvmlHandler, gpuResetHandler } from "./gpu_kind_handlers.ts";
@@ -64,6 +89,8 @@ export {
   type GpuResetPayload,
   type GpuResetPorts,
   type GpuResetResult,
+  XID_CONDITION,
+  xidConditionsOf,
 } from "./gpu_reset.ts";
 export {
   ANNOTATION_BINDING,
