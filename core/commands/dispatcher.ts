@@ -106,6 +106,8 @@ export class Dispatcher {
   readonly #flights = new Map<string, Flight>();
   /** Ids whose delivery is being processed, so a duplicate arriving meanwhile re-attaches. */
   readonly #delivering = new Set<string>();
+  /** Cancels that arrived while their command was still going through acceptance, by id. */
+  readonly #earlyCancels = new Map<string, string>();
   #gate: Promise<void> = Promise.resolve();
   #stopped = false;
 
@@ -154,6 +156,7 @@ export class Dispatcher {
         await this.#process(cmd, prev, open);
       } finally {
         this.#delivering.delete(id);
+        this.#earlyCancels.delete(id);
       }
     } finally {
       await prev;
@@ -215,6 +218,11 @@ export class Dispatcher {
       abort: new AbortController(),
     };
     this.#flights.set(body.id, flight);
+    const early = this.#earlyCancels.get(body.id);
+    if (early !== undefined) {
+      flight.cancelRequested = true;
+      flight.cancelReason = early;
+    }
     const accepted = this.#accept(body, input, verdict.quorum);
     let settle!: () => void;
     flight.done = new Promise<void>((r) => settle = r);
@@ -349,6 +357,14 @@ export class Dispatcher {
     flight.clearTimer = this.#timers.set(() => void this.#redeliver(body.id), delay);
     this.#flights.set(body.id, flight);
     this.#log.info({ command_id: body.id, min_generation: body.minGeneration }, "command deferred: " + message);
+    const early = this.#earlyCancels.get(body.id);
+    if (early !== undefined) {
+      this.#earlyCancels.delete(body.id);
+      void this.#cancelDeferred(flight, early).catch((e) =>
+        this.#log.error({ command_id: body.id, err: String(e) }, "cancelling a deferred command failed")
+      );
+      return;
+    }
     this.#o.specs.requestSpec(
       this.#o.acceptance.appliedGeneration(),
       "MIN_GENERATION",
@@ -388,32 +404,18 @@ export class Dispatcher {
    */
   async cancel(commandId: string, reason = ""): Promise<void> {
     const f = this.#flights.get(commandId);
-    if (f === undefined) {
+    if (f === undefined || (f.phase === "deferred" && this.#delivering.has(commandId))) {
+      if (this.#delivering.has(commandId)) {
+        // Still in acceptance: the cancel applies as soon as the command is deferred or queued.
+        this.#earlyCancels.set(commandId, reason);
+        return;
+      }
       const entry = await this.#o.journal.get(commandId);
       if (entry?.state === "done" && !entry.resultAcked) this.#send(await updateFromEntry(entry, this.#o.nodeKey));
       return;
     }
     f.cancelReason = reason;
-    if (f.phase === "deferred") {
-      f.clearTimer?.();
-      this.#flights.delete(commandId);
-      const body = f.cmd.body;
-      const spec = lookupKind(body.kind);
-      const input = {
-        kind: body.kind,
-        retrySafe: spec?.retrySafe ?? false,
-        selfTerminating: spec?.selfTerminating ?? false,
-      };
-      try {
-        await this.#o.journal.accept(commandId, input);
-      } catch (e) {
-        if (!(e instanceof JournalBusy)) throw e;
-        this.#send({ commandId, kind: body.kind, state: "CANCELLED", message: reason, bootId: this.#o.bootId });
-        return;
-      }
-      await this.#finish(body, { state: "CANCELLED", ...(reason ? { message: reason } : {}) });
-      return;
-    }
+    if (f.phase === "deferred") return await this.#cancelDeferred(f, reason);
     if (f.cancelRequested) return;
     f.cancelRequested = true;
     if (f.phase === "queued") {
@@ -423,6 +425,27 @@ export class Dispatcher {
       return;
     }
     f.abort.abort(new Error(`cancelled: ${reason}`));
+  }
+
+  /** Settles a deferred command `CANCELLED`: journaled (accepted, then cancelled) so a redelivery gets the answer. */
+  async #cancelDeferred(f: Flight, reason: string): Promise<void> {
+    f.clearTimer?.();
+    const body = f.cmd.body;
+    if (this.#flights.get(body.id) === f) this.#flights.delete(body.id);
+    const spec = lookupKind(body.kind);
+    const input = {
+      kind: body.kind,
+      retrySafe: spec?.retrySafe ?? false,
+      selfTerminating: spec?.selfTerminating ?? false,
+    };
+    try {
+      await this.#o.journal.accept(body.id, input);
+    } catch (e) {
+      if (!(e instanceof JournalBusy)) throw e;
+      this.#send({ commandId: body.id, kind: body.kind, state: "CANCELLED", message: reason, bootId: this.#o.bootId });
+      return;
+    }
+    await this.#finish(body, { state: "CANCELLED", ...(reason ? { message: reason } : {}) });
   }
 
   /** `Ack.command_ids`: those results stop being replayed. */

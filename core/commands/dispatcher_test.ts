@@ -360,3 +360,40 @@ Deno.test("attested kinds carry node_sig over the command id, the state and the 
   assert.equal(updates.find((u) => u.commandId === inv.body.id && u.state === "SUCCEEDED")!.nodeSig, undefined);
   await d.stop();
 });
+
+Deno.test("a cancel that arrives while the command is still in acceptance is not lost", async (t) => {
+  for (
+    const [name, fields, want] of [
+      ["it would be queued: CANCELLED, never runs", { kind: "inventory.refresh" }, ["ACKED", "CANCELLED"]],
+      ["it would be deferred: CANCELLED", { kind: "inventory.refresh", minGeneration: 9 }, ["CANCELLED"]],
+    ] as const
+  ) {
+    await t.step(name, async () => {
+      let release!: () => void;
+      const slow = new Promise<void>((r) => release = r);
+      await using b = await openBench({
+        wrapJournal: (j) =>
+          new Proxy(j, {
+            get(target, p) {
+              const v = Reflect.get(target, p);
+              if (p === "resolve") {
+                return async (...a: unknown[]) => (await slow, (v as (...x: unknown[]) => unknown).apply(target, a));
+              }
+              return typeof v === "function" ? v.bind(target) : v;
+            },
+          }),
+      });
+      const cmd = await b.command({ ...fields });
+      const delivered = b.dispatcher.deliver(cmd);
+      await b.dispatcher.cancel(cmd.body.id, "changed my mind");
+      release();
+      await delivered;
+      await until(() => b.trail(cmd.body.id).includes("CANCELLED"), "the cancel");
+      await b.dispatcher.settled();
+      assert.deepEqual(b.trail(cmd.body.id), want);
+      assert.deepEqual(b.handlers["inventory.refresh"]!.runs, []);
+      const e = await b.journal.get(cmd.body.id);
+      assert.equal(e?.state === "done" && e.result.state, "CANCELLED");
+    });
+  }
+});
