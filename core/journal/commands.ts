@@ -121,7 +121,7 @@ export async function finishOp(
  * Journals a terminal rejection so a duplicate delivery gets the same answer: for a new command, or for one an
  * earlier process left that failed its acceptance checks on re-execution. A done command keeps its result.
  */
-export async function rejectOp(
+export function rejectOp(
   db: SqlDriver,
   id: string,
   input: AcceptInput,
@@ -133,10 +133,46 @@ export async function rejectOp(
   if (!REJECT_REASONS.includes(reason)) {
     throw new TypeError(`${JSON.stringify(reason)} is not a journaled rejection reason (BUSY is never journaled)`);
   }
+  const result = { state: "REJECTED" as const, code: reason, bootId: ctx.bootId, ...(message ? { message } : {}) };
+  return _settleUnstarted(db, id, input, result, false, ctx, now);
+}
+
+/**
+ * Journals `CANCELLED` for a command whose side effect has not started: one still queued in this process
+ * (accepted, not running), one deferred before acceptance (no entry yet: journaled now so a duplicate gets the same
+ * answer), or a retry-safe one an earlier process left waiting for redelivery. A done command keeps its result
+ * (a real outcome wins over a late cancel); a running one refuses with `running` (its real outcome will come).
+ */
+export function cancelOp(
+  db: SqlDriver,
+  id: string,
+  input: AcceptInput,
+  message: string | undefined,
+  ctx: ResolveContext,
+  now: number,
+): Promise<DoneEntry> {
+  const result = { state: "CANCELLED" as const, bootId: ctx.bootId, ...(message ? { message } : {}) };
+  return _settleUnstarted(db, id, input, result, true, ctx, now);
+}
+
+async function _settleUnstarted(
+  db: SqlDriver,
+  id: string,
+  input: AcceptInput,
+  result: CommandResult,
+  queuedHereToo: boolean,
+  ctx: ResolveContext,
+  now: number,
+): Promise<DoneEntry> {
   const prev = await readEntry(db, id);
   if (prev !== null && prev.state === "done") return prev;
   if (prev !== null && _live(prev, ctx)) {
-    throw new CommandStateError("in-flight", `command ${id} is ${prev.state} in this process; it cannot be rejected`);
+    if (prev.state === "running" || !queuedHereToo) {
+      throw new CommandStateError(
+        prev.state === "running" ? "running" : "in-flight",
+        `command ${id} is ${prev.state} in this process; it reports its real outcome`,
+      );
+    }
   }
   if (prev === null) {
     await db.run(
@@ -147,12 +183,6 @@ export async function rejectOp(
   } else {
     await db.run("UPDATE commands SET incarnation = ? WHERE id = ?", [ctx.incarnation, id]);
   }
-  const result: CommandResult = {
-    state: "REJECTED",
-    code: reason,
-    bootId: ctx.bootId,
-    ...(message ? { message } : {}),
-  };
   await writeDone(db, id, result, now);
   return (await readEntry(db, id)) as DoneEntry;
 }

@@ -5,7 +5,16 @@
  * @module
  */
 import { DEFAULT_BOUNDS, type JournalBounds } from "./bounds.ts";
-import { acceptOp, ackResultsOp, finishOp, markRunningOp, rejectOp, settleOp, unackedResultsOp } from "./commands.ts";
+import {
+  acceptOp,
+  ackResultsOp,
+  cancelOp,
+  finishOp,
+  markRunningOp,
+  rejectOp,
+  settleOp,
+  unackedResultsOp,
+} from "./commands.ts";
 import { openNodeSqlite } from "./driver_node_sqlite.ts";
 import { readEntry } from "./entry_row.ts";
 import { JournalBusy, JournalError, type JournalStopped } from "./errors.ts";
@@ -197,9 +206,13 @@ export class Journal {
     return this.#op((db, now) => finishOp(db, commandId, outcome, this.#ctx(), now));
   }
 
-  /** Journals `CANCELLED` for a command still queued or deferred (one whose effect started reports its real outcome). */
-  cancel(commandId: string, message?: string): Promise<DoneEntry> {
-    return this.finish(commandId, { state: "CANCELLED", ...(message ? { message } : {}) });
+  /**
+   * Journals `CANCELLED` for a command whose side effect has not started: still queued here, deferred before
+   * acceptance (no entry yet), or left by an earlier process awaiting redelivery. A done command keeps its result
+   * (a real outcome wins over a late cancel); a running one refuses with `CommandStateError` reason `running`.
+   */
+  cancel(commandId: string, input: AcceptInput, message?: string): Promise<DoneEntry> {
+    return this.#op((db, now) => cancelOp(db, commandId, input, message, this.#ctx(), now));
   }
 
   /** Journals a terminal rejection (never `BUSY`) so a duplicate delivery gets the same answer. */

@@ -32,7 +32,7 @@
  *     await journal.accept(cmd.id, { kind, ...flags }); // throws JournalBusy when full: answer BUSY
  *     if (flags.selfTerminating) await journal.markRunning(cmd.id);
  *     // ... side effect ...
- *     await journal.finish(cmd.id, { state: "SUCCEEDED", body });  // or cancel(id) while still queued
+ *     await journal.finish(cmd.id, { state: "SUCCEEDED", body });  // or cancel(id, input) before the effect
  *     break;
  *   case "resend": // r.entry.result
  *   case "rebooted": case "interrupted": // r.result, already journaled

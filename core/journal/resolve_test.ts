@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { CommandStateError } from "./errors.ts";
 import { resolveEntry } from "./resolve.ts";
 import { bytes, openTest, tempDataDir, TestClock } from "./_testing.ts";
 import type { JournalEntry, ResolveFlags } from "./types.ts";
@@ -132,16 +133,43 @@ Deno.test("a journaled rejection answers a duplicate delivery the same way", asy
   await j.close();
 });
 
-Deno.test("cancelled is a journal outcome and a real outcome wins over a late cancel", async () => {
+Deno.test("cancelled is a journal outcome and a real outcome wins over a late cancel", async (t) => {
   await using tmp = await tempDataDir();
-  const j = await openTest(tmp.dir, new TestClock());
-  await j.accept("q", { kind: "logs.collect", ...RS });
-  const c = await j.cancel("q", "cancel requested");
-  assert.equal(c.result.state, "CANCELLED");
-  await j.accept("r", { kind: "gpu.reset", ...NRS });
-  await j.finish("r", { state: "SUCCEEDED", body: bytes("reset") });
-  const late = await j.cancel("r");
-  assert.equal(late.result.state, "SUCCEEDED");
-  assert.deepEqual(late.result.body, bytes("reset"));
+  const clock = new TestClock();
+  const old = await openTest(tmp.dir, clock, { incarnation: "old" });
+  await old.accept("left", { kind: "logs.collect", ...RS });
+  await old.close();
+  const j = await openTest(tmp.dir, clock, { incarnation: "now" });
+  const LOGS = { kind: "logs.collect", ...RS };
+  await t.step("a command still queued here", async () => {
+    await j.accept("q", LOGS);
+    assert.equal((await j.cancel("q", LOGS, "cancel requested")).result.state, "CANCELLED");
+  });
+  await t.step(
+    "a deferred command with no entry yet is journaled CANCELLED; a duplicate gets the same answer",
+    async () => {
+      assert.equal((await j.cancel("deferred", LOGS)).result.state, "CANCELLED");
+      const r = await j.resolve("deferred", RS);
+      assert.equal(r.action === "resend" && r.entry.result.state, "CANCELLED");
+    },
+  );
+  await t.step("a retry-safe command an earlier process left, awaiting redelivery", async () => {
+    assert.equal((await j.cancel("left", LOGS)).result.state, "CANCELLED");
+  });
+  await t.step("a running command refuses: its real outcome comes", async () => {
+    await j.accept("run", { kind: "node.reboot", ...ST_RS });
+    await j.markRunning("run");
+    await assert.rejects(
+      () => j.cancel("run", { kind: "node.reboot", ...ST_RS }),
+      (e: unknown) => e instanceof CommandStateError && e.reason === "running",
+    );
+  });
+  await t.step("a done command keeps its real outcome", async () => {
+    await j.accept("r", { kind: "gpu.reset", ...NRS });
+    await j.finish("r", { state: "SUCCEEDED", body: bytes("reset") });
+    const late = await j.cancel("r", { kind: "gpu.reset", ...NRS });
+    assert.equal(late.result.state, "SUCCEEDED");
+    assert.deepEqual(late.result.body, bytes("reset"));
+  });
   await j.close();
 });
