@@ -20,3 +20,4 @@ export {
 export { type CgroupfsOptions, CgroupfsSliceManager, CPU_PERIOD_US, type SliceFile, sliceFiles } from "./cgroupfs.ts";
 export { ProcHostMemory, type ProcHostMemoryOptions } from "./host_memory.ts";
 export { sliceProperties, type SystemdOptions, SystemdSliceManager } from "./systemd.ts";
+export { ensureSimTree, setSimPopulated, SIM_CONTROLLERS, simRmdir, SimSliceManager } from "./sim_slices.ts";

@@ -1,5 +1,5 @@
 /**
- * Test support: the three places the slice managers are tested — a fake cgroupfs tree in a temp dir (for the
+ * Test support: the three places the slice managers are tested — a simulated cgroupfs tree in a temp dir (for the
  * memory/cpu/cpuset files this machine's cgroup2 mount lacks), the same tree behind `fixtures/cgroup/fake-systemctl`,
  * and the real cgroup2 mount at `/sys/fs/cgroup/unified` (hugetlb only), in a test-owned subtree that is removed
  * afterwards with the root's `cgroup.subtree_control` put back as it was.
@@ -9,11 +9,12 @@
 import type { SliceManager } from "../../core/converge/devices/ports.ts";
 import type { SliceSettings } from "../../core/converge/devices/slice.ts";
 import { CgroupfsSliceManager } from "./cgroupfs.ts";
-import { isPopulated, readCgroupFile, removeCgroupTree, sliceDir } from "./cgroup_files.ts";
+import { ensureSimTree, setSimPopulated, SIM_CONTROLLERS, SimSliceManager } from "./sim_slices.ts";
+import { isPopulated, removeCgroupTree, sliceDir } from "./cgroup_files.ts";
 import { SystemdSliceManager } from "./systemd.ts";
 
 /** Every controller the fake tree offers. */
-export const FAKE_CONTROLLERS = "cpuset cpu io memory hugetlb pids";
+export const FAKE_CONTROLLERS = SIM_CONTROLLERS;
 
 /** A slice manager under test, with the means to play a workload. */
 export interface SliceSubject {
@@ -30,24 +31,10 @@ export interface SliceSubject {
   cleanup(): Promise<void>;
 }
 
-/** The fake tree's `rmdir`: the directory's plain files stand for the kernel's interface files. */
-async function fakeRmdir(dir: string): Promise<void> {
-  for await (const e of Deno.readDir(dir)) {
-    if (e.isDirectory) throw new Deno.errors.Busy(`${dir} has a child cgroup`);
-  }
-  await Deno.remove(dir, { recursive: true });
-}
-
-/** A fake cgroup-v2 root in a temp dir. */
+/** A fake cgroup-v2 root in a temp dir, with the slice's ancestors. */
 export async function fakeCgroupRoot(): Promise<string> {
   const root = await Deno.makeTempDir({ prefix: "bcd-cgroupfs-" });
-  await Deno.writeTextFile(`${root}/cgroup.controllers`, FAKE_CONTROLLERS);
-  await Deno.writeTextFile(`${root}/cgroup.subtree_control`, "");
-  for (const d of [`${root}/bcd.slice`, `${root}/bcd.slice/bcd-alloc.slice`]) {
-    await Deno.mkdir(d);
-    await Deno.writeTextFile(`${d}/cgroup.controllers`, FAKE_CONTROLLERS);
-    await Deno.writeTextFile(`${d}/cgroup.subtree_control`, "");
-  }
+  await ensureSimTree(root);
   return root;
 }
 
@@ -60,24 +47,16 @@ const FULL: SliceSettings = {
   hugetlb2MBMaxBytes: 4 * 2 ** 21,
 };
 
-async function _fakeEvents(root: string, name: string, populated: boolean) {
-  await Deno.writeTextFile(`${sliceDir(root, name)}/cgroup.events`, `populated ${populated ? 1 : 0}\nfrozen 0\n`);
-}
-
-/** The cgroupfs manager on a fake tree. */
+/** The cgroupfs manager on a fake tree (the sim role's slice manager). */
 export async function fakeCgroupfsSubject(): Promise<SliceSubject> {
   const root = await fakeCgroupRoot();
   return {
     name: "cgroupfs on a fake tree",
-    mgr: new CgroupfsSliceManager({ root, rmdir: fakeRmdir }),
+    mgr: new SimSliceManager(root),
     root,
     settings: FULL,
-    afterCreate: async (name) => {
-      if ((await readCgroupFile(`${sliceDir(root, name)}/cgroup.events`)) === undefined) {
-        await _fakeEvents(root, name, false);
-      }
-    },
-    setPopulated: (name, p) => _fakeEvents(root, name, p),
+    afterCreate: () => Promise.resolve(),
+    setPopulated: (name, p) => setSimPopulated(root, name, p),
     cleanup: () => Deno.remove(root, { recursive: true }),
   };
 }
@@ -107,7 +86,7 @@ export async function fakeSystemdSubject(): Promise<SliceSubject & { log: string
     env,
     settings: FULL,
     afterCreate: () => Promise.resolve(),
-    setPopulated: (name, p) => _fakeEvents(root, name, p),
+    setPopulated: (name, p) => setSimPopulated(root, name, p),
     cleanup: async () => {
       await Deno.remove(root, { recursive: true });
       for (const f of [log, env, bin]) await Deno.remove(f).catch(() => undefined);
