@@ -3,7 +3,8 @@
  * flight, through the real dispatcher, journal (SQLite, WAL + synchronous=FULL) and signature check, each figure set
  * against the raw fsync latency of the same disk measured in the same run.
  *
- * Each client of 8 keeps one `inventory.refresh` in flight: it delivers a signed command, notes when `ACKED` arrives
+ * Each client of 8 keeps one `inventory.refresh` in flight: it delivers a signed protobuf `Command` (decoded as the
+ * session decodes it), notes when `ACKED` arrives
  * (the `accepted` entry is durable), waits for the terminal result, and delivers the next. A command costs two
  * journal writes (accepted, done; `running` is journaled for self-terminating kinds only); concurrent writes share an fsync (group commit).
  *
@@ -12,7 +13,9 @@
 import { Journal } from "../journal/mod.ts";
 import { signEnvelope } from "../pki/envelope.ts";
 import { makeTestPki } from "../pki/test_pki.ts";
-import { commandBody, type IncomingCommand } from "./command.ts";
+import { bcd, decodeMessage, encodeMessage, packPayload } from "../../proto/mod.ts";
+import type { IncomingCommand } from "./command.ts";
+import { incomingFromWire } from "./wire.ts";
 import { Dispatcher } from "./dispatcher.ts";
 import { HandlerRegistry } from "./handlers.ts";
 import type { CommandUpdate } from "./results.ts";
@@ -92,16 +95,23 @@ async function main(): Promise<void> {
       },
     });
     let n = 0;
+    /** A signed wire Command (what the gateway sends), decoded as the session does. */
     const make = async (): Promise<IncomingCommand> => {
-      const body = commandBody({
+      const body = encodeMessage(bcd.v1.CommandBody, {
         id: `01BENCH${String(n++).padStart(19, "0")}`,
-        nodeId: "bench-node",
+        node_id: "bench-node",
         kind: "inventory.refresh",
         lane: "control",
-        notAfterMs: Date.now() + 60_000,
+        payload: packPayload("inventory.refresh", {}),
+        not_after: { seconds: Math.floor(Date.now() / 1000) + 60, nanos: 0 },
+        retry_safe: true,
       });
-      const bodyBytes = new TextEncoder().encode(JSON.stringify(body));
-      return { bodyBytes, body, attempt: 1, signature: await signEnvelope(pki.worker, "command", bodyBytes) };
+      const frame = encodeMessage(bcd.v1.Command, {
+        body,
+        signature: await signEnvelope(pki.worker, "command", body),
+        attempt: 1,
+      });
+      return incomingFromWire(decodeMessage(bcd.v1.Command, frame));
     };
     const latencies: number[] = [];
     let issued = 0;
@@ -110,7 +120,7 @@ async function main(): Promise<void> {
         issued++;
         const cmd = await make();
         const done = new Promise<void>((r) => waiters.set(cmd.body.id, r));
-        const t0 = performance.now();
+        const t0 = performance.now(); // after encoding and signing (the gateway's side), before the daemon sees it
         await d.deliver(cmd);
         const a = acked.get(cmd.body.id);
         if (a === undefined) throw new Error(`command ${cmd.body.id} was not ACKED`);
