@@ -31,6 +31,8 @@ export function openTest(dir: string, clock: TestClock, extra: Partial<JournalOp
 export interface Faults {
   /** Throw on the next COMMIT (a failed fsync surfaces there). */
   failCommit?: boolean;
+  /** Throw on writes (INSERT/UPDATE/DELETE), as SQLite does for SQLITE_IOERR or SQLITE_FULL. */
+  failWrites?: boolean;
   /** Answer `PRAGMA synchronous` with this value. */
   synchronous?: number;
   /** Answer `PRAGMA journal_mode` with this value. */
@@ -52,6 +54,7 @@ export class FaultyDriver implements SqlDriver {
     await this.inner.exec(sql);
   }
   run(sql: string, args?: readonly SqlValue[]): Promise<number> {
+    if (this.faults.failWrites) return Promise.reject(new Error("database or disk is full (injected)"));
     return this.inner.run(sql, args);
   }
   async all(sql: string, args?: readonly SqlValue[]): Promise<SqlRow[]> {

@@ -119,3 +119,20 @@ Deno.test("identity.json mirrors the server time mark, mode 0600, written atomic
   assert.deepEqual(leftovers, []);
   await j.close();
 });
+
+Deno.test("a failed write statement stops the journal too, and the group's other operations fail with it", async () => {
+  await using tmp = await tempDataDir();
+  const f = faultyFactory({});
+  const j = await openTest(tmp.dir, new TestClock(), { driver: f.factory });
+  await j.accept("ok", NRS);
+  f.driver().faults.failWrites = true;
+  const r = await Promise.allSettled([j.get("ok"), j.accept("x", NRS)]);
+  assert.deepEqual(r.map((x) => x.status), ["rejected", "rejected"]);
+  assert.ok(r.every((x) => x.status === "rejected" && x.reason instanceof JournalStopped));
+  assert.match(j.stopped?.message ?? "", /disk is full/);
+  await j.close();
+  const j2 = await openTest(tmp.dir, new TestClock());
+  assert.equal((await j2.get("ok"))?.state, "accepted");
+  assert.equal(await j2.get("x"), null);
+  await j2.close();
+});
