@@ -154,6 +154,9 @@ export async function applyDevices(
           });
           log.warn({ allocation: a.assignment.allocation_id, reason: a.reason, generation: ctx.generation }, a.message);
           break;
+        case "retry":
+          retry.push(`${a.allocationId}: ${a.message}`);
+          break;
         case "remove-env":
           await holds.removeEnv(a.allocationId);
           break;

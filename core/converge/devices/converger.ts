@@ -8,6 +8,7 @@
 import type { Logger } from "../../log/mod.ts";
 import type { DevicesSection } from "./assignment.ts";
 import type { HostMemory } from "./admission.ts";
+import type { GpuInventory } from "./inventory.ts";
 import { applyDevices, type DevicesMemory, type DevicesOutcome } from "./apply.ts";
 import type { PassthroughGpu } from "./conflicts.ts";
 import { MPS_PIPE_DIRECTORY } from "./env.ts";
@@ -56,10 +57,21 @@ export class DevicesConverger {
   readonly section = "devices" as const;
   constructor(private readonly opts: DevicesConvergerOptions) {}
 
-  /** Reads the host: holds, slices, inventory, memory. Throws (retryable) when the holds or GPUs cannot be read. */
+  /**
+   * Reads the host: holds, slices, inventory, memory. Throws (retryable) when the holds or slices cannot be read; an
+   * unreadable GPU inventory only holds back new holds, so a host without GPUs still converges an empty section.
+   */
   async observe(ctx: DevicesContext): Promise<DevicesObserved> {
     const o = this.opts;
-    const [listing, slices, inventory] = await Promise.all([o.holds.list(), o.slices.list(), o.gpu.query()]);
+    const [listing, slices] = await Promise.all([o.holds.list(), o.slices.list()]);
+    let inventory: GpuInventory | undefined;
+    let inventoryProblem: string | undefined;
+    try {
+      inventory = await o.gpu.query();
+    } catch (e) {
+      inventoryProblem = e instanceof Error ? e.message : String(e);
+      ctx.log.warn({ err: inventoryProblem }, "GPU inventory unreadable; new holds wait for it");
+    }
     let host: HostMemory | undefined;
     let hostProblem: string | undefined;
     try {
@@ -80,6 +92,7 @@ export class DevicesConverger {
       listing,
       slices,
       inventory,
+      inventoryProblem,
       host,
       hostProblem,
       hugetlbUsage,

@@ -306,3 +306,18 @@ Deno.test("the planner is pure: planning twice over the same observation gives t
   const s = { assignments: [hold("p", [["gpu", G0]]), hold("q", [["gpu", G0]])] };
   assert.deepEqual(h.conv.plan(s, o), h.conv.plan(s, o));
 });
+
+Deno.test("an unreadable GPU inventory holds back new holds (retryable) but not releases or an empty section", async () => {
+  const h = harness();
+  const a = hold("a", [["gpu", G0]]);
+  await h.pass({ assignments: [a] });
+  const broken = { query: () => Promise.reject(new Error("nvidia-smi: not found")), reset: () => Promise.resolve() };
+  Object.assign(h.gpu, broken);
+  const r = await h.pass({ assignments: [a, hold("b", [["gpu", G2]]), hold("c", [["nic", "x"]])] });
+  assert.equal(r.outcome.kind, "progressing");
+  assert.deepEqual(r.actions.map((x) => x.kind), ["retry", "fail"], "an unsupported class still fails at once");
+  assert.deepEqual(r.events.map((e) => e.type), ["AllocationFailed"]);
+  const rel = await h.pass({ assignments: [] });
+  assert.deepEqual(rel.events.map((e) => e.type), ["AllocationReleased"]);
+  assert.deepEqual((await h.pass(undefined)).outcome, { kind: "converged" });
+});

@@ -20,7 +20,7 @@ import {
   isValidCpuList,
 } from "./assignment.ts";
 import { admitHold, type BoundCommitment, type HostMemory, needsAdmission } from "./admission.ts";
-import { type ResolvedDevice, resolveDevice } from "./classes.ts";
+import { parseAtom, type ResolvedDevice, resolveDevice } from "./classes.ts";
 import { type Claim, conflictingClaim, describeConflict, type PassthroughGpu, selfConflict } from "./conflicts.ts";
 import { holdEnv } from "./env.ts";
 import { holdCdiNames, type HoldRecord, type ObservedHold, sameHold } from "./hold.ts";
@@ -34,7 +34,10 @@ export interface DevicesObserved {
   readonly listing: HoldListing;
   /** Hold slices present on the host. */
   readonly slices: readonly string[];
-  readonly inventory: GpuInventory;
+  /** The GPU inventory, or `undefined` when the GPU tool failed (new holds then wait; releases still run). */
+  readonly inventory?: GpuInventory;
+  /** Why the inventory could not be read. */
+  readonly inventoryProblem?: string;
   /** The host's memory, or `undefined` when it could not be read (holds then bind without admission). */
   readonly host?: HostMemory;
   /** Why the host's memory could not be read. */
@@ -91,8 +94,15 @@ export type DevicesAction =
     readonly reason: AllocationFailureReason;
     readonly message: string;
   }
+  /** A new hold that cannot be decided this pass (the GPU inventory is unreadable): retryable. */
+  | { readonly kind: "retry"; readonly allocationId: string; readonly message: string }
   | { readonly kind: "remove-env"; readonly allocationId: string }
   | { readonly kind: "remove-slice"; readonly name: string };
+
+/** The inventory is unreadable this pass: not the assignment's fault, so retried rather than failed. */
+class _InventoryUnreadable extends Error {
+  override name = "InventoryUnreadable";
+}
 
 interface _Rendered {
   readonly record: HoldRecord;
@@ -108,7 +118,10 @@ function _render(a: DeviceAssignment, o: DevicesObserved): _Rendered {
     throw new AllocationRefused("invalid-assignment", `allocation id ${JSON.stringify(a.allocation_id)} is not usable`);
   }
   if (a.devices.length === 0) throw new AllocationRefused("device-missing", "the assignment names no device");
-  const resolved: ResolvedDevice[] = a.devices.map((d) => resolveDevice(d, o.inventory));
+  a.devices.forEach(parseAtom); // unsupported-device before anything needs the inventory
+  const inv = o.inventory;
+  if (!inv) throw new _InventoryUnreadable(o.inventoryProblem ?? "the GPU inventory could not be read");
+  const resolved: ResolvedDevice[] = a.devices.map((d) => resolveDevice(d, inv));
   for (const field of ["cpus", "mems"] as const) {
     const v = a.limits?.[field];
     if (v && !isValidCpuList(v)) {
@@ -206,8 +219,8 @@ export function planDevices(desired: DevicesSection | undefined, o: DevicesObser
     try {
       r = _render(a, o);
     } catch (e) {
-      if (!(e instanceof AllocationRefused)) throw e;
-      r = undefined; // cannot re-render (e.g. its GPU left the inventory): the hold stays as it is
+      if (!(e instanceof AllocationRefused || e instanceof _InventoryUnreadable)) throw e;
+      r = undefined; // cannot re-render (its GPU left the inventory, or none was read): the hold stays as it is
     }
     kept.set(a.allocation_id, { a, h, r });
     claims.push(..._claimsOf(h));
@@ -293,6 +306,14 @@ export function planDevices(desired: DevicesSection | undefined, o: DevicesObser
         announce: true,
       });
     } catch (e) {
+      if (e instanceof _InventoryUnreadable) {
+        actions.push({
+          kind: "retry",
+          allocationId: a.allocation_id,
+          message: `GPU inventory unreadable: ${e.message}`,
+        });
+        continue;
+      }
       if (!(e instanceof AllocationRefused)) throw e;
       actions.push({ kind: "fail", assignment: a, reason: e.reason, message: e.message });
     }
