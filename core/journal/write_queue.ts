@@ -63,7 +63,7 @@ export class WriteQueue {
     });
   }
 
-  /** Stops accepting work (close): queued operations still run, later ones reject. */
+  /** Waits until every queued operation has run (the journal stops submitting before it calls this). */
   async drain(): Promise<void> {
     while (this.#running) await new Promise((r) => setTimeout(r, 1));
   }
@@ -120,7 +120,9 @@ export class WriteQueue {
       `journal write failed (${msg}); the journal stopped (fail-stop) and refuses every further call`,
       { cause },
     );
-    this.#onStop(this.#stopped);
+    const stopped = this.#stopped;
+    // Outside the queue's own flow: a throwing callback must not leave callers of this group unanswered.
+    queueMicrotask(() => this.#onStop(stopped));
   }
 }
 
