@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { type AssignmentLimits, parseCpuList } from "./assignment.ts";
+import { type AssignmentLimits, type DevicesSection, parseCpuList } from "./assignment.ts";
 import { PAGE_1GI, PAGE_2MI } from "./slice.ts";
 
 /** 1 GiB of headroom left to the host. */
@@ -118,4 +118,21 @@ export function admitHold(
     }
   }
   return { ok: true };
+}
+
+/**
+ * The normal memory the bound holds committed, for VM starts to count in turn ("VMs and holds never take what the
+ * other was promised"): the `memory_bytes` of every wanted assignment whose hold is bound (read back from the CDI
+ * directory), Kubernetes holds included.
+ */
+export function boundHoldsCommittedBytes(desired: DevicesSection | undefined, heldIds: Iterable<string>): number {
+  const held = new Set(heldIds);
+  let sum = 0;
+  const seen = new Set<string>();
+  for (const a of desired?.assignments ?? []) {
+    if (!held.has(a.allocation_id) || seen.has(a.allocation_id)) continue;
+    seen.add(a.allocation_id);
+    sum += a.limits?.memory_bytes ?? 0;
+  }
+  return sum;
 }

@@ -1,5 +1,12 @@
 import assert from "node:assert/strict";
-import { admitHold, HOST_HEADROOM_BYTES, type HostMemory, needsAdmission, parseMeminfo } from "./admission.ts";
+import {
+  admitHold,
+  boundHoldsCommittedBytes,
+  HOST_HEADROOM_BYTES,
+  type HostMemory,
+  needsAdmission,
+  parseMeminfo,
+} from "./admission.ts";
 
 const GiB = 2 ** 30;
 
@@ -64,4 +71,41 @@ Deno.test("huge pages on the hold's NUMA nodes", () => {
 
 Deno.test("a host without a pool of the asked size refuses huge pages", () => {
   assert.equal(admitHold({ hugepages_1gi: 1 }, { memTotalBytes: 64 * GiB, hugetlbBytes: 0 }, []).ok, false);
+});
+
+Deno.test("boundHoldsCommittedBytes counts the memory of wanted holds that are bound, for VM starts", () => {
+  const desired = {
+    assignments: [
+      {
+        allocation_id: "a",
+        reservation_id: "",
+        binding: "BINDING_HOLD",
+        devices: [],
+        limits: { memory_bytes: 4 * GiB },
+      },
+      {
+        allocation_id: "k",
+        reservation_id: "",
+        binding: "BINDING_KUBERNETES",
+        devices: [],
+        limits: { memory_bytes: 2 * GiB },
+      },
+      {
+        allocation_id: "n",
+        reservation_id: "",
+        binding: "BINDING_HOLD",
+        devices: [],
+        limits: { memory_bytes: 8 * GiB },
+      },
+      {
+        allocation_id: "a",
+        reservation_id: "",
+        binding: "BINDING_HOLD",
+        devices: [],
+        limits: { memory_bytes: 99 * GiB },
+      },
+    ],
+  };
+  assert.equal(boundHoldsCommittedBytes(desired, ["a", "k", "gone"]), 6 * GiB);
+  assert.equal(boundHoldsCommittedBytes(undefined, ["a"]), 0);
 });

@@ -42,6 +42,7 @@ export {
   type Admission,
   admitHold,
   type BoundCommitment,
+  boundHoldsCommittedBytes,
   HOST_HEADROOM_BYTES,
   type HostMemory,
   type HugePagePool,
