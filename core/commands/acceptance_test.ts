@@ -322,3 +322,10 @@ Deno.test("BUSY when the journal is full, never journaled, and the credit comes 
   assert.equal(await b.journal.get(cmd.body.id), null);
   assert.equal(b.dispatcher.lanes.control.freeCredits, 8);
 });
+
+Deno.test("the terminal reasons are exactly the ones the journal stores", async () => {
+  const { REJECT_REASONS } = await import("../journal/mod.ts");
+  const { TERMINAL_REJECT_REASONS } = await import("./rejection.ts");
+  assert.deepEqual([...TERMINAL_REJECT_REASONS].sort(), [...REJECT_REASONS].sort());
+  assert.ok(!(TERMINAL_REJECT_REASONS as readonly string[]).includes("BUSY"));
+});

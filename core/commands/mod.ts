@@ -51,7 +51,6 @@ export { LANE_LIMITS, type LaneJob, LanePool, LaneStopped } from "./lanes.ts";
 export { HOST_LOCK, LockWaitAborted, ResourceLocks } from "./locks.ts";
 export {
   CommandFailed,
-  CommandRejected,
   InvalidPayload,
   type RejectReason,
   TERMINAL_REJECT_REASONS,

@@ -1,5 +1,6 @@
 /**
- * Why a delivered command is refused: the seed's reasons of the acceptance checks, as a typed error.
+ * Why a delivered command is refused (the seed's reasons of the acceptance checks; the checks return them as a
+ * verdict) and the typed failures a handler throws (`FAILED` with `invalid-payload` or a kind-specific code).
  *
  * @module
  */
@@ -25,18 +26,6 @@ export const TERMINAL_REJECT_REASONS: readonly TerminalRejectReason[] = [
   "BATCH_UNAPPROVED",
   "UNBATCHED_LIMIT",
 ];
-
-/** A refused command. */
-export class CommandRejected extends Error {
-  override name = "CommandRejected";
-  constructor(readonly reason: RejectReason, message: string, options?: ErrorOptions) {
-    super(`${reason}: ${message}`, options);
-  }
-  /** Whether the refusal is journaled (every reason but `BUSY`). */
-  get terminal(): boolean {
-    return this.reason !== "BUSY";
-  }
-}
 
 /** A kind's payload that does not decode or does not make sense: `FAILED` with `invalid-payload`. */
 export class InvalidPayload extends Error {
