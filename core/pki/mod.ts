@@ -4,6 +4,23 @@
  * command-signing roots, node-signed attested results and reports, and the destructive-batch quorum (approvals,
  * Merkle proofs, the persisted leaf and hourly ledger). The formats are documented in each file's module comment.
  *
+ * ## Formats at a glance (the seed fixes the rules, not the encodings; these are bcd's)
+ *
+ * | What | Where | Bytes |
+ * | --- | --- | --- |
+ * | Signed message | every signature | `"bcd-sig-v1" 0x00 <purpose> 0x00 <exact bytes>`, the purpose chosen by the verifier |
+ * | Worker certificate | inside an envelope | JSON `{v, statement: b64, issuer: b64 root key, sig}`; statement = JSON `{v, public_key, purposes, not_before, not_after, serial}` (ms), signed under `worker-cert` |
+ * | Signature envelope | `Command.signature`, `DesiredState.signature` | JSON `{v, purpose, cert, sig}`, `sig` by the worker key over the body bytes |
+ * | Batch approval | `Command.batch_approval` | JSON `{v, scope: b64, approvals: [{key, sig}]}`; scope = JSON `{v, batch_id, root, size, not_after}`, signed under `batch-approval` |
+ * | Batch proof | `Command.batch_proof` | JSON `{v, index, path: [b64]}`, RFC 9162 inclusion of leaf SHA-256(0x00 ‖ u16 subject ‖ u16 kind) |
+ * | `node_sig` | `CommandUpdate.node_sig` | node key under `command-result` over u16 id ‖ u16 state ‖ SHA-256(result value) |
+ * | Attested report | `AttestedReport.node_sig` | node key under `attested-report` over the `ReportBody` bytes |
+ *
+ * Every decoder bounds its input before parsing (envelope 8 KiB, statement 2 KiB, approval 16 KiB, proof 4 KiB);
+ * a root signs worker certificates only (chain length one); a worker certificate's window is judged in server time
+ * (the journal's time mark), so a gateway cannot wind the clock back into an old certificate. The quorum threshold is
+ * the bundle's `approver_threshold`, and 0 (unset) means `min(2, approver keys)`.
+ *
  * @module
  */
 export {
