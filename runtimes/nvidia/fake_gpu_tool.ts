@@ -25,6 +25,20 @@ export interface FakeGpuState {
 /** The largest state file read. */
 const _MAX_STATE = 4 * 1024 * 1024;
 
+/** Read-modify-write of one state file at a time in this process (commands run on several lane workers). */
+const _locks = new Map<string, Promise<unknown>>();
+async function _serialized<T>(path: string, f: () => Promise<T>): Promise<T> {
+  const prev = _locks.get(path) ?? Promise.resolve();
+  const next = prev.then(f, f);
+  const tail = next.catch(() => undefined);
+  _locks.set(path, tail);
+  try {
+    return await next;
+  } finally {
+    if (_locks.get(path) === tail) _locks.delete(path);
+  }
+}
+
 /** A file-backed fake of `nvidia-smi`. */
 export class FakeGpuTool implements GpuTool {
   constructor(readonly path: string) {}
@@ -68,10 +82,12 @@ export class FakeGpuTool implements GpuTool {
   }
 
   /** Changes one GPU in the state (for tests and sim scenarios: inject ECC errors, a pending remap). */
-  async update(uuid: string, f: (g: GpuInfo) => GpuInfo): Promise<void> {
-    const s = await this.read();
-    s.inventory = { ...s.inventory, gpus: s.inventory.gpus.map((g) => g.uuid === uuid ? f(g) : g) };
-    await this.write(s);
+  update(uuid: string, f: (g: GpuInfo) => GpuInfo): Promise<void> {
+    return _serialized(this.path, async () => {
+      const s = await this.read();
+      s.inventory = { ...s.inventory, gpus: s.inventory.gpus.map((g) => g.uuid === uuid ? f(g) : g) };
+      await this.write(s);
+    });
   }
 
   async query(): Promise<GpuInventory> {
@@ -84,7 +100,11 @@ export class FakeGpuTool implements GpuTool {
     };
   }
 
-  async reset(gpuUuid: string): Promise<void> {
+  reset(gpuUuid: string): Promise<void> {
+    return _serialized(this.path, () => this.#reset(gpuUuid));
+  }
+
+  async #reset(gpuUuid: string): Promise<void> {
     const s = await this.read();
     (s.resets ??= []).push(gpuUuid);
     const fail = s.resetFailures?.[gpuUuid];

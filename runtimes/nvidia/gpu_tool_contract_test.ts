@@ -124,3 +124,15 @@ Deno.test("NvidiaSmi skips -L when no GPU has MIG devices, and reads -1 NUMA as 
   assert.deepEqual(calls, [["-q", "-x"]]);
   assert.equal(inv.gpus[0]!.numaNode, undefined);
 });
+
+Deno.test("FakeGpuTool: concurrent resets of different GPUs lose none", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "bcd-fakegpu-" });
+  try {
+    const t = await FakeGpuTool.create(`${dir}/gpus.json`);
+    const other = new FakeGpuTool(t.path); // a second instance over the same file, as roles create them
+    await Promise.all(HGX.gpus.map((g, i) => (i % 2 ? other : t).reset(g.uuid)));
+    assert.deepEqual(((await t.read()).resets ?? []).sort(), HGX.gpus.map((g) => g.uuid).sort());
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
