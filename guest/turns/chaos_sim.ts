@@ -109,11 +109,12 @@ export function runChaosSeed(
     toGuestFifo(() =>
       guest(() => {
         trace?.(`${now} guest<${c} ${JSON.stringify(m)} open=${conns.has(c)}`);
-        if (conns.has(c)) act(engine.received(c, m), `received ${m.type}`, m);
+        if (conns.has(c) && !abandoned.has(c)) act(engine.received(c, m), `received ${m.type}`, m);
       })
     );
   };
   const conns = new Set<ConnId>();
+  const abandoned = new Set<ConnId>();
   const guest = (fn: () => void) => (frozen ? frozenBacklog.push(fn) : fn());
 
   const act = (actions: EngineAction[], cause: string, m?: HostMessage) => {
@@ -230,13 +231,19 @@ export function runChaosSeed(
       return;
     }
     const old = conn!;
+    // The source's channel does not survive the move. The guest may see it close before the target connects, or
+    // only later (a TCP connection looks alive to a restored guest until it next writes).
+    const lateClose = rnd() < 0.5;
     at(now + int(1, 8), () => {
-      disconnect(old); // the source's channel does not survive the move
+      conn = null;
+      abandoned.add(old); // what the source sent and the guest had not read is lost with the snapshot
+      if (!lateClose) disconnect(old);
       const restoring = snap.go("Transferring").go("Restoring");
       at(now + int(1, 8), () => {
         thaw();
         state = restoring.go("CutOver");
         connect(); // the target host reaches the restored guest
+        if (lateClose) at(now + int(0, 20), () => disconnect(old));
         // RunTurns in flight on the dead channel were lost with it: the host sends again, in order, every turn it
         // has not seen start (those the guest already holds are ignored there, as turn ids only grow), then the
         // rest of what it held while no channel was open.

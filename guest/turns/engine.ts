@@ -12,8 +12,10 @@
  * - Race rule: a turn whose `TurnStarted` was emitted before the `DrainRequest` was handled is in flight and wins.
  * - Wrap mode: turns are the child's marker lines; drain is passive (reported, never gated or queued).
  * - Restore detection (bcd's reading of "first message after a restore"): a connection accepted while the gate is
- *   closed by a drain whose requesting connection has gone is the target host reaching a restored VM (the source's
- *   connection died with the snapshot). The guest sends `Hello`, then `Resumed{ts}`, reopens the gate and replays.
+ *   closed by a drain is the target host reaching the restored VM. The guest sends `Hello`, then `Resumed{ts}`,
+ *   reopens the gate and replays. The old connection is not waited for: after a restore a TCP connection of the
+ *   source may look alive to the guest until it next writes. A host that reconnects to a VM it is still draining
+ *   gets `Resumed` too, which tells it the gate is open again and its drain must start over.
  * - `Secrets` are kept in memory only and handed to turn processes (native) or the wrapped child (wrap, and with
  *   await-secrets the child is started only once the first `Secrets` arrived).
  *
@@ -112,7 +114,7 @@ export class TurnsEngine {
       conn,
       msg: { type: "Hello", vm_id: this.#o.vmId, guestd_version: this.#o.guestdVersion },
     }];
-    if (!this.#gateOpen && this.#drainConn !== null && !this.#conns.has(this.#drainConn)) {
+    if (!this.#gateOpen && this.#drainConn !== null) {
       this.#log.info({ event: "turns_resumed", conn, queued: this.#queue.length }, "restored: resuming turns");
       out.push({ kind: "send", conn, msg: { type: "Resumed", ts: this.#o.now() } });
       out.push(...this.#reopen());
@@ -120,7 +122,7 @@ export class TurnsEngine {
     return out;
   }
 
-  /** A connection went away. The gate stays as it is: a drain outlives its connection. */
+  /** A connection went away. The gate stays as it is: a drain outlives its connection (the snapshot follows it). */
   disconnected(conn: ConnId): void {
     this.#conns.delete(conn);
   }

@@ -117,13 +117,20 @@ Deno.test("after a restore: the new connection gets Hello, Resumed, then the que
   assert.ok(resumed.kind === "send" && resumed.msg.type === "Resumed" && typeof resumed.msg.ts === "bigint");
 });
 
-Deno.test("a second connection while the drainer is still connected is not a restore", () => {
+Deno.test("a new connection while the drainer's still looks open counts as the restore too", () => {
   const e = _engine();
-  e.connected(1);
+  e.connected(1); // e.g. the source's TCP connection, which the restored guest cannot know is dead yet
   e.received(1, { type: "DrainRequest", deadline_ms: 10 });
   e.received(1, { type: "RunTurn", turn_id: 0 });
+  assert.deepEqual(_s(e.connected(2)), ["2<Hello", "2<Resumed", "1<TurnStarted 0", "2<TurnStarted 0", "start 0"]);
+  assert.equal(e.gateOpen, true);
+});
+
+Deno.test("a new connection with the gate open gets Hello only", () => {
+  const e = _engine();
+  e.connected(1);
+  e.received(1, { type: "RunTurn", turn_id: 0 });
   assert.deepEqual(_s(e.connected(2)), ["2<Hello"]);
-  assert.equal(e.gateOpen, false);
 });
 
 Deno.test("DrainCancel with the gate open changes nothing; a repeated DrainRequest re-acks", () => {
