@@ -1,7 +1,7 @@
 /**
  * The sim role's GPU tool: a simulated board whose state lives in one JSON file, answered through the same
- * `nvidia-smi -q -x` / `-L` text and parsers as a real host. A reset clears the GPU's volatile ECC counters and
- * settles a pending row remap (a failed remap stays), as the driver does; `resetFailures` makes a reset fail with
+ * `nvidia-smi -q -x` / `-L` text and parsers as a real host. A reset clears the GPU's volatile ECC counters, its
+ * required reset and recovery action, and settles a pending row remap (a failed remap stays), as the driver does; `resetFailures` makes a reset fail with
  * nvidia-smi's message.
  *
  * @module
@@ -118,6 +118,8 @@ export class FakeGpuTool implements GpuTool {
               ...g,
               eccVolatileUncorrectable: g.eccVolatileUncorrectable === undefined ? undefined : 0,
               remap: g.remap ? { pending: false, failed: g.remap.failed } : undefined,
+              resetRequired: g.resetRequired === undefined ? undefined : false,
+              recoveryAction: g.recoveryAction === undefined ? undefined : "None",
             }
             : g
         ),

@@ -98,10 +98,14 @@ function _gpu(g: GpuInfo, serial: number): string {
 \t\t\t<host_vgpu_mode>N/A</host_vgpu_mode>
 \t\t</gpu_virtualization_mode>
 \t\t<gpu_reset_status>
-\t\t\t<reset_required>No</reset_required>
+\t\t\t<reset_required>${yn(g.resetRequired ?? false)}</reset_required>
 \t\t\t<drain_and_reset_recommended>No</drain_and_reset_recommended>
 \t\t</gpu_reset_status>
-\t\t<gsp_firmware_version>550.90.07</gsp_firmware_version>
+${
+    g.recoveryAction
+      ? `\t\t<gpu_recovery_action>${_esc(g.recoveryAction)}</gpu_recovery_action>\n`
+      : ""
+  }\t\t<gsp_firmware_version>550.90.07</gsp_firmware_version>
 \t\t<pci>
 \t\t\t<pci_bus>${bus}</pci_bus>
 \t\t\t<pci_device>${devfn.split(".")[0]}</pci_device>

@@ -34,6 +34,10 @@ function _measure(s: string | undefined, unit: string): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
+function _recovery(s: string | undefined): string | undefined {
+  return s && s !== "N/A" && /^[A-Za-z0-9 _-]{1,40}$/.test(s) ? s : undefined;
+}
+
 function _yesNo(s: string | undefined): boolean | undefined {
   return s === "Yes" ? true : s === "No" ? false : undefined;
 }
@@ -88,6 +92,8 @@ function _gpu(el: XmlElement): GpuInfo {
     migInstances: _mig(el, uuid),
     eccVolatileUncorrectable: _volatileUncorrectable(el),
     remap: pending === undefined && failed === undefined ? undefined : { pending: !!pending, failed: !!failed },
+    resetRequired: _yesNo(textAt(el, "gpu_reset_status/reset_required")),
+    recoveryAction: _recovery(textAt(el, "gpu_recovery_action")),
     temperatureC: _measure(textAt(el, "temperature/gpu_temp"), "C"),
     // v12 since driver 535: gpu_power_readings; before it: power_readings.
     powerW: _measure(textAt(el, "gpu_power_readings/power_draw") ?? textAt(el, "power_readings/power_draw"), "W"),

@@ -37,6 +37,8 @@ Deno.test("the 8-GPU HGX fixture: UUIDs, PCI bus ids, minors, MIG on two GPUs wi
     assert.deepEqual(g.remap, { pending: false, failed: false });
     assert.equal(g.numaNode, undefined, "NUMA comes from sysfs, not nvidia-smi");
     assert.equal(g.temperatureC, 31);
+    assert.equal(g.resetRequired, false);
+    assert.equal(g.recoveryAction, undefined);
     assert.equal(g.powerW, 71.37);
   }
 });
@@ -70,13 +72,16 @@ Deno.test("the v11 ECC layout and N/A values", () => {
 <mig_devices>None</mig_devices><uuid>GPU-11111111-2222-3333-4444-555555555555</uuid><minor_number>N/A</minor_number>
 <ecc_errors><volatile><single_bit><device_memory>4</device_memory><total>4</total></single_bit>
 <double_bit><device_memory>2</device_memory><total>2</total></double_bit></volatile></ecc_errors>
-<remapped_rows>N/A</remapped_rows></gpu></nvidia_smi_log>`;
+<remapped_rows>N/A</remapped_rows><gpu_reset_status><reset_required>Yes</reset_required></gpu_reset_status>
+<gpu_recovery_action>Reboot</gpu_recovery_action></gpu></nvidia_smi_log>`;
   const g = parseSmiXml(xml).gpus[0]!;
   assert.equal(g.pciBusId, "00000000:3B:00.0", "from the gpu id attribute when <pci> is absent");
   assert.equal(g.migMode, "N/A");
   assert.equal(g.minorNumber, undefined);
   assert.equal(g.eccVolatileUncorrectable, 2);
   assert.equal(g.remap, undefined);
+  assert.equal(g.resetRequired, true);
+  assert.equal(g.recoveryAction, "Reboot");
 });
 
 Deno.test("parseSmiXml refuses what nvidia-smi would not write", () => {

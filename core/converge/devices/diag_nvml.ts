@@ -1,7 +1,7 @@
 /**
  * The `diag.nvml` kind: control lane, retry-safe, attested (node and ramdisk roles). It reads a fresh inventory and
  * diagnoses each GPU asked for (every GPU for an empty list): healthy unless it shows uncorrectable volatile ECC
- * errors, a pending or failed row remap, or an XID this boot. The result follows `bcd.v1.DiagNvmlResult`, GPUs in
+ * errors, a pending or failed row remap, a required reset or a recovery action from the driver, or an XID this boot. The result follows `bcd.v1.DiagNvmlResult`, GPUs in
  * the order asked (by PCI bus id for all), so the attested result's SHA-256 is reproducible.
  *
  * @module
@@ -44,7 +44,12 @@ export function xidsFromConditions(
 const _MAX_GPUS = 64;
 
 function _diagnose(g: GpuInfo, xids: readonly number[]): GpuDiagnosis {
-  const problems = [...gpuProblems(g), ...xids.map((x) => `XID ${x}`)];
+  const problems = [
+    ...gpuProblems(g),
+    ...(g.resetRequired ? ["reset required"] : []),
+    ...(g.recoveryAction && g.recoveryAction !== "None" ? [`recovery action: ${g.recoveryAction}`] : []),
+    ...xids.map((x) => `XID ${x}`),
+  ];
   return {
     gpu_uuid: g.uuid,
     healthy: problems.length === 0,

@@ -10,6 +10,7 @@ const tool = () =>
       sampleGpu(3, { remap: { pending: true, failed: false } }),
       sampleGpu(1, { temperatureC: 40, powerW: 120.5 }),
       sampleGpu(0, { remap: undefined, eccVolatileUncorrectable: undefined }),
+      sampleGpu(4, { resetRequired: true, recoveryAction: "Reset" }),
       sampleGpu(2, { eccVolatileUncorrectable: 2 }),
     ],
   });
@@ -21,6 +22,7 @@ Deno.test("diag.nvml diagnoses every GPU by PCI bus id: ECC, remap and this boot
     ["00000000:28:00.0", false, ["XID 79"]],
     ["00000000:38:00.0", false, ["volatile uncorrectable ECC errors: 2"]],
     ["00000000:48:00.0", false, ["row remap pending"]],
+    ["00000000:58:00.0", false, ["reset required", "recovery action: Reset"]],
   ]);
   assert.deepEqual(r.gpus[1], {
     gpu_uuid: sampleUuid(1),

@@ -38,6 +38,10 @@ export interface GpuInfo {
   readonly eccVolatileUncorrectable?: number;
   /** Row remapping; absent on GPUs without a row remapper. */
   readonly remap?: { readonly pending: boolean; readonly failed: boolean };
+  /** nvidia-smi's `gpu_reset_status/reset_required` (set after XIDs such as 79 or 48); absent when N/A. */
+  readonly resetRequired?: boolean;
+  /** nvidia-smi's `gpu_recovery_action` (`None`, `Reset`, `Reboot`, `Drain P2P`, `Drain and Reset`), when reported. */
+  readonly recoveryAction?: string;
   /** GPU temperature in °C, when read. */
   readonly temperatureC?: number;
   /** Power draw in watts, when read. */
