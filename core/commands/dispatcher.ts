@@ -427,7 +427,7 @@ export class Dispatcher {
     f.abort.abort(new Error(`cancelled: ${reason}`));
   }
 
-  /** Settles a deferred command `CANCELLED`: journaled (accepted, then cancelled) so a redelivery gets the answer. */
+  /** Settles a deferred command `CANCELLED`, journaled (it has no entry yet) so a redelivery gets the same answer. */
   async #cancelDeferred(f: Flight, reason: string): Promise<void> {
     f.clearTimer?.();
     const body = f.cmd.body;
@@ -438,14 +438,15 @@ export class Dispatcher {
       retrySafe: spec?.retrySafe ?? false,
       selfTerminating: spec?.selfTerminating ?? false,
     };
+    let done: DoneEntry;
     try {
-      await this.#o.journal.accept(body.id, input);
+      done = await this.#o.journal.cancel(body.id, input, reason || undefined);
     } catch (e) {
       if (!(e instanceof JournalBusy)) throw e;
       this.#send({ commandId: body.id, kind: body.kind, state: "CANCELLED", message: reason, bootId: this.#o.bootId });
       return;
     }
-    await this.#finish(body, { state: "CANCELLED", ...(reason ? { message: reason } : {}) });
+    this.#send(await updateFromEntry(done, this.#o.nodeKey));
   }
 
   /** `Ack.command_ids`: those results stop being replayed. */

@@ -17,8 +17,9 @@
  * kinds table, never from the body's `lane`/`retry_safe`/`attested` fields; a command behind on `min_generation`
  * with no `not_after` is `EXPIRED`, one behind whose `not_after` has passed is `STALE_GENERATION`; a deferred command
  * holds no credit and at most 64 wait at once (beyond: `BUSY`); a cancelled deferred command is journaled `CANCELLED`
- * (accepted, then cancelled) so a redelivery gets the same answer; commands take credits and enter their lanes in
- * delivery order, while their journal writes and signature checks run concurrently.
+ * (`journal.cancel` of an id with no entry yet) so a redelivery gets the same answer; commands take credits and enter
+ * their lanes in delivery order, while their journal writes and signature checks run concurrently; `running{boot_id}`
+ * is journaled for self-terminating kinds only (for the rest `accepted` already decides recovery).
  *
  * @module
  */
