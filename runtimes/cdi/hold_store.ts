@@ -19,7 +19,12 @@ export interface CdiHoldStoreOptions {
   readonly specMode?: number;
   /** Mode of env files (default 0640). */
   readonly envMode?: number;
+  /** Wall clock in ms, for the age of temp files a crashed write left (default `Date.now`). */
+  readonly now?: () => number;
 }
+
+/** A temp file of {@link atomicWrite} older than this was left by a write that did not finish: removed. */
+export const STALE_TEMP_MS = 10 * 60_000;
 
 const _SPEC = /^bcd-(.+)\.json$/;
 const _ENV = /^(.+)\.env$/;
@@ -30,7 +35,9 @@ export class CdiHoldStore implements HoldStore {
   readonly envDir: string;
   readonly #specMode: number;
   readonly #envMode: number;
+  readonly #now: () => number;
   constructor(opts: CdiHoldStoreOptions = {}) {
+    this.#now = opts.now ?? Date.now;
     this.cdiDir = opts.cdiDir ?? "/etc/cdi";
     this.envDir = opts.envDir ?? "/run/bcd/allocations";
     this.#specMode = opts.specMode ?? 0o644;
@@ -50,6 +57,8 @@ export class CdiHoldStore implements HoldStore {
   }
 
   async list(): Promise<HoldListing> {
+    await this.#sweepTemps(this.cdiDir, /^\.bcd-.+\.json\.tmp-[0-9a-f-]{36}$/);
+    await this.#sweepTemps(this.envDir, /^\..+\.env\.tmp-[0-9a-f-]{36}$/);
     const holds: ObservedHold[] = [];
     const unreadable: UnreadableHold[] = [];
     for (const name of await _names(this.cdiDir)) {
@@ -70,6 +79,18 @@ export class CdiHoldStore implements HoldStore {
     }
     holds.sort((a, b) => a.allocationId < b.allocationId ? -1 : 1);
     return { holds, unreadable, envFiles: envFiles.sort() };
+  }
+
+  async #sweepTemps(dir: string, pattern: RegExp): Promise<void> {
+    for (const name of await _names(dir)) {
+      if (!pattern.test(name)) continue;
+      const st = await Deno.lstat(`${dir}/${name}`).catch(() => undefined);
+      if (st?.isFile && st.mtime && this.#now() - st.mtime.getTime() > STALE_TEMP_MS) {
+        await Deno.remove(`${dir}/${name}`).catch((e) => {
+          if (!(e instanceof Deno.errors.NotFound)) throw e;
+        });
+      }
+    }
   }
 
   async write(r: HoldRecord): Promise<void> {

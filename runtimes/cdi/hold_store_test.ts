@@ -137,3 +137,29 @@ Deno.test("the devices converger over CdiHoldStore: a 2-GPU hold binds, every sp
     ]);
   });
 });
+
+Deno.test("CdiHoldStore sweeps temp files a crashed write left, once they are stale, and never a fresh one", async () => {
+  const root = await Deno.makeTempDir({ prefix: "bcd-cdi-" });
+  try {
+    let now = Date.now();
+    const store = new CdiHoldStore({ cdiDir: `${root}/cdi`, envDir: `${root}/env`, now: () => now });
+    await Deno.mkdir(`${root}/cdi`);
+    await Deno.mkdir(`${root}/env`);
+    const tmp = ".bcd-a1.json.tmp-0f8e6a52-1c2d-4e3f-8a9b-0c1d2e3f4a5b";
+    const envTmp = ".a1.env.tmp-0f8e6a52-1c2d-4e3f-8a9b-0c1d2e3f4a5b";
+    await Deno.writeTextFile(`${root}/cdi/${tmp}`, "{");
+    await Deno.writeTextFile(`${root}/env/${envTmp}`, "A=");
+    await Deno.writeTextFile(`${root}/cdi/.other.tmp`, "not ours");
+    await store.list();
+    assert.deepEqual(await names(`${root}/cdi`), [
+      ".bcd-a1.json.tmp-0f8e6a52-1c2d-4e3f-8a9b-0c1d2e3f4a5b",
+      ".other.tmp",
+    ]);
+    now += 11 * 60_000;
+    await store.list();
+    assert.deepEqual(await names(`${root}/cdi`), [".other.tmp"]);
+    assert.deepEqual(await names(`${root}/env`), []);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});

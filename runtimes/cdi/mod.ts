@@ -7,7 +7,7 @@
  */
 export { atomicWrite, removeDurably, syncDir } from "./atomic_write.ts";
 export { isValidCdiDeviceName, isValidCdiKind, isValidQualifiedCdiName } from "./cdi_name.ts";
-export { CdiHoldStore, type CdiHoldStoreOptions } from "./hold_store.ts";
+export { CdiHoldStore, type CdiHoldStoreOptions, STALE_TEMP_MS } from "./hold_store.ts";
 export {
   CDI_VERSION,
   type CdiSpec,
