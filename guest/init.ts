@@ -1,37 +1,23 @@
 /**
- * `init TTY`: serve the VM's control tty in place of the managed agent (seed 002 §Guest agent). As PID 1, which
- * must not exit, it ends the VM with its status instead: through `/sbin/bcd-exit STATUS` when the initramfs has
- * one (the seed's `/sbin/nvx-exit`), else by logging the status to the kernel log and powering off with sysrq.
+ * `init TTY`: serve the VM's control tty in place of the managed agent (seed 002 §Guest agent). The serving
+ * process runs with the tty as its standard input and output (see `terminal.ts`); `init` waits for the tty,
+ * runs it, and ends with its status. As PID 1, which must not exit, it ends the VM with that status instead:
+ * through `/sbin/bcd-exit STATUS` when the initramfs has one (the seed's `/sbin/nvx-exit`), else by logging the
+ * status to the kernel log and powering off with sysrq.
  *
  * @module
  */
 import type { Logger } from "../core/log/mod.ts";
-import { openTerminal } from "./terminal.ts";
-import { fileTransport } from "./transport.ts";
-import { serve } from "./serve.ts";
-import type { ConfigInstaller } from "./config_install.ts";
-import type { ServeEnd } from "./diagnostics.ts";
+import { childStatus, type CommandLine, spawnOnTerminal } from "./terminal.ts";
 
 /** The program that ends the VM with a status, when present. */
 export const EXIT_PROGRAM = "/sbin/bcd-exit";
 
-/** Serves the tty at `path`; the end of the tty's host side is a reset (see `core/framing/mod.ts`). */
-export async function serveTerminal(
-  path: string,
-  opts: { log: Logger; installer?: ConfigInstaller },
-): Promise<ServeEnd> {
-  let tty: Deno.FsFile;
-  try {
-    tty = await openTerminal(path);
-  } catch (e) {
-    return { ok: false, problem: `cannot serve ${path}: ${e instanceof Error ? e.message : String(e)}` };
-  }
-  const t = fileTransport(tty, tty, { resetOnEof: true });
-  try {
-    return await serve(t, opts);
-  } finally {
-    tty.close();
-  }
+/** Runs `command` on the tty once it appeared (up to 30 s); returns its status (1 when the tty never came). */
+export async function runOnTerminal(path: string, command: CommandLine, log: Logger, waitMs?: number): Promise<number> {
+  const child = spawnOnTerminal(path, command, waitMs);
+  log.info({ pid: child.pid, tty: path }, "serving the control tty");
+  return await childStatus(child);
 }
 
 /** Ends the VM with `status` (PID 1 never exits). */

@@ -8,10 +8,14 @@
 import { EXIT_INTERNAL, EXIT_OK, type Subcommand, UsageError } from "./_cli.ts";
 import { createLogger, levelFromEnv, type Logger } from "../core/log/mod.ts";
 import { serve } from "../guest/serve.ts";
-import { powerOff, serveTerminal } from "../guest/init.ts";
+import { powerOff, runOnTerminal } from "../guest/init.ts";
+import { stdioTerminal } from "../guest/terminal.ts";
 import { fileTransport } from "../guest/transport.ts";
 import { ConfigInstaller, DEFAULT_GUEST_ROOT } from "../guest/config_install.ts";
 import type { ServeEnd } from "../guest/diagnostics.ts";
+import { superviseLayered } from "../guest/supervise.ts";
+import { runWorkerOnStdio } from "../guest/worker_main.ts";
+import { roleFlags } from "./permissions.ts";
 
 function guestRoot(values: Record<string, unknown>): string {
   if (typeof values["guest-root"] === "string") return values["guest-root"];
@@ -34,23 +38,48 @@ function diagnose(end: ServeEnd): number {
 }
 
 const GUEST_ROOT_OPTION = { "guest-root": { type: "string" } } as const;
+/** `--fake-root CMDLINE`: tests of the binary run the worker against the fake root, reading CMDLINE. */
+const WORKER_OPTIONS = { ...GUEST_ROOT_OPTION, "fake-root": { type: "string" } } as const;
+
+function workerFlags(values: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  if (typeof values["guest-root"] === "string") out.push("--guest-root", values["guest-root"]);
+  if (typeof values["fake-root"] === "string") out.push("--fake-root", values["fake-root"]);
+  return out;
+}
+
+function serveFlags(values: Record<string, unknown>): string[] {
+  return typeof values["guest-root"] === "string" ? ["--guest-root", values["guest-root"]] : [];
+}
+
+/** How to run this program again: the compiled binary itself, or `deno run` with the guest role's flags. */
+function selfCommand(args: string[]): { cmd: string; args: string[] } {
+  const exe = Deno.execPath();
+  if (!/(^|\/)deno$/.test(exe)) return { cmd: exe, args };
+  return { cmd: exe, args: ["run", ...roleFlags("guest"), new URL("./guest.ts", import.meta.url).pathname, ...args] };
+}
 
 /** `serve`: the guest agent on standard input and output. */
 const serveCmd: Subcommand = {
-  summary: "serve the control framing on stdin/stdout (exit 0 once stopped or closed, 1 on failure)",
-  options: GUEST_ROOT_OPTION,
+  summary: "serve the control framing on stdin/stdout (--tty: a tty in raw mode); exit 0 once stopped or closed",
+  options: { ...GUEST_ROOT_OPTION, tty: { type: "boolean" } },
   run: async ({ values }) => {
     const log = logger("serve");
     const installer = new ConfigInstaller({ guestRoot: guestRoot(values), log });
-    const end = await serve(fileTransport(Deno.stdin, Deno.stdout), { log, installer });
-    return diagnose(end);
+    let t;
+    try {
+      t = values.tty === true ? stdioTerminal() : fileTransport(Deno.stdin, Deno.stdout);
+    } catch (e) {
+      return diagnose({ ok: false, problem: e instanceof Error ? e.message : String(e) });
+    }
+    return diagnose(await serve(t, { log, installer }));
   },
 };
 
 /** `init TTY`: the guest agent on the VM's control tty, as PID 1. */
 const initCmd: Subcommand = {
-  summary: "serve the control tty TTY in raw mode; as PID 1, power the VM off with the status",
-  options: GUEST_ROOT_OPTION,
+  summary: "serve the control tty TTY in raw mode (layered: supervise the worker); as PID 1, power off with the status",
+  options: WORKER_OPTIONS,
   positionals: true,
   run: async ({ values, positionals }) => {
     const [tty, mode, ...rest] = positionals;
@@ -58,11 +87,34 @@ const initCmd: Subcommand = {
       throw new UsageError("usage: init TTY [layered]");
     }
     const log = logger("init");
-    const installer = new ConfigInstaller({ guestRoot: guestRoot(values), log });
-    if (mode === "layered") throw new UsageError("init TTY layered: not in this build yet");
-    const status = diagnose(await serveTerminal(tty, { log, installer }));
+    const status = mode === "layered"
+      ? await superviseLayered(tty, { log, self: selfCommand, extraWorkerArgs: workerFlags(values) })
+      : await runOnTerminal(tty, selfCommand(["serve", "--tty", ...serveFlags(values)]), log);
     if (Deno.pid === 1) await powerOff(status, log);
     return status;
+  },
+};
+
+/** `worker TTY SIBLING`: the layered root's worker. */
+const workerCmd: Subcommand = {
+  summary: "run the layered root's worker on the control tty TTY (SIBLING: PID 1's unrelated child)",
+  options: WORKER_OPTIONS,
+  positionals: true,
+  run: async ({ values, positionals }) => {
+    const [tty, sibling, ...rest] = positionals;
+    if (tty === undefined || sibling === undefined || rest.length > 0 || !/^[1-9][0-9]*$/.test(sibling)) {
+      throw new UsageError("usage: worker TTY SIBLING");
+    }
+    const log = logger("worker");
+    if (tty !== "-") {
+      return await runOnTerminal(tty, selfCommand(["worker", "-", sibling, ...workerFlags(values)]), log);
+    }
+    return await runWorkerOnStdio({
+      log,
+      guestRoot: guestRoot(values),
+      sibling: Number(sibling),
+      fakeCmdline: typeof values["fake-root"] === "string" ? values["fake-root"] : undefined,
+    });
   },
 };
 
@@ -78,5 +130,6 @@ const idleCmd: Subcommand = {
 export const GUEST_CONTROL_COMMANDS: Record<string, Subcommand> = {
   serve: serveCmd,
   init: initCmd,
+  worker: workerCmd,
   idle: idleCmd,
 };

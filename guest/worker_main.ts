@@ -1,0 +1,46 @@
+/**
+ * `worker TTY SIBLING`: the layered root's worker on the VM's control tty (`worker::work_on_terminal`), with the
+ * Linux root, or the fake root when a test asks for it. With TTY `-` the tty is already this process's standard
+ * input and output; with a path, the worker runs itself again on that tty (see `terminal.ts`).
+ *
+ * @module
+ */
+import type { Logger } from "../core/log/mod.ts";
+import { ConfigInstaller } from "./config_install.ts";
+import { FakeRoot } from "./fake_root.ts";
+import { LinuxRoot } from "./linux_root.ts";
+import { stdioTerminal } from "./terminal.ts";
+import { Worker } from "./worker.ts";
+
+/** Options of {@link runWorkerOnStdio}. */
+export interface WorkerMainOptions {
+  readonly log: Logger;
+  readonly guestRoot: string;
+  /** PID 1's unrelated child, which the processes probe reports. */
+  readonly sibling: number;
+  /** Run against the fake root reading this kernel command line (tests of the binary). */
+  readonly fakeCmdline?: string;
+}
+
+function diagnostic(text: string): void {
+  Deno.stderr.writeSync(new TextEncoder().encode(`bcd-guest: ${text}\n`));
+}
+
+/** Runs the worker on the tty that is standard input and output; returns its exit status. */
+export async function runWorkerOnStdio(opts: WorkerMainOptions): Promise<number> {
+  let t;
+  try {
+    t = stdioTerminal();
+  } catch (e) {
+    diagnostic(e instanceof Error ? e.message : String(e));
+    return 1;
+  }
+  const ops = opts.fakeCmdline !== undefined
+    ? new FakeRoot({ cmdline: opts.fakeCmdline })
+    : new LinuxRoot({ log: opts.log, sibling: opts.sibling });
+  const installer = new ConfigInstaller({ guestRoot: opts.guestRoot, log: opts.log });
+  const worker = new Worker(t, { ops, log: opts.log, installer });
+  const status = await worker.run();
+  if (worker.problem !== null) diagnostic(worker.problem);
+  return status;
+}
