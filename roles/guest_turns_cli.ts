@@ -9,6 +9,7 @@
  *
  * @module
  */
+import fs from "node:fs";
 import { EXIT_OK, type Subcommand, UsageError } from "./_cli.ts";
 import { createLogger, levelFromEnv } from "../core/log/mod.ts";
 import { AGENT_VERSION } from "../core/version.ts";
@@ -46,6 +47,23 @@ function _readFile(path: string): string | null {
     return Deno.readTextFileSync(path);
   } catch (e) {
     if (e instanceof Deno.errors.NotFound) return null;
+    throw e;
+  }
+}
+
+/** Refuses up front a device Deno will not open under these flags (it reserves most of `/dev` to --allow-all). */
+function _checkDevice(path: string): void {
+  try {
+    fs.closeSync(fs.openSync(path, fs.constants.O_RDWR | fs.constants.O_NOCTTY | fs.constants.O_NONBLOCK));
+  } catch (e) {
+    if (e instanceof Deno.errors.NotCapable) {
+      throw new UsageError(
+        `turns: --device ${path}: Deno lets only --allow-all open it; let the init hand it over with --stdio`,
+      );
+    }
+    if (e instanceof Deno.errors.NotFound || (e as { code?: unknown }).code === "ENOENT") {
+      throw new UsageError(`turns: --device ${path} does not exist`);
+    }
     throw e;
   }
 }
@@ -100,7 +118,10 @@ export const turnsCmd: Subcommand = {
       listeners.push(listenTcp(addr.hostname, addr.port));
     }
     for (const p of _strings(values.unix)) listeners.push(listenUnix(p));
-    for (const p of _strings(values.device)) listeners.push(deviceConnections(p, log));
+    for (const p of _strings(values.device)) {
+      _checkDevice(p);
+      listeners.push(deviceConnections(p, log));
+    }
     if (values.stdio === true) listeners.push(stdioConnections(log));
     if (listeners.length === 0) throw new UsageError("turns: give at least one of --tcp, --unix, --device, --stdio");
     log.info({ event: "turns_start", vm_id: vm.vmId, vm_id_source: vm.source, mode: mode.kind }, "guest turns");

@@ -79,6 +79,8 @@ Deno.test("guest turns refuses a missing mode, listener or VM id with exit 2 and
     { args: ["--stdio", "--turn-cmd", "true", "--config-dir", "/nonexistent"], want: /no VM id/ },
     { args: ["--tcp", "127.0.0.1:1", "--vm-id", "nope", "--turn-cmd", "true"], want: /not a UUID/ },
     { args: ["--tcp", "localhost", "--vm-id", VM, "--turn-cmd", "true"], want: /not HOST:PORT/ },
+    { args: ["--device", "/dev/tty0", "--vm-id", VM, "--turn-cmd", "true"], want: /hand it over with --stdio/ },
+    { args: ["--device", "/run/bcd-guest/no-such-port", "--vm-id", VM, "--turn-cmd", "true"], want: /does not exist/ },
   ];
   for (const c of cases) {
     await t.step(c.args.join(" "), async () => {

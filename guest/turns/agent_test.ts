@@ -116,6 +116,8 @@ Deno.test("native mode over TCP: a new connection after a drain gets Hello, Resu
     c2.onMessage((m) => seen.push(m.type));
     await c2.waitFor(_is("TurnStarted", 0), 10_000);
     assert.deepEqual(seen.slice(0, 2), ["Resumed", "TurnStarted"]);
+    assert.equal(typeof c2.resumed?.ts, "bigint");
+    assert.equal(c1.resumed, null);
     const ended = c2.waitFor(_is("TurnEnded", 0), 10_000);
     await Deno.writeTextFile(`${s.dir}/release-0`, "");
     await ended;

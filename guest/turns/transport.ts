@@ -141,6 +141,14 @@ function _reopening(label: string, open: () => _RawIo, logger: Logger, retryMs: 
         try {
           io = open();
         } catch (e) {
+          if (e instanceof Deno.errors.NotCapable) {
+            // Permanent: Deno 2 reserves most of /dev to --allow-all. Stop this channel instead of spinning.
+            logger.error(
+              { event: "device_not_permitted", on: label, err: String(e) },
+              "cannot open the device under these permissions; hand it over with --stdio instead",
+            );
+            return;
+          }
           logger.warn({ event: "device_open_failed", on: label, err: String(e) }, "cannot open; retrying");
           await new Promise((r) => setTimeout(r, delay));
           delay = Math.min(delay * 2, 5_000);

@@ -19,6 +19,7 @@ import {
   type Hello,
   type HostMessage,
   readLines,
+  type Resumed,
   TurnsProtocolError,
 } from "../../core/turns/mod.ts";
 
@@ -84,6 +85,7 @@ export class TurnsClient {
   readonly #waiters = new Set<_Waiter>();
   readonly #listeners = new Set<(m: GuestMessage) => void>();
   #closed = false;
+  #resumed: Resumed | null = null;
   #migration: AnyMigrationState | null = null;
   readonly #events: MigrationEvent[] = [];
   readonly #enc = new TextEncoder();
@@ -128,6 +130,11 @@ export class TurnsClient {
   get closed(): boolean {
     return this.#closed;
   }
+  /** The guest's last `Resumed` on this connection: it was restored (or reconnected to while drained) and its
+   * gate is open again. `null` when none came. */
+  get resumed(): Resumed | null {
+    return this.#resumed;
+  }
   /** The current migration state, or `null` before the first drain. */
   get migration(): AnyMigrationState | null {
     return this.#migration;
@@ -154,6 +161,7 @@ export class TurnsClient {
           continue;
         }
         if (msg.type === "Ping") void this.send({ type: "Pong" }).catch(() => {});
+        if (msg.type === "Resumed") this.#resumed = msg;
         for (const l of this.#listeners) l(msg);
         for (const w of [...this.#waiters]) {
           if (w.match(msg)) {
