@@ -54,6 +54,12 @@ export function trustBundleFromWire(bytes: Uint8Array): TrustBundle {
   });
 }
 
+/** The trust bundle's `unbatched_destructive_per_hour` (0 when absent). */
+export function unbatchedFromWire(bytes: Uint8Array): number {
+  if (bytes.length === 0) return 0;
+  return decodeMessage(bcd.v1.TrustBundle, bytes, { maxBytes: 256 * 1024 }).unbatched_destructive_per_hour ?? 0;
+}
+
 /** Loads the identity of `dataDir`; `undefined` when the node has not joined. */
 export async function loadIdentity(dataDir: string): Promise<NodeIdentity | undefined> {
   const id = await readIdentity(dataDir);

@@ -36,7 +36,7 @@ import {
   SessionProtocolError,
 } from "./client.ts";
 import { type HeldDesiredState, heldFromJournal, takeDesiredState } from "./desired_state.ts";
-import { type NodeIdentity, saveTrustBundle, trustBundleFromWire } from "./identity.ts";
+import { type NodeIdentity, saveTrustBundle, trustBundleFromWire, unbatchedFromWire } from "./identity.ts";
 import { signSessionProof } from "./proofs.ts";
 import type { FrameTransport } from "./transport.ts";
 
@@ -97,6 +97,7 @@ export class NodeAgent implements SessionDelegate, EventSink {
   readonly #log: Logger;
   readonly #now: () => number;
   #trust: TrustBundle;
+  #bundleUnbatched = 0;
   #held: HeldDesiredState | undefined;
   #serverOffset = 0;
   #upgradeOnly = false;
@@ -112,6 +113,7 @@ export class NodeAgent implements SessionDelegate, EventSink {
     this.#now = o.now ?? Date.now;
     this.journal = o.journal;
     this.#trust = trustBundleFromWire(o.identity.trustBundle);
+    this.#bundleUnbatched = unbatchedFromWire(o.identity.trustBundle);
     this.conditions = new ConditionSet(o.monotonic);
     const convergers = o.convergers?.(this, this.conditions) ?? [];
     this.engine = new ConvergenceEngine({ convergers, log: o.log, conditions: this.conditions });
@@ -132,7 +134,8 @@ export class NodeAgent implements SessionDelegate, EventSink {
         serverNow: () => this.serverNow(),
         trustBundle: () => this.#trust,
         ledger,
-        unbatchedPerHour: () => o.config.commands.unbatchedDestructivePerHour,
+        // The smaller of the config's and the trust bundle's allowance: neither side can raise it alone.
+        unbatchedPerHour: () => Math.min(o.config.commands.unbatchedDestructivePerHour, this.#bundleUnbatched),
       },
       sink: { send: (u) => this.#update(u) },
       specs: { requestSpec: (have, reason, detail) => this.#requestSpec(have, reason, detail) },
@@ -247,6 +250,7 @@ export class NodeAgent implements SessionDelegate, EventSink {
     if (w.trust_bundle) {
       const bytes = encodeMessage(bcd.v1.TrustBundle, w.trust_bundle);
       this.#trust = trustBundleFromWire(bytes);
+      this.#bundleUnbatched = unbatchedFromWire(bytes);
       await saveTrustBundle(this.journal.dataDir, bytes);
     }
     this.#upgradeOnly = w.upgrade_only ?? false;
