@@ -1,7 +1,7 @@
 /**
  * The devices section's converger: `observe` reads holds back from the CDI directory, the hold slices, a fresh GPU
- * inventory and the host's memory; `plan` is {@link planDevices}; `apply` is {@link applyDevices}. Its shape is the
- * convergence engine's `SectionConverger`, so the lead registers it as is.
+ * inventory and the host's memory; `plan` is {@link planDevices} over the wire section; `apply` is
+ * {@link applyDevices}. It is a `SectionConverger` of the convergence engine as it stands: register it as is.
  *
  * @module
  */
@@ -15,6 +15,7 @@ import { MPS_PIPE_DIRECTORY } from "./env.ts";
 import { type DevicesAction, type DevicesObserved, planDevices } from "./plan.ts";
 import type { EventSink, GpuTool, HoldStore, HostMemorySource, SliceManager } from "./ports.ts";
 import { allocationIdOfSlice } from "./slice.ts";
+import { devicesSectionFromWire, type WireDevicesSection } from "./wire.ts";
 
 /** What the devices converger is built from. */
 export interface DevicesConvergerOptions {
@@ -103,9 +104,12 @@ export class DevicesConverger {
     };
   }
 
-  /** {@link planDevices}. */
-  plan(desired: DevicesSection | undefined, observed: DevicesObserved): readonly DevicesAction[] {
-    return planDevices(desired, observed);
+  /**
+   * {@link planDevices}. `desired` may be the decoded wire section (the engine hands it over as held) or an
+   * already-mapped {@link DevicesSection}; {@link devicesSectionFromWire} maps either.
+   */
+  plan(desired: WireDevicesSection | DevicesSection | undefined, observed: DevicesObserved): readonly DevicesAction[] {
+    return planDevices(desired === undefined ? undefined : devicesSectionFromWire(desired), observed);
   }
 
   /** {@link applyDevices}; the outcome is the engine's `ApplyOutcome`. */

@@ -4,8 +4,8 @@
  * slice manager, the GPU tool, the host memory source and the event sink. `runtimes/cdi`, `runtimes/cgroup` and
  * `runtimes/nvidia` implement them; {@link ./fakes.ts} has in-memory ones.
  *
- * Wiring: the engine hands `plan` the decoded `bcd.v1.DevicesSection`; map it with {@link devicesSectionFromWire}.
- * Events go to an {@link EventSink} that signs (`AllocationBound`/`AllocationReleased` with the node key) and
+ * Wiring: {@link DevicesConverger} is a `SectionConverger` as is; its `plan` takes the decoded `bcd.v1.DevicesSection`
+ * the engine holds ({@link devicesSectionFromWire} maps it). Events go to an {@link EventSink} that signs (`AllocationBound`/`AllocationReleased` with the node key) and
  * journals them. `gpu.reset`/`diag.nvml` register through {@link gpuResetHandler} and {@link diagNvmlHandler}.
  *
  * Seed readings (000 §Device assignments), where the seed leaves a choice:
@@ -137,4 +137,4 @@ export {
   type SliceSettings,
   sliceSettings,
 } from "./slice.ts";
-export { devicesSectionFromWire } from "./wire.ts";
+export { devicesSectionFromWire, type WireDevicesSection } from "./wire.ts";

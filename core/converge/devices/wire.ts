@@ -39,8 +39,8 @@ interface _WireAssignment {
   allocation_id?: string | null;
   reservation_id?: string | null;
   binding?: number | string | null;
-  devices?: ({ class?: string | null; id?: string | null } | null)[] | null;
-  env?: (string | null)[] | null;
+  devices?: readonly ({ class?: string | null; id?: string | null } | null)[] | null;
+  env?: readonly (string | null)[] | null;
   limits?: _WireLimits | null;
 }
 
@@ -56,10 +56,16 @@ function _limits(l: _WireLimits | null | undefined, id: string): AssignmentLimit
   return Object.keys(out).length ? out : undefined;
 }
 
-/** The converger's view of a decoded `DevicesSection` (or its JSON form). Throws `RangeError` on a uint64 past 2^53. */
-export function devicesSectionFromWire(
-  section: { assignments?: (_WireAssignment | null)[] | null } | null | undefined,
-): DevicesSection {
+/** A `DevicesSection` as protobufjs decodes it, as its JSON form, or as {@link DevicesSection} itself. */
+export interface WireDevicesSection {
+  readonly assignments?: readonly (_WireAssignment | null)[] | null;
+}
+
+/**
+ * The converger's view of a decoded `DevicesSection` (or its JSON form; a {@link DevicesSection} maps to itself).
+ * Throws `RangeError` on a uint64 past 2^53.
+ */
+export function devicesSectionFromWire(section: WireDevicesSection | null | undefined): DevicesSection {
   return {
     assignments: (section?.assignments ?? []).filter((a): a is _WireAssignment => !!a).map((a): DeviceAssignment => {
       const id = a.allocation_id ?? "";

@@ -59,3 +59,17 @@ Deno.test("devicesSectionFromWire keeps an unknown binding number, refuses a uin
   assert.deepEqual(j.assignments[0]!.limits, { memory_bytes: 1024 });
   assert.deepEqual(devicesSectionFromWire(undefined), { assignments: [] });
 });
+
+Deno.test("devicesSectionFromWire maps an already-mapped DevicesSection to itself", () => {
+  const s = {
+    assignments: [{
+      allocation_id: "a",
+      reservation_id: "r",
+      binding: "BINDING_HOLD",
+      devices: [{ class: "gpu", id: "GPU-1" }],
+      env: ["A=b"],
+      limits: { cpu_millis: 1000, mems: "0" },
+    }],
+  };
+  assert.deepEqual(devicesSectionFromWire(s), s);
+});
