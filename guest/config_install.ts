@@ -31,6 +31,15 @@ export function agentConfigRoot(guestRoot: string = DEFAULT_GUEST_ROOT): string 
   return join(guestRoot, AGENT_CONFIG_DIR);
 }
 
+/**
+ * Makes the flip link with `ln -s`: Deno refuses `Deno.symlink` under the guest role's path-scoped
+ * `--allow-write`, and the role may run programs.
+ */
+export async function lnSymlink(target: string, path: string): Promise<void> {
+  const out = await new Deno.Command("ln", { args: ["-s", "--", target, path], stderr: "piped" }).output();
+  if (!out.success) throw new Error(`ln -s ${target} ${path}: ${new TextDecoder().decode(out.stderr).trim()}`);
+}
+
 /** Options of a {@link ConfigInstaller}. */
 export interface ConfigInstallerOptions {
   /** The guest root; the tree lives in its `agent-config`. The guest root is created 0711, owned by the agent. */
@@ -45,7 +54,7 @@ export class ConfigInstaller {
   readonly tree: Tree;
   readonly maxWireBytes: number;
   constructor(readonly opts: ConfigInstallerOptions) {
-    this.tree = new Tree(agentConfigRoot(opts.guestRoot), { log: opts.log });
+    this.tree = new Tree(agentConfigRoot(opts.guestRoot), { log: opts.log, symlink: lnSymlink });
     this.maxWireBytes = opts.maxWireBytes ?? MAX_WIRE_BYTES;
   }
 

@@ -8,9 +8,13 @@ import { roleFlags } from "./permissions.ts";
 const ROOT = new URL("../", import.meta.url).pathname;
 
 /** `bcd-guest serve` with the guest role's own permissions, over pipes. */
-export function spawnGuest(args: string[], env: Record<string, string> = {}): Deno.ChildProcess {
+export function spawnGuest(
+  args: string[],
+  env: Record<string, string> = {},
+  extraWrite: string[] = [],
+): Deno.ChildProcess {
   return new Deno.Command(Deno.execPath(), {
-    args: ["run", ...roleFlags("guest"), `${ROOT}roles/guest.ts`, ...args],
+    args: ["run", ...roleFlags("guest", { extraWrite }), `${ROOT}roles/guest.ts`, ...args],
     stdin: "piped",
     stdout: "piped",
     stderr: "piped",
@@ -67,4 +71,22 @@ Deno.test("guest serve exits 1 with a diagnostic on messages about a layered roo
       await w.close().catch(() => {/* the guest may have closed it */});
     });
   }
+});
+
+Deno.test("guest serve installs an agent config bundle at BCD_GUEST_ROOT/agent-config with the role's own flags", async () => {
+  const root = await Deno.makeTempDir({ prefix: "bcd-guest-root-" });
+  const src = await Deno.makeTempDir({ prefix: "bcd-bundle-" });
+  await Deno.writeTextFile(`${src}/agent.yaml`, "model: x\n");
+  const tar = await new Deno.Command("tar", { args: ["-czf", "-", "-C", src, "."], stdout: "piped" }).output();
+  assert.ok(tar.success);
+  const child = spawnGuest(["serve"], { BCD_GUEST_ROOT: root }, [root]);
+  const err = stderrOf(child);
+  const c = await FramingClient.attach(childConn(child), { requestTimeoutMs: 20_000 });
+  assert.equal(await c.installAgentConfig("v-1", tar.stdout), true);
+  assert.equal(await Deno.readTextFile(`${root}/agent-config/current/agent.yaml`), "model: x\n");
+  await c.stop();
+  assert.equal((await child.status).code, 0, await err);
+  c.close();
+  await Deno.remove(root, { recursive: true });
+  await Deno.remove(src, { recursive: true });
 });
