@@ -6,7 +6,8 @@
  *
  * Wiring: {@link DevicesConverger} is a `SectionConverger` as is; its `plan` takes the decoded `bcd.v1.DevicesSection`
  * the engine holds ({@link devicesSectionFromWire} maps it). Events go to an {@link EventSink} that signs
- * (`AllocationBound`/`AllocationReleased` with the node key) and journals them. `gpu.reset`/`diag.nvml` register through {@link gpuResetHandler} and {@link diagNvmlHandler}.
+ * (`AllocationBound`/`AllocationReleased` with the node key) and journals them. `gpu.reset` and `diag.nvml` register
+ * through {@link gpuResetHandler} and {@link diagNvmlHandler}.
  *
  * Seed readings (000 §Device assignments), where the seed leaves a choice:
  * - `bcd.dev/device-id` carries the atom id (`<GPU UUID>/gi<N>/ci<M>`), the id the CDI name lost its `/` from; the
