@@ -1,10 +1,26 @@
 /**
  * The guest side of the turn/drain protocol (seed 001): the I/O-free {@link TurnsEngine}, the agent that serves it
- * on TCP, unix sockets and character devices, and the VM id lookup.
+ * on TCP, unix sockets, character devices and a handed-over stdin/stdout, the mode and VM id lookups, and the
+ * turn-vs-drain chaos simulation.
+ *
+ * Readings of the seed that are bcd's own (each also where it is implemented):
+ * - vsock is not served: Deno has no AF_VSOCK. A VM's host reaches the agent over TCP on the guest network or over
+ *   a virtio-serial port (`--device`, or `--stdio` with the port as stdin/stdout under the guest role's flags).
+ * - The VM id comes from `--vm-id`, else `bcd.vm_id=` on the kernel command line, else `/etc/bcd/vm-id`.
+ * - Restore detection: a connection accepted while the gate is closed by a drain is the restored VM's new host:
+ *   `Hello`, `Resumed{ts}`, gate open, queue replayed (`engine.ts`).
+ * - Native turn ids must grow: a `RunTurn` whose id is not above the highest seen is a duplicate and is ignored,
+ *   so a host may resend, in order, every turn it has not seen start after its channel was lost.
+ * - Native mode runs `--turn-cmd` once per turn with the turn id in `SLEEPWALK_TURN_ID` and the secrets in its
+ *   environment; a turn whose command fails or cannot start still ends with `TurnEnded`.
+ * - Wrap mode: the agent ends with the wrapped command's exit status once it exits (a turn it left open is ended
+ *   first); `RunTurn` is refused there (logged), as there is no turn command to run.
+ * - Refusals of bad lines are logged and the line dropped; the connection stays (the protocol has no error message).
  *
  * @module
  */
 export { type AgentMode, TURN_ID_ENV, TurnsAgent, type TurnsAgentOptions } from "./agent.ts";
+export { DEFAULT_CONFIG_DIR, ModeConfigError, type ModeFlags, type ModeSources, resolveMode } from "./config.ts";
 export {
   type ConnId,
   DEFAULT_END_MARKER,
@@ -20,6 +36,8 @@ export {
   listenTcp,
   listenUnix,
   parseHostPort,
+  stdioConnections,
   type TurnsConnection,
   type TurnsListener,
 } from "./transport.ts";
+export { resolveVmId, VM_ID_CMDLINE_KEY, VM_ID_FILE, VmIdError, type VmIdSource } from "./vm_id.ts";
