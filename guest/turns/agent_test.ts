@@ -219,3 +219,18 @@ Deno.test("wrap mode with await-secrets: child starts on Secrets, markers make t
     await s.cleanup();
   }
 });
+
+Deno.test("a turn whose command cannot start still ends, and the next turn runs", async () => {
+  const s = await _setup(() => ({ kind: "native", turnArgv: ["/nonexistent/turn-cmd"] }), unix);
+  const c = await connectTurnsUnix(`${s.dir}/turns.sock`, { logger: log });
+  try {
+    const ended1 = c.waitFor(_is("TurnEnded", 1), 10_000);
+    await c.send({ type: "RunTurn", turn_id: 0 });
+    await c.send({ type: "RunTurn", turn_id: 1 });
+    await ended1;
+    assert.equal(s.agent.engine.inFlight, null);
+  } finally {
+    c.close();
+    await s.cleanup();
+  }
+});
