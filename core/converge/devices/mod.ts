@@ -131,6 +131,7 @@ export {
 export { type AllocationFailureReason, AllocationRefused } from "./reasons.ts";
 export {
   allocationIdOfSlice,
+  checkSliceRequest,
   PAGE_1GI,
   PAGE_2MI,
   SLICE_PARENTS,

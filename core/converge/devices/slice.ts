@@ -15,7 +15,7 @@
  *
  * @module
  */
-import type { AssignmentLimits } from "./assignment.ts";
+import { type AssignmentLimits, isValidCpuList } from "./assignment.ts";
 
 /** The parent slices, outermost first: `bcd.slice/bcd-alloc.slice`. */
 export const SLICE_PARENTS: readonly string[] = ["bcd.slice", "bcd-alloc.slice"];
@@ -73,4 +73,37 @@ export function sliceSettings(limits: AssignmentLimits): SliceSettings {
   if ((limits.hugepages_2mi ?? 0) > 0) s.hugetlb2MBMaxBytes = limits.hugepages_2mi! * PAGE_2MI;
   if ((limits.hugepages_1gi ?? 0) > 0) s.hugetlb1GBMaxBytes = limits.hugepages_1gi! * PAGE_1GI;
   return s;
+}
+
+/**
+ * What the root helper's `slice.apply` accepts (000 §Device assignments, helper note): only a hold slice name
+ * (`bcd-alloc-<allocation id>.slice`), cpulists for the cpusets, and whole non-negative numbers below 2^53 for the
+ * rest; nothing else. Throws `RangeError` naming what it refuses.
+ */
+export function checkSliceRequest(name: unknown, settings: unknown): { name: string; settings: SliceSettings } {
+  if (typeof name !== "string" || allocationIdOfSlice(name) === undefined) {
+    throw new RangeError(`slice name ${JSON.stringify(name)} is not bcd-alloc-<allocation id>.slice`);
+  }
+  if (typeof settings !== "object" || settings === null || Array.isArray(settings)) {
+    throw new RangeError("slice settings are not an object");
+  }
+  const out: Record<string, string | number> = {};
+  const lists = ["allowedCpus", "allowedMemoryNodes"];
+  const numbers = ["cpuQuotaPercent", "memoryMaxBytes", "memoryHighBytes", "hugetlb2MBMaxBytes", "hugetlb1GBMaxBytes"];
+  for (const [k, v] of Object.entries(settings)) {
+    if (v === undefined) continue;
+    if (lists.includes(k)) {
+      if (typeof v !== "string" || !isValidCpuList(v)) {
+        throw new RangeError(`${k} ${JSON.stringify(v)} is not a cpulist`);
+      }
+    } else if (numbers.includes(k)) {
+      if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0) {
+        throw new RangeError(`${k} ${String(v)} is not a count`);
+      }
+    } else {
+      throw new RangeError(`slice setting ${JSON.stringify(k)} is not allowed`);
+    }
+    out[k] = v as string | number;
+  }
+  return { name, settings: out as SliceSettings };
 }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { allocationIdOfSlice, PAGE_1GI, PAGE_2MI, sliceName, sliceSettings } from "./slice.ts";
+import { allocationIdOfSlice, checkSliceRequest, PAGE_1GI, PAGE_2MI, sliceName, sliceSettings } from "./slice.ts";
 
 // One row per row of the seed's slice table.
 const ROWS = [
@@ -45,4 +45,24 @@ Deno.test("the slice is bcd-alloc-<allocation id>.slice, and a dash in the id is
   for (const other of ["bcd-alloc.slice", "bcd.slice", "user-1000.slice", "bcd-alloc-a-b.slice", "bcd-alloc-.slice"]) {
     assert.equal(allocationIdOfSlice(other), undefined, other);
   }
+});
+
+Deno.test("checkSliceRequest accepts only a hold slice name, cpulists and counts (the helper's slice.apply)", () => {
+  const ok = checkSliceRequest("bcd-alloc-a1.slice", {
+    allowedCpus: "0-3",
+    cpuQuotaPercent: 200,
+    memoryMaxBytes: 2 ** 30,
+  });
+  assert.deepEqual(ok.settings, { allowedCpus: "0-3", cpuQuotaPercent: 200, memoryMaxBytes: 2 ** 30 });
+  const bad: [unknown, unknown][] = [
+    ["system.slice", {}],
+    ["../bcd-alloc-a.slice", {}],
+    ["bcd-alloc-a.slice", { allowedCpus: "0-3; rm -rf /" }],
+    ["bcd-alloc-a.slice", { allowedCpus: "3-1" }],
+    ["bcd-alloc-a.slice", { memoryMaxBytes: -1 }],
+    ["bcd-alloc-a.slice", { memoryMaxBytes: 1.5 }],
+    ["bcd-alloc-a.slice", { Delegate: "yes" }],
+    ["bcd-alloc-a.slice", null],
+  ];
+  for (const [n, st] of bad) assert.throws(() => checkSliceRequest(n, st), RangeError, JSON.stringify([n, st]));
 });
