@@ -12,7 +12,7 @@ import {
   Kind,
 } from "../core/framing/mod.ts";
 import { ExecAbandoned } from "../runtimes/guest/exec_peer.ts";
-import { EXECUTING, MAX_EXECUTIONS } from "./exec_limits.ts";
+import { EXECUTING, INPUT_QUEUE_LIMIT, MAX_EXECUTIONS, OUTPUT_QUEUE_LIMIT } from "./exec_limits.ts";
 import { ERRNO } from "./process_group.ts";
 import { collector, exec, groupMembers, key, session, start } from "./_session_harness.ts";
 
@@ -95,6 +95,10 @@ Deno.test("a full stream to the host: a cancellation still ends its program, and
   x.s.stall = new Promise((r) => unstall = r);
   await new Promise((r) => setTimeout(r, 200));
   assert.equal((await groupMembers(x.pids)).length, 4);
+  assert.ok(
+    x.worker.outbox.bytes <= OUTPUT_QUEUE_LIMIT + 4 * (64 * 1024 + 22),
+    `output stops past 1 MiB queued: ${x.worker.outbox.bytes}`,
+  );
   await execs[0]!.peer.cancel("cancel");
   await waitFor(async () => (await groupMembers(x.pids)).length === 3, 3000, "the cancelled program ended");
   x.s.sendRaw(encodeFrame(Kind.Stop));
@@ -262,6 +266,22 @@ Deno.test("an execution whose start comes in the payload of the root's configura
   assert.equal((await x.c.receive(5000)).kind, Kind.Ready);
   const o = await peer.terminal;
   assert.deepEqual([o.status, o.cause, out.text(1)], [{ kind: "exit", code: 0 }, null, "ok\n"]);
+  await x.c.stop();
+  assert.equal(await x.run, 0);
+});
+
+Deno.test("a host that sends without reading holds the worker's queue to 4 MiB; nothing is lost once it reads", async () => {
+  const x = await session();
+  let unstall!: () => void;
+  x.s.stall = new Promise((r) => unstall = r);
+  const body = new Uint8Array(256 * 1024).fill(3);
+  for (let i = 0; i < 24; i++) x.s.sendRaw(encodeFrame(Kind.Echo, body));
+  await new Promise((r) => setTimeout(r, 200));
+  assert.ok(x.worker.outbox.bytes > OUTPUT_QUEUE_LIMIT, "replies queued");
+  assert.ok(x.worker.outbox.bytes <= INPUT_QUEUE_LIMIT + 2 * (body.length + 5), `queued ${x.worker.outbox.bytes}`);
+  unstall();
+  x.s.stall = null;
+  for (let i = 0; i < 24; i++) assert.equal((await x.c.receive(5000)).body.length, body.length);
   await x.c.stop();
   assert.equal(await x.run, 0);
 });

@@ -190,3 +190,14 @@ Deno.test("a mapping table in parts, then Start; a mapping that fails answers Ma
   await z.c.stop();
   assert.equal(await z.run, 0);
 });
+
+Deno.test("a probe that does not decode is answered with ProbeFailed and leaves the stream intact", async () => {
+  const x = await session();
+  await x.c.send(Kind.Probe, new TextEncoder().encode("Bad Probe"));
+  const m = await x.c.receive(2000);
+  assert.equal(m.kind, Kind.ProbeFailed);
+  await x.c.ping();
+  assert.deepEqual(await x.c.probe({ name: "nope", args: [] }), { problem: "unknown probe nope" });
+  await x.c.stop();
+  assert.equal(await x.run, 0);
+});
