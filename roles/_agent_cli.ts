@@ -7,7 +7,8 @@
 import type { Role } from "../core/commands/kinds.ts";
 import type { HandlerRegistry } from "../core/commands/handlers.ts";
 import { ConfigError, loadAgentConfig, type ResolvedAgentConfig } from "../core/config/mod.ts";
-import type { ConditionSet } from "../core/converge/conditions.ts";
+import { ConditionSet } from "../core/converge/conditions.ts";
+import { type DevicePorts, devicesConverger, registerGpuKinds } from "./_devices.ts";
 import type { SectionConverger } from "../core/converge/engine.ts";
 import type { InstanceReport } from "../core/converge/instances/mod.ts";
 import { boundsFromConfig, Journal, readBootId } from "../core/journal/mod.ts";
@@ -31,6 +32,8 @@ export interface WiringContext {
   readonly log: Logger;
   /** The daemon's recent log lines, for `logs.collect`. */
   readonly logRing: LogRing;
+  /** The agent's condition set (XID conditions, section conditions). */
+  readonly conditions: ConditionSet;
 }
 
 /** A role's wiring. */
@@ -42,6 +45,8 @@ export interface RoleWiring {
   convergers?(ctx: WiringContext, events: EventSink, conditions: ConditionSet): readonly SectionConverger[];
   /** Every VM the host runtimes know, for status reports. */
   instances?(ctx: WiringContext): () => readonly InstanceReport[];
+  /** The devices section's host ports; with them the role converges holds and runs `gpu.reset` and `diag.nvml`. */
+  devices?(ctx: WiringContext): DevicePorts;
 }
 
 const DATA_DIR_OPTS = {
@@ -145,15 +150,33 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
             Deno.exit(EXIT_INTERNAL);
           },
         });
-        const ctx: WiringContext = { config, dataDir, bootId, hostname: _hostname(), journal, identity, log, logRing };
+        const conditions = new ConditionSet();
+        const ctx: WiringContext = {
+          config,
+          dataDir,
+          bootId,
+          hostname: _hostname(),
+          journal,
+          identity,
+          log,
+          logRing,
+          conditions,
+        };
+        const devices = w.devices?.(ctx);
+        const handlers = w.handlers(ctx);
+        if (devices) registerGpuKinds(handlers, devices, () => conditions);
         const url = (values.gateway as string | undefined) ?? config.gateway.url ?? identity.gatewayUrl;
         const agent = await NodeAgent.start({
           role: w.role,
           identity,
           journal,
           config,
-          handlers: w.handlers(ctx),
-          convergers: w.convergers ? (events, conditions) => w.convergers!(ctx, events, conditions) : undefined,
+          handlers,
+          conditions,
+          convergers: (events) => [
+            ...(devices ? [devicesConverger(ctx, devices, events)] : []),
+            ...(w.convergers?.(ctx, events, conditions) ?? []),
+          ],
           capabilities: w.capabilities,
           instances: w.instances?.(ctx),
           hostname: ctx.hostname,

@@ -46,7 +46,17 @@ const SYS = ["hostname", "osRelease", "systemMemoryInfo", "cpus", "networkInterf
 /** The table. Paths are absolute; tests that need temp roots add theirs with {@link roleFlags}'s `extraWrite`. */
 export const ROLE_PERMISSIONS: Readonly<Record<Role, RolePermissions>> = {
   node: {
-    read: ["/var/lib/bcd", "/etc/bcd", "/etc/cdi", "/run/bcd", "/run/nvidia-mps", "/proc", "/sys", "/dev"],
+    read: [
+      "/var/lib/bcd",
+      "/etc/bcd",
+      "/etc/cdi",
+      "/run/bcd",
+      "/run/nvidia-mps",
+      "/run/systemd/system",
+      "/proc",
+      "/sys",
+      "/dev",
+    ],
     write: ["/var/lib/bcd", "/etc/cdi", "/run/bcd", "/sys/fs/cgroup"],
     run: [...HOST_TOOLS, "ssh-keygen", "sshd"],
     denyRun: [],

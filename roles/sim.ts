@@ -15,12 +15,37 @@ import {
 import { HttpsUploader } from "../runtimes/host/mod.ts";
 import { simHostReader, simRebooter } from "../runtimes/fakehw/sim_host.ts";
 import { FakeGpuTool } from "../runtimes/nvidia/mod.ts";
+import { CdiHoldStore } from "../runtimes/cdi/mod.ts";
+import { SimSliceManager } from "../runtimes/cgroup/mod.ts";
+import type { DevicePorts } from "./_devices.ts";
 import { FileRuntime } from "../runtimes/fakehw/file_runtime.ts";
 import { InstancesConverger } from "../core/converge/instances/mod.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
 import { agentCommands } from "./_agent_cli.ts";
 
 /** The `sim` role's subcommands beyond `version` and `help`. */
+const SIM_MEMORY_BYTES = 2048 * 2 ** 30;
+const _devices = new Map<string, DevicePorts>();
+/** The sim's devices: the fake HGX board, CDI specs and env files under the data dir, a simulated cgroup tree. */
+function _devicesOf(dataDir: string): DevicePorts {
+  let d = _devices.get(dataDir);
+  if (!d) {
+    const gpu = new FakeGpuTool(`${dataDir}/fake-gpus.json`);
+    d = {
+      gpu: {
+        query: async () => (await FakeGpuTool.create(gpu.path), await gpu.query()),
+        reset: async (uuid) => (await FakeGpuTool.create(gpu.path), await gpu.reset(uuid)),
+      },
+      holds: new CdiHoldStore({ cdiDir: `${dataDir}/cdi`, envDir: `${dataDir}/run/allocations` }),
+      slices: new SimSliceManager(`${dataDir}/cgroup`),
+      hostMemory: { read: () => Promise.resolve({ memTotalBytes: SIM_MEMORY_BYTES, hugetlbBytes: 0 }) },
+      mpsPipeDirectory: `${dataDir}/run/nvidia-mps`,
+    };
+    _devices.set(dataDir, d);
+  }
+  return d;
+}
+
 const _instances = new Map<string, InstancesConverger>();
 function _instancesOf(dataDir: string): InstancesConverger {
   let c = _instances.get(dataDir);
@@ -36,17 +61,13 @@ export const COMMANDS: Record<string, Subcommand> = {
     role: "sim",
     defaultDataDir: "/var/lib/bcd-sim",
     capabilities: ["devices.limits", "binding.kubernetes"],
+    devices: (ctx) => _devicesOf(ctx.dataDir),
     handlers(ctx) {
-      const gpus = new FakeGpuTool(`${ctx.dataDir}/fake-gpus.json`);
+      const gpus = _devicesOf(ctx.dataDir).gpu;
       return new HandlerRegistry()
         .register(inventoryRefreshHandler({
           host: simHostReader(ctx.hostname, ctx.bootId),
-          gpus: {
-            query: async () => {
-              await FakeGpuTool.create(gpus.path);
-              return await gpus.query();
-            },
-          },
+          gpus,
         }))
         .register(logsCollectHandler({
           sources: [daemonLogSource(ctx.logRing), journalSummarySource(ctx.journal)],

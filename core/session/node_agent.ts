@@ -63,6 +63,8 @@ export interface NodeAgentOptions {
   /** Opens the session transport; absent: the agent runs offline. */
   readonly connect?: () => Promise<FrameTransport>;
   readonly log: Logger;
+  /** The condition set, when the wiring made it first (handlers clear XID conditions in it). */
+  readonly conditions?: ConditionSet;
   readonly now?: () => number;
   readonly monotonic?: MonotonicClock;
   /** Reconnect backoff (tests shorten it). */
@@ -114,7 +116,7 @@ export class NodeAgent implements SessionDelegate, EventSink {
     this.journal = o.journal;
     this.#trust = trustBundleFromWire(o.identity.trustBundle);
     this.#bundleUnbatched = unbatchedFromWire(o.identity.trustBundle);
-    this.conditions = new ConditionSet(o.monotonic);
+    this.conditions = o.conditions ?? new ConditionSet(o.monotonic);
     const convergers = o.convergers?.(this, this.conditions) ?? [];
     this.engine = new ConvergenceEngine({ convergers, log: o.log, conditions: this.conditions });
     this.loop = new ConvergeLoop(this.engine, {

@@ -1,0 +1,62 @@
+/**
+ * The devices section's wiring, shared by the node and sim roles: the converger over a GPU tool, a CDI hold store,
+ * a slice manager and a host-memory source, with its events signed by the node key; and the GPU kinds
+ * (`gpu.reset`, `diag.nvml`) over the same tool and holds.
+ *
+ * @module
+ */
+import type { HandlerRegistry } from "../core/commands/handlers.ts";
+import type { ConditionSet } from "../core/converge/conditions.ts";
+import {
+  DevicesConverger,
+  DevicesMemory,
+  diagNvmlHandler,
+  gpuResetHandler,
+  type GpuTool,
+  type HoldStore,
+  type HostMemorySource,
+  type SliceManager,
+  xidConditionsOf,
+  xidsFromConditions,
+} from "../core/converge/devices/mod.ts";
+import { deviceEventSink } from "../core/session/device_events.ts";
+import type { EventSink } from "../core/session/node_agent.ts";
+import type { WiringContext } from "./_agent_cli.ts";
+
+/** The host ports the devices section runs on. */
+export interface DevicePorts {
+  readonly gpu: GpuTool;
+  readonly holds: HoldStore;
+  readonly slices: SliceManager;
+  readonly hostMemory: HostMemorySource;
+  readonly mpsPipeDirectory?: string;
+}
+
+/** The devices converger of a role. */
+export function devicesConverger(ctx: WiringContext, ports: DevicePorts, events: EventSink): DevicesConverger {
+  return new DevicesConverger({
+    ...ports,
+    events: deviceEventSink(events, ctx.identity.nodeId, ctx.identity.key.privateKey),
+    memory: new DevicesMemory(),
+  });
+}
+
+/** Registers `gpu.reset` and `diag.nvml`; `conditions` is the agent's set once it exists. */
+export function registerGpuKinds(
+  reg: HandlerRegistry,
+  ports: DevicePorts,
+  conditions: () => ConditionSet | undefined,
+): HandlerRegistry {
+  const lazy = {
+    clearType: (type: string, subject?: string) => conditions()?.clearType(type, subject),
+    report: () => conditions()?.report() ?? [],
+  };
+  return reg
+    .register(gpuResetHandler({
+      gpu: ports.gpu,
+      holds: () => ports.holds.list(),
+      passthrough: () => [],
+      conditions: xidConditionsOf(lazy),
+    }))
+    .register(diagNvmlHandler({ gpu: ports.gpu, xids: xidsFromConditions(lazy) }));
+}
