@@ -114,7 +114,9 @@ export function deviceConnections(path: string, logger: Logger, retryMs = 200): 
  * Standard input and output as a stream of connections, for a device the init hands over
  * (`bcd-guest turns --stdio <>/dev/vport0p1 >&0`): Deno opens nothing, so no `/dev` permission is needed. End of
  * file ends a connection (a virtio-serial port reads 0 while the host is away); the next one starts with `Hello`,
- * whose write waits for the host to come back.
+ * whose write waits for the host to come back. A host that closes and reconnects before the guest's pending read
+ * wakes is invisible here (the port reads as connected again), so it gets no new `Hello`: a host that wants one
+ * stays away until the agent has seen the end of the old connection.
  */
 export function stdioConnections(logger: Logger, retryMs = 200): TurnsListener {
   const io: _RawIo = {
@@ -229,7 +231,7 @@ function _ioConnection(io: _RawIo, label: string, ended: PromiseWithResolvers<bo
       }
     },
     cancel: () => close(),
-  });
+  }, { highWaterMark: 0 }); // read only when asked: the first read must follow Hello, whose write waits for the host
   const write = async (bytes: Uint8Array) => {
     let at = 0;
     while (at < bytes.length) at += await io.write(bytes.subarray(at));
