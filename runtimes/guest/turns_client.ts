@@ -227,7 +227,8 @@ export class TurnsClient {
    * Drains the guest for migration `migrationId`: Stable → Intent → Draining, `DrainRequest{deadline_ms}`, then
    * Quiescent once the ack says nothing runs (or the named turn ends) before the deadline. Otherwise
    * `DrainCancel` and abort to Stable: `drain-timeout` (no ack), `turn-in-flight-too-long` (the turn outlived the
-   * deadline) or `connection-lost`.
+   * deadline) or `connection-lost`. In wrap mode the guest's drain is passive: a `TurnStarted` after the ack is
+   * waited for like the acked turn, and one after Quiescent (see {@link onMessage}) means the caller should abort.
    */
   async drain(migrationId: string, deadlineMs: number): Promise<DrainOutcome> {
     if (this.#migration !== null && this.#migration.phase !== "Stable") {
