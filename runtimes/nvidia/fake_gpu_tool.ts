@@ -20,7 +20,11 @@ export interface FakeGpuState {
   resetFailures?: Record<string, string>;
   /** Every reset, in order. */
   resets?: string[];
+  /** How long each query and reset takes, ms (a slow board; e2e tests kill the daemon meanwhile). */
+  delayMs?: number;
 }
+
+const _sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** The largest state file read. */
 const _MAX_STATE = 4 * 1024 * 1024;
@@ -92,6 +96,7 @@ export class FakeGpuTool implements GpuTool {
 
   async query(): Promise<GpuInventory> {
     const s = await this.read();
+    if (s.delayMs) await _sleep(s.delayMs);
     const inv = withMigUuids(parseSmiXml(renderSmiXml(s.inventory)), parseSmiList(renderSmiList(s.inventory)));
     const numa = new Map(s.inventory.gpus.map((g) => [g.uuid, g.numaNode]));
     return {
@@ -105,6 +110,8 @@ export class FakeGpuTool implements GpuTool {
   }
 
   async #reset(gpuUuid: string): Promise<void> {
+    const slow = (await this.read()).delayMs;
+    if (slow) await _sleep(slow);
     const s = await this.read();
     (s.resets ??= []).push(gpuUuid);
     const fail = s.resetFailures?.[gpuUuid];
