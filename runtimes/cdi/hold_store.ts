@@ -61,16 +61,21 @@ export class CdiHoldStore implements HoldStore {
     await this.#sweepTemps(this.envDir, /^\..+\.env\.tmp-[0-9a-f-]{36}$/);
     const holds: ObservedHold[] = [];
     const unreadable: UnreadableHold[] = [];
-    for (const name of await _names(this.cdiDir)) {
-      const m = _SPEC.exec(name);
-      if (!m || !isValidAllocationId(m[1]!)) continue;
+    // Specs are read concurrently: a pass over many holds waits for one round of I/O, not one per hold.
+    const specs = (await _names(this.cdiDir)).map((name) => [name, _SPEC.exec(name)] as const)
+      .filter(([, m]) => m !== null && isValidAllocationId(m[1]!));
+    const read = await Promise.all(specs.map(async ([name, m]) => {
       const path = `${this.cdiDir}/${name}`;
       try {
-        holds.push(parseCdiSpec(m[1]!, await _readBounded(path)));
+        return { hold: parseCdiSpec(m![1]!, await _readBounded(path)) };
       } catch (e) {
         if (!(e instanceof CdiSpecError)) throw e;
-        unreadable.push({ allocationId: m[1]!, path, problem: e.message });
+        return { bad: { allocationId: m![1]!, path, problem: e.message } };
       }
+    }));
+    for (const r of read) {
+      if (r.hold) holds.push(r.hold);
+      else if (r.bad) unreadable.push(r.bad);
     }
     const envFiles: string[] = [];
     for (const name of await _names(this.envDir)) {

@@ -54,13 +54,17 @@ export class FileRuntime implements InstanceRuntime {
   async list(): Promise<Domain[]> {
     const out: Domain[] = [];
     try {
+      const ids: string[] = [];
       for await (const e of Deno.readDir(this.dir)) {
         if (!e.isFile || !e.name.endsWith(".json")) continue;
         const id = e.name.slice(0, -5);
-        if (!ID.test(id)) continue;
-        const f = await this.#read(id);
-        if (f) out.push({ id, state: f.state, record: f.record });
+        if (ID.test(id)) ids.push(id);
       }
+      const files = await Promise.all(ids.map((id) => this.#read(id)));
+      ids.forEach((id, i) => {
+        const f = files[i];
+        if (f) out.push({ id, state: f.state, record: f.record });
+      });
     } catch (e) {
       if (!(e instanceof Deno.errors.NotFound)) throw e;
     }
