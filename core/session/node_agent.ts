@@ -88,6 +88,9 @@ const SECTION_STATE: Record<string, bcd.v1.SectionStatus.State> = {
   UNSUPPORTED: bcd.v1.SectionStatus.State.UNSUPPORTED,
 };
 
+/** How often the journal is swept while the daemon runs. */
+export const SWEEP_INTERVAL_MS = 60 * 60_000;
+
 /** The node agent. */
 export class NodeAgent implements SessionDelegate, EventSink {
   readonly conditions: ConditionSet;
@@ -155,6 +158,8 @@ export class NodeAgent implements SessionDelegate, EventSink {
     for (const e of rec.settled) {
       a.#log.info({ command_id: e.id, state: e.result.state, code: e.result.code }, "settled at start");
     }
+    const swept = await o.journal.sweep();
+    a.#log.info({ swept }, "journal swept at start");
     const meta = await o.journal.meta();
     if (meta.nodeId === null) await o.journal.setNodeId(o.identity.nodeId);
     a.#serverOffset = meta.serverTimeMark > 0 ? Math.max(0, meta.serverTimeMark - a.#now()) : 0;
@@ -203,6 +208,7 @@ export class NodeAgent implements SessionDelegate, EventSink {
       }
     } finally {
       clearInterval(ticker);
+      clearInterval(sweeper);
     }
   }
 
