@@ -194,6 +194,11 @@ export class NodeAgent implements SessionDelegate, EventSink {
       () => void this.loop.tick().catch((e) => this.#log.error({ err: String(e) }, "pass failed")),
       1000,
     );
+    // Done entries and orphans older than 7 days go hourly (never the running process's entries).
+    const sweeper = setInterval(
+      () => void this.journal.sweep().catch((e) => this.#log.error({ err: String(e) }, "journal sweep failed")),
+      SWEEP_INTERVAL_MS,
+    );
     try {
       if (this.#o.connect) {
         this.#client = new SessionClient({
