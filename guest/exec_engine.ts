@@ -55,7 +55,7 @@ export class ExecEngine {
   #scheduled = false;
   #timer: { cancel(): void } | null = null;
   #timerAt = Infinity;
-  #rotation = 0;
+  #lastServed: ExecRunner | null = null;
   #closed = false;
 
   constructor(readonly host: EngineHost) {}
@@ -165,10 +165,13 @@ export class ExecEngine {
     if (this.#closed) return;
     const all = [...this.#active.values(), ...this.#background];
     const n = all.length;
-    const first = n === 0 ? 0 : this.#rotation++ % n;
+    // Round robin over the executions that got room: the turn starts after the last one that moved output, so
+    // that pumps that move nothing (a read that completed, a credit) never lock the order onto one execution.
+    const last = this.#lastServed === null ? -1 : all.indexOf(this.#lastServed);
+    const first = n === 0 ? 0 : (last + 1) % n;
     for (let i = 0; i < n; i++) {
       const r = all[(first + i) % n]!;
-      r.step(TURN_BUDGET);
+      if (r.step(TURN_BUDGET) > 0) this.#lastServed = r;
       if (r.terminalSent) {
         // Forget it; a program whose status is not collected stays counted until it is.
         if (this.#active.get(r.key.id) === r) this.#active.delete(r.key.id);

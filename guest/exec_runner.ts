@@ -389,7 +389,9 @@ export class ExecRunner {
         moved += frame.length;
         st.buf = n < st.buf.length ? st.buf.subarray(n) : null;
       }
-      if (st.buf === null && this.host.outputRoom() && moved < budget) this.#read(st, false);
+      // The runner's own buffer holds one chunk per stream even while the stream to the host is full, so that
+      // each execution has output ready when room appears, and the turns stay fair.
+      if (st.buf === null) this.#read(st, false);
       if (st.eof && st.buf === null && !st.endSent && !st.lost) {
         st.endSent = true;
         st.reader = null;
