@@ -253,6 +253,19 @@ Deno.test("a program that ends while a descendant holds its output: the descenda
   assert.equal(await x.run, 0);
 });
 
+Deno.test("a descendant that left the group holds a stream: after settlement and grace the runner gives up on it", async () => {
+  const x = await session();
+  const t0 = performance.now();
+  const e = await exec(x.c, start([SH, "-c", "setsid sleep 3 & echo parent"], { settlementMs: 150, graceMs: 150 }));
+  const o = await e.peer.terminal;
+  const took = performance.now() - t0;
+  assert.equal(e.out.text(1), "parent\n", "what arrived before the fence is kept");
+  assert.deepEqual([o.status, o.cause, o.stdoutLost, o.reusable], [{ kind: "exit", code: 0 }, null, true, false]);
+  assert.ok(took >= 250 && took < 2500, `the fence held ${took} ms`);
+  await x.c.stop();
+  assert.equal(await x.run, 0);
+});
+
 Deno.test("a program that a real-time signal ends", async () => {
   const x = await session();
   const e = await exec(x.c, start([SH, "-c", "kill -s 36 $$"]));
@@ -300,3 +313,13 @@ async function waitFor(cond: () => Promise<boolean>, ms: number, what: string): 
   }
   assert.fail(`timed out waiting for: ${what}`);
 }
+
+Deno.test("a host that goes away ends the session: the worker drops its executions, and their programs end", async () => {
+  const x = await session();
+  await exec(x.c, start([SH, "-c", "sleep 30"]));
+  await exec(x.c, start([SH, "-c", "trap '' TERM; sleep 30"]));
+  assert.equal((await groupMembers(x.pids)).length, 2);
+  x.s.endHost();
+  assert.equal(await x.run, 1);
+  assert.deepEqual(await groupMembers(x.pids), []);
+});
