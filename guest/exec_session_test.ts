@@ -318,7 +318,7 @@ Deno.test("a host that goes away ends the session: the worker drops its executio
   const x = await session();
   await exec(x.c, start([SH, "-c", "sleep 30"]));
   await exec(x.c, start([SH, "-c", "trap '' TERM; sleep 30"]));
-  assert.equal((await groupMembers(x.pids)).length, 2);
+  await waitFor(async () => (await groupMembers(x.pids)).length === 2, 3000, "both programs lead their groups");
   x.s.endHost();
   assert.equal(await x.run, 1);
   assert.deepEqual(await groupMembers(x.pids), []);
