@@ -260,7 +260,11 @@ Deno.test("a descendant that left the group holds a stream: after settlement and
   const o = await e.peer.terminal;
   const took = performance.now() - t0;
   assert.equal(e.out.text(1), "parent\n", "what arrived before the fence is kept");
-  assert.deepEqual([o.status, o.cause, o.stdoutLost, o.reusable], [{ kind: "exit", code: 0 }, null, true, false]);
+  assert.deepEqual(
+    [o.status, o.cause, o.stdoutLost, o.reusable],
+    [{ kind: "exit", code: 0 }, null, true, false],
+    `${JSON.stringify(o)} after ${took} ms`,
+  );
   assert.ok(took >= 250 && took < 2500, `the fence held ${took} ms`);
   await x.c.stop();
   assert.equal(await x.run, 0);
@@ -318,7 +322,7 @@ Deno.test("a host that goes away ends the session: the worker drops its executio
   const x = await session();
   await exec(x.c, start([SH, "-c", "sleep 30"]));
   await exec(x.c, start([SH, "-c", "trap '' TERM; sleep 30"]));
-  await waitFor(async () => (await groupMembers(x.pids)).length === 2, 3000, "both programs lead their groups");
+  await waitFor(async () => (await groupMembers(x.pids)).length >= 2, 3000, "both programs lead their groups");
   x.s.endHost();
   assert.equal(await x.run, 1);
   assert.deepEqual(await groupMembers(x.pids), []);
