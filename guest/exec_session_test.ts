@@ -255,8 +255,12 @@ Deno.test("a program that ends while a descendant holds its output: the descenda
 
 Deno.test("a descendant that left the group holds a stream: after settlement and grace the runner gives up on it", async () => {
   const x = await session();
+  // The parent waits until its child has left its session (setsid), then ends.
+  const script =
+    'setsid sleep 3 & c=$!; while [ "$(ps -o sid= -p $c)" = "$(ps -o sid= -p $$)" ]; do sleep 0.01; done; ' +
+    "echo parent";
   const t0 = performance.now();
-  const e = await exec(x.c, start([SH, "-c", "setsid sleep 3 & echo parent"], { settlementMs: 150, graceMs: 150 }));
+  const e = await exec(x.c, start([SH, "-c", script], { settlementMs: 150, graceMs: 150 }));
   const o = await e.peer.terminal;
   const took = performance.now() - t0;
   assert.equal(e.out.text(1), "parent\n", "what arrived before the fence is kept");
