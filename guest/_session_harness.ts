@@ -11,7 +11,7 @@ import type { ExecPeer } from "../runtimes/guest/exec_peer.ts";
 import { FakeRoot, type FakeRootOptions } from "./fake_root.ts";
 import { MemoryStream } from "./memory_transport.ts";
 import { Worker, type WorkerOptions } from "./worker.ts";
-import { spawnInGroup } from "./process_group.ts";
+import { killGroup, spawnInGroup } from "./process_group.ts";
 
 export interface Session {
   /** The process IDs (and so the process groups) of every program the worker spawned. */
@@ -23,6 +23,12 @@ export interface Session {
   readonly run: Promise<number>;
 }
 
+/** Every process group a test's worker started: a test that fails before it stops its worker leaves none behind. */
+const ALL_GROUPS: number[] = [];
+globalThis.addEventListener("unload", () => {
+  for (const g of ALL_GROUPS) killGroup(g);
+});
+
 /** A worker whose root is ready unless `configure` is false. */
 export async function session(
   opts: { root?: FakeRootOptions; config?: RootConfig; configure?: boolean; worker?: Partial<WorkerOptions> } = {},
@@ -33,6 +39,7 @@ export async function session(
   const spawn = (argv: readonly string[], stdin: boolean) => {
     const child = spawnInGroup(argv, stdin);
     pids.push(child.pid);
+    ALL_GROUPS.push(child.pid);
     return child;
   };
   const worker = new Worker(s.guest, { ops: root, log: silentLogger(), spawn, ...opts.worker });
