@@ -155,3 +155,18 @@ Deno.test("the end of the stream ends the client", async () => {
   assert.equal(c.ended?.reason, "session");
   await assert.rejects(c.ping(), ClientEnded);
 });
+
+Deno.test("a send that times out, or whose transport fails, ends the client", async () => {
+  const stuck = {
+    read: () => new Promise<number | null>(() => {}),
+    write: () => new Promise<number>(() => {}),
+    close: () => {},
+  };
+  const c = await FramingClient.attach(stuck, { sendTimeoutMs: 30 });
+  await assert.rejects(c.ping(), (e: unknown) => e instanceof ClientEnded && e.reason === "send");
+  await assert.rejects(c.ping(), ClientEnded);
+  const failing = { ...stuck, write: () => Promise.reject(new Error("broken pipe")) };
+  const d = await FramingClient.attach(failing);
+  await assert.rejects(d.send(Kind.Ping), (e: unknown) => e instanceof ClientEnded && e.reason === "send");
+  assert.equal(d.ended?.reason, "send");
+});
