@@ -7,6 +7,10 @@
  * confirms with Stopped. It exits with 0 after a stop whose teardown succeeded, 11–15 when a stage failed, and 1
  * when its session failed or the stream ended.
  *
+ * Config installs (kinds 32–34) are the one exception to "only the configuration or a Stop" before the root:
+ * seed 004 refuses an install before provisioning with failed-precondition, an answer rather than the end of
+ * the session, so the worker answers them in every phase and installs only once the root is ready.
+ *
  * @module
  */
 import type { Logger } from "../core/log/mod.ts";
