@@ -5,14 +5,7 @@
  * @module
  */
 import { HandlerRegistry } from "../core/commands/handlers.ts";
-import {
-  daemonLogSource,
-  inventoryRefreshHandler,
-  journalSummarySource,
-  logsCollectHandler,
-  nodeRebootHandler,
-} from "../core/commands/kind_handlers/mod.ts";
-import { HttpsUploader, InitRebooter, SysfsHostInventory } from "../runtimes/host/mod.ts";
+import { hostKindHandlers } from "../runtimes/host/mod.ts";
 import { NvidiaSmi } from "../runtimes/nvidia/mod.ts";
 import { CdiHoldStore } from "../runtimes/cdi/mod.ts";
 import { CgroupfsSliceManager, ProcHostMemory, SystemdSliceManager } from "../runtimes/cgroup/mod.ts";
@@ -55,13 +48,9 @@ export const COMMANDS: Record<string, Subcommand> = {
     devices: (ctx) => _devices(ctx.config),
     handlers(ctx) {
       const gpus = new NvidiaSmi({ binary: ctx.config.devices.nvidiaSmi });
-      return new HandlerRegistry()
-        .register(inventoryRefreshHandler({ host: new SysfsHostInventory(), gpus }))
-        .register(logsCollectHandler({
-          sources: [daemonLogSource(ctx.logRing), journalSummarySource(ctx.journal)],
-          uploader: new HttpsUploader(),
-        }))
-        .register(nodeRebootHandler({ rebooter: new InitRebooter() }));
+      const reg = new HandlerRegistry();
+      for (const h of hostKindHandlers({ journal: ctx.journal, logRing: ctx.logRing, gpus })) reg.register(h);
+      return reg;
     },
   }),
   image: IMAGE_COMMAND,

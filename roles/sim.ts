@@ -5,14 +5,7 @@
  * @module
  */
 import { HandlerRegistry } from "../core/commands/handlers.ts";
-import {
-  daemonLogSource,
-  inventoryRefreshHandler,
-  journalSummarySource,
-  logsCollectHandler,
-  nodeRebootHandler,
-} from "../core/commands/kind_handlers/mod.ts";
-import { HttpsUploader } from "../runtimes/host/mod.ts";
+import { hostKindHandlers } from "../runtimes/host/mod.ts";
 import { simHostReader, simRebooter } from "../runtimes/fakehw/sim_host.ts";
 import { FakeGpuTool } from "../runtimes/nvidia/mod.ts";
 import { CdiHoldStore } from "../runtimes/cdi/mod.ts";
@@ -63,17 +56,16 @@ export const COMMANDS: Record<string, Subcommand> = {
     capabilities: ["devices.limits", "binding.kubernetes"],
     devices: (ctx) => _devicesOf(ctx.dataDir),
     handlers(ctx) {
-      const gpus = _devicesOf(ctx.dataDir).gpu;
-      return new HandlerRegistry()
-        .register(inventoryRefreshHandler({
-          host: simHostReader(ctx.hostname, ctx.bootId),
-          gpus,
-        }))
-        .register(logsCollectHandler({
-          sources: [daemonLogSource(ctx.logRing), journalSummarySource(ctx.journal)],
-          uploader: new HttpsUploader(),
-        }))
-        .register(nodeRebootHandler({ rebooter: simRebooter() }));
+      const reg = new HandlerRegistry();
+      const handlers = hostKindHandlers({
+        journal: ctx.journal,
+        logRing: ctx.logRing,
+        gpus: _devicesOf(ctx.dataDir).gpu,
+        host: simHostReader(ctx.hostname, ctx.bootId),
+        rebooter: simRebooter(),
+      });
+      for (const h of handlers) reg.register(h);
+      return reg;
     },
     convergers: (ctx) => [_instancesOf(ctx.dataDir)],
     instances: (ctx) => () => _instancesOf(ctx.dataDir).report(),

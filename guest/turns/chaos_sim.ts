@@ -16,6 +16,7 @@ import { type AnyMigrationState, type Draining, startMigrationFsm } from "../../
 import { silentLogger } from "../../core/log/mod.ts";
 import type { GuestMessage, HostMessage } from "../../core/turns/mod.ts";
 import { type ConnId, type EngineAction, TurnsEngine } from "./engine.ts";
+import { mulberry32 as prng } from "../../core/rand/mulberry32.ts";
 
 /** What of the engine the simulation drives (tests substitute broken engines to prove the checks bite). */
 export type SimEngine = Pick<TurnsEngine, "connected" | "disconnected" | "received" | "turnExited">;
@@ -38,18 +39,6 @@ export interface ChaosOutcome {
   readonly migrated: number;
   readonly resumedOnSource: number;
   readonly ackedInFlight: number;
-}
-
-/** mulberry32: a small, well-mixed 32-bit PRNG. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 type _Ev = { at: number; tie: number; run: () => void };

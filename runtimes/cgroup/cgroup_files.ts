@@ -6,7 +6,7 @@
  * @module
  */
 import { parseCpuList } from "../../core/converge/devices/assignment.ts";
-import { SLICE_PARENTS } from "../../core/converge/devices/slice.ts";
+import { allocationIdOfSlice, SLICE_PARENTS } from "../../core/converge/devices/slice.ts";
 
 /** A cgroup operation the kernel refused or a value that did not stick. */
 export class CgroupError extends Error {
@@ -114,4 +114,19 @@ export async function removeCgroupTree(dir: string, rmdir: Rmdir = kernelRmdir):
 export async function hugetlbCurrent(dir: string): Promise<{ bytes2MB: number; bytes1GB: number }> {
   const n = async (f: string) => Number((await readCgroupFile(`${dir}/${f}`)) ?? "0") || 0;
   return { bytes2MB: await n("hugetlb.2MB.current"), bytes1GB: await n("hugetlb.1GB.current") };
+}
+
+/** The hold slices (`bcd-alloc-<id>.slice`) under `bcd.slice/bcd-alloc.slice` of a cgroup root, sorted. */
+export async function listHoldSlices(root: string): Promise<string[]> {
+  const parent = ancestorDirs(root).at(-1)!;
+  const out: string[] = [];
+  try {
+    for await (const e of Deno.readDir(parent)) {
+      if (e.isDirectory && allocationIdOfSlice(e.name) !== undefined) out.push(e.name);
+    }
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return [];
+    throw e;
+  }
+  return out.sort();
 }

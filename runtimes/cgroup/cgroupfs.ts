@@ -23,6 +23,7 @@ import {
   hugetlbCurrent,
   isPopulated,
   kernelRmdir,
+  listHoldSlices,
   type ReadBack,
   removeCgroupTree,
   type Rmdir,
@@ -103,18 +104,8 @@ export class CgroupfsSliceManager implements SliceManager {
     for (const f of files) await writeChecked(`${dir}/${f.file}`, f.value, f.readBack);
   }
 
-  async list(): Promise<string[]> {
-    const parent = ancestorDirs(this.root).at(-1)!;
-    const out: string[] = [];
-    try {
-      for await (const e of Deno.readDir(parent)) {
-        if (e.isDirectory && allocationIdOfSlice(e.name) !== undefined) out.push(e.name);
-      }
-    } catch (e) {
-      if (e instanceof Deno.errors.NotFound) return [];
-      throw e;
-    }
-    return out.sort();
+  list(): Promise<string[]> {
+    return listHoldSlices(this.root);
   }
 
   async remove(name: string): Promise<SliceRemoval> {

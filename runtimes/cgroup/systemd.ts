@@ -24,6 +24,7 @@ import {
   enableControllers,
   hugetlbCurrent,
   isPopulated,
+  listHoldSlices,
   sliceDir,
   writeChecked,
 } from "./cgroup_files.ts";
@@ -91,18 +92,8 @@ export class SystemdSliceManager implements SliceManager {
     }
   }
 
-  async list(): Promise<string[]> {
-    const parent = ancestorDirs(this.root).at(-1)!;
-    const out: string[] = [];
-    try {
-      for await (const e of Deno.readDir(parent)) {
-        if (e.isDirectory && allocationIdOfSlice(e.name) !== undefined) out.push(e.name);
-      }
-    } catch (e) {
-      if (e instanceof Deno.errors.NotFound) return [];
-      throw e;
-    }
-    return out.sort();
+  list(): Promise<string[]> {
+    return listHoldSlices(this.root);
   }
 
   async remove(name: string): Promise<SliceRemoval> {

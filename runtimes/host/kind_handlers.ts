@@ -16,6 +16,7 @@
 import {
   daemonLogSource,
   type GpuInventorySource,
+  type HostInventoryReader,
   inventoryRefreshHandler,
   journalSummarySource,
   type LogRing,
@@ -39,12 +40,17 @@ export interface HostKindOptions {
   readonly transferLimits?: Partial<TransferLimits>;
   readonly rebooter?: Rebooter;
   readonly roots?: HostInventoryRoots;
+  /** The host inventory reader; the sysfs one over `roots` by default (the sim passes its simulated host). */
+  readonly host?: HostInventoryReader;
 }
 
 /** The three host handlers. */
 export function hostKindHandlers(o: HostKindOptions): KindHandler[] {
   return [
-    inventoryRefreshHandler({ host: new SysfsHostInventory(o.roots), ...(o.gpus ? { gpus: o.gpus } : {}) }),
+    inventoryRefreshHandler({
+      host: o.host ?? new SysfsHostInventory(o.roots),
+      ...(o.gpus ? { gpus: o.gpus } : {}),
+    }),
     logsCollectHandler({
       sources: [daemonLogSource(o.logRing), journalSummarySource(o.journal)],
       uploader: new HttpsUploader({

@@ -19,6 +19,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { Journal } from "../mod.ts";
 import type { Plan } from "./crash_child.ts";
+import { mulberry32 as rng } from "../../rand/mulberry32.ts";
 
 const KILLS = Number(Deno.env.get("BCD_CRASH_KILLS") ?? "200");
 const SEED = Number(Deno.env.get("BCD_CRASH_SEED") ?? Date.now() % 1_000_000);
@@ -26,18 +27,6 @@ const MAX_REDELIVER = 8;
 /** A child that neither finishes nor reaches its kill point within this long is a failure, not a kill. */
 const WATCHDOG_MS = 30_000;
 const CHILD = new URL("./crash_child.ts", import.meta.url).pathname;
-
-/** A small deterministic PRNG (mulberry32) so a failing seed can be replayed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const KINDS = [
   { kind: "node.reboot", retrySafe: true, selfTerminating: true },
