@@ -47,6 +47,8 @@ export interface RoleWiring {
   instances?(ctx: WiringContext): () => readonly InstanceReport[];
   /** The devices section's host ports; with them the role converges holds and runs `gpu.reset` and `diag.nvml`. */
   devices?(ctx: WiringContext): DevicePorts;
+  /** Where the boot id comes from when `BCD_BOOT_ID_PATH` is unset (the sim's simulated boot); the kernel's if absent. */
+  bootIdFile?(dataDir: string): Promise<string>;
 }
 
 const DATA_DIR_OPTS = {
@@ -138,7 +140,7 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
         });
         const identity = await loadIdentity(dataDir);
         if (!identity) throw new UsageError(`${dataDir} holds no identity; run "join" first`);
-        const bootId = await readBootId(_bootIdPath());
+        const bootId = await readBootId(_bootIdPath() ?? await w.bootIdFile?.(dataDir));
         const journal = await Journal.open({
           dataDir,
           bootId,

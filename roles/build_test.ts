@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { ROLES } from "../core/commands/kinds.ts";
 import { compileArgs, launcherScript } from "./build.ts";
-import { roleFlags } from "./permissions.ts";
+import { ROLE_PERMISSIONS, roleFlags } from "./permissions.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 
@@ -10,7 +10,9 @@ Deno.test("each launcher runs the bundle with exactly its role's flags", () => {
     const script = launcherScript(role);
     for (const f of roleFlags(role)) assert.ok(script.includes(`'${f}'`), `${role} launcher lacks ${f}`);
     assert.ok(script.includes(`"$here/bcd-${role}.js"`));
-    assert.ok(!script.includes("--allow-all") && !script.includes(" -A "));
+    const allowAll = ROLE_PERMISSIONS[role].allowAll !== undefined;
+    assert.equal(script.includes("'--allow-all'"), allowAll, `${role}: --allow-all only for the host daemons`);
+    assert.ok(!script.includes(" -A "));
   }
 });
 

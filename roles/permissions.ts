@@ -3,6 +3,14 @@
  * A role never holds a permission it does not use; `permissions_test.ts` proves the tasks match this table and
  * that what a role must not do is refused.
  *
+ * The host daemons (`node`, `site`, `ramdisk`) run with `--allow-all`. Deno 2.9 refuses every access below `/proc`,
+ * `/sys` and `/dev` to anything short of `--allow-all`, whatever `--allow-read`/`--allow-write` name
+ * (denoland/deno#27564, #34393), and a host daemon cannot work without them: the boot id
+ * (`/proc/sys/kernel/random/boot_id`) that decides crash recovery, `/proc/meminfo` for host admission, sysfs for the
+ * inventory, cgroupfs for the hold slices, block devices for `disk.wipe`. Their entries below still list what each
+ * touches; the containment that scoped flags cannot give them is the seed's privilege separation (an unprivileged
+ * daemon beside a root `bcd helper`), not built yet. `guest` and `sim` stay scoped.
+ *
  * @module
  */
 import type { Role } from "../core/commands/kinds.ts";
@@ -29,7 +37,12 @@ export interface RolePermissions {
   readonly net: "all" | "none";
   readonly env: readonly string[];
   readonly sys: readonly string[];
+  /** Why the role runs with `--allow-all` instead of the scoped grant above, when it must. */
+  readonly allowAll?: string;
 }
+
+const HOST_DAEMON =
+  "a host daemon reads /proc and /sys (and writes cgroupfs, /dev): Deno grants those only to --allow-all";
 
 const ENV = ["BCD_LOG_LEVEL", "BCD_CONFIG", "BCD_DATA_DIR", "BCD_BOOT_ID_PATH"];
 /** Seed 001's wrap-mode variables, read by `guest turns`. */
@@ -63,15 +76,17 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, RolePermissions>> = {
     net: "all",
     env: DAEMON_ENV,
     sys: SYS,
+    allowAll: HOST_DAEMON,
   },
   site: {
     read: ["/var/lib/bcd-site", "/etc/bcd", "/proc", "/sys"],
     write: ["/var/lib/bcd-site"],
-    run: ["systemctl"],
+    run: ["systemctl", "reboot"],
     denyRun: [],
     net: "all",
     env: DAEMON_ENV,
     sys: SYS,
+    allowAll: HOST_DAEMON,
   },
   ramdisk: {
     read: ["/run/bcd", "/etc/bcd", "/proc", "/sys", "/dev"],
@@ -81,6 +96,7 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, RolePermissions>> = {
     net: "all",
     env: DAEMON_ENV,
     sys: SYS,
+    allowAll: HOST_DAEMON,
   },
   guest: {
     read: "all",
@@ -115,6 +131,7 @@ export function roleFlags(role: Role, opts: RoleFlagOptions = {}): string[] {
   const p = ROLE_PERMISSIONS[role];
   const extra = opts.extraWrite ?? [];
   const flags: string[] = ["--quiet", "--no-prompt"];
+  if (p.allowAll !== undefined) return [...flags, "--allow-all"];
   if (p.read === "all") flags.push("--allow-read");
   else flags.push(`--allow-read=${[...p.read, ...extra].join(",")}`);
   if (p.write.length + extra.length > 0) flags.push(`--allow-write=${[...p.write, ...extra].join(",")}`);

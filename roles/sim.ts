@@ -6,7 +6,7 @@
  */
 import { HandlerRegistry } from "../core/commands/handlers.ts";
 import { hostKindHandlers } from "../runtimes/host/mod.ts";
-import { simHostReader, simRebooter } from "../runtimes/fakehw/sim_host.ts";
+import { simBootIdFile, simHostReader, simRebooter } from "../runtimes/fakehw/sim_host.ts";
 import { FakeGpuTool } from "../runtimes/nvidia/mod.ts";
 import { CdiHoldStore } from "../runtimes/cdi/mod.ts";
 import { SimSliceManager } from "../runtimes/cgroup/mod.ts";
@@ -55,6 +55,7 @@ export const COMMANDS: Record<string, Subcommand> = {
     defaultDataDir: "/var/lib/bcd-sim",
     capabilities: ["devices.limits", "binding.kubernetes"],
     devices: (ctx) => _devicesOf(ctx.dataDir),
+    bootIdFile: simBootIdFile,
     handlers(ctx) {
       const reg = new HandlerRegistry();
       const handlers = hostKindHandlers({

@@ -51,3 +51,17 @@ export function simRebooter(beforeExit: () => Promise<void> = () => Promise.reso
     },
   };
 }
+
+/**
+ * The simulated host's boot id file, `<data dir>/boot_id`, made with a fresh id when absent. A simulated reboot is
+ * a new id written there by whatever supervises the sim.
+ */
+export async function simBootIdFile(dataDir: string): Promise<string> {
+  const path = `${dataDir}/boot_id`;
+  try {
+    await Deno.writeTextFile(path, crypto.randomUUID() + "\n", { createNew: true });
+  } catch (e) {
+    if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
+  }
+  return path;
+}
