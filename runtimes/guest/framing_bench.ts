@@ -72,7 +72,7 @@ function decodeFrames(buf: Uint8Array, perRound: number, views: boolean): number
 }
 
 async function echoTrips(size: number, ms: number): Promise<{ mbps: number; trips: number }> {
-  const child = new Deno.Command("deno", {
+  const child = new Deno.Command(Deno.execPath(), {
     args: ["task", "-q", "guest", "serve"],
     cwd: new URL("../../", import.meta.url).pathname,
     stdin: "piped",
