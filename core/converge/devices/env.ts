@@ -33,7 +33,8 @@ export interface HoldEnvInput {
   readonly mpsPipeDirectory?: string;
 }
 
-const _LINE = /^[A-Za-z_][A-Za-z0-9_]{0,127}=[^\n\r\0]{0,4096}$/;
+/** One env line: `KEY=VALUE`, a shell-safe key, a value on one line (also what the root helper accepts). */
+export const ENV_LINE = /^[A-Za-z_][A-Za-z0-9_]{0,127}=[^\n\r\0]{0,4096}$/;
 
 /** The env lines of a hold, in a fixed order: bcd's own first, then the assignment's extra lines. */
 export function holdEnv(i: HoldEnvInput): string[] {
@@ -48,7 +49,7 @@ export function holdEnv(i: HoldEnvInput): string[] {
   }
   if (i.cgroupParent !== undefined) out.push(`BCD_CGROUP_PARENT=${i.cgroupParent}`);
   for (const line of i.extra ?? []) {
-    if (!_LINE.test(line)) {
+    if (!ENV_LINE.test(line)) {
       throw new AllocationRefused(
         "invalid-assignment",
         `env line ${JSON.stringify(line)} is not KEY=VALUE on one line`,

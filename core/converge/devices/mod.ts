@@ -78,7 +78,7 @@ export {
   xidsFromConditions,
   type XidSource,
 } from "./diag_nvml.ts";
-export { holdEnv, type HoldEnvInput, MPS_PIPE_DIRECTORY, RESERVED_ENV_KEYS } from "./env.ts";
+export { ENV_LINE, holdEnv, type HoldEnvInput, MPS_PIPE_DIRECTORY, RESERVED_ENV_KEYS } from "./env.ts";
 export { type AllocationBound, type AllocationFailed, type AllocationReleased, type DeviceEvent } from "./events.ts";
 export { diagNvmlHandler, gpuResetHandler } from "./gpu_kind_handlers.ts";
 export {

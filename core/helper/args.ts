@@ -1,0 +1,265 @@
+/**
+ * The helper's default-deny argument table: every operation checks its own arguments before anything runs, and the
+ * node never sends a path. An unknown field is refused by name (`unknown-field`); a value outside its rule is refused
+ * with the field and the value (`invalid-argument`).
+ *
+ * | op               | fields                                | rule                                                   |
+ * | ---------------- | ------------------------------------- | ------------------------------------------------------ |
+ * | `host.boot_id`, `host.inventory`, `host.memory`, `holds.list`, `slice.list` | none |                   |
+ * | `pci.numa_node`  | `pciBusId`                            | `DDDD[DDDD]:BB:DD.F`, hex                              |
+ * | `file.write`     | `kind`, `allocationId`, …             | `cdi`: `binding`, `devices`, `env`, `cgroupParent?`; `allocation-env`: `env` |
+ * | `file.remove`    | `kind`, `allocationId`                | kind `cdi` or `allocation-env`                         |
+ * | `slice.apply`    | `name`, `settings`                    | `bcd-alloc-<allocation id>.slice`; cpulists and counts |
+ * | `slice.remove`, `slice.usage` | `name`                   | `bcd-alloc-<allocation id>.slice`                      |
+ * | `gpu.reset`      | `gpuUuid`                             | `GPU-…` (a whole GPU's UUID, not a MIG device's)       |
+ * | `node.reboot`    | `reason`                              | at most 512 characters, no control characters          |
+ *
+ * Allocation ids are the devices section's (1–128 of `[A-Za-z0-9_.-]`, starting alphanumeric, no `..`). A CDI write
+ * is a hold, not a file: devices of a known class whose atom has that class's shape, `gpuUuid` the atom's GPU,
+ * `cdiName` the atom with `/` as `_`, a minor number below 2^20; env lines `KEY=VALUE` carrying
+ * `BCD_ALLOCATION_ID=<allocation id>`; a cgroup parent only of a `hold` binding and only its own slice.
+ *
+ * @module
+ */
+import { isValidAllocationId } from "../converge/devices/assignment.ts";
+import { cdiDeviceName, classOfAtom, DEVICE_CLASSES, type DeviceClass } from "../converge/devices/classes.ts";
+import { ENV_LINE } from "../converge/devices/env.ts";
+import { allocationIdOfSlice, checkSliceRequest, sliceName, type SliceSettings } from "../converge/devices/slice.ts";
+import { HelperError } from "./errors.ts";
+import {
+  type CdiWriteArgs,
+  type EnvWriteArgs,
+  FILE_KINDS,
+  type FileKind,
+  type HelperArgs,
+  type HelperOp,
+  type WireHoldDevice,
+} from "./protocol.ts";
+
+/** The most devices a CDI write names (the CDI read-back's bound). */
+export const MAX_WRITE_DEVICES = 1024;
+/** The most env lines a hold carries. */
+export const MAX_ENV_LINES = 256;
+/** The longest reboot reason. */
+export const MAX_REASON = 512;
+/** The largest minor number a device node may name (the kernel's 20-bit minor). */
+export const MAX_MINOR = 2 ** 20 - 1;
+
+const _PCI = /^[0-9A-Fa-f]{4}(?:[0-9A-Fa-f]{4})?:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$/;
+const _SETTINGS = [
+  "allowedCpus",
+  "allowedMemoryNodes",
+  "cpuQuotaPercent",
+  "memoryMaxBytes",
+  "memoryHighBytes",
+  "hugetlb2MBMaxBytes",
+  "hugetlb1GBMaxBytes",
+];
+
+type Fields = Record<string, unknown>;
+
+/** A value for a message: JSON, cut at 80 characters. */
+function _show(v: unknown): string {
+  let s: string;
+  try {
+    s = JSON.stringify(v) ?? String(v);
+  } catch {
+    s = String(v);
+  }
+  return s.length > 80 ? `${s.slice(0, 77)}...` : s;
+}
+
+function _refuse(op: HelperOp, field: string, v: unknown, why: string): never {
+  throw new HelperError("invalid-argument", `${op}: ${field} ${_show(v)} ${why}`);
+}
+
+/** The object at `path`, with only `allowed` fields (unknown ones refused by name) and `required` present. */
+function _object(op: HelperOp, path: string, raw: unknown, allowed: readonly string[], required = allowed): Fields {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new HelperError("invalid-argument", `${op}: ${path} is not an object`);
+  }
+  const o = raw as Fields;
+  for (const k of Object.keys(o)) {
+    if (!allowed.includes(k)) throw new HelperError("unknown-field", `${op}: unknown field ${path}.${k}`);
+  }
+  for (const k of required) {
+    if (o[k] === undefined) throw new HelperError("invalid-argument", `${op}: ${path}.${k} is missing`);
+  }
+  return o;
+}
+
+function _allocationId(op: HelperOp, v: unknown): string {
+  if (typeof v !== "string" || !isValidAllocationId(v)) _refuse(op, "allocationId", v, "is not an allocation id");
+  return v;
+}
+
+function _kind(op: HelperOp, v: unknown): FileKind {
+  if (typeof v !== "string" || !(FILE_KINDS as readonly string[]).includes(v)) {
+    _refuse(op, "kind", v, `is not one of ${FILE_KINDS.join(", ")}`);
+  }
+  return v as FileKind;
+}
+
+/** A hold slice name in its canonical spelling (`sliceName` of a valid allocation id). */
+function _slice(op: HelperOp, v: unknown): string {
+  const id = typeof v === "string" ? allocationIdOfSlice(v) : undefined;
+  if (id === undefined || !isValidAllocationId(id) || sliceName(id) !== v) {
+    _refuse(op, "name", v, "is not bcd-alloc-<allocation id>.slice");
+  }
+  return v as string;
+}
+
+function _env(op: HelperOp, v: unknown, allocationId: string): string[] {
+  if (!Array.isArray(v) || v.length > MAX_ENV_LINES) {
+    _refuse(op, "env", v, `is not a list of at most ${MAX_ENV_LINES} lines`);
+  }
+  for (const [i, line] of v.entries()) {
+    if (typeof line !== "string" || !ENV_LINE.test(line)) {
+      _refuse(op, `env[${i}]`, line, "is not KEY=VALUE on one line");
+    }
+  }
+  if (!v.includes(`BCD_ALLOCATION_ID=${allocationId}`)) {
+    _refuse(op, "env", v, `does not carry BCD_ALLOCATION_ID=${allocationId}`);
+  }
+  return [...v] as string[];
+}
+
+function _device(op: HelperOp, i: number, raw: unknown): WireHoldDevice {
+  const path = `devices[${i}]`;
+  const d = _object(op, path, raw, ["class", "atom", "gpuUuid", "cdiName", "minorNumber"], [
+    "class",
+    "atom",
+    "gpuUuid",
+    "cdiName",
+  ]);
+  if (typeof d.class !== "string" || !(DEVICE_CLASSES as readonly string[]).includes(d.class)) {
+    _refuse(op, `${path}.class`, d.class, `is not one of ${DEVICE_CLASSES.join(", ")}`);
+  }
+  const cls = d.class as DeviceClass;
+  if (typeof d.atom !== "string" || classOfAtom(d.atom) !== cls) {
+    _refuse(op, `${path}.atom`, d.atom, `is not a ${cls} atom`);
+  }
+  const atom = d.atom as string;
+  if (d.gpuUuid !== atom.split("/")[0]) _refuse(op, `${path}.gpuUuid`, d.gpuUuid, `is not the GPU of ${atom}`);
+  if (d.cdiName !== cdiDeviceName(atom)) _refuse(op, `${path}.cdiName`, d.cdiName, `is not the CDI name of ${atom}`);
+  const minor = d.minorNumber;
+  if (
+    minor !== undefined && (typeof minor !== "number" || !Number.isSafeInteger(minor) || minor < 0 || minor > MAX_MINOR)
+  ) {
+    _refuse(op, `${path}.minorNumber`, minor, `is not a minor number (0 to ${MAX_MINOR})`);
+  }
+  return {
+    class: cls,
+    atom,
+    gpuUuid: atom.split("/")[0]!,
+    cdiName: cdiDeviceName(atom),
+    ...(minor !== undefined ? { minorNumber: minor as number } : {}),
+  };
+}
+
+function _fileWrite(raw: unknown): CdiWriteArgs | EnvWriteArgs {
+  const op = "file.write";
+  const head = _object(op, "args", raw, ["kind", "allocationId", "binding", "devices", "env", "cgroupParent"], [
+    "kind",
+    "allocationId",
+  ]);
+  const kind = _kind(op, head.kind);
+  if (kind === "allocation-env") {
+    const a = _object(op, "args", raw, ["kind", "allocationId", "env"]);
+    const allocationId = _allocationId(op, a.allocationId);
+    return { kind, allocationId, env: _env(op, a.env, allocationId) };
+  }
+  const a = _object(op, "args", raw, ["kind", "allocationId", "binding", "devices", "env", "cgroupParent"], [
+    "kind",
+    "allocationId",
+    "binding",
+    "devices",
+    "env",
+  ]);
+  const allocationId = _allocationId(op, a.allocationId);
+  if (a.binding !== "hold" && a.binding !== "kubernetes") {
+    _refuse(op, "binding", a.binding, "is not hold or kubernetes");
+  }
+  if (!Array.isArray(a.devices) || a.devices.length === 0 || a.devices.length > MAX_WRITE_DEVICES) {
+    _refuse(op, "devices", a.devices, `is not a list of 1 to ${MAX_WRITE_DEVICES} devices`);
+  }
+  const devices = a.devices.map((d, i) => _device(op, i, d));
+  const env = _env(op, a.env, allocationId);
+  if (a.cgroupParent !== undefined) {
+    if (a.binding === "kubernetes") _refuse(op, "cgroupParent", a.cgroupParent, "is set on a kubernetes hold");
+    if (a.cgroupParent !== sliceName(allocationId)) {
+      _refuse(op, "cgroupParent", a.cgroupParent, `is not the hold's own slice ${sliceName(allocationId)}`);
+    }
+  }
+  return {
+    kind,
+    allocationId,
+    binding: a.binding,
+    devices,
+    env,
+    ...(a.cgroupParent !== undefined ? { cgroupParent: a.cgroupParent as string } : {}),
+  };
+}
+
+function _settings(raw: unknown): SliceSettings {
+  const op = "slice.apply";
+  const s = _object(op, "args.settings", raw, _SETTINGS, []);
+  try {
+    return checkSliceRequest("bcd-alloc-x.slice", s).settings;
+  } catch (e) {
+    if (e instanceof RangeError) throw new HelperError("invalid-argument", `${op}: ${e.message}`, { cause: e });
+    throw e;
+  }
+}
+
+const _NONE: readonly string[] = [];
+
+/** The checkers, one per op. */
+const _CHECK: { readonly [O in HelperOp]: (raw: unknown) => HelperArgs[O] } = {
+  "host.boot_id": (raw) => (_object("host.boot_id", "args", raw, _NONE), {}),
+  "host.inventory": (raw) => (_object("host.inventory", "args", raw, _NONE), {}),
+  "host.memory": (raw) => (_object("host.memory", "args", raw, _NONE), {}),
+  "pci.numa_node": (raw) => {
+    const a = _object("pci.numa_node", "args", raw, ["pciBusId"]);
+    if (typeof a.pciBusId !== "string" || !_PCI.test(a.pciBusId)) {
+      _refuse("pci.numa_node", "pciBusId", a.pciBusId, "is not a PCI bus id");
+    }
+    return { pciBusId: a.pciBusId };
+  },
+  "holds.list": (raw) => (_object("holds.list", "args", raw, _NONE), {}),
+  "file.write": _fileWrite,
+  "file.remove": (raw) => {
+    const a = _object("file.remove", "args", raw, ["kind", "allocationId"]);
+    return { kind: _kind("file.remove", a.kind), allocationId: _allocationId("file.remove", a.allocationId) };
+  },
+  "slice.apply": (raw) => {
+    const a = _object("slice.apply", "args", raw, ["name", "settings"]);
+    return { name: _slice("slice.apply", a.name), settings: _settings(a.settings) };
+  },
+  "slice.remove": (raw) => ({ name: _slice("slice.remove", _object("slice.remove", "args", raw, ["name"]).name) }),
+  "slice.list": (raw) => (_object("slice.list", "args", raw, _NONE), {}),
+  "slice.usage": (raw) => ({ name: _slice("slice.usage", _object("slice.usage", "args", raw, ["name"]).name) }),
+  "gpu.reset": (raw) => {
+    const a = _object("gpu.reset", "args", raw, ["gpuUuid"]);
+    if (typeof a.gpuUuid !== "string" || classOfAtom(a.gpuUuid) !== "gpu") {
+      _refuse("gpu.reset", "gpuUuid", a.gpuUuid, "is not a GPU UUID");
+    }
+    return { gpuUuid: a.gpuUuid };
+  },
+  "node.reboot": (raw) => {
+    const a = _object("node.reboot", "args", raw, ["reason"]);
+    // deno-lint-ignore no-control-regex
+    if (typeof a.reason !== "string" || a.reason.length > MAX_REASON || /[\u0000-\u001f\u007f]/.test(a.reason)) {
+      _refuse("node.reboot", "reason", a.reason, `is not one line of at most ${MAX_REASON} characters`);
+    }
+    return { reason: a.reason };
+  },
+};
+
+/**
+ * Checks `raw` as the arguments of `op` and returns them typed; throws {@link HelperError} (`unknown-field` or
+ * `invalid-argument`) naming what it refuses. Nothing has run when it throws.
+ */
+export function checkArgs<O extends HelperOp>(op: O, raw: unknown): HelperArgs[O] {
+  return (_CHECK[op] as (raw: unknown) => HelperArgs[O])(raw ?? {});
+}

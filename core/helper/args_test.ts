@@ -1,0 +1,436 @@
+import assert from "node:assert/strict";
+import { sliceName } from "../converge/devices/slice.ts";
+import { checkArgs } from "./args.ts";
+import { HelperError } from "./errors.ts";
+import { HELPER_OPS, type HelperOp } from "./protocol.ts";
+
+const GPU = "GPU-6f2a1c3e-3b1e-4f0a-9f3c-0d1e2f3a4b5c";
+const ENV = ["NVIDIA_VISIBLE_DEVICES=" + GPU, "BCD_ALLOCATION_ID=a1"];
+const CDI = {
+  kind: "cdi",
+  allocationId: "a1",
+  binding: "hold",
+  devices: [{ class: "gpu", atom: GPU, gpuUuid: GPU, cdiName: GPU, minorNumber: 0 }],
+  env: ENV,
+};
+const MIG = `${GPU}/gi1/ci0`;
+
+/** One accepted request per op: the table's "what passes" column. */
+const VALID: Record<HelperOp, unknown> = {
+  "host.boot_id": {},
+  "host.inventory": {},
+  "host.memory": {},
+  "pci.numa_node": { pciBusId: "00000000:18:00.0" },
+  "holds.list": {},
+  "file.write": CDI,
+  "file.remove": { kind: "allocation-env", allocationId: "a1" },
+  "slice.apply": { name: "bcd-alloc-a1.slice", settings: { allowedCpus: "0-3,8", cpuQuotaPercent: 150 } },
+  "slice.remove": { name: "bcd-alloc-a1.slice" },
+  "slice.list": {},
+  "slice.usage": { name: "bcd-alloc-a1.slice" },
+  "gpu.reset": { gpuUuid: GPU },
+  "node.reboot": { reason: "kernel update" },
+};
+
+Deno.test("checkArgs accepts one well-formed request of every op", () => {
+  for (const op of HELPER_OPS) assert.doesNotThrow(() => checkArgs(op, VALID[op]), op);
+  assert.deepEqual(checkArgs("host.boot_id", undefined), {}, "args may be omitted when the op takes none");
+  assert.deepEqual(
+    checkArgs("file.write", { kind: "allocation-env", allocationId: "a1", env: ENV }),
+    { kind: "allocation-env", allocationId: "a1", env: ENV },
+  );
+  assert.deepEqual(checkArgs("file.write", { ...CDI, cgroupParent: "bcd-alloc-a1.slice" }), {
+    ...CDI,
+    cgroupParent: "bcd-alloc-a1.slice",
+  });
+  const mig = { class: "gpu.mig", atom: MIG, gpuUuid: GPU, cdiName: MIG.replaceAll("/", "_") };
+  assert.doesNotThrow(() => checkArgs("file.write", { ...CDI, devices: [mig] }));
+  assert.doesNotThrow(() => checkArgs("slice.usage", { name: sliceName("a-b") }), "a dash is escaped as \\x2d");
+});
+
+/** Every refusal: op, arguments, code, and what the message names. Nothing runs for any of these. */
+const REFUSED: { why: string; op: HelperOp; args: unknown; code: string; names: RegExp }[] = [
+  // unknown fields, by name
+  {
+    why: "a field on an op that takes none",
+    op: "host.boot_id",
+    args: { path: "/x" },
+    code: "unknown-field",
+    names: /args\.path/,
+  },
+  {
+    why: "a path on a file write",
+    op: "file.write",
+    args: { ...CDI, path: "/etc/passwd" },
+    code: "unknown-field",
+    names: /args\.path/,
+  },
+  {
+    why: "a cdi field on an env write",
+    op: "file.write",
+    args: { kind: "allocation-env", allocationId: "a1", env: ENV, binding: "hold" },
+    code: "unknown-field",
+    names: /args\.binding/,
+  },
+  {
+    why: "a field on a device",
+    op: "file.write",
+    args: { ...CDI, devices: [{ ...CDI.devices[0], hostPath: "/dev/sda" }] },
+    code: "unknown-field",
+    names: /devices\[0\]\.hostPath/,
+  },
+  {
+    why: "an unknown slice setting",
+    op: "slice.apply",
+    args: { name: "bcd-alloc-a1.slice", settings: { ioWeight: 5 } },
+    code: "unknown-field",
+    names: /settings\.ioWeight/,
+  },
+  {
+    why: "a path on a slice",
+    op: "slice.remove",
+    args: { name: "bcd-alloc-a1.slice", root: "/" },
+    code: "unknown-field",
+    names: /args\.root/,
+  },
+  // allocation ids
+  {
+    why: "an empty allocation id",
+    op: "file.remove",
+    args: { kind: "cdi", allocationId: "" },
+    code: "invalid-argument",
+    names: /allocationId ""/,
+  },
+  {
+    why: "a path-like allocation id",
+    op: "file.remove",
+    args: { kind: "cdi", allocationId: "../../etc/passwd" },
+    code: "invalid-argument",
+    names: /allocationId/,
+  },
+  {
+    why: "an allocation id with a slash",
+    op: "file.write",
+    args: { ...CDI, allocationId: "a/b" },
+    code: "invalid-argument",
+    names: /allocationId "a\/b"/,
+  },
+  {
+    why: "an allocation id with ..",
+    op: "file.remove",
+    args: { kind: "allocation-env", allocationId: "a..b" },
+    code: "invalid-argument",
+    names: /allocationId/,
+  },
+  {
+    why: "an allocation id starting with a dot",
+    op: "file.remove",
+    args: { kind: "cdi", allocationId: ".hidden" },
+    code: "invalid-argument",
+    names: /allocationId/,
+  },
+  {
+    why: "an allocation id of 129 characters",
+    op: "file.remove",
+    args: { kind: "cdi", allocationId: "a".repeat(129) },
+    code: "invalid-argument",
+    names: /allocationId/,
+  },
+  {
+    why: "a numeric allocation id",
+    op: "file.remove",
+    args: { kind: "cdi", allocationId: 7 },
+    code: "invalid-argument",
+    names: /allocationId 7/,
+  },
+  // file kinds
+  {
+    why: "an unknown file kind",
+    op: "file.write",
+    args: { ...CDI, kind: "sshd" },
+    code: "invalid-argument",
+    names: /kind "sshd"/,
+  },
+  {
+    why: "an unknown kind to remove",
+    op: "file.remove",
+    args: { kind: "cdi-dir", allocationId: "a1" },
+    code: "invalid-argument",
+    names: /kind "cdi-dir"/,
+  },
+  {
+    why: "a missing kind",
+    op: "file.remove",
+    args: { allocationId: "a1" },
+    code: "invalid-argument",
+    names: /args\.kind is missing/,
+  },
+  // the hold a CDI write carries
+  {
+    why: "an unknown binding",
+    op: "file.write",
+    args: { ...CDI, binding: "vm" },
+    code: "invalid-argument",
+    names: /binding "vm"/,
+  },
+  { why: "no devices", op: "file.write", args: { ...CDI, devices: [] }, code: "invalid-argument", names: /devices/ },
+  {
+    why: "an unknown device class",
+    op: "file.write",
+    args: { ...CDI, devices: [{ ...CDI.devices[0], class: "nic" }] },
+    code: "invalid-argument",
+    names: /devices\[0\]\.class "nic"/,
+  },
+  {
+    why: "an atom of another class",
+    op: "file.write",
+    args: { ...CDI, devices: [{ ...CDI.devices[0], atom: MIG }] },
+    code: "invalid-argument",
+    names: /devices\[0\]\.atom/,
+  },
+  {
+    why: "a non-GPU atom",
+    op: "file.write",
+    args: { ...CDI, devices: [{ ...CDI.devices[0], atom: "/dev/sda", gpuUuid: "/dev/sda", cdiName: "_dev_sda" }] },
+    code: "invalid-argument",
+    names: /devices\[0\]\.atom "\/dev\/sda"/,
+  },
+  {
+    why: "a gpuUuid not the atom's",
+    op: "file.write",
+    args: { ...CDI, devices: [{ ...CDI.devices[0], gpuUuid: "GPU-other" }] },
+    code: "invalid-argument",
+    names: /gpuUuid "GPU-other"/,
+  },
+  {
+    why: "a CDI name not the atom's",
+    op: "file.write",
+    args: { ...CDI, devices: [{ ...CDI.devices[0], cdiName: "x" }] },
+    code: "invalid-argument",
+    names: /cdiName "x"/,
+  },
+  {
+    why: "a negative minor",
+    op: "file.write",
+    args: { ...CDI, devices: [{ ...CDI.devices[0], minorNumber: -1 }] },
+    code: "invalid-argument",
+    names: /minorNumber -1/,
+  },
+  {
+    why: "a minor past 20 bits",
+    op: "file.write",
+    args: { ...CDI, devices: [{ ...CDI.devices[0], minorNumber: 2 ** 20 }] },
+    code: "invalid-argument",
+    names: /minorNumber/,
+  },
+  {
+    why: "a minor that is a path",
+    op: "file.write",
+    args: { ...CDI, devices: [{ ...CDI.devices[0], minorNumber: "0/../sda" }] },
+    code: "invalid-argument",
+    names: /minorNumber/,
+  },
+  {
+    why: "env without the allocation id",
+    op: "file.write",
+    args: { ...CDI, env: ["A=1"] },
+    code: "invalid-argument",
+    names: /BCD_ALLOCATION_ID=a1/,
+  },
+  {
+    why: "env of another allocation",
+    op: "file.write",
+    args: { kind: "allocation-env", allocationId: "a1", env: ["BCD_ALLOCATION_ID=a2"] },
+    code: "invalid-argument",
+    names: /BCD_ALLOCATION_ID=a1/,
+  },
+  {
+    why: "an env line on two lines",
+    op: "file.write",
+    args: { ...CDI, env: [...ENV, "A=1\nLD_PRELOAD=/x"] },
+    code: "invalid-argument",
+    names: /env\[2\]/,
+  },
+  {
+    why: "an env line without =",
+    op: "file.write",
+    args: { ...CDI, env: [...ENV, "PATH"] },
+    code: "invalid-argument",
+    names: /env\[2\] "PATH"/,
+  },
+  {
+    why: "too many env lines",
+    op: "file.write",
+    args: { ...CDI, env: [...ENV, ...Array.from({ length: 256 }, (_, i) => `K${i}=v`)] },
+    code: "invalid-argument",
+    names: /at most 256/,
+  },
+  {
+    why: "a cgroup parent of another hold",
+    op: "file.write",
+    args: { ...CDI, cgroupParent: "bcd-alloc-a2.slice" },
+    code: "invalid-argument",
+    names: /cgroupParent "bcd-alloc-a2.slice"/,
+  },
+  {
+    why: "a cgroup parent outside bcd",
+    op: "file.write",
+    args: { ...CDI, cgroupParent: "system.slice" },
+    code: "invalid-argument",
+    names: /cgroupParent/,
+  },
+  {
+    why: "a cgroup parent on a kubernetes hold",
+    op: "file.write",
+    args: { ...CDI, binding: "kubernetes", cgroupParent: "bcd-alloc-a1.slice" },
+    code: "invalid-argument",
+    names: /kubernetes/,
+  },
+  // slices
+  {
+    why: "a slice that is not a hold's",
+    op: "slice.apply",
+    args: { name: "user-1000.slice", settings: {} },
+    code: "invalid-argument",
+    names: /name "user-1000.slice"/,
+  },
+  {
+    why: "a slice path",
+    op: "slice.remove",
+    args: { name: "../../system.slice" },
+    code: "invalid-argument",
+    names: /name/,
+  },
+  {
+    why: "a slice of a path-like id",
+    op: "slice.remove",
+    args: { name: "bcd-alloc-..\\x2f...slice" },
+    code: "invalid-argument",
+    names: /name/,
+  },
+  {
+    why: "a slice name not in its canonical spelling",
+    op: "slice.usage",
+    args: { name: "bcd-alloc-\\x61.slice" },
+    code: "invalid-argument",
+    names: /name/,
+  },
+  {
+    why: "a bad cpulist",
+    op: "slice.apply",
+    args: { name: "bcd-alloc-a1.slice", settings: { allowedCpus: "0-3;rm -rf" } },
+    code: "invalid-argument",
+    names: /allowedCpus/,
+  },
+  {
+    why: "a descending cpulist",
+    op: "slice.apply",
+    args: { name: "bcd-alloc-a1.slice", settings: { allowedCpus: "7-3" } },
+    code: "invalid-argument",
+    names: /allowedCpus "7-3"/,
+  },
+  {
+    why: "a bad node list",
+    op: "slice.apply",
+    args: { name: "bcd-alloc-a1.slice", settings: { allowedMemoryNodes: "0,x" } },
+    code: "invalid-argument",
+    names: /allowedMemoryNodes/,
+  },
+  {
+    why: "a negative count",
+    op: "slice.apply",
+    args: { name: "bcd-alloc-a1.slice", settings: { memoryMaxBytes: -1 } },
+    code: "invalid-argument",
+    names: /memoryMaxBytes/,
+  },
+  {
+    why: "a fractional count",
+    op: "slice.apply",
+    args: { name: "bcd-alloc-a1.slice", settings: { cpuQuotaPercent: 1.5 } },
+    code: "invalid-argument",
+    names: /cpuQuotaPercent/,
+  },
+  {
+    why: "a string count",
+    op: "slice.apply",
+    args: { name: "bcd-alloc-a1.slice", settings: { memoryHighBytes: "max" } },
+    code: "invalid-argument",
+    names: /memoryHighBytes/,
+  },
+  {
+    why: "settings that are not an object",
+    op: "slice.apply",
+    args: { name: "bcd-alloc-a1.slice", settings: ["0-3"] },
+    code: "invalid-argument",
+    names: /settings is not an object/,
+  },
+  // GPUs
+  {
+    why: "a MIG device's UUID",
+    op: "gpu.reset",
+    args: { gpuUuid: "MIG-6f2a1c3e-3b1e-4f0a-9f3c-0d1e2f3a4b5c" },
+    code: "invalid-argument",
+    names: /gpuUuid "MIG-/,
+  },
+  { why: "a MIG atom", op: "gpu.reset", args: { gpuUuid: MIG }, code: "invalid-argument", names: /gpuUuid/ },
+  {
+    why: "an option for nvidia-smi",
+    op: "gpu.reset",
+    args: { gpuUuid: "--help" },
+    code: "invalid-argument",
+    names: /gpuUuid "--help"/,
+  },
+  {
+    why: "an index, not a UUID",
+    op: "gpu.reset",
+    args: { gpuUuid: "0" },
+    code: "invalid-argument",
+    names: /gpuUuid "0"/,
+  },
+  {
+    why: "a PCI bus id that is a path",
+    op: "pci.numa_node",
+    args: { pciBusId: "../../../etc" },
+    code: "invalid-argument",
+    names: /pciBusId/,
+  },
+  // reboot
+  {
+    why: "a reason on two lines",
+    op: "node.reboot",
+    args: { reason: "a\nb" },
+    code: "invalid-argument",
+    names: /reason/,
+  },
+  {
+    why: "a reason of 513 characters",
+    op: "node.reboot",
+    args: { reason: "r".repeat(513) },
+    code: "invalid-argument",
+    names: /reason/,
+  },
+  // shapes
+  { why: "args that are a list", op: "holds.list", args: [], code: "invalid-argument", names: /args is not an object/ },
+  {
+    why: "args that are a string",
+    op: "file.remove",
+    args: "cdi a1",
+    code: "invalid-argument",
+    names: /args is not an object/,
+  },
+];
+
+Deno.test("checkArgs refuses, by name, every argument outside the table before anything runs", async (t) => {
+  for (const r of REFUSED) {
+    await t.step(`${r.op}: ${r.why}`, () => {
+      assert.throws(() => checkArgs(r.op, r.args), (e) => {
+        assert.ok(e instanceof HelperError, String(e));
+        assert.equal(e.code, r.code, e.message);
+        assert.match(e.message, /^helper: /);
+        assert.ok(e.message.includes(r.op), `the message names the op: ${e.message}`);
+        assert.match(e.message, r.names);
+        return true;
+      });
+    });
+  }
+});

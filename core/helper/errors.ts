@@ -1,0 +1,58 @@
+/**
+ * The helper's error: a refusal or a failure of one operation, with a code callers branch on and a message that
+ * starts `helper: ` (000 §Device assignments: "a refused or failed operation is an error of the action that asked
+ * for it (`helper: …`)", retryable like a failed direct write).
+ *
+ * @module
+ */
+
+/**
+ * Why the helper did not do what was asked:
+ *
+ * | code               | meaning                                                                  |
+ * | ------------------ | ------------------------------------------------------------------------ |
+ * | `malformed`        | the line is not a JSON object with an integer `id` and a string `op`     |
+ * | `line-too-long`    | the line passed the cap; the connection is closed                        |
+ * | `unknown-op`       | the op is not one of the helper's                                        |
+ * | `unknown-field`    | the request or its `args` carry a field the op does not take (named)     |
+ * | `invalid-argument` | an argument is refused (named, with its value)                           |
+ * | `busy`             | too many requests in flight on this connection                           |
+ * | `failed`           | the operation ran and failed; the message is the runtime's               |
+ * | `unreachable`      | (node side) the socket cannot be reached, or the connection dropped      |
+ * | `timeout`          | (node side) no answer in time                                            |
+ */
+export type HelperErrorCode =
+  | "malformed"
+  | "line-too-long"
+  | "unknown-op"
+  | "unknown-field"
+  | "invalid-argument"
+  | "busy"
+  | "failed"
+  | "unreachable"
+  | "timeout";
+
+/** Every code, for decoders. */
+export const HELPER_ERROR_CODES: readonly HelperErrorCode[] = [
+  "malformed",
+  "line-too-long",
+  "unknown-op",
+  "unknown-field",
+  "invalid-argument",
+  "busy",
+  "failed",
+  "unreachable",
+  "timeout",
+];
+
+/** A refusal or failure of the helper; `detail` is the message without the `helper: ` prefix. */
+export class HelperError extends Error {
+  override name = "HelperError";
+  readonly code: HelperErrorCode;
+  readonly detail: string;
+  constructor(code: HelperErrorCode, detail: string, options?: ErrorOptions) {
+    super(`helper: ${detail}`, options);
+    this.code = code;
+    this.detail = detail;
+  }
+}

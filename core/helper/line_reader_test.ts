@@ -1,0 +1,48 @@
+import assert from "node:assert/strict";
+import { boundedLines, type LineEvent } from "./line_reader.ts";
+
+const enc = new TextEncoder();
+
+/** A stream of `chunks`; `pulled` counts how many were read (to prove the reader stops early). */
+function streamOf(chunks: Uint8Array[]): { stream: ReadableStream<Uint8Array>; pulled: () => number } {
+  let i = 0;
+  return {
+    stream: new ReadableStream({
+      pull(c) {
+        if (i < chunks.length) c.enqueue(chunks[i++]!);
+        else c.close();
+      },
+    }),
+    pulled: () => i,
+  };
+}
+
+async function all(s: ReadableStream<Uint8Array>, max: number): Promise<LineEvent[]> {
+  const out: LineEvent[] = [];
+  for await (const e of boundedLines(s, max)) out.push(e);
+  return out;
+}
+
+Deno.test("boundedLines splits lines across and within chunks", async () => {
+  const { stream } = streamOf([enc.encode('{"a"'), enc.encode(':1}\n{"b":2}\n{'), enc.encode('"c":3}\n')]);
+  assert.deepEqual(await all(stream, 64), [
+    { kind: "line", line: '{"a":1}' },
+    { kind: "line", line: '{"b":2}' },
+    { kind: "line", line: '{"c":3}' },
+  ]);
+});
+
+Deno.test("a line at the cap passes; one byte more is refused before the rest is read", async () => {
+  const ok = streamOf([enc.encode("x".repeat(8) + "\n")]);
+  assert.deepEqual(await all(ok.stream, 8), [{ kind: "line", line: "xxxxxxxx" }]);
+  // 1000 chunks of 1 KiB without a newline: the reader stops after the cap, not at the end.
+  const big = streamOf(Array.from({ length: 1000 }, () => new Uint8Array(1024).fill(0x61)));
+  assert.deepEqual(await all(big.stream, 4096), [{ kind: "too-long", max: 4096 }]);
+  // The fifth chunk passes the cap; the stream's queue pulls one more ahead of the reader.
+  assert.ok(big.pulled() <= 6, `read ${big.pulled()} chunks past a 4 KiB cap`);
+});
+
+Deno.test("a line that is not UTF-8 is reported and the next one still reads; a trailing partial line is dropped", async () => {
+  const { stream } = streamOf([new Uint8Array([0xff, 0xfe, 10]), enc.encode("ok\npartial")]);
+  assert.deepEqual(await all(stream, 64), [{ kind: "not-utf8" }, { kind: "line", line: "ok" }]);
+});

@@ -1,0 +1,44 @@
+/**
+ * Privilege separation (000 §privilege separation): the protocol between the unprivileged `bcd node` and the root
+ * `bcd helper` over a unix stream socket. NDJSON requests `{id, op, args}` and answers `{id, ok, result | error}`
+ * ({@link ./protocol.ts}); the default-deny argument table every op is checked against before anything runs
+ * ({@link ./args.ts}); the line codec ({@link ./codec.ts}); a bounded line reader ({@link ./line_reader.ts}); and
+ * {@link HelperError}, whose message starts `helper: ` as the seed's action errors do.
+ *
+ * The node never sends a path: a file is a kind (`cdi`, `allocation-env`) and an allocation id, a slice is a
+ * `bcd-alloc-<allocation id>.slice` name, a GPU is its UUID, and the helper builds every path from its own config.
+ * The client and the server, which do I/O, live in `runtimes/helper/`.
+ *
+ * @module
+ */
+export { checkArgs, MAX_ENV_LINES, MAX_MINOR, MAX_REASON, MAX_WRITE_DEVICES } from "./args.ts";
+export {
+  answerError,
+  decodeAnswer,
+  decodeRequest,
+  encodeError,
+  encodeRequest,
+  encodeResult,
+  RequestRefused,
+  type ResultOf,
+} from "./codec.ts";
+export { HELPER_ERROR_CODES, HelperError, type HelperErrorCode } from "./errors.ts";
+export { boundedLines, type LineEvent } from "./line_reader.ts";
+export {
+  type CdiWriteArgs,
+  DEFAULT_HELPER_SOCKET,
+  type EnvWriteArgs,
+  FILE_KINDS,
+  type FileKind,
+  HELPER_OPS,
+  HELPER_PROTOCOL_VERSION,
+  type HelperAnswer,
+  type HelperArgs,
+  type HelperOp,
+  type HelperRequest,
+  type HelperResults,
+  isHelperOp,
+  MAX_ANSWER_LINE,
+  MAX_REQUEST_LINE,
+  type WireHoldDevice,
+} from "./protocol.ts";

@@ -1,0 +1,141 @@
+/**
+ * The node↔helper protocol (000 §privilege separation): NDJSON over a unix stream socket, one request or answer per
+ * line. The unprivileged `bcd node` asks; the root `bcd helper` checks every argument itself, builds every path itself
+ * and answers.
+ *
+ * | line     | shape                                                                 |
+ * | -------- | --------------------------------------------------------------------- |
+ * | request  | `{"id": <integer ≥ 0>, "op": "<op>", "args": {…}}` (`args` may be omitted when empty) |
+ * | answer   | `{"id": <id>, "ok": true, "result": {…}}`                             |
+ * | refusal  | `{"id": <id or null>, "ok": false, "error": {"code": "<code>", "message": "…"}}` |
+ *
+ * A request line is at most {@link MAX_REQUEST_LINE} bytes and an answer line {@link MAX_ANSWER_LINE}; a longer line
+ * is refused as soon as the cap is passed, without buffering the rest, and the connection is closed. Answers may come
+ * out of order: the node matches them by id.
+ *
+ * @module
+ */
+import type { HoldListing, SliceRemoval } from "../converge/devices/ports.ts";
+import type { HostMemory } from "../converge/devices/admission.ts";
+import type { HoldBinding } from "../converge/devices/assignment.ts";
+import type { DeviceClass } from "../converge/devices/classes.ts";
+import type { SliceSettings } from "../converge/devices/slice.ts";
+import type { HostInventory } from "../commands/kind_handlers/mod.ts";
+
+/** The protocol's version, printed by `version` under `protocols.helper`. */
+export const HELPER_PROTOCOL_VERSION = 1;
+
+/** Where the helper listens and the node connects when `[helper] socket` is unset. */
+export const DEFAULT_HELPER_SOCKET = "/run/bcd/helper.sock";
+
+/** The longest request line the helper reads (a CDI write of 1024 devices with long env lines fits). */
+export const MAX_REQUEST_LINE = 1024 * 1024;
+
+/** The longest answer line the node reads (the host inventory and the CDI read-back of many holds fit). */
+export const MAX_ANSWER_LINE = 16 * 1024 * 1024;
+
+/** Every operation, in the order the docs list them. */
+export const HELPER_OPS = [
+  "host.boot_id",
+  "host.inventory",
+  "host.memory",
+  "pci.numa_node",
+  "holds.list",
+  "file.write",
+  "file.remove",
+  "slice.apply",
+  "slice.remove",
+  "slice.list",
+  "slice.usage",
+  "gpu.reset",
+  "node.reboot",
+] as const;
+
+/** An operation name. */
+export type HelperOp = typeof HELPER_OPS[number];
+
+/** Whether `s` names an operation. */
+export function isHelperOp(s: string): s is HelperOp {
+  return (HELPER_OPS as readonly string[]).includes(s);
+}
+
+/** The two kinds of file the node may ask for: the hold's CDI spec and its env file. */
+export type FileKind = "cdi" | "allocation-env";
+
+/** The file kinds, as the seed names them. */
+export const FILE_KINDS: readonly FileKind[] = ["cdi", "allocation-env"];
+
+/** A device of a CDI spec, as the node sends it (the helper renders the spec itself). */
+export interface WireHoldDevice {
+  readonly class: DeviceClass;
+  readonly atom: string;
+  readonly gpuUuid: string;
+  readonly cdiName: string;
+  readonly minorNumber?: number;
+}
+
+/** `file.write` of kind `cdi`: the hold, from which root renders `<cdi dir>/bcd-<allocation id>.json`. */
+export interface CdiWriteArgs {
+  readonly kind: "cdi";
+  readonly allocationId: string;
+  readonly binding: HoldBinding;
+  readonly devices: readonly WireHoldDevice[];
+  readonly env: readonly string[];
+  readonly cgroupParent?: string;
+}
+
+/** `file.write` of kind `allocation-env`: the lines of `<run dir>/allocations/<allocation id>.env`. */
+export interface EnvWriteArgs {
+  readonly kind: "allocation-env";
+  readonly allocationId: string;
+  readonly env: readonly string[];
+}
+
+/** Each operation's arguments, after the helper checked them. */
+export interface HelperArgs {
+  "host.boot_id": Record<never, never>;
+  "host.inventory": Record<never, never>;
+  "host.memory": Record<never, never>;
+  "pci.numa_node": { readonly pciBusId: string };
+  "holds.list": Record<never, never>;
+  "file.write": CdiWriteArgs | EnvWriteArgs;
+  "file.remove": { readonly kind: FileKind; readonly allocationId: string };
+  "slice.apply": { readonly name: string; readonly settings: SliceSettings };
+  "slice.remove": { readonly name: string };
+  "slice.list": Record<never, never>;
+  "slice.usage": { readonly name: string };
+  "gpu.reset": { readonly gpuUuid: string };
+  "node.reboot": { readonly reason: string };
+}
+
+/** Each operation's result. */
+export interface HelperResults {
+  "host.boot_id": { readonly bootId: string };
+  "host.inventory": HostInventory;
+  "host.memory": HostMemory;
+  /** `null`: sysfs names no NUMA node (absent, or -1). */
+  "pci.numa_node": { readonly numaNode: number | null };
+  "holds.list": HoldListing;
+  "file.write": Record<never, never>;
+  "file.remove": { readonly removed: boolean };
+  "slice.apply": Record<never, never>;
+  "slice.remove": { readonly removal: SliceRemoval };
+  "slice.list": { readonly names: readonly string[] };
+  "slice.usage": { readonly usage: { readonly bytes2MB: number; readonly bytes1GB: number } | null };
+  "gpu.reset": Record<never, never>;
+  "node.reboot": Record<never, never>;
+}
+
+/** A checked request: the closed union the helper dispatches on. */
+export type HelperRequest = { [O in HelperOp]: { readonly id: number; readonly op: O; readonly args: HelperArgs[O] } }[
+  HelperOp
+];
+
+/** An answer line, decoded. */
+export type HelperAnswer =
+  | { readonly id: number; readonly ok: true; readonly result: unknown }
+  | {
+    readonly id: number | null;
+    readonly ok: false;
+    readonly error: { readonly code: string; readonly message: string };
+  };
