@@ -5,18 +5,30 @@
  * Mounting goes through util-linux `mount`/`umount` (Deno has no mount API); block devices are found by their
  * virtio-mmio address in sysfs unless a test injects its own (loop devices).
  *
- * Exercised here (tests with loop devices): EROFS over tmpfs, mounts probe, teardown, a teardown that a held
- * file keeps from unmounting. Not exercised: virtio-mmio lookup, GPT partitions, an ext4 scratch's journal
- * policy, cgroup v2 bootstrap (this machine's cgroup2 holds only hugetlb), mappings.
+ * The layers of a GPT disk are ext4 (or ext2) file systems, mounted ro,nosuid,nodev with journal loading
+ * suppressed (noload, which the kernel reports as norecovery) and errors=remount-ro, after a check that no layer
+ * needs recovery; the assembly keeps the first partition's bytes for the first-partition probe. Mappings, the
+ * host's and the mapping probes', go through the root's {@link RootMapper}; the probes run in
+ * `linux_probe_runner.ts`.
+ *
+ * Exercised here (tests with loop devices): EROFS over tmpfs, a GPT disk (sfdisk) of ext4/ext2 layers over tmpfs,
+ * every probe, mappings, teardown, a teardown that a held file keeps from unmounting. Not exercised:
+ * virtio-mmio lookup, an ext4 scratch's journal policy, cgroup v2 bootstrap (this machine's cgroup2 holds only
+ * hugetlb), the entries probe (not built).
  *
  * @module
  */
 import { join } from "node:path";
 import type { Logger } from "../core/log/mod.ts";
 import type { Facts, Mapping, Probe, RootConfig } from "../core/framing/mod.ts";
-import { MappingFailed, ProbeProblem, type RootOperations, StageFailed } from "./root_ops.ts";
+import { MappingFailed, type RootOperations, StageFailed } from "./root_ops.ts";
 import { parseLayout, type RootLayout } from "./root_layout.ts";
-import { mountFacts, osReleaseId, parseMountInfo, parseStatus, readFact } from "./linux_probes.ts";
+import { DEFAULT_FIRST_PARTITION_BOUND } from "./first_partition.ts";
+import type { Layers } from "./layer_probes.ts";
+import { type LinuxProbeContext, runLinuxProbe } from "./linux_probe_runner.ts";
+import { LinuxFs } from "./mapping/linux_fs.ts";
+import { RootMapper } from "./mapping/mapper.ts";
+import { isRelativePath } from "./probe_table.ts";
 
 /** Options of a {@link LinuxRoot}. */
 export interface LinuxRootOptions {
@@ -28,6 +40,13 @@ export interface LinuxRootOptions {
   readonly resolveDevice?: (address: bigint, timeoutMs: number) => Promise<string>;
   /** Where the host's export is mounted, below which mapping sources lie. */
   readonly exportDir?: string;
+  /** Options of the tmpfs upper (tests: `size=1m`, so that fill ends fast); the kernel's default size otherwise. */
+  readonly tmpfsOptions?: string;
+  /** Where the mapping probes write their sources and plant their links' target (tests: temp directories). */
+  readonly sourcesDir?: string;
+  readonly outsideDir?: string;
+  /** How often map-checks attaches its read-only mapping (default 200). */
+  readonly attaches?: number;
 }
 
 async function run(cmd: string, args: string[]): Promise<string> {
@@ -58,6 +77,11 @@ export class LinuxRoot implements RootOperations {
   readonly #held: Deno.FsFile[] = [];
   #config: RootConfig | null = null;
   #layout: RootLayout | null = null;
+  #lowers: string[] = [];
+  #upper = "";
+  #firstPartition: Uint8Array | null = null;
+  #fs: LinuxFs | null = null;
+  #mapper: RootMapper | null = null;
 
   constructor(readonly opts: LinuxRootOptions) {}
 
@@ -139,21 +163,33 @@ export class LinuxRoot implements RootOperations {
           throw new Error(`the disk's identity is ${ptuuid}, not ${layout.image.identity}`);
         }
         const name = image.split("/").pop()!;
-        const parts: number[] = [];
+        const parts: [number, string][] = [];
         for await (const e of Deno.readDir(`/sys/class/block/${name}`)) {
           const m = new RegExp(`^${name}p?(\\d+)$`).exec(e.name);
-          if (m) parts.push(Number(m[1]));
+          if (m) parts.push([Number(m[1]), e.name]);
         }
-        parts.sort((a, b) => a - b);
-        const bound = config.firstPartitionBound ?? 65536n;
+        parts.sort((a, b) => a[0] - b[0]);
         const first = parts[0];
-        if (first !== undefined) {
-          const size = BigInt((await Deno.readTextFile(`/sys/class/block/${name}/${name}${first}/size`)).trim()) * 512n;
-          if (size > bound) throw new Error(`the first partition holds ${size} bytes, beyond ${bound}`);
+        if (first === undefined) throw new Error(`the disk ${image} has no partition`);
+        this.#firstPartition = await readFirstPartition(
+          `/dev/${first[1]}`,
+          `/sys/class/block/${name}/${first[1]}/size`,
+          config.firstPartitionBound ?? DEFAULT_FIRST_PARTITION_BOUND,
+        );
+        const layers = parts.slice(1);
+        for (const [n, entry] of layers) {
+          const head = await run("dumpe2fs", ["-h", `/dev/${entry}`]).catch((e) => {
+            throw new Error(
+              `the layer in partition ${n} is no ext4 file system: ${e instanceof Error ? e.message : e}`,
+            );
+          });
+          if (/^Filesystem features:.*\bneeds_recovery\b/m.test(head)) {
+            throw new Error(`the layer in partition ${n} needs recovery, which the assembly does not run`);
+          }
         }
-        for (const n of parts.slice(1)) {
-          const dev = `${image}${/\d$/.test(image) ? "p" : ""}${n}`;
-          await this.#mount(["-t", "erofs", "-o", "ro", dev], join(rt, `p${n}`));
+        for (const [n, entry] of layers) {
+          const opts = "ro,nosuid,nodev,noload,errors=remount-ro";
+          await this.#mount(["-t", "ext4", "-o", opts, `/dev/${entry}`], join(rt, `p${n}`));
           lowers.unshift(join(rt, `p${n}`));
         }
       }
@@ -168,7 +204,8 @@ export class LinuxRoot implements RootOperations {
         await this.#mount(["-t", "ext4", dev], upperBase);
       } else {
         upperBase = join(rt, "tmpfs");
-        await this.#mount(["-t", "tmpfs", "-o", "mode=0755", "tmpfs"], upperBase);
+        const opts = ["mode=0755", ...(this.opts.tmpfsOptions ? [this.opts.tmpfsOptions] : [])].join(",");
+        await this.#mount(["-t", "tmpfs", "-o", opts, "tmpfs"], upperBase);
       }
       await Deno.mkdir(join(upperBase, "upper"), { recursive: true });
       await Deno.mkdir(join(upperBase, "work"), { recursive: true });
@@ -179,88 +216,61 @@ export class LinuxRoot implements RootOperations {
         join(upperBase, "work")
       },${mode}`;
       await this.#mount(["-t", "overlay", "-o", opts, "overlay"], join(rt, "root"));
+      this.#lowers = lowers;
+      this.#upper = join(upperBase, "upper");
+      this.#fs = new LinuxFs({ staging: join(rt, "staging") });
+      this.#mapper = new RootMapper(this.#fs, join(rt, "root"));
     } catch (e) {
       throw new StageFailed("assembly", e instanceof Error ? e.message : String(e), { cause: e });
     }
   }
 
-  async probe(p: Probe): Promise<Facts> {
-    const rt = this.#runtime;
-    switch (p.name) {
-      case "mounts": {
-        if (p.args.length > 0) throw new ProbeProblem("mounts takes no arguments");
-        const entries = parseMountInfo(await Deno.readTextFile("/proc/self/mountinfo"));
-        const names: [string, string][] = this.#mounts.map((m) => [m.split("/").pop()!, m]);
-        return mountFacts(entries, names);
-      }
-      case "contents": {
-        const root = join(rt, "root");
-        const id = osReleaseId((await readFact(join(root, "etc/os-release"))) ?? "");
-        const st = await Deno.stat(root);
-        return [["os-release.id", id ?? "absent"], ["root.mode", ((st.mode ?? 0) & 0o7777).toString(8)]];
-      }
-      case "devices": {
-        const disks: string[] = [];
-        const names = [];
-        for await (const e of Deno.readDir("/sys/block")) names.push(e.name);
-        for (const n of names.sort()) {
-          const size = await readFact(`/sys/block/${n}/size`);
-          const ro = await readFact(`/sys/block/${n}/ro`);
-          if (size !== null && size !== "0") disks.push(`${n}:${size}:${ro === "1" ? "ro" : "rw"}`);
-        }
-        return [["disks", disks.join(" ")]];
-      }
-      case "cgroups": {
-        const c = this.#config!;
-        const facts: [string, string][] = [];
-        const add = async (k: string, f: string) => {
-          const v = await readFact(f);
-          if (v !== null) facts.push([k, v]);
-        };
-        await add("parent.subtree-control", join(c.agentCgroup, "..", "cgroup.subtree_control"));
-        facts.push(["agent.exists", String(await exists(c.agentCgroup))]);
-        facts.push(["workload.exists", String(await exists(c.workloadCgroup))]);
-        await add("agent.memory.low", join(c.agentCgroup, "memory.low"));
-        await add("workload.memory.max", join(c.workloadCgroup, "memory.max"));
-        await add("workload.pids.max", join(c.workloadCgroup, "pids.max"));
-        return facts;
-      }
-      case "processes": {
-        const facts: [string, string][] = [];
-        for (const [name, pid] of [["pid1", 1], ["worker", Deno.pid], ["sibling", this.opts.sibling]] as const) {
-          if (pid === undefined) continue;
-          facts.push([`${name}.pid`, String(pid)]);
-          const st = parseStatus((await readFact(`/proc/${pid}/status`)) ?? "");
-          if (st) facts.push([`${name}.state`, st.state], [`${name}.ppid`, st.ppid]);
-        }
-        return facts;
-      }
-      case "hold": {
-        const root = join(rt, "root");
+  get #layers(): Layers {
+    return { root: join(this.#runtime, "root"), upper: this.#upper, lowers: this.#lowers };
+  }
+
+  probe(p: Probe): Promise<Facts> {
+    const fs = this.#fs!;
+    const ctx: LinuxProbeContext = {
+      config: this.#config!,
+      layers: this.#layers,
+      mountPoints: this.#mounts.map((m) => [m.split("/").pop()!, m] as const),
+      firstPartition: this.#firstPartition,
+      sibling: this.opts.sibling,
+      mapping: {
+        fs,
+        root: join(this.#runtime, "root"),
+        rootMapper: this.#mapper!,
+        sources: this.opts.sourcesDir,
+        outside: this.opts.outsideDir,
+        pid: Deno.pid,
+        attaches: this.opts.attaches,
+        upperKind: (path) => fs.lstat(join(this.#upper, path)),
+      },
+      hold: async () => {
+        const root = join(this.#runtime, "root");
         this.#held.push(await Deno.open(root, { read: true }));
-        return [["held", root]];
-      }
-      default:
-        throw new ProbeProblem(`probe ${p.name} is not in this build`);
-    }
+        return root;
+      },
+    };
+    return runLinuxProbe(ctx, p);
   }
 
   async applyMapping(m: Mapping): Promise<void> {
     const dec = new TextDecoder();
-    const source = join(this.opts.exportDir ?? join(this.#runtime, "export"), dec.decode(m.source));
-    const target = join(this.#runtime, "root", dec.decode(m.target));
+    const source = dec.decode(m.source);
+    if (!isRelativePath(source)) {
+      throw new MappingFailed(`source ${source} is not a relative path of normal components`);
+    }
+    const exportDir = this.opts.exportDir ?? join(this.#runtime, "export");
     try {
-      const st = await Deno.stat(source);
-      if (st.isDirectory) await Deno.mkdir(target, { recursive: true });
-      else {
-        await Deno.mkdir(join(target, ".."), { recursive: true });
-        await Deno.writeFile(target, new Uint8Array(0), { append: true });
-      }
-      await run("mount", ["--bind", source, target]);
-      this.#mounts.push(target);
-      if (m.readOnly) await run("mount", ["-o", "remount,bind,ro", target]);
+      await this.#mapper!.map([{
+        source: join(exportDir, source),
+        target: dec.decode(m.target),
+        readOnly: m.readOnly,
+      }]);
     } catch (e) {
-      throw new MappingFailed(e instanceof Error ? e.message : String(e));
+      throw new MappingFailed(e instanceof Error ? e.message : String(e), { cause: e });
     }
   }
 
@@ -270,6 +280,12 @@ export class LinuxRoot implements RootOperations {
   }
 
   async teardown(): Promise<void> {
+    try {
+      await this.#mapper?.mapper.teardown();
+      await this.#fs?.close();
+    } catch (e) {
+      throw new StageFailed("teardown", e instanceof Error ? e.message : String(e));
+    }
     while (this.#mounts.length > 0) {
       const m = this.#mounts.at(-1)!;
       try {
@@ -283,6 +299,10 @@ export class LinuxRoot implements RootOperations {
 
   async release(): Promise<void> {
     for (const f of this.#held.splice(0)) f.close();
+    const lazy = (m: string) =>
+      run("umount", ["-l", m]).catch((e) => this.opts.log.warn({ mount: m, err: String(e) }, "umount failed"));
+    for (const t of [...(this.#mapper?.mapper.targets ?? [])].reverse()) await lazy(join(this.#runtime, "root", t));
+    if (this.#fs !== null) await this.#fs.close().catch(() => lazy(join(this.#runtime, "staging")));
     while (this.#mounts.length > 0) {
       const m = this.#mounts.pop()!;
       await run("umount", ["-l", m]).catch((e) => this.opts.log.warn({ mount: m, err: String(e) }, "umount failed"));
@@ -290,12 +310,17 @@ export class LinuxRoot implements RootOperations {
   }
 }
 
-async function exists(p: string): Promise<boolean> {
-  try {
-    await Deno.stat(p);
-    return true;
-  } catch (e) {
-    if (e instanceof Deno.errors.NotFound) return false;
-    throw e;
+/** Reads a first partition's bytes, refusing one beyond the bound before reading it. */
+async function readFirstPartition(dev: string, sizeFile: string, bound: bigint): Promise<Uint8Array> {
+  const size = BigInt((await Deno.readTextFile(sizeFile)).trim()) * 512n;
+  if (size > bound) throw new Error(`the first partition holds ${size} bytes, beyond its bound of ${bound}`);
+  const bytes = new Uint8Array(Number(size));
+  using f = await Deno.open(dev, { read: true });
+  let n = 0;
+  while (n < bytes.length) {
+    const got = await f.read(bytes.subarray(n));
+    if (got === null) throw new Error(`${dev} ended after ${n} of ${size} bytes`);
+    n += got;
   }
+  return bytes;
 }
