@@ -22,7 +22,7 @@ import { join } from "node:path";
 import type { Logger } from "../core/log/mod.ts";
 import type { Facts, Mapping, Probe, RootConfig } from "../core/framing/mod.ts";
 import { MappingFailed, type RootOperations, StageFailed } from "./root_ops.ts";
-import { parseLayout, type RootLayout } from "./root_layout.ts";
+import { overlayModeOptions, parseLayout, type RootLayout } from "./root_layout.ts";
 import { DEFAULT_FIRST_PARTITION_BOUND } from "./first_partition.ts";
 import type { Layers } from "./layer_probes.ts";
 import { type LinuxProbeContext, runLinuxProbe } from "./linux_probe_runner.ts";
@@ -209,9 +209,7 @@ export class LinuxRoot implements RootOperations {
       }
       await Deno.mkdir(join(upperBase, "upper"), { recursive: true });
       await Deno.mkdir(join(upperBase, "work"), { recursive: true });
-      const mode = (config.overlayMode ?? "trusted-lowers") === "trusted-lowers"
-        ? "redirect_dir=on,metacopy=on"
-        : "redirect_dir=nofollow,metacopy=off";
+      const mode = overlayModeOptions(config.overlayMode);
       const opts = `lowerdir=${lowers.join(":")},upperdir=${join(upperBase, "upper")},workdir=${
         join(upperBase, "work")
       },${mode}`;

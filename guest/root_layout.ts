@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { RootConfig } from "../core/framing/mod.ts";
+import type { OverlayMode, RootConfig } from "../core/framing/mod.ts";
 import { StageFailed } from "./root_ops.ts";
 
 /** The layout the worker assembles. */
@@ -60,4 +60,15 @@ export function checkLayout(config: RootConfig, layout: RootLayout): void {
   if (layout.image.format === "erofs" && config.firstPartitionBound !== undefined) {
     fail("the configuration bounds a first partition for an EROFS image");
   }
+}
+
+/**
+ * The overlay's options of a mode: the default, which trusts its lowers, follows and creates redirects and copies
+ * up a file's metadata alone; untrusted lowers get neither, so a lower directory's rename fails with EXDEV and a
+ * copy-up copies the data too.
+ */
+export function overlayModeOptions(mode: OverlayMode | undefined): string {
+  return (mode ?? "trusted-lowers") === "trusted-lowers"
+    ? "redirect_dir=on,metacopy=on"
+    : "redirect_dir=nofollow,metacopy=off";
 }

@@ -30,6 +30,7 @@ import {
   FramingError,
   isExecKind,
   Kind,
+  MAX_DATA_BODY,
   MAX_TEXT_BODY,
   type RootConfig,
   type RootStage,
@@ -246,18 +247,32 @@ export class Worker {
     return null;
   }
 
+  /**
+   * Runs a probe while the worker runs no execution: none attached to the host, and none that it abandoned or
+   * whose program's status it has not collected (seed 002: "while it runs no execution"). Whatever the probe
+   * throws is its problem, answered with ProbeFailed: a probe never ends the session. Facts beyond a Report's
+   * 256 KiB are refused the same way.
+   */
   async #probe(body: Uint8Array): Promise<void> {
-    if (this.engine.running > 0) {
+    if (this.engine.count > 0) {
       this.#send(Kind.ProbeFailed, encodeProblem(EXECUTING));
       return;
     }
+    let report: Uint8Array;
     try {
-      const facts = await this.#ops.probe(decodeProbe(body));
-      this.#send(Kind.Report, encodeFacts(facts));
+      report = encodeFacts(await this.#ops.probe(decodeProbe(body)));
     } catch (e) {
-      if (!(e instanceof ProbeProblem) && !(e instanceof BodyError)) throw e;
-      this.#send(Kind.ProbeFailed, encodeProblem(clip(e.message)));
+      const problem = e instanceof ProbeProblem || e instanceof BodyError
+        ? e.message
+        : `the probe failed: ${e instanceof Error ? e.message : String(e)}`;
+      this.#send(Kind.ProbeFailed, encodeProblem(clip(problem)));
+      return;
     }
+    if (report.length > MAX_DATA_BODY) {
+      this.#send(Kind.ProbeFailed, encodeProblem(`the facts hold ${report.length} bytes, beyond ${MAX_DATA_BODY}`));
+      return;
+    }
+    this.#send(Kind.Report, report);
   }
 
   async #maps(body: Uint8Array): Promise<void> {
