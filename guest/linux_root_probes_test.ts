@@ -39,7 +39,7 @@ async function tree(dir: string, files: Record<string, string | Uint8Array>): Pr
 interface Env {
   dir: string;
   erofs: { loop: string; uuid: string };
-  gpt: { loop: string } | string;
+  gpt: { loop: string; recovery: string } | string;
 }
 
 async function setup(): Promise<Env | string> {
@@ -64,8 +64,11 @@ async function setup(): Promise<Env | string> {
   return { dir, erofs: { loop: lo.out, uuid: uuid.out }, gpt: await gptDisk(dir) };
 }
 
-/** A GPT disk: the first partition's bytes; an ext4 base layer (partition 2) and an ext2 top layer (3). */
-async function gptDisk(dir: string): Promise<{ loop: string } | string> {
+/**
+ * A GPT disk: the first partition's bytes; an ext4 base layer (partition 2) and an ext2 top layer (3); and the
+ * same disk whose top layer has its needs_recovery bit set (debugfs).
+ */
+async function gptDisk(dir: string): Promise<{ loop: string; recovery: string } | string> {
   const base = join(dir, "base");
   await tree(base, {
     "etc/os-release": "ID=gptbase\n",
@@ -80,7 +83,17 @@ async function gptDisk(dir: string): Promise<{ loop: string } | string> {
   if (!r.ok) return `mkfs.ext4 is missing or failed (apt e2fsprogs): ${r.out}`;
   r = await sh("mkfs.ext2", ["-q", "-F", "-m", "0", "-d", top, p3, "1M"]);
   if (!r.ok) return `mkfs.ext2 failed: ${r.out}`;
-  const disk = join(dir, "disk.img");
+  const loop = await writeDisk(join(dir, "disk.img"), FIRST, await Deno.readFile(p2), await Deno.readFile(p3));
+  if (!loop.startsWith("/dev/")) return loop;
+  r = await sh("debugfs", ["-w", "-R", "feature needs_recovery", p3]);
+  if (!r.ok) return `debugfs failed: ${r.out}`;
+  const recovery = await writeDisk(join(dir, "recovery.img"), FIRST, await Deno.readFile(p2), await Deno.readFile(p3));
+  if (!recovery.startsWith("/dev/")) return recovery;
+  return { loop, recovery };
+}
+
+/** Writes a disk of three partitions with sfdisk and attaches it read-only; returns its loop device or a problem. */
+async function writeDisk(disk: string, ...parts: Uint8Array[]): Promise<string> {
   await Deno.writeFile(disk, new Uint8Array(0));
   await Deno.truncate(disk, 16384 * 512);
   const script = `label: gpt\nlabel-id: ${GUID}\nstart=2048, size=128\nstart=4096, size=8192\nstart=12288, size=2048\n`;
@@ -96,12 +109,12 @@ async function gptDisk(dir: string): Promise<{ loop: string } | string> {
   await w.close();
   const out = await child.output();
   if (!out.success) return `sfdisk failed: ${new TextDecoder().decode(out.stderr)}`;
-  using f = await Deno.open(disk, { write: true });
-  for (
-    const [sector, data] of [[2048, FIRST], [4096, await Deno.readFile(p2)], [12288, await Deno.readFile(p3)]] as const
-  ) {
-    await f.seek(sector * 512, Deno.SeekMode.Start);
-    await f.write(data);
+  {
+    using f = await Deno.open(disk, { write: true });
+    for (const [i, sector] of [2048, 4096, 12288].entries()) {
+      await f.seek(sector * 512, Deno.SeekMode.Start);
+      await f.write(parts[i]!);
+    }
   }
   const lo = await sh("losetup", ["-f", "--show", "-P", "-r", disk]);
   if (!lo.ok) return `no loop device with partitions: ${lo.out}`;
@@ -110,7 +123,7 @@ async function gptDisk(dir: string): Promise<{ loop: string } | string> {
   for (let i = 0; i < 100 && !(await sh("test", ["-b", `${lo.out}p3`])).ok; i++) {
     await new Promise((res) => setTimeout(res, 20));
   }
-  return { loop: lo.out };
+  return lo.out;
 }
 
 const env = await setup();
@@ -119,9 +132,8 @@ else if (typeof env.gpt === "string") console.log(`linux_root_probes_test: GPT t
 
 globalThis.addEventListener("unload", () => {
   if (typeof env === "string") return;
-  for (const lo of [env.erofs.loop, typeof env.gpt === "string" ? null : env.gpt.loop]) {
-    if (lo) new Deno.Command("losetup", { args: ["-d", lo] }).outputSync();
-  }
+  const gpt = typeof env.gpt === "string" ? [] : [env.gpt.loop, env.gpt.recovery];
+  for (const lo of [env.erofs.loop, ...gpt]) new Deno.Command("losetup", { args: ["-d", lo] }).outputSync();
   Deno.removeSync(env.dir, { recursive: true });
 });
 
@@ -129,13 +141,14 @@ let runs = 0;
 
 /** Assembles a root, runs `fn`, tears it down (unless `fn` leaves it held), and checks that nothing is left. */
 async function withRoot(
-  format: "erofs" | "gpt",
+  format: "erofs" | "gpt" | "gpt-recovery",
   over: Partial<RootConfig>,
   fn: (root: LinuxRoot, config: RootConfig, e: Env) => Promise<void>,
 ): Promise<void> {
   const e = env as Env;
   const n = runs++;
-  const loop = format === "erofs" ? e.erofs.loop : (e.gpt as { loop: string }).loop;
+  const gpt = e.gpt as { loop: string; recovery: string };
+  const loop = format === "erofs" ? e.erofs.loop : format === "gpt" ? gpt.loop : gpt.recovery;
   const token = format === "erofs" ? `erofs:${e.erofs.uuid}` : `gpt:${GUID}`;
   const cmdline = join(e.dir, `cmdline${n}`);
   await Deno.writeTextFile(cmdline, `nvx_sandbox=1 nvx_layer=distro,0xd0003000,${token}\n`);
@@ -357,5 +370,32 @@ Deno.test({
       withRoot("gpt", { firstPartitionBound: 65535n }, () => Promise.resolve()),
       (e: unknown) => e instanceof StageFailed && e.stage === "assembly" && /beyond its bound of 65535/.test(e.message),
     );
+  },
+});
+
+Deno.test({
+  name: "a GPT disk whose top layer needs recovery fails the assembly before anything of it is mounted",
+  ignore: skipGpt,
+  async fn() {
+    const e = env as Env;
+    const cmdline = join(e.dir, "cmdline-recovery");
+    await Deno.writeTextFile(cmdline, `nvx_sandbox=1 nvx_layer=distro,0xd0003000,gpt:${GUID}\n`);
+    const config: RootConfig = { ...defaultRootConfig(), runtime: join(e.dir, "rt-recovery") };
+    const root = new LinuxRoot({
+      log: silentLogger(),
+      cmdlinePath: cmdline,
+      resolveDevice: () => Promise.resolve((e.gpt as { recovery: string }).recovery),
+    });
+    try {
+      await assert.rejects(
+        root.assemble(config, await root.readLayout()),
+        (err: unknown) =>
+          err instanceof StageFailed && err.stage === "assembly" && /partition 3 needs recovery/.test(err.message),
+      );
+      const table = await Deno.readTextFile("/proc/self/mountinfo");
+      assert.equal(table.includes(config.runtime), false, "no layer was mounted");
+    } finally {
+      await root.release();
+    }
   },
 });

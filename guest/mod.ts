@@ -6,6 +6,9 @@
  * - {@link Worker}: the layered root's worker, a state machine over {@link RootOperations} ({@link FakeRoot} in
  *   tests, {@link LinuxRoot} in VMs), with the executions engine ({@link ExecEngine}: programs in process groups
  *   of their own, credit windows, generations, limits, one loop that never blocks).
+ * - Probes (seed 002 §Probes): {@link PROBES} and {@link checkProbe} (the names and arguments both roots take),
+ *   the layers' probes (`layer_probes.ts`), first-partition, and the mapping probes over the mapper in
+ *   `guest/mapping/` (reserved sets, links refused at every component, nested creation, the root's latch).
  * - {@link ConfigInstaller}: agent config bundles installed through the safety kernel's `Tree` at
  *   `/run/bcd-guest/agent-config` (or `$BCD_GUEST_ROOT/agent-config`).
  * - The control tty: Deno cannot open devices under /dev without `--allow-all`, so the tty becomes a serving
@@ -18,6 +21,7 @@ export { GUEST_BUILD, Worker, type WorkerOptions, type WorkerPhase } from "./wor
 export { MappingFailed, ProbeProblem, type RootOperations, StageFailed } from "./root_ops.ts";
 export { checkLayout, parseLayout, type RootLayout } from "./root_layout.ts";
 export { FakeRoot, type FakeRootOptions } from "./fake_root.ts";
+export { checkProbe, isRelativePath, type ProbeArgument, PROBES } from "./probe_table.ts";
 export { LinuxRoot, type LinuxRootOptions } from "./linux_root.ts";
 export { ExecEngine, SessionError } from "./exec_engine.ts";
 export * from "./exec_limits.ts";

@@ -11,6 +11,7 @@ self.onmessage = (ev: MessageEvent) => {
   const flag = new Int32Array(stop);
   let attempts = 0;
   let writable = 0;
+  let denied = 0;
   self.postMessage("ready");
   while (Atomics.load(flag, 0) === 0) {
     attempts++;
@@ -22,9 +23,10 @@ self.onmessage = (ev: MessageEvent) => {
       } finally {
         f.close();
       }
-    } catch {
-      // refused (EROFS) or gone between attaches: not writable
+    } catch (e) {
+      // Refused (EROFS) or gone between attaches: not writable. Refused by Deno's permissions: no attempt at all.
+      if (e instanceof Deno.errors.NotCapable || e instanceof Deno.errors.PermissionDenied) denied++;
     }
   }
-  self.postMessage({ attempts, writable });
+  self.postMessage({ attempts, writable, denied });
 };

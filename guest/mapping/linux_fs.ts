@@ -130,10 +130,10 @@ export class LinuxFs implements FsOps {
     const stop = new SharedArrayBuffer(4);
     const w = new Worker(new URL("./_writer_thread.ts", import.meta.url), { type: "module" });
     const ready = Promise.withResolvers<void>();
-    const done = Promise.withResolvers<{ attempts: number; writable: number }>();
+    const done = Promise.withResolvers<{ attempts: number; writable: number; denied: number }>();
     w.onmessage = (ev: MessageEvent) => {
       if (ev.data === "ready") ready.resolve();
-      else done.resolve(ev.data as { attempts: number; writable: number });
+      else done.resolve(ev.data as { attempts: number; writable: number; denied: number });
     };
     w.onerror = (ev) => {
       ev.preventDefault();
@@ -147,11 +147,16 @@ export class LinuxFs implements FsOps {
     return {
       async stop() {
         Atomics.store(new Int32Array(stop), 0, 1);
+        let race;
         try {
-          return await done.promise;
+          race = await done.promise;
         } finally {
           w.terminate();
         }
+        if (race.denied > 0) {
+          throw new FsError("EACCES", path, `the writer thread may not open ${path} for writing (Deno's permissions)`);
+        }
+        return { attempts: race.attempts, writable: race.writable };
       },
     };
   }

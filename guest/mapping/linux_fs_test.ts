@@ -120,3 +120,27 @@ Deno.test({
     }
   },
 });
+
+Deno.test("a writer thread that Deno's permissions keep from writing fails the race instead of finding it safe", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "bcd-linuxfs-perm-" });
+  try {
+    await Deno.writeTextFile(join(dir, "f"), "x");
+    const url = new URL("./linux_fs.ts", import.meta.url).href;
+    const code = `const { LinuxFs } = await import(${JSON.stringify(url)});
+      const w = await new LinuxFs({ staging: "/nowhere" }).startWriter(${JSON.stringify(join(dir, "f"))}, ${
+      JSON.stringify(join(dir, "f"))
+    });
+      await new Promise((r) => setTimeout(r, 50));
+      try { await w.stop(); console.log("safe"); } catch (e) { console.log(e.code); }`;
+    await Deno.writeTextFile(join(dir, "main.ts"), code);
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "--no-prompt", "--allow-read", join(dir, "main.ts")],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const text = new TextDecoder().decode(out.stdout).trim();
+    assert.equal(text, "EACCES", new TextDecoder().decode(out.stderr));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -126,21 +126,19 @@ export class MemFs implements FsOps {
   lstat(path: string): Promise<NodeKind | null> {
     return settle(() => {
       const r = this.#find(path, false);
-      return Promise.resolve(r === null ? null : r.node.kind);
+      return r === null ? null : r.node.kind;
     });
   }
 
   mkdir(path: string): Promise<void> {
     return settle(() => {
       this.#add(path, dir());
-      return;
     });
   }
 
   createFile(path: string): Promise<void> {
     return settle(() => {
       this.#add(path, { kind: "file", data: "", lower: false });
-      return;
     });
   }
 
@@ -157,7 +155,6 @@ export class MemFs implements FsOps {
         r.node.data = text;
         r.node.lower = false;
       }
-      return;
     });
   }
 
@@ -165,14 +162,13 @@ export class MemFs implements FsOps {
     return settle(() => {
       const r = this.#resolve(path, true);
       if (r.node.kind !== "file") throw new FsError("EISDIR", path);
-      return Promise.resolve(r.node.data);
+      return r.node.data;
     });
   }
 
   symlink(target: string, path: string): Promise<void> {
     return settle(() => {
       this.#add(path, { kind: "link", target, lower: false });
-      return;
     });
   }
 
@@ -180,7 +176,7 @@ export class MemFs implements FsOps {
     return settle(() => {
       const r = this.#resolve(path, true);
       if (r.node.kind !== "directory") throw new FsError("ENOTDIR", path);
-      return Promise.resolve([...r.node.entries.keys()].sort());
+      return [...r.node.entries.keys()].sort();
     });
   }
 
@@ -192,7 +188,6 @@ export class MemFs implements FsOps {
         throw new FsError("EBUSY", path);
       }
       p.entries.delete(p.name);
-      return;
     });
   }
 
@@ -209,7 +204,6 @@ export class MemFs implements FsOps {
       if (s.node.kind !== t.node.kind) throw new FsError(t.node.kind === "directory" ? "ENOTDIR" : "EISDIR", target);
       const options = `${readOnly ? "ro" : "rw"},nosuid,nodev,relatime`;
       this.#mounts.push({ point: this.#point(target), node: s.node, readOnly, options });
-      return;
     });
   }
 
@@ -220,7 +214,6 @@ export class MemFs implements FsOps {
       if (i < 0) throw new FsError("EINVAL", target, `${target} is no mount point`);
       if (this.#mounts.slice(i + 1).some((m) => m.point.startsWith(`${point}/`))) throw new FsError("EBUSY", target);
       this.#mounts.splice(i, 1);
-      return;
     });
   }
 
@@ -243,20 +236,15 @@ export class MemFs implements FsOps {
       proc.entries.set(pid, process);
       this.#resolve(target, true);
       this.#mounts.push({ point: this.#point(target), node: proc, readOnly: false, options: "rw,nosuid,nodev,noexec" });
-      return;
     });
   }
 
   mounts(): Promise<MountRow[]> {
-    return settle(() => {
-      return Promise.resolve(this.#mounts.map((m) => ({ point: m.point, options: m.options })));
-    });
+    return settle(() => this.#mounts.map((m) => ({ point: m.point, options: m.options })));
   }
 
   sameFile(path: string, other: string): Promise<boolean> {
-    return settle(() => {
-      return Promise.resolve(this.#resolve(path, true).node === this.#resolve(other, true).node);
-    });
+    return settle(() => this.#resolve(path, true).node === this.#resolve(other, true).node);
   }
 
   startWriter(path: string, watched: string): Promise<WriterRace> {
@@ -273,13 +261,13 @@ export class MemFs implements FsOps {
           await new Promise((res) => setTimeout(res, 0));
         }
       })();
-      return Promise.resolve({
+      return {
         async stop() {
           stopped = true;
           await loop;
           return { attempts, writable };
         },
-      });
+      };
     });
   }
 }
