@@ -36,6 +36,18 @@ async function tree(dir: string, files: Record<string, string | Uint8Array>): Pr
   }
 }
 
+/** The file systems that this kernel neither has nor loads as a module. */
+async function missingFileSystems(names: string[]): Promise<string[]> {
+  const has = async (n: string) =>
+    (await Deno.readTextFile("/proc/filesystems")).split("\n").some((l) => l.endsWith(`\t${n}`));
+  const out: string[] = [];
+  for (const n of names) {
+    if (!(await has(n))) await sh("modprobe", [n]);
+    if (!(await has(n))) out.push(n);
+  }
+  return out;
+}
+
 interface Env {
   dir: string;
   erofs: { loop: string; uuid: string };
@@ -49,6 +61,8 @@ async function setup(): Promise<Env | string> {
   await Deno.mkdir(probe);
   if (!(await sh("mount", ["-t", "tmpfs", "tmpfs", probe])).ok) return "this machine cannot mount a tmpfs";
   await sh("umount", [probe]);
+  const missing = await missingFileSystems(["erofs", "overlay", "proc"]);
+  if (missing.length > 0) return `this kernel lacks ${missing.join(", ")}`;
   const src = join(dir, "src");
   await tree(src, {
     "etc/os-release": 'NAME="bcd test"\nID=bcdtest\n',
@@ -69,6 +83,8 @@ async function setup(): Promise<Env | string> {
  * same disk whose top layer has its needs_recovery bit set (debugfs).
  */
 async function gptDisk(dir: string): Promise<{ loop: string; recovery: string } | string> {
+  const missing = await missingFileSystems(["ext4"]);
+  if (missing.length > 0) return `this kernel lacks ${missing.join(", ")}`;
   const base = join(dir, "base");
   await tree(base, {
     "etc/os-release": "ID=gptbase\n",
