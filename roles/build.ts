@@ -15,6 +15,18 @@ const ROOT = new URL("../", import.meta.url).pathname;
 const DENO = Deno.execPath();
 
 /**
+ * Module files a role loads at run time by URL (Web Workers), which `deno bundle` does not follow: each is bundled on
+ * its own beside the role's bundle, under the same relative name the code asks for.
+ */
+export const WORKER_MODULES: Readonly<Record<Role, readonly { readonly source: string; readonly name: string }[]>> = {
+  node: [],
+  site: [],
+  ramdisk: [],
+  guest: [{ source: "guest/mapping/_writer_thread.ts", name: "_writer_thread.ts" }],
+  sim: [],
+};
+
+/**
  * npm packages with native parts a role needs that `deno bundle` cannot inline: they stay external and their
  * `node_modules` folders are copied beside the bundle.
  */
@@ -96,6 +108,9 @@ export async function bundleRole(role: Role, build: string): Promise<string> {
   ]);
   const text = await Deno.readTextFile(js);
   await Deno.writeTextFile(js, text.replaceAll("__BCD_BUILD__", build));
+  for (const w of WORKER_MODULES[role]) {
+    await _run(DENO, ["bundle", "--quiet", "--platform", "deno", "-o", `${dir}/${w.name}`, w.source]);
+  }
   for (const p of NATIVE_PACKAGES[role]) await _copyTree(`${ROOT}node_modules/${p}`, `${dir}/node_modules/${p}`);
   // A hard link where the filesystem allows it: five roles need not cost five copies of a 95 MB binary.
   try {
@@ -114,7 +129,10 @@ export async function bundleRole(role: Role, build: string): Promise<string> {
 
 /** The `deno compile` argument list of a role (from its bundle, so the build id is baked in). */
 export function compileArgs(role: Role): string[] {
-  const includes = NATIVE_PACKAGES[role].flatMap((p) => ["--include", `dist/bcd-${role}/node_modules/${p}`]);
+  const includes = [
+    ...NATIVE_PACKAGES[role].flatMap((p) => ["--include", `dist/bcd-${role}/node_modules/${p}`]),
+    ...WORKER_MODULES[role].flatMap((w) => ["--include", `dist/bcd-${role}/${w.name}`]),
+  ];
   return [
     "compile",
     "--no-config",

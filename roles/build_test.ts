@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { ROLES } from "../core/commands/kinds.ts";
-import { compileArgs, launcherScript } from "./build.ts";
+import { compileArgs, launcherScript, WORKER_MODULES } from "./build.ts";
 import { ROLE_PERMISSIONS, roleFlags } from "./permissions.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
@@ -45,6 +45,9 @@ Deno.test("`make bundle` produces five launchers that print their role's version
       const v = JSON.parse(new TextDecoder().decode(r.stdout)) as { role: string; build: string };
       assert.equal(v.role, role);
       assert.notEqual(v.build, "source", "the bundle carries its build id");
+      for (const w of WORKER_MODULES[role]) {
+        assert.ok(Deno.statSync(`${ROOT}dist/bcd-${role}/${w.name}`).isFile, `${w.name} is bundled beside bcd-${role}.js`);
+      }
     });
   }
 });
