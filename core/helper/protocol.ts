@@ -117,7 +117,7 @@ export interface HelperResults {
   "pci.numa_node": { readonly numaNode: number | null };
   "holds.list": HoldListing;
   "file.write": Record<never, never>;
-  "file.remove": { readonly removed: boolean };
+  "file.remove": Record<never, never>;
   "slice.apply": Record<never, never>;
   "slice.remove": { readonly removal: SliceRemoval };
   "slice.list": { readonly names: readonly string[] };

@@ -99,15 +99,31 @@ export class CdiHoldStore implements HoldStore {
   }
 
   async write(r: HoldRecord): Promise<void> {
-    await atomicWrite(this.envPath(r.allocationId), envFileText(r.env), this.#envMode);
+    await this.writeEnv(r.allocationId, r.env);
+    await this.writeSpec(r);
+  }
+
+  /** Writes the env file alone, atomically (the root helper's `file.write` of kind `allocation-env`). */
+  async writeEnv(allocationId: string, env: readonly string[]): Promise<void> {
+    await atomicWrite(this.envPath(allocationId), envFileText(env), this.#envMode);
+  }
+
+  /** Writes the CDI spec alone, atomically (the root helper's `file.write` of kind `cdi`). */
+  async writeSpec(r: HoldRecord): Promise<void> {
     await atomicWrite(this.specPath(r.allocationId), cdiSpecText(r), this.#specMode);
   }
 
   async remove(allocationId: string): Promise<void> {
-    await removeDurably(this.specPath(allocationId));
-    await removeDurably(this.envPath(allocationId));
+    await this.removeSpec(allocationId);
+    await this.removeEnv(allocationId);
   }
 
+  /** Removes the CDI spec alone; true when there was one. */
+  removeSpec(allocationId: string): Promise<boolean> {
+    return removeDurably(this.specPath(allocationId));
+  }
+
+  /** Removes the env file alone; true when there was one. */
   async removeEnv(allocationId: string): Promise<void> {
     await removeDurably(this.envPath(allocationId));
   }

@@ -1,6 +1,8 @@
 /** One contract for every SliceManager: cgroupfs and systemd on fake trees, and cgroupfs on the real cgroup2 mount. */
 import assert from "node:assert/strict";
 import { sliceName } from "../../core/converge/devices/slice.ts";
+import { HelperError } from "../../core/helper/mod.ts";
+import { helperSliceSubject } from "../helper/test_helper.ts";
 import { sliceDir } from "./cgroup_files.ts";
 import {
   fakeCgroupfsSubject,
@@ -17,6 +19,7 @@ const SUBJECTS: [string, () => Promise<SliceSubject>, boolean][] = [
   ["cgroupfs on a fake tree", fakeCgroupfsSubject, false],
   ["systemd via a fake systemctl", fakeSystemdSubject, false],
   ["cgroupfs on the real cgroup2 mount", realCgroupfsSubject, !!realSkip],
+  ["HelperSliceManager through the root helper", helperSliceSubject, false],
 ];
 
 for (const [label, make, ignore] of SUBJECTS) {
@@ -50,7 +53,11 @@ for (const [label, make, ignore] of SUBJECTS) {
         assert.equal(await s.mgr.remove(name), "absent");
       });
       await t.step("a name that is not a hold slice is refused", async () => {
-        await assert.rejects(s.mgr.apply("user-1000.slice", {}), RangeError);
+        // Directly a RangeError; through the helper its refusal, `invalid-argument`, before anything runs.
+        await assert.rejects(
+          s.mgr.apply("user-1000.slice", {}),
+          (e) => e instanceof RangeError || (e instanceof HelperError && e.code === "invalid-argument"),
+        );
       });
     } finally {
       await s.cleanup();

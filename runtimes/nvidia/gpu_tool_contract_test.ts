@@ -1,12 +1,15 @@
 /**
  * One contract for every GpuTool: the real `NvidiaSmi` (driving `fixtures/nvidia/fake-nvidia-smi`, which prints
- * the HGX fixture) and the sim role's file-backed `FakeGpuTool`.
+ * the HGX fixture), the sim role's file-backed `FakeGpuTool`, and the unprivileged node's `HelperGpuTool` (queries in
+ * the node, NUMA nodes and resets through a root helper served in-process).
  */
 import assert from "node:assert/strict";
 import { type GpuTool, GpuToolError } from "../../core/converge/devices/ports.ts";
 import { FakeGpuTool } from "./fake_gpu_tool.ts";
 import { hgxInventory } from "./hgx.ts";
 import { NvidiaSmi, sysfsBdf } from "./nvidia_smi.ts";
+import { HelperGpuTool } from "../helper/ports.ts";
+import { startTestHelper } from "../helper/test_helper.ts";
 
 const FIX = new URL("../../fixtures/nvidia/", import.meta.url).pathname;
 const HGX = hgxInventory();
@@ -17,6 +20,7 @@ interface Subject {
   /** Make the next reset of a known GPU fail with `msg`. */
   failResets(msg: string): Promise<void>;
   resets(): Promise<string[]>;
+  close?(): Promise<void>;
 }
 
 async function realSubject(dir: string): Promise<Subject> {
@@ -57,11 +61,29 @@ async function fakeSubject(dir: string): Promise<Subject> {
   };
 }
 
-for (const [name, make] of [["NvidiaSmi", realSubject], ["FakeGpuTool", fakeSubject]] as const) {
+async function helperSubject(_dir: string): Promise<Subject> {
+  const h = await startTestHelper();
+  return {
+    tool: new HelperGpuTool(h.client, { binary: h.smi, timeoutMs: 20_000 }),
+    failResets: (msg) => Deno.writeTextFile(h.smiEnv, `export FAKE_SMI_RESET_RC=15 FAKE_SMI_RESET_MSG='${msg}'\n`),
+    resets: async () => (await h.smiLog()).filter((l) => l.startsWith("--gpu-reset")).map((l) => l.split(" ")[2]!),
+    close: () => h.close(),
+  };
+}
+
+for (
+  const [name, make] of [
+    ["NvidiaSmi", realSubject],
+    ["FakeGpuTool", fakeSubject],
+    ["HelperGpuTool through the root helper", helperSubject],
+  ] as const
+) {
   Deno.test(`GpuTool contract (${name})`, async (t) => {
     const dir = await Deno.makeTempDir({ prefix: "bcd-gputool-" });
+    let close: (() => Promise<void>) | undefined;
     try {
-      const s = await make(dir);
+      const s: Subject = await make(dir);
+      close = s.close;
       await t.step("query gives the board: 8 GPUs, NUMA nodes, MIG instances with their UUIDs", async () => {
         const inv = await s.tool.query();
         assert.deepEqual(inv.gpus.map((g) => g.uuid), HGX.gpus.map((g) => g.uuid));
@@ -86,6 +108,7 @@ for (const [name, make] of [["NvidiaSmi", realSubject], ["FakeGpuTool", fakeSubj
         await assert.rejects(s.tool.reset(MIG_GPU), (e) => e instanceof GpuToolError && /in use/.test(e.message));
       });
     } finally {
+      await close?.();
       await Deno.remove(dir, { recursive: true });
     }
   });

@@ -12,6 +12,7 @@ export {
   MAX_SMI_OUTPUT,
   NvidiaSmi,
   type NvidiaSmiOptions,
+  readPciNumaNode,
   type RunResult,
   sysfsBdf,
 } from "./nvidia_smi.ts";

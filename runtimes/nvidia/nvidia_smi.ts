@@ -1,6 +1,6 @@
 /**
  * The real GPU tool: runs `nvidia-smi -q -x` (and `nvidia-smi -L` when a GPU has MIG devices, for their UUIDs),
- * reads each GPU's NUMA node from sysfs, and resets GPUs with `nvidia-smi --gpu-reset -i <uuid>`.
+ * reads each GPU's NUMA node from sysfs (or through the root helper), and resets GPUs with `nvidia-smi --gpu-reset -i <uuid>`.
  *
  * @module
  */
@@ -72,6 +72,22 @@ export interface NvidiaSmiOptions {
   readonly sysfsPciDevices?: string;
   readonly timeoutMs?: number;
   readonly run?: CommandRunner;
+  /**
+   * Where a GPU's NUMA node comes from (default: {@link readPciNumaNode} under `sysfsPciDevices`). An unprivileged
+   * node asks the root helper: Deno grants sysfs only to `--allow-all`.
+   */
+  readonly numaNode?: (pciBusId: string) => Promise<number | undefined>;
+}
+
+/** A GPU's NUMA node from `<sysfs PCI devices>/<bdf>/numa_node`; `undefined` when absent or -1 (no affinity). */
+export async function readPciNumaNode(sysfsPciDevices: string, pciBusId: string): Promise<number | undefined> {
+  try {
+    const s = (await Deno.readTextFile(`${sysfsPciDevices}/${sysfsBdf(pciBusId)}/numa_node`)).trim();
+    return /^\d{1,4}$/.test(s) ? Number(s) : undefined; // -1: no NUMA affinity
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return undefined;
+    throw e;
+  }
 }
 
 /** The sysfs name of an nvidia-smi PCI bus id: `00000000:18:00.0` → `0000:18:00.0`. */
@@ -83,14 +99,15 @@ export function sysfsBdf(pciBusId: string): string {
 /** `nvidia-smi` as a {@link GpuTool}. */
 export class NvidiaSmi implements GpuTool {
   readonly #bin: string;
-  readonly #sysfs: string;
   readonly #timeout: number;
   readonly #run: CommandRunner;
+  readonly #numaNode: (pciBusId: string) => Promise<number | undefined>;
   constructor(opts: NvidiaSmiOptions = {}) {
     this.#bin = opts.binary ?? "nvidia-smi";
-    this.#sysfs = opts.sysfsPciDevices ?? "/sys/bus/pci/devices";
+    const sysfs = opts.sysfsPciDevices ?? "/sys/bus/pci/devices";
     this.#timeout = opts.timeoutMs ?? 60_000;
     this.#run = opts.run ?? denoRunner;
+    this.#numaNode = opts.numaNode ?? ((id) => readPciNumaNode(sysfs, id));
   }
 
   async #smi(args: string[]): Promise<string> {
@@ -108,16 +125,6 @@ export class NvidiaSmi implements GpuTool {
       return numa === undefined ? g : { ...g, numaNode: numa };
     }));
     return { ...inv, gpus };
-  }
-
-  async #numaNode(pciBusId: string): Promise<number | undefined> {
-    try {
-      const s = (await Deno.readTextFile(`${this.#sysfs}/${sysfsBdf(pciBusId)}/numa_node`)).trim();
-      return /^\d{1,4}$/.test(s) ? Number(s) : undefined; // -1: no NUMA affinity
-    } catch (e) {
-      if (e instanceof Deno.errors.NotFound) return undefined;
-      throw e;
-    }
   }
 
   /** `nvidia-smi --gpu-reset -i <uuid>`. */

@@ -1,0 +1,37 @@
+/**
+ * What the root helper does each operation with: the real runtimes on a host ({@link ./host_backends.ts}), temp roots
+ * and fakes in tests. Every path is built here, from the helper's own configuration, never from a request.
+ *
+ * @module
+ */
+import type { HostInventoryReader, Rebooter } from "../../core/commands/kind_handlers/mod.ts";
+import type { HoldRecord } from "../../core/converge/devices/hold.ts";
+import type { HoldListing, HostMemorySource, SliceManager } from "../../core/converge/devices/ports.ts";
+
+/** The hold files, one at a time (the CDI/env store's halves: `runtimes/cdi`'s `CdiHoldStore`). */
+export interface HoldFiles {
+  list(): Promise<HoldListing>;
+  /** Renders and writes `<cdi dir>/bcd-<allocation id>.json` atomically. */
+  writeSpec(record: HoldRecord): Promise<unknown>;
+  /** Writes `<env dir>/<allocation id>.env` atomically. */
+  writeEnv(allocationId: string, env: readonly string[]): Promise<unknown>;
+  /** Removes the spec; an absent one is not an error. */
+  removeSpec(allocationId: string): Promise<unknown>;
+  /** Removes the env file; an absent one is not an error. */
+  removeEnv(allocationId: string): Promise<unknown>;
+}
+
+/** The helper's runtimes. */
+export interface HelperBackends {
+  /** The kernel's boot id (`/proc/sys/kernel/random/boot_id`). */
+  bootId(): Promise<string>;
+  readonly inventory: HostInventoryReader;
+  readonly memory: HostMemorySource;
+  /** A PCI device's NUMA node from sysfs, `undefined` when none. */
+  numaNode(pciBusId: string): Promise<number | undefined>;
+  readonly holds: HoldFiles;
+  readonly slices: SliceManager;
+  /** `nvidia-smi --gpu-reset -i <uuid>`; throws with the tool's message. */
+  gpuReset(gpuUuid: string): Promise<void>;
+  readonly rebooter: Rebooter;
+}

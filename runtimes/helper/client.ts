@@ -1,0 +1,177 @@
+/**
+ * The node's side of the helper protocol: one connection to the helper's unix socket per process, opened on first
+ * use and again after it drops; requests are pipelined and answers matched by id, each within a timeout. Every
+ * refusal or failure is a {@link HelperError} whose message starts `helper: `; an unreachable socket is `unreachable`.
+ *
+ * @module
+ */
+import {
+  answerError,
+  boundedLines,
+  decodeAnswer,
+  encodeRequest,
+  type HelperArgs,
+  HelperError,
+  type HelperOp,
+  type HelperResults,
+  MAX_ANSWER_LINE,
+  MAX_REQUEST_LINE,
+} from "../../core/helper/mod.ts";
+import type { Logger } from "../../core/log/mod.ts";
+
+/** How long each op may take before the node gives up on its answer, in ms. */
+export const OP_TIMEOUTS_MS: Readonly<Partial<Record<HelperOp, number>>> = {
+  "host.inventory": 60_000,
+  "gpu.reset": 180_000,
+  "node.reboot": 60_000,
+  "slice.apply": 60_000,
+  "slice.remove": 60_000,
+};
+
+/** The timeout of ops not in {@link OP_TIMEOUTS_MS}. */
+export const DEFAULT_OP_TIMEOUT_MS = 30_000;
+
+/** Options of {@link HelperClient}. */
+export interface HelperClientOptions {
+  readonly socket: string;
+  /** Overrides per op (tests shorten them). */
+  readonly timeoutsMs?: Partial<Record<HelperOp, number>>;
+  readonly defaultTimeoutMs?: number;
+  readonly log?: Logger;
+}
+
+interface _Pending {
+  readonly op: HelperOp;
+  readonly conn: Deno.Conn;
+  resolve(v: unknown): void;
+  reject(e: Error): void;
+  readonly timer: ReturnType<typeof setTimeout>;
+}
+
+const _enc = new TextEncoder();
+
+/** A connection to the root helper. */
+export class HelperClient {
+  readonly socket: string;
+  readonly #opts: HelperClientOptions;
+  #conn: Deno.Conn | undefined;
+  #connecting: Promise<Deno.Conn> | undefined;
+  #out: Promise<void> = Promise.resolve();
+  #nextId = 1;
+  readonly #pending = new Map<number, _Pending>();
+  #closed = false;
+
+  constructor(opts: HelperClientOptions) {
+    this.socket = opts.socket;
+    this.#opts = opts;
+  }
+
+  /** Asks the helper to run `op`; resolves with its result or rejects with a {@link HelperError}. */
+  async call<O extends HelperOp>(op: O, args: HelperArgs[O]): Promise<HelperResults[O]> {
+    if (this.#closed) throw new HelperError("unreachable", `${op}: the helper client is closed`);
+    const id = this.#nextId++;
+    const line = _enc.encode(encodeRequest(id, op, args));
+    if (line.length > MAX_REQUEST_LINE + 1) {
+      throw new HelperError("line-too-long", `${op}: request of ${line.length} bytes passes ${MAX_REQUEST_LINE}`);
+    }
+    const conn = await this.#connection(op);
+    const ms = this.#opts.timeoutsMs?.[op] ?? OP_TIMEOUTS_MS[op] ?? this.#opts.defaultTimeoutMs ??
+      DEFAULT_OP_TIMEOUT_MS;
+    const answer = new Promise<unknown>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#pending.delete(id);
+        reject(new HelperError("timeout", `${op}: no answer from the helper in ${ms} ms`));
+      }, ms);
+      this.#pending.set(id, { op, conn, resolve, reject, timer });
+    });
+    this.#out = this.#out.then(() => _writeAll(conn, line)).catch((e) => {
+      this.#fail(conn, `${op}: the request could not be sent: ${e instanceof Error ? e.message : String(e)}`);
+    });
+    return await answer as HelperResults[O];
+  }
+
+  /** Connects now (the node checks the helper before it starts); throws `unreachable` when it cannot. */
+  async connect(): Promise<void> {
+    await this.#connection("host.boot_id");
+  }
+
+  /** Ends the connection; pending calls fail. */
+  close(): void {
+    this.#closed = true;
+    if (this.#conn) this.#fail(this.#conn, "the helper client closed");
+  }
+
+  #connection(op: HelperOp): Promise<Deno.Conn> {
+    if (this.#conn) return Promise.resolve(this.#conn);
+    this.#connecting ??= (async () => {
+      try {
+        const conn = await Deno.connect({ transport: "unix", path: this.socket });
+        this.#conn = conn;
+        this.#out = Promise.resolve();
+        void this.#read(conn);
+        this.#opts.log?.info({ socket: this.socket }, "connected to the helper");
+        return conn;
+      } catch (e) {
+        const why = e instanceof Error ? e.message : String(e);
+        throw new HelperError("unreachable", `${op}: cannot reach the helper at ${this.socket}: ${why}`, { cause: e });
+      } finally {
+        this.#connecting = undefined;
+      }
+    })();
+    return this.#connecting;
+  }
+
+  async #read(conn: Deno.Conn): Promise<void> {
+    let why = "the helper closed the connection";
+    try {
+      for await (const ev of boundedLines(conn.readable, MAX_ANSWER_LINE)) {
+        if (ev.kind === "too-long") {
+          why = `an answer passed ${ev.max} bytes`;
+          break;
+        }
+        if (ev.kind === "not-utf8") {
+          why = "an answer was not UTF-8";
+          break;
+        }
+        const a = decodeAnswer(ev.line);
+        if (a.id === null) {
+          why = `the helper refused a line: ${a.ok ? "" : a.error.message}`;
+          break;
+        }
+        const p = this.#pending.get(a.id);
+        if (!p) continue; // timed out already
+        this.#pending.delete(a.id);
+        clearTimeout(p.timer);
+        if (a.ok) p.resolve(a.result);
+        else p.reject(answerError(a));
+      }
+    } catch (e) {
+      why = e instanceof HelperError ? e.detail : `connection failed: ${e instanceof Error ? e.message : String(e)}`;
+    }
+    this.#fail(conn, why);
+  }
+
+  /** Drops `conn` (once) and fails every pending call with `why`. */
+  #fail(conn: Deno.Conn, why: string): void {
+    if (this.#conn === conn) {
+      this.#conn = undefined;
+      try {
+        conn.close();
+      } catch (e) {
+        if (!(e instanceof Deno.errors.BadResource)) throw e;
+      }
+      if (!this.#closed) this.#opts.log?.warn({ socket: this.socket, err: why }, "helper connection lost");
+    }
+    for (const [id, p] of this.#pending) {
+      if (p.conn !== conn) continue;
+      this.#pending.delete(id);
+      clearTimeout(p.timer);
+      p.reject(new HelperError("unreachable", `${p.op}: ${why}`));
+    }
+  }
+}
+
+async function _writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
+  let n = 0;
+  while (n < bytes.length) n += await conn.write(bytes.subarray(n));
+}

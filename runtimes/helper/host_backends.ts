@@ -1,0 +1,67 @@
+/**
+ * The helper's real backends on a host, from its configuration: the CDI directory (`[devices] cdi_dir`) and the env
+ * directory (`<[devices] run_dir>/allocations`), the slices (systemd's where it runs, cgroupfs under
+ * `[devices] cgroup_root` otherwise), `nvidia-smi` (`[devices] nvidia_smi`) for resets, the sysfs inventory and
+ * memory, the kernel's boot id, and the init system's reboot.
+ *
+ * @module
+ */
+import type { ResolvedAgentConfig } from "../../core/config/mod.ts";
+import type { Rebooter } from "../../core/commands/kind_handlers/mod.ts";
+import { readBootId } from "../../core/journal/boot_id.ts";
+import { CdiHoldStore } from "../cdi/hold_store.ts";
+import { CgroupfsSliceManager } from "../cgroup/cgroupfs.ts";
+import { ProcHostMemory } from "../cgroup/host_memory.ts";
+import { SystemdSliceManager } from "../cgroup/systemd.ts";
+import { SysfsHostInventory } from "../host/inventory.ts";
+import { InitRebooter } from "../host/rebooter.ts";
+import { NvidiaSmi, readPciNumaNode } from "../nvidia/nvidia_smi.ts";
+import type { HelperBackends } from "./backends.ts";
+
+/** Options of {@link hostBackends}. */
+export interface HostBackendOptions {
+  /** Where the boot id is read (default the kernel's). */
+  readonly bootIdPath?: string;
+  /** Whether systemd runs this host (default: `/run/systemd/system` is a directory). */
+  readonly systemd?: boolean;
+  readonly rebooter?: Rebooter;
+}
+
+/** Whether systemd runs this host (its runtime directory exists). */
+export function systemdRuns(): boolean {
+  try {
+    return Deno.statSync("/run/systemd/system").isDirectory;
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return false;
+    throw e;
+  }
+}
+
+/** The real backends for `config`. */
+export function hostBackends(config: ResolvedAgentConfig, opts: HostBackendOptions = {}): HelperBackends {
+  const d = config.devices;
+  const smi = new NvidiaSmi({ binary: d.nvidiaSmi });
+  return {
+    bootId: () => readBootId(opts.bootIdPath),
+    inventory: new SysfsHostInventory(),
+    memory: new ProcHostMemory(),
+    numaNode: (pciBusId) => readPciNumaNode("/sys/bus/pci/devices", pciBusId),
+    holds: new CdiHoldStore({ cdiDir: d.cdiDir, envDir: `${d.runDir}/allocations` }),
+    slices: (opts.systemd ?? systemdRuns())
+      ? new SystemdSliceManager({ cgroupRoot: d.cgroupRoot })
+      : new CgroupfsSliceManager({ root: d.cgroupRoot }),
+    gpuReset: (uuid) => smi.reset(uuid),
+    rebooter: opts.rebooter ?? new InitRebooter(),
+  };
+}
+
+/** A group's id: a number as is, else its line in `/etc/group`. Throws `RangeError` for an unknown group. */
+export async function groupId(group: string, groupFile = "/etc/group"): Promise<number> {
+  if (/^\d{1,10}$/.test(group)) return Number(group);
+  const text = await Deno.readTextFile(groupFile);
+  for (const line of text.split("\n")) {
+    const [name, , gid] = line.split(":");
+    if (name === group && gid !== undefined && /^\d{1,10}$/.test(gid)) return Number(gid);
+  }
+  throw new RangeError(`group ${JSON.stringify(group)} is not in ${groupFile}`);
+}

@@ -1,0 +1,22 @@
+/**
+ * Privilege separation's two halves over `core/helper`'s protocol: the root helper's server
+ * ({@link HelperServer}, over {@link HelperBackends}: the real runtimes from {@link hostBackends}, or temp roots in
+ * tests), and the node's {@link HelperClient} with the host ports built on it (hold store, slices, host memory, host
+ * inventory, rebooter, GPU tool, boot id).
+ *
+ * @module
+ */
+export type { HelperBackends, HoldFiles } from "./backends.ts";
+export { DEFAULT_OP_TIMEOUT_MS, HelperClient, type HelperClientOptions, OP_TIMEOUTS_MS } from "./client.ts";
+export { Mutex, runOp } from "./dispatch.ts";
+export { groupId, type HostBackendOptions, hostBackends, systemdRuns } from "./host_backends.ts";
+export {
+  helperBootId,
+  HelperGpuTool,
+  HelperHoldStore,
+  HelperHostInventory,
+  HelperHostMemory,
+  HelperRebooter,
+  HelperSliceManager,
+} from "./ports.ts";
+export { type HelperListener, HelperServer, type HelperServerOptions, type ListenOptions } from "./server.ts";

@@ -1,0 +1,226 @@
+/** The helper's socket: its modes, the line cap, refusals by name, busy, logging of every op, stale and live sockets. */
+import assert from "node:assert/strict";
+import { HelperError, MAX_REQUEST_LINE } from "../../core/helper/mod.ts";
+import { silentLogger } from "../../core/log/mod.ts";
+import { HelperServer } from "./server.ts";
+import { startTestHelper, TEST_BOOT_ID } from "./test_helper.ts";
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+/**
+ * Sends raw bytes on a fresh connection and reads answer lines until `n` arrived or the helper closed it; with
+ * `untilClosed`, reads on until the helper closes the connection.
+ */
+async function raw(
+  socket: string,
+  bytes: Uint8Array,
+  n: number,
+  untilClosed = false,
+): Promise<{ lines: unknown[]; closed: boolean }> {
+  const c = await Deno.connect({ transport: "unix", path: socket });
+  const lines: unknown[] = [];
+  let closed = false;
+  try {
+    const w = (async () => {
+      let o = 0;
+      while (o < bytes.length) o += await c.write(bytes.subarray(o));
+    })().catch(() => undefined); // the helper may close before it read everything
+    let buf = "";
+    const chunk = new Uint8Array(65536);
+    while (lines.length < n) {
+      const r = await c.read(chunk).catch(() => null);
+      if (r === null) {
+        closed = true;
+        break;
+      }
+      buf += dec.decode(chunk.subarray(0, r));
+      let i;
+      while ((i = buf.indexOf("\n")) >= 0) {
+        lines.push(JSON.parse(buf.slice(0, i)));
+        buf = buf.slice(i + 1);
+      }
+    }
+    await w;
+    if (!closed && untilClosed) closed = (await c.read(chunk).catch(() => null)) === null;
+  } finally {
+    _close(c);
+  }
+  return { lines, closed };
+}
+
+function _close(c: Deno.Conn): void {
+  try {
+    c.close();
+  } catch (e) {
+    if (!(e instanceof Deno.errors.BadResource)) throw e;
+  }
+}
+
+Deno.test("the helper's socket is 0660 in a 0750 directory, and answers a request", async () => {
+  const h = await startTestHelper();
+  try {
+    assert.equal((await Deno.lstat(h.socket)).isSocket, true);
+    assert.equal((await Deno.stat(h.socket)).mode! & 0o777, 0o660);
+    assert.equal((await Deno.stat(`${h.root}/run/bcd`)).mode! & 0o777, 0o750);
+    const { lines } = await raw(h.socket, enc.encode('{"id":1,"op":"host.boot_id"}\n'), 1);
+    assert.deepEqual(lines, [{ id: 1, ok: true, result: { bootId: TEST_BOOT_ID } }]);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("a request line past the cap is refused without being buffered, and the connection is closed", async () => {
+  const h = await startTestHelper();
+  try {
+    const big = new Uint8Array(MAX_REQUEST_LINE + 4096).fill(0x20);
+    const { lines, closed } = await raw(h.socket, big, 1, true);
+    assert.equal(lines.length, 1);
+    assert.deepEqual((lines[0] as { error: { code: string } }).error.code, "line-too-long");
+    assert.equal((lines[0] as { id: unknown }).id, null);
+    assert.ok(closed, "the helper closed the connection");
+    // The helper still serves others.
+    assert.equal((await h.client.call("host.boot_id", {})).bootId, TEST_BOOT_ID);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("refusals come back by name with the request's id, and nothing runs", async () => {
+  const h = await startTestHelper();
+  try {
+    const reqs = [
+      '{"id":1,"op":"file.read","args":{"path":"/etc/shadow"}}',
+      '{"id":2,"op":"file.write","args":{"kind":"cdi","allocationId":"../x","binding":"hold","devices":[],"env":[]}}',
+      '{"id":3,"op":"node.reboot","args":{"reason":"x","force":true}}',
+      "not json",
+      '{"id":5,"op":"slice.apply","args":{"name":"system.slice","settings":{}}}',
+    ];
+    const { lines } = await raw(h.socket, enc.encode(reqs.join("\n") + "\n"), reqs.length);
+    const byId = (id: number | null) =>
+      lines.find((l) => (l as { id: unknown }).id === id) as {
+        ok: boolean;
+        error: { code: string; message: string };
+      };
+    assert.equal(byId(1).error.code, "unknown-op");
+    assert.match(byId(1).error.message, /file\.read/);
+    assert.equal(byId(2).error.code, "invalid-argument");
+    assert.match(byId(2).error.message, /allocationId "\.\.\/x"/);
+    assert.equal(byId(3).error.code, "unknown-field");
+    assert.match(byId(3).error.message, /args\.force/);
+    assert.equal(byId(null).error.code, "malformed");
+    assert.equal(byId(5).error.code, "invalid-argument");
+    assert.deepEqual(h.reboots, [], "the refused reboot did not run");
+    await assert.rejects(Deno.stat(h.cdiDir), Deno.errors.NotFound);
+    const refusals = h.logs.filter((l) => l.msg === "helper: refused");
+    assert.equal(refusals.length, 5, "each refusal is logged");
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("every op is logged with its arguments", async () => {
+  const h = await startTestHelper();
+  try {
+    await h.client.call("node.reboot", { reason: "kernel 6.8.0-45" });
+    await h.client.call("slice.usage", { name: "bcd-alloc-a1.slice" });
+    const ops = h.logs.filter((l) => l.msg === "helper: op");
+    assert.deepEqual(ops.map((l) => [l.op, l.args]), [
+      ["node.reboot", { reason: "kernel 6.8.0-45" }],
+      ["slice.usage", { name: "bcd-alloc-a1.slice" }],
+    ]);
+    assert.deepEqual(h.reboots, ["kernel 6.8.0-45"]);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("more requests in flight than the cap are answered busy", async () => {
+  const h = await startTestHelper({ maxInFlight: 1 });
+  let release!: () => void;
+  const gate = new Promise<void>((r) => release = r);
+  const orig = h.backends.rebooter.reboot;
+  (h.backends.rebooter as { reboot: (r: string) => Promise<void> }).reboot = async (r) => {
+    await gate;
+    return orig(r);
+  };
+  try {
+    const first = h.client.call("node.reboot", { reason: "one" });
+    await assert.rejects(h.client.call("host.boot_id", {}), (e) => e instanceof HelperError && e.code === "busy");
+    release();
+    await first;
+    assert.equal((await h.client.call("host.boot_id", {})).bootId, TEST_BOOT_ID);
+  } finally {
+    release();
+    await h.close();
+  }
+});
+
+Deno.test("listen replaces a stale socket but refuses a live one and a path that is not a socket", async () => {
+  const h = await startTestHelper();
+  const other = new HelperServer(h.backends, { log: silentLogger() });
+  try {
+    await assert.rejects(other.listen(h.socket), /another helper answers/);
+    const file = `${h.root}/plain`;
+    await Deno.writeTextFile(file, "x");
+    await assert.rejects(other.listen(file), /not a socket/);
+    assert.equal(await Deno.readTextFile(file), "x");
+    // A socket left by a helper that died: bound, moved away from its listener, the listener gone.
+    const stalePath = `${h.root}/stale.sock`;
+    const l = Deno.listen({ transport: "unix", path: `${h.root}/bound.sock` });
+    await Deno.rename(`${h.root}/bound.sock`, stalePath);
+    l.close();
+    assert.equal((await Deno.lstat(stalePath)).isSocket, true);
+    const s = await other.listen(stalePath);
+    try {
+      const c = await Deno.connect({ transport: "unix", path: stalePath });
+      c.close();
+    } finally {
+      await s.close();
+    }
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("the client reports an unreachable helper, and reconnects once it is back", async () => {
+  const h = await startTestHelper();
+  try {
+    await h.listener.close();
+    await assert.rejects(h.client.call("host.boot_id", {}), (e) => {
+      assert.ok(e instanceof HelperError);
+      assert.equal(e.code, "unreachable");
+      assert.match(e.message, /^helper: host\.boot_id: /);
+      return true;
+    });
+    const again = await h.server.listen(h.socket);
+    try {
+      assert.equal((await h.client.call("host.boot_id", {})).bootId, TEST_BOOT_ID);
+    } finally {
+      await again.close();
+    }
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("a helper that does not answer times the call out", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "bcd-helper-mute-" });
+  const path = `${dir}/mute.sock`;
+  const l = Deno.listen({ transport: "unix", path });
+  const conns: Deno.Conn[] = [];
+  const accepting = (async () => {
+    for await (const c of l) conns.push(c);
+  })().catch(() => undefined);
+  const { HelperClient } = await import("./client.ts");
+  const c = new HelperClient({ socket: path, defaultTimeoutMs: 50 });
+  try {
+    await assert.rejects(c.call("holds.list", {}), (e) => e instanceof HelperError && e.code === "timeout");
+  } finally {
+    c.close();
+    l.close();
+    for (const x of conns) x.close();
+    await accepting;
+    await Deno.remove(dir, { recursive: true });
+  }
+});
