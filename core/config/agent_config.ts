@@ -37,7 +37,7 @@ export interface AgentConfig {
   devices?: { cdi_dir?: string; run_dir?: string; cgroup_root?: string; nvidia_smi?: string };
   host?: { units?: boolean };
   instances?: { balloon_floor_percent?: number };
-  helper?: { socket?: string; instance_bridges?: string[] };
+  helper?: { socket?: string; node_group?: string; instance_bridges?: string[] };
   site?: { bmc_networks?: string[] };
 }
 
@@ -52,7 +52,9 @@ export interface ResolvedAgentConfig {
   devices: { cdiDir: string; runDir: string; cgroupRoot: string; nvidiaSmi: string };
   host: { units: boolean };
   instances: { balloonFloorPercent: number };
-  helper: { socket: string | undefined; instanceBridges: string[] };
+  /** `socket`: where the root helper listens (the node's default `/run/bcd/helper.sock`); `nodeGroup`: the group the
+   * helper gives its socket to (the node's), a name or a gid. */
+  helper: { socket: string | undefined; nodeGroup: string | undefined; instanceBridges: string[] };
   site: { bmcNetworks: string[] };
 }
 
@@ -69,7 +71,7 @@ const SCHEMA: Schema = {
   devices: { cdi_dir: "path", run_dir: "path", cgroup_root: "path", nvidia_smi: "string" },
   host: { units: "bool" },
   instances: { balloon_floor_percent: "int" },
-  helper: { socket: "path", instance_bridges: "string[]" },
+  helper: { socket: "path", node_group: "string", instance_bridges: "string[]" },
   site: { bmc_networks: "string[]" },
 };
 
@@ -215,6 +217,10 @@ export function resolveAgentConfig(cfg: AgentConfig, source = ""): ResolvedAgent
       throw e;
     }
   };
+  const group = cfg.helper?.node_group;
+  if (group !== undefined && !/^(?:\d{1,10}|[A-Za-z_][A-Za-z0-9_.-]{0,31})$/.test(group)) {
+    _fail(source, "helper.node_group", `${JSON.stringify(group)} is not a group name or id`);
+  }
   const floor = cfg.instances?.balloon_floor_percent ?? 50;
   if (floor < 10 || floor > 100) {
     _fail(source, "instances.balloon_floor_percent", `must be between 10 and 100, got ${floor}`);
@@ -247,7 +253,7 @@ export function resolveAgentConfig(cfg: AgentConfig, source = ""): ResolvedAgent
     },
     host: { units: cfg.host?.units ?? true },
     instances: { balloonFloorPercent: floor },
-    helper: { socket: cfg.helper?.socket, instanceBridges: cfg.helper?.instance_bridges ?? [] },
+    helper: { socket: cfg.helper?.socket, nodeGroup: group, instanceBridges: cfg.helper?.instance_bridges ?? [] },
     site: { bmcNetworks: cfg.site?.bmc_networks ?? [] },
   };
 }

@@ -33,6 +33,8 @@ units = false
 [instances]
 balloon_floor_percent = 70
 [helper]
+socket = "/run/bcd/helper.sock"
+node_group = "bcd"
 instance_bridges = ["br0"]
 `);
   assert.equal(c.dataDir, "/srv/bcd");
@@ -44,6 +46,8 @@ instance_bridges = ["br0"]
   assert.equal(c.host.units, false);
   assert.equal(c.instances.balloonFloorPercent, 70);
   assert.deepEqual(c.helper.instanceBridges, ["br0"]);
+  assert.equal(c.helper.socket, "/run/bcd/helper.sock");
+  assert.equal(c.helper.nodeGroup, "bcd");
 });
 
 function refusal(source: string): ConfigError {
@@ -132,4 +136,19 @@ Deno.test("journal bounds may be lowered", () => {
   const c = loadAgentConfig(`[journal]\nmax_bytes = 1024\nmax_unacked_events = 1`);
   assert.equal(c.journal.maxBytes, 1024);
   assert.equal(c.journal.maxUnackedEvents, 1);
+});
+
+Deno.test("[helper] node_group takes a group name or a gid and refuses anything else, with its line", () => {
+  assert.equal(loadAgentConfig('[helper]\nnode_group = "bcd-node"').helper.nodeGroup, "bcd-node");
+  assert.equal(loadAgentConfig('[helper]\nnode_group = "998"').helper.nodeGroup, "998");
+  assert.equal(loadAgentConfig("").helper.nodeGroup, undefined);
+  for (const bad of ['"root:x"', '"../etc"', '""', '"a b"']) {
+    assert.throws(
+      () => loadAgentConfig(`[helper]\nnode_group = ${bad}`),
+      (e) => e instanceof ConfigError && e.key === "helper.node_group" && e.line === 2,
+      bad,
+    );
+  }
+  assert.throws(() => loadAgentConfig("[helper]\nnode_group = 998"), ConfigError);
+  assert.throws(() => loadAgentConfig('[helper]\nsocket = "helper.sock"'), /must be absolute/);
 });
