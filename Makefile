@@ -9,7 +9,7 @@ DENO := $(SYSTEM_DENO)
 DENO_DEP :=
 endif
 export PATH := $(dir $(DENO)):$(PATH)
-ROLES := node site ramdisk guest sim
+ROLES := node site ramdisk guest sim helper
 
 .PHONY: deno test check ok bundle compile demo clean proto fmt
 

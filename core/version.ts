@@ -20,4 +20,6 @@ export const PROTOCOLS: Readonly<Record<string, number>> = {
   turns: 1,
   /** Config bundle install into guests (seed 004). */
   agent_config: 1,
+  /** Node↔root helper over a unix socket (000 §privilege separation; `core/helper`'s HELPER_PROTOCOL_VERSION). */
+  helper: 1,
 };

@@ -19,7 +19,9 @@ import { join, loadIdentity, type NodeIdentity } from "../core/session/identity.
 import { type EventSink, NodeAgent } from "../core/session/node_agent.ts";
 import { connectWebSocket } from "../core/session/transport.ts";
 import { AGENT_VERSION } from "../core/version.ts";
-import { EXIT_INTERNAL, EXIT_OK, printOut, type Subcommand, UsageError } from "./_cli.ts";
+import { HelperError } from "../core/helper/mod.ts";
+import { helperBootId, HelperClient } from "../runtimes/helper/mod.ts";
+import { EXIT_INTERNAL, EXIT_OK, printOut, StartRefused, type Subcommand, UsageError } from "./_cli.ts";
 
 /** What the wiring of a role gets. */
 export interface WiringContext {
@@ -34,6 +36,8 @@ export interface WiringContext {
   readonly logRing: LogRing;
   /** The agent's condition set (XID conditions, section conditions). */
   readonly conditions: ConditionSet;
+  /** The root helper's client, for a role with {@link RoleWiring.helperSocket} (the node). */
+  readonly helper?: HelperClient;
 }
 
 /** A role's wiring. */
@@ -49,6 +53,33 @@ export interface RoleWiring {
   devices?(ctx: WiringContext): DevicePorts;
   /** Where the boot id comes from when `BCD_BOOT_ID_PATH` is unset (the sim's simulated boot); the kernel's if absent. */
   bootIdFile?(dataDir: string): Promise<string>;
+  /**
+   * The root helper's socket, for a privilege-separated role (the node): the daemon connects before it opens the
+   * journal, takes the boot id from the helper (unless `BCD_BOOT_ID_PATH` is set), and refuses to start when the
+   * helper cannot be reached.
+   */
+  helperSocket?(config: ResolvedAgentConfig): string;
+}
+
+/** Connects to the helper and reads the boot id through it; a helper that cannot be reached refuses the start. */
+async function _openHelper(
+  socket: string,
+  log: Logger,
+  bootIdPath: string | undefined,
+): Promise<{ helper: HelperClient; bootId: string }> {
+  const helper = new HelperClient({ socket, log });
+  try {
+    await helper.connect();
+    return { helper, bootId: bootIdPath !== undefined ? await readBootId(bootIdPath) : await helperBootId(helper) };
+  } catch (e) {
+    helper.close();
+    if (!(e instanceof HelperError)) throw e;
+    throw new StartRefused(
+      `${e.message}; the node reads the boot id, /proc, /sys and root-only files through bcd-helper: start ` +
+        `"bcd-helper serve --socket ${socket}" as root first`,
+      { cause: e },
+    );
+  }
 }
 
 const DATA_DIR_OPTS = {
@@ -140,7 +171,8 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
         });
         const identity = await loadIdentity(dataDir);
         if (!identity) throw new UsageError(`${dataDir} holds no identity; run "join" first`);
-        const bootId = await readBootId(_bootIdPath() ?? await w.bootIdFile?.(dataDir));
+        const opened = w.helperSocket ? await _openHelper(w.helperSocket(config), log, _bootIdPath()) : undefined;
+        const bootId = opened?.bootId ?? await readBootId(_bootIdPath() ?? await w.bootIdFile?.(dataDir));
         const journal = await Journal.open({
           dataDir,
           bootId,
@@ -163,6 +195,7 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
           log,
           logRing,
           conditions,
+          ...(opened ? { helper: opened.helper } : {}),
         };
         const devices = w.devices?.(ctx);
         const handlers = w.handlers(ctx);
@@ -193,6 +226,7 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
         await agent.run(stop.signal);
         await agent.stop();
         await journal.close();
+        opened?.helper.close();
         log.info("stopped");
         return EXIT_OK;
       },

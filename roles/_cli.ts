@@ -6,7 +6,11 @@
  */
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { kindsForRole, type Role } from "../core/commands/kinds.ts";
+import { HELPER_OPS } from "../core/helper/mod.ts";
 import { AGENT_VERSION, BUILD, PROTOCOLS } from "../core/version.ts";
+
+/** An executable's name: a role, or an auxiliary tool beside one (`helper`: the node's root helper). */
+export type CliName = Role | "helper";
 
 export const EXIT_OK = 0;
 export const EXIT_INTERNAL = 1;
@@ -16,6 +20,11 @@ export const EXIT_REFUSED = 3;
 /** A usage mistake: exit 2 with a one-line reason. */
 export class UsageError extends Error {
   override name = "UsageError";
+}
+
+/** A daemon that cannot start (its helper is unreachable, say): exit 1 with a one-line reason, no stack. */
+export class StartRefused extends Error {
+  override name = "StartRefused";
 }
 
 /** One subcommand of a role. */
@@ -31,15 +40,11 @@ export interface Subcommand {
   run?(args: { values: Record<string, unknown>; positionals: string[] }): Promise<number> | number;
 }
 
-/** The JSON `version` prints. */
-export function versionInfo(role: Role): Record<string, unknown> {
-  return {
-    role,
-    version: AGENT_VERSION,
-    build: BUILD,
-    protocols: PROTOCOLS,
-    kinds: kindsForRole(role).map((k) => ({ kind: k.kind, lane: k.lane, flags: k.flags })),
-  };
+/** The JSON `version` prints: the helper lists its protocol's ops where a role lists its command kinds. */
+export function versionInfo(role: CliName): Record<string, unknown> {
+  const base = { role, version: AGENT_VERSION, build: BUILD, protocols: PROTOCOLS };
+  if (role === "helper") return { ...base, kinds: [], ops: [...HELPER_OPS] };
+  return { ...base, kinds: kindsForRole(role).map((k) => ({ kind: k.kind, lane: k.lane, flags: k.flags })) };
 }
 
 function _write(fd: "out" | "err", text: string): void {
@@ -52,7 +57,7 @@ export function printOut(text: string): void {
   _write("out", text);
 }
 
-function _help(role: Role, commands: Readonly<Record<string, Subcommand>>, prefix: string[]): string {
+function _help(role: CliName, commands: Readonly<Record<string, Subcommand>>, prefix: string[]): string {
   const lines = [`usage: bcd-${role} ${[...prefix, "<command>"].join(" ")} [flags]`, "", "commands:"];
   const walk = (cmds: Readonly<Record<string, Subcommand>>, path: string[]) => {
     for (const [name, c] of Object.entries(cmds)) {
@@ -67,7 +72,7 @@ function _help(role: Role, commands: Readonly<Record<string, Subcommand>>, prefi
 
 /** Runs a role's CLI with `argv` and returns the exit code; `version` and `help` are added for every role. */
 export async function runCli(
-  role: Role,
+  role: CliName,
   argv: string[],
   commands: Readonly<Record<string, Subcommand>>,
 ): Promise<number> {
@@ -136,6 +141,10 @@ export async function runCli(
     if (e instanceof UsageError) {
       _write("err", `bcd-${role}: ${e.message}`);
       return EXIT_USAGE;
+    }
+    if (e instanceof StartRefused) {
+      _write("err", `bcd-${role}: ${e.message}`);
+      return EXIT_INTERNAL;
     }
     _write("err", `bcd-${role}: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
     return EXIT_INTERNAL;

@@ -1,15 +1,16 @@
 /**
  * Build wiring: `bundle` (the offline artifact `dist/bcd-<role>/`), `compile` (`deno compile` into
  * `bin/bcd-<role>`, honouring `DENORT_BIN`) and `tasks` (rewrite the role tasks of `deno.json` from
- * `roles/permissions.ts`). Every artifact carries exactly its role's permission flags.
+ * `roles/permissions.ts`). Every artifact carries exactly its role's permission flags. The node's root helper is
+ * built beside the roles as `dist/bcd-helper/` and `bin/bcd-helper`, with its `helper` task.
  *
  * usage: deno task bundle [ROLE...] | deno task compile [--dry-run] [ROLE...] | build.ts tasks
+ * (ROLE: node, site, ramdisk, guest, sim or helper)
  *
  * @module
  */
 import { parseArgs } from "node:util";
-import { type Role, ROLES } from "../core/commands/kinds.ts";
-import { roleEntry, roleFlags, roleTask } from "./permissions.ts";
+import { type Executable, EXECUTABLES, roleEntry, roleFlags, roleTask } from "./permissions.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const DENO = Deno.execPath();
@@ -18,24 +19,28 @@ const DENO = Deno.execPath();
  * Module files a role loads at run time by URL (Web Workers), which `deno bundle` does not follow: each is bundled on
  * its own beside the role's bundle, under the same relative name the code asks for.
  */
-export const WORKER_MODULES: Readonly<Record<Role, readonly { readonly source: string; readonly name: string }[]>> = {
+export const WORKER_MODULES: Readonly<
+  Record<Executable, readonly { readonly source: string; readonly name: string }[]>
+> = {
   node: [],
   site: [],
   ramdisk: [],
   guest: [{ source: "guest/mapping/_writer_thread.ts", name: "_writer_thread.ts" }],
   sim: [],
+  helper: [],
 };
 
 /**
  * npm packages with native parts a role needs that `deno bundle` cannot inline: they stay external and their
  * `node_modules` folders are copied beside the bundle.
  */
-export const NATIVE_PACKAGES: Readonly<Record<Role, readonly string[]>> = {
+export const NATIVE_PACKAGES: Readonly<Record<Executable, readonly string[]>> = {
   node: [],
   site: [],
   ramdisk: [],
   guest: [],
   sim: [],
+  helper: [],
 };
 
 function _say(line: string): void {
@@ -63,7 +68,7 @@ async function _buildId(): Promise<string> {
 }
 
 /** The launcher script: runs the bundled JS with the pinned Deno beside it and the role's flags. */
-export function launcherScript(role: Role): string {
+export function launcherScript(role: Executable): string {
   const flags = roleFlags(role).map((f) => `'${f}'`).join(" ");
   return [
     "#!/bin/sh",
@@ -86,7 +91,7 @@ async function _copyTree(from: string, to: string): Promise<void> {
 }
 
 /** Bundles one role into `dist/bcd-<role>/`. */
-export async function bundleRole(role: Role, build: string): Promise<string> {
+export async function bundleRole(role: Executable, build: string): Promise<string> {
   const dir = `${ROOT}dist/bcd-${role}`;
   await Deno.remove(dir, { recursive: true }).catch((e) => {
     if (!(e instanceof Deno.errors.NotFound)) throw e;
@@ -112,7 +117,7 @@ export async function bundleRole(role: Role, build: string): Promise<string> {
     await _run(DENO, ["bundle", "--quiet", "--platform", "deno", "-o", `${dir}/${w.name}`, w.source]);
   }
   for (const p of NATIVE_PACKAGES[role]) await _copyTree(`${ROOT}node_modules/${p}`, `${dir}/node_modules/${p}`);
-  // A hard link where the filesystem allows it: five roles need not cost five copies of a 95 MB binary.
+  // A hard link where the filesystem allows it: six executables need not cost six copies of a 95 MB binary.
   try {
     await Deno.link(DENO, `${dir}/deno`);
   } catch (e) {
@@ -128,7 +133,7 @@ export async function bundleRole(role: Role, build: string): Promise<string> {
 }
 
 /** The `deno compile` argument list of a role (from its bundle, so the build id is baked in). */
-export function compileArgs(role: Role): string[] {
+export function compileArgs(role: Executable): string[] {
   const includes = [
     ...NATIVE_PACKAGES[role].flatMap((p) => ["--include", `dist/bcd-${role}/node_modules/${p}`]),
     ...WORKER_MODULES[role].flatMap((w) => ["--include", `dist/bcd-${role}/${w.name}`]),
@@ -147,14 +152,16 @@ export function compileArgs(role: Role): string[] {
 async function _writeTasks(): Promise<void> {
   const path = `${ROOT}deno.json`;
   const cfg = JSON.parse(await Deno.readTextFile(path)) as { tasks: Record<string, string> };
-  for (const role of ROLES) cfg.tasks[role] = roleTask(role);
+  // The executables' tasks first, in their order; every other task after them as it was.
+  const rest = Object.entries(cfg.tasks).filter(([k]) => !(EXECUTABLES as readonly string[]).includes(k));
+  cfg.tasks = Object.fromEntries([...EXECUTABLES.map((e) => [e, roleTask(e)] as const), ...rest]);
   await Deno.writeTextFile(path, JSON.stringify(cfg, null, 2) + "\n");
 }
 
-function _roles(names: string[]): Role[] {
-  if (names.length === 0) return [...ROLES];
-  for (const n of names) if (!ROLES.includes(n as Role)) throw new TypeError(`unknown role "${n}"`);
-  return names as Role[];
+function _roles(names: string[]): Executable[] {
+  if (names.length === 0) return [...EXECUTABLES];
+  for (const n of names) if (!EXECUTABLES.includes(n as Executable)) throw new TypeError(`unknown role "${n}"`);
+  return names as Executable[];
 }
 
 if (import.meta.main) {

@@ -1,23 +1,22 @@
 import assert from "node:assert/strict";
-import { ROLES } from "../core/commands/kinds.ts";
 import { compileArgs, launcherScript, WORKER_MODULES } from "./build.ts";
-import { ROLE_PERMISSIONS, roleFlags } from "./permissions.ts";
+import { EXECUTABLES, permissionsOf, roleFlags } from "./permissions.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 
 Deno.test("each launcher runs the bundle with exactly its role's flags", () => {
-  for (const role of ROLES) {
+  for (const role of EXECUTABLES) {
     const script = launcherScript(role);
     for (const f of roleFlags(role)) assert.ok(script.includes(`'${f}'`), `${role} launcher lacks ${f}`);
     assert.ok(script.includes(`"$here/bcd-${role}.js"`));
-    const allowAll = ROLE_PERMISSIONS[role].allowAll !== undefined;
-    assert.equal(script.includes("'--allow-all'"), allowAll, `${role}: --allow-all only for the host daemons`);
+    const allowAll = permissionsOf(role).allowAll !== undefined;
+    assert.equal(script.includes("'--allow-all'"), allowAll, `${role}: --allow-all only where the table says why`);
     assert.ok(!script.includes(" -A "));
   }
 });
 
 Deno.test("deno compile gets the role's flags and writes bin/bcd-<role>", () => {
-  for (const role of ROLES) {
+  for (const role of EXECUTABLES) {
     const args = compileArgs(role);
     assert.equal(args[0], "compile");
     for (const f of roleFlags(role)) assert.ok(args.includes(f), `${role} compile lacks ${f}`);
@@ -25,7 +24,7 @@ Deno.test("deno compile gets the role's flags and writes bin/bcd-<role>", () => 
   }
 });
 
-Deno.test("`make bundle` produces five launchers that print their role's version", async (t) => {
+Deno.test("`make bundle` produces six launchers (five roles and the helper) that print their version", async (t) => {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["task", "--quiet", "bundle"],
     cwd: ROOT,
@@ -33,7 +32,7 @@ Deno.test("`make bundle` produces five launchers that print their role's version
     stderr: "piped",
   }).output();
   assert.ok(out.success, new TextDecoder().decode(out.stderr));
-  for (const role of ROLES) {
+  for (const role of EXECUTABLES) {
     await t.step(role, async () => {
       const r = await new Deno.Command(`${ROOT}dist/bcd-${role}/bcd-${role}`, {
         args: ["version"],
@@ -46,7 +45,10 @@ Deno.test("`make bundle` produces five launchers that print their role's version
       assert.equal(v.role, role);
       assert.notEqual(v.build, "source", "the bundle carries its build id");
       for (const w of WORKER_MODULES[role]) {
-        assert.ok(Deno.statSync(`${ROOT}dist/bcd-${role}/${w.name}`).isFile, `${w.name} is bundled beside bcd-${role}.js`);
+        assert.ok(
+          Deno.statSync(`${ROOT}dist/bcd-${role}/${w.name}`).isFile,
+          `${w.name} is bundled beside bcd-${role}.js`,
+        );
       }
     });
   }

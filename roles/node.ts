@@ -1,41 +1,49 @@
 /**
- * The `node` role's entry point: GPU and VPS hosts. Wiring only: the host's real inventory (sysfs, `nvidia-smi`),
- * the init system's reboot, HTTPS log upload, and the image checks.
+ * The `node` role's entry point: GPU and VPS hosts. Wiring only. The node runs unprivileged, with scoped permission
+ * flags (`roles/permissions.ts`), beside the root `bcd-helper` (000 §privilege separation): everything under /proc,
+ * /sys and /dev and every root-only write goes to the helper's socket (`[helper] socket`, default
+ * `/run/bcd/helper.sock`) — the boot id, the host inventory and memory, the CDI/env hold files, the hold slices, the
+ * GPUs' NUMA nodes, `gpu.reset` and `node.reboot`. The node still runs `nvidia-smi` itself for queries, does HTTPS log
+ * uploads and runs the image checks. It refuses to start when the helper cannot be reached.
  *
  * @module
  */
 import { HandlerRegistry } from "../core/commands/handlers.ts";
+import { DEFAULT_HELPER_SOCKET } from "../core/helper/mod.ts";
 import { hostKindHandlers } from "../runtimes/host/mod.ts";
-import { NvidiaSmi } from "../runtimes/nvidia/mod.ts";
-import { CdiHoldStore } from "../runtimes/cdi/mod.ts";
-import { CgroupfsSliceManager, ProcHostMemory, SystemdSliceManager } from "../runtimes/cgroup/mod.ts";
-import type { ResolvedAgentConfig } from "../core/config/mod.ts";
+import {
+  type HelperClient,
+  HelperGpuTool,
+  HelperHoldStore,
+  HelperHostInventory,
+  HelperHostMemory,
+  HelperRebooter,
+  HelperSliceManager,
+} from "../runtimes/helper/mod.ts";
 import type { DevicePorts } from "./_devices.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
-import { agentCommands } from "./_agent_cli.ts";
+import { agentCommands, type WiringContext } from "./_agent_cli.ts";
 import { IMAGE_COMMAND } from "./node_image_cli.ts";
 import { JOURNAL_COMMAND } from "./node_journal_cli.ts";
 
-/** Whether systemd runs this host (its runtime directory exists). */
-function _systemd(): boolean {
-  try {
-    return Deno.statSync("/run/systemd/system").isDirectory;
-  } catch (e) {
-    if (e instanceof Deno.errors.NotFound || e instanceof Deno.errors.NotCapable) return false;
-    throw e;
-  }
+function _helper(ctx: WiringContext): HelperClient {
+  if (!ctx.helper) throw new Error("the node role runs with the root helper; its client is missing");
+  return ctx.helper;
 }
 
-/** The host's devices: `nvidia-smi`, CDI specs in `/etc/cdi`, env files under the run dir, the hold slices. */
-function _devices(config: ResolvedAgentConfig): DevicePorts {
-  const d = config.devices;
+/** `nvidia-smi` for queries, NUMA nodes and resets through the helper. */
+function _gpu(ctx: WiringContext): HelperGpuTool {
+  return new HelperGpuTool(_helper(ctx), { binary: ctx.config.devices.nvidiaSmi });
+}
+
+/** The host's devices, through the helper: CDI specs and env files, the hold slices, host memory. */
+function _devices(ctx: WiringContext): DevicePorts {
+  const helper = _helper(ctx);
   return {
-    gpu: new NvidiaSmi({ binary: d.nvidiaSmi }),
-    holds: new CdiHoldStore({ cdiDir: d.cdiDir, envDir: `${d.runDir}/allocations` }),
-    slices: _systemd()
-      ? new SystemdSliceManager({ cgroupRoot: d.cgroupRoot })
-      : new CgroupfsSliceManager({ root: d.cgroupRoot }),
-    hostMemory: new ProcHostMemory(),
+    gpu: _gpu(ctx),
+    holds: new HelperHoldStore(helper),
+    slices: new HelperSliceManager(helper),
+    hostMemory: new HelperHostMemory(helper),
   };
 }
 
@@ -45,11 +53,20 @@ export const COMMANDS: Record<string, Subcommand> = {
     role: "node",
     defaultDataDir: "/var/lib/bcd",
     capabilities: ["devices.limits", "binding.kubernetes"],
-    devices: (ctx) => _devices(ctx.config),
+    helperSocket: (config) => config.helper.socket ?? DEFAULT_HELPER_SOCKET,
+    devices: _devices,
     handlers(ctx) {
-      const gpus = new NvidiaSmi({ binary: ctx.config.devices.nvidiaSmi });
+      const helper = _helper(ctx);
       const reg = new HandlerRegistry();
-      for (const h of hostKindHandlers({ journal: ctx.journal, logRing: ctx.logRing, gpus })) reg.register(h);
+      for (
+        const h of hostKindHandlers({
+          journal: ctx.journal,
+          logRing: ctx.logRing,
+          gpus: _gpu(ctx),
+          host: new HelperHostInventory(helper),
+          rebooter: new HelperRebooter(helper),
+        })
+      ) reg.register(h);
       return reg;
     },
   }),

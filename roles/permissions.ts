@@ -1,19 +1,33 @@
 /**
- * Each role's permission flags: the single source for the `deno.json` tasks, `make bundle` and `make compile`.
+ * Each executable's permission flags: the single source for the `deno.json` tasks, `make bundle` and `make compile`.
  * A role never holds a permission it does not use; `permissions_test.ts` proves the tasks match this table and
  * that what a role must not do is refused.
  *
- * The host daemons (`node`, `site`, `ramdisk`) run with `--allow-all`. Deno 2.9 refuses every access below `/proc`,
- * `/sys` and `/dev` to anything short of `--allow-all`, whatever `--allow-read`/`--allow-write` name
- * (denoland/deno#27564, #34393), and a host daemon cannot work without them: the boot id
- * (`/proc/sys/kernel/random/boot_id`) that decides crash recovery, `/proc/meminfo` for host admission, sysfs for the
- * inventory, cgroupfs for the hold slices, block devices for `disk.wipe`. Their entries below still list what each
- * touches; the containment that scoped flags cannot give them is the seed's privilege separation (an unprivileged
- * daemon beside a root `bcd helper`), not built yet. `guest` and `sim` stay scoped.
+ * Deno 2.9 refuses every access below `/proc`, `/sys` and `/dev` to anything short of `--allow-all`, whatever
+ * `--allow-read`/`--allow-write` name (denoland/deno#27564, #34393; `permissions_test.ts` proves the rule). So the
+ * `node` role is privilege-separated as the seed describes (000 §privilege separation): it runs scoped — its data dir,
+ * `/etc/bcd` read, the helper's socket, `nvidia-smi` for queries — and asks the root `bcd-helper` over that socket for
+ * everything under /proc, /sys and /dev and every root-only write (CDI specs, env files, hold slices, `gpu.reset`,
+ * `node.reboot`, the boot id, the inventory). The helper holds `--allow-all` for the same Deno rule: it reads
+ * /proc and /sys and writes cgroupfs; its containment is that it answers only the ops of `core/helper`, each checked
+ * default-deny.
+ *
+ * `site` and `ramdisk` still run with `--allow-all` (the boot id, /proc/meminfo and sysfs for the inventory, block
+ * devices under /dev for `disk.wipe`): the ramdisk runs as root in a throwaway initramfs with nothing to separate
+ * from, and the site agent's privilege separation is not built (its entries below still list what each touches).
+ * `guest` and `sim` stay scoped.
  *
  * @module
  */
 import type { Role } from "../core/commands/kinds.ts";
+import { ROLES } from "../core/commands/kinds.ts";
+import { DEFAULT_HELPER_SOCKET } from "../core/helper/mod.ts";
+
+/** An executable: the five agent roles, and the node's root helper beside them (not a role: it registers no kinds). */
+export type Executable = Role | "helper";
+
+/** Every executable `make bundle` builds, the roles first. */
+export const EXECUTABLES: readonly Executable[] = [...ROLES, "helper"];
 
 /** Host tools no role but `node` may run (the guest runs tenant programs, never these). */
 export const HOST_TOOLS: readonly string[] = [
@@ -43,6 +57,8 @@ export interface RolePermissions {
 
 const HOST_DAEMON =
   "a host daemon reads /proc and /sys (and writes cgroupfs, /dev): Deno grants those only to --allow-all";
+const ROOT_HELPER =
+  "the root helper reads /proc and /sys and writes cgroupfs for the node: Deno grants those only to --allow-all";
 
 const ENV = ["BCD_LOG_LEVEL", "BCD_CONFIG", "BCD_DATA_DIR", "BCD_BOOT_ID_PATH"];
 /** Seed 001's wrap-mode variables, read by `guest turns`. */
@@ -59,24 +75,16 @@ const SYS = ["hostname", "osRelease", "systemMemoryInfo", "cpus", "networkInterf
 /** The table. Paths are absolute; tests that need temp roots add theirs with {@link roleFlags}'s `extraWrite`. */
 export const ROLE_PERMISSIONS: Readonly<Record<Role, RolePermissions>> = {
   node: {
-    read: [
-      "/var/lib/bcd",
-      "/etc/bcd",
-      "/etc/cdi",
-      "/run/bcd",
-      "/run/nvidia-mps",
-      "/run/systemd/system",
-      "/proc",
-      "/sys",
-      "/dev",
-    ],
-    write: ["/var/lib/bcd", "/etc/cdi", "/run/bcd", "/sys/fs/cgroup"],
-    run: [...HOST_TOOLS, "ssh-keygen", "sshd"],
+    // Privilege-separated: /proc, /sys, /dev and root-only writes go through the helper's socket. /run/nvidia-mps is
+    // read for whether MPS runs (a slot hold's CUDA_MPS_PIPE_DIRECTORY); nvidia-smi runs here for queries only.
+    read: ["/var/lib/bcd", "/etc/bcd", "/run/nvidia-mps", DEFAULT_HELPER_SOCKET],
+    write: ["/var/lib/bcd", DEFAULT_HELPER_SOCKET],
+    run: ["nvidia-smi"],
     denyRun: [],
     net: "all",
     env: DAEMON_ENV,
-    sys: SYS,
-    allowAll: HOST_DAEMON,
+    // The hostname for Hello; the inventory's interfaces and memory come from the helper.
+    sys: ["hostname"],
   },
   site: {
     read: ["/var/lib/bcd-site", "/etc/bcd", "/proc", "/sys"],
@@ -120,23 +128,43 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, RolePermissions>> = {
   },
 };
 
+/** The node's root helper: every op under /proc, /sys, /dev and root-only writes (see the module doc). */
+export const HELPER_PERMISSIONS: RolePermissions = {
+  read: ["/etc/bcd", "/etc/cdi", "/run/bcd", "/proc", "/sys", "/etc/os-release", "/etc/group"],
+  write: ["/etc/cdi", "/run/bcd", "/sys/fs/cgroup"],
+  run: ["nvidia-smi", "systemctl", "reboot"],
+  denyRun: [],
+  net: "none",
+  env: DAEMON_ENV,
+  sys: ["hostname", "osRelease", "networkInterfaces"],
+  allowAll: ROOT_HELPER,
+};
+
+/** The permission entry of an executable. */
+export function permissionsOf(name: Executable): RolePermissions {
+  return name === "helper" ? HELPER_PERMISSIONS : ROLE_PERMISSIONS[name];
+}
+
 /** Options for {@link roleFlags}. */
 export interface RoleFlagOptions {
   /** More writable (and readable) directories, e.g. a test's temp root. */
   readonly extraWrite?: readonly string[];
+  /** More programs the role may run, e.g. a test's fake tool. */
+  readonly extraRun?: readonly string[];
 }
 
 /** The `deno run` / `deno compile` permission flags of `role`, in a stable order. */
-export function roleFlags(role: Role, opts: RoleFlagOptions = {}): string[] {
-  const p = ROLE_PERMISSIONS[role];
+export function roleFlags(role: Executable, opts: RoleFlagOptions = {}): string[] {
+  const p = permissionsOf(role);
   const extra = opts.extraWrite ?? [];
   const flags: string[] = ["--quiet", "--no-prompt"];
   if (p.allowAll !== undefined) return [...flags, "--allow-all"];
   if (p.read === "all") flags.push("--allow-read");
   else flags.push(`--allow-read=${[...p.read, ...extra].join(",")}`);
   if (p.write.length + extra.length > 0) flags.push(`--allow-write=${[...p.write, ...extra].join(",")}`);
-  if (p.run === "all") flags.push("--allow-run");
-  else if (p.run.length > 0) flags.push(`--allow-run=${p.run.join(",")}`);
+  const run = p.run === "all" ? "all" : [...p.run, ...(opts.extraRun ?? [])];
+  if (run === "all") flags.push("--allow-run");
+  else if (run.length > 0) flags.push(`--allow-run=${run.join(",")}`);
   if (p.denyRun.length > 0) flags.push(`--deny-run=${p.denyRun.join(",")}`);
   if (p.net === "all") flags.push("--allow-net");
   if (p.env.length > 0) flags.push(`--allow-env=${p.env.join(",")}`);
@@ -144,12 +172,12 @@ export function roleFlags(role: Role, opts: RoleFlagOptions = {}): string[] {
   return flags;
 }
 
-/** The entry file of a role, relative to the repository root. */
-export function roleEntry(role: Role): string {
+/** The entry file of an executable, relative to the repository root. */
+export function roleEntry(role: Executable): string {
   return `roles/${role}.ts`;
 }
 
-/** The `deno.json` task line of a role. */
-export function roleTask(role: Role): string {
+/** The `deno.json` task line of an executable. */
+export function roleTask(role: Executable): string {
   return ["deno run", ...roleFlags(role), roleEntry(role)].join(" ");
 }

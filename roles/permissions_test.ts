@@ -1,20 +1,19 @@
 import assert from "node:assert/strict";
-import { type Role, ROLES } from "../core/commands/kinds.ts";
-import { ROLE_PERMISSIONS, roleFlags, roleTask } from "./permissions.ts";
+import { type Executable, EXECUTABLES, permissionsOf, roleFlags, roleTask } from "./permissions.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const DENO = Deno.execPath();
 
-Deno.test("each role's deno.json task is exactly its permission table entry", () => {
+Deno.test("each executable's deno.json task is exactly its permission table entry", () => {
   const cfg = JSON.parse(Deno.readTextFileSync(`${ROOT}deno.json`)) as { tasks: Record<string, string> };
-  for (const role of ROLES) assert.equal(cfg.tasks[role], roleTask(role), `task ${role}`);
+  for (const role of EXECUTABLES) assert.equal(cfg.tasks[role], roleTask(role), `task ${role}`);
 });
 
-Deno.test("only the host daemons hold --allow-all, each with its reason; guest and sim are scoped", () => {
-  for (const role of ROLES) {
+Deno.test("only the root helper, site and ramdisk hold --allow-all, each with its reason; node, guest and sim are scoped", () => {
+  for (const role of EXECUTABLES) {
     const flags = roleFlags(role);
-    if (ROLE_PERMISSIONS[role].allowAll !== undefined) {
-      assert.ok(["node", "site", "ramdisk"].includes(role), `${role} must not hold --allow-all`);
+    if (permissionsOf(role).allowAll !== undefined) {
+      assert.ok(["helper", "site", "ramdisk"].includes(role), `${role} must not hold --allow-all`);
       assert.deepEqual(flags, ["--quiet", "--no-prompt", "--allow-all"]);
       continue;
     }
@@ -25,7 +24,7 @@ Deno.test("only the host daemons hold --allow-all, each with its reason; guest a
   }
 });
 
-async function probe(role: Role, action: string, target: string): Promise<string> {
+async function probe(role: Executable, action: string, target: string): Promise<string> {
   const out = await new Deno.Command(DENO, {
     args: ["run", ...roleFlags(role), `${ROOT}fixtures/permissions/probe.ts`, action, target],
     cwd: ROOT,
@@ -40,7 +39,27 @@ async function probe(role: Role, action: string, target: string): Promise<string
 const tmp = Deno.makeTempDirSync({ prefix: "bcd-perm-" });
 
 /** What each role must not be able to do, and a control each must be able to do (so a broken probe shows). */
-const CASES: { role: Role; action: string; target: string; want: "denied" | "allowed" }[] = [
+const CASES: { role: Executable; action: string; target: string; want: "denied" | "allowed" }[] = [
+  // The node: its data dir and the helper's socket; everything else of root's goes through the helper.
+  { role: "node", action: "write", target: "/tmp/bcd-node-probe", want: "denied" },
+  { role: "node", action: "write", target: "/etc/bcd-probe", want: "denied" },
+  { role: "node", action: "write", target: "/etc/bcd/probe", want: "denied" },
+  { role: "node", action: "write", target: "/root/bcd-probe", want: "denied" },
+  { role: "node", action: "write", target: "/etc/cdi/bcd-probe.json", want: "denied" },
+  { role: "node", action: "write", target: "/run/bcd/allocations/probe.env", want: "denied" },
+  { role: "node", action: "write", target: "/sys/fs/cgroup/bcd.slice/probe", want: "denied" },
+  { role: "node", action: "read", target: "/etc/shadow", want: "denied" },
+  { role: "node", action: "read", target: "/etc/cdi/probe.json", want: "denied" },
+  { role: "node", action: "read", target: "/proc/sys/kernel/random/boot_id", want: "denied" },
+  { role: "node", action: "read", target: "/proc/meminfo", want: "denied" },
+  { role: "node", action: "read", target: "/sys/devices/system/cpu/online", want: "denied" },
+  { role: "node", action: "run", target: "sh", want: "denied" },
+  { role: "node", action: "run", target: "systemctl", want: "denied" },
+  { role: "node", action: "run", target: "reboot", want: "denied" },
+  { role: "node", action: "env", target: "HOME", want: "denied" },
+  { role: "node", action: "write", target: "/var/lib/bcd/probe", want: "allowed" },
+  { role: "node", action: "run", target: "nvidia-smi", want: "allowed" },
+  { role: "node", action: "read", target: "/etc/bcd/config.toml", want: "allowed" },
   { role: "guest", action: "run", target: "virsh", want: "denied" },
   { role: "guest", action: "run", target: "qemu-img", want: "denied" },
   { role: "guest", action: "run", target: "nft", want: "denied" },

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { kindsForRole, ROLES } from "../core/commands/kinds.ts";
 import { AGENT_VERSION, PROTOCOLS } from "../core/version.ts";
+import { HELPER_OPS, HELPER_PROTOCOL_VERSION } from "../core/helper/mod.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 
@@ -60,4 +61,25 @@ Deno.test("the CLI exits 2 with a one-line reason for an unknown subcommand or f
     assert.match(r.stdout, /version/);
     assert.match(r.stdout, /help/);
   });
+});
+
+Deno.test("`bcd-helper version` names the helper, its protocol version and its ops; `serve` is in its help", async () => {
+  const r = await task("helper", "version");
+  assert.equal(r.code, 0, r.stderr);
+  const v = JSON.parse(r.stdout) as {
+    role: string;
+    protocols: Record<string, number>;
+    kinds: unknown[];
+    ops: string[];
+  };
+  assert.equal(v.role, "helper");
+  assert.equal(v.protocols.helper, HELPER_PROTOCOL_VERSION);
+  assert.deepEqual(v.protocols, PROTOCOLS);
+  assert.deepEqual(v.kinds, []);
+  assert.deepEqual(v.ops, [...HELPER_OPS]);
+  const h = await task("helper", "help");
+  assert.equal(h.code, 0);
+  assert.match(h.stdout, /serve/);
+  const bad = await task("helper", "serve", "--socket", "relative.sock", "--config", "/nonexistent.toml");
+  assert.equal(bad.code, 2, "a missing config file is a usage error");
 });

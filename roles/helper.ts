@@ -1,0 +1,82 @@
+/**
+ * `bcd-helper`: the node's root helper (000 §privilege separation). It runs as root beside an unprivileged
+ * `bcd-node` and answers the node's requests on a unix socket (`[helper] socket`, default `/run/bcd/helper.sock`;
+ * mode 0660 and group `[helper] node_group`, in a 0750 directory): the boot id, the host inventory and memory, GPUs'
+ * NUMA nodes, the CDI/env hold files, the hold slices, `gpu.reset` and `node.reboot`. Every request is checked
+ * default-deny (`core/helper`) and logged with its arguments. Wiring only: the runtimes are `runtimes/helper`'s.
+ *
+ * usage: bcd-helper serve [--socket PATH] [--config FILE] | version | help
+ *
+ * @module
+ */
+import { ConfigError, loadAgentConfig, type ResolvedAgentConfig } from "../core/config/mod.ts";
+import { DEFAULT_HELPER_SOCKET } from "../core/helper/mod.ts";
+import { createLogger, levelFromEnv } from "../core/log/mod.ts";
+import { groupId, HelperServer, hostBackends } from "../runtimes/helper/mod.ts";
+import { EXIT_OK, runCli, type Subcommand, UsageError } from "./_cli.ts";
+
+/** The config file: `--config`, else `BCD_CONFIG`, else `/etc/bcd/config.toml` when it exists, else the defaults. */
+async function _config(path: string | undefined): Promise<ResolvedAgentConfig> {
+  const p = path ?? Deno.env.get("BCD_CONFIG");
+  let text = "";
+  try {
+    text = await Deno.readTextFile(p ?? "/etc/bcd/config.toml");
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+    if (p !== undefined) throw new UsageError(`config file ${p} does not exist`);
+  }
+  try {
+    return loadAgentConfig(text);
+  } catch (e) {
+    if (e instanceof ConfigError) throw new UsageError(`${p ?? "/etc/bcd/config.toml"}: ${e.message}`, { cause: e });
+    throw e;
+  }
+}
+
+/** `bcd-helper serve`. */
+const SERVE: Subcommand = {
+  summary: "serve the node's requests on a unix socket, as root, until SIGTERM",
+  options: { socket: { type: "string" }, config: { type: "string" } },
+  async run({ values }) {
+    const config = await _config(values.config as string | undefined);
+    const socket = (values.socket as string | undefined) ?? config.helper.socket ?? DEFAULT_HELPER_SOCKET;
+    if (!socket.startsWith("/")) throw new UsageError(`--socket ${socket} must be an absolute path`);
+    let gid: number | undefined;
+    if (config.helper.nodeGroup !== undefined) {
+      try {
+        gid = await groupId(config.helper.nodeGroup);
+      } catch (e) {
+        if (e instanceof RangeError) throw new UsageError(`[helper] node_group: ${e.message}`);
+        throw e;
+      }
+    }
+    const log = createLogger({ level: levelFromEnv(config.log.level), base: { role: "helper" } });
+    const backends = hostBackends(config, { bootIdPath: Deno.env.get("BCD_BOOT_ID_PATH") });
+    const server = new HelperServer(backends, { log });
+    const listener = await server.listen(socket, { gid });
+    const stop = () => void listener.close();
+    Deno.addSignalListener("SIGTERM", stop);
+    Deno.addSignalListener("SIGINT", stop);
+    log.info(
+      {
+        socket,
+        cdi_dir: config.devices.cdiDir,
+        run_dir: config.devices.runDir,
+        cgroup_root: config.devices.cgroupRoot,
+      },
+      "helper started",
+    );
+    await listener.done;
+    await listener.close();
+    Deno.removeSignalListener("SIGTERM", stop);
+    Deno.removeSignalListener("SIGINT", stop);
+    return EXIT_OK;
+  },
+};
+
+/** The helper's subcommands beyond `version` and `help`. */
+export const COMMANDS: Record<string, Subcommand> = { serve: SERVE };
+
+if (import.meta.main) {
+  Deno.exit(await runCli("helper", Deno.args, COMMANDS));
+}
