@@ -156,6 +156,29 @@ Deno.test("more requests in flight than the cap are answered busy", async () => 
   }
 });
 
+Deno.test("listen gives the socket and its directory to the node's group", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "bcd-helper-gid-" });
+  const server = new HelperServer(
+    { bootId: () => Promise.resolve("b") } as unknown as ConstructorParameters<typeof HelperServer>[0],
+    { log: silentLogger() },
+  );
+  try {
+    // Root may give them any group; a gid other than ours proves the chown happened.
+    const gid = Deno.uid() === 0 ? 4242 : Deno.gid()!;
+    const l = await server.listen(`${dir}/sock/h.sock`, { gid });
+    try {
+      assert.equal((await Deno.lstat(`${dir}/sock/h.sock`)).gid, gid);
+      assert.equal((await Deno.stat(`${dir}/sock`)).gid, gid);
+      assert.equal((await Deno.stat(`${dir}/sock`)).mode! & 0o777, 0o750);
+    } finally {
+      await l.close();
+    }
+    await assert.rejects(Deno.lstat(`${dir}/sock/h.sock`), Deno.errors.NotFound, "close removes the socket");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("listen replaces a stale socket but refuses a live one and a path that is not a socket", async () => {
   const h = await startTestHelper();
   const other = new HelperServer(h.backends, { log: silentLogger() });
