@@ -87,8 +87,9 @@ Deno.test("each role's task lacks what it must not have", async (t) => {
   }
 });
 
-Deno.test("Deno refuses /proc and /sys to scoped flags, which is why the host daemons hold --allow-all", async (t) => {
-  // If a later Deno grants these to --allow-read, this fails: then scope node, site and ramdisk again.
+Deno.test("Deno refuses /proc and /sys to scoped flags, which is why the node asks the root helper for them", async (t) => {
+  // If a later Deno grants these to --allow-read, this fails: then site and ramdisk can be scoped like the node,
+  // and the node could read them itself.
   for (const path of ["/proc/sys/kernel/random/boot_id", "/proc/meminfo", "/sys/devices/system/cpu/online"]) {
     await t.step(path, async () => {
       const out = await new Deno.Command(DENO, {
@@ -121,4 +122,10 @@ Deno.test("extraWrite grants exactly the directories it lists", async () => {
     stdout: "piped",
   }).output();
   assert.equal(new TextDecoder().decode(out.stdout).trim(), "allowed");
+});
+
+Deno.test("extraRun adds exactly the programs it lists to a scoped role, and nothing to an --allow-all one", () => {
+  const flags = roleFlags("node", { extraRun: ["/tmp/fake-nvidia-smi"] });
+  assert.ok(flags.includes("--allow-run=nvidia-smi,/tmp/fake-nvidia-smi"), flags.join(" "));
+  assert.deepEqual(roleFlags("helper", { extraRun: ["/x"] }), ["--quiet", "--no-prompt", "--allow-all"]);
 });
