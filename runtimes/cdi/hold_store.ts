@@ -36,6 +36,9 @@ export class CdiHoldStore implements HoldStore {
   readonly #specMode: number;
   readonly #envMode: number;
   readonly #now: () => number;
+  /** Parsed specs by file name, with the stat key they were parsed at. */
+  readonly #parsed = new Map<string, { key: string; hold: ObservedHold }>();
+
   constructor(opts: CdiHoldStoreOptions = {}) {
     this.#now = opts.now ?? Date.now;
     this.cdiDir = opts.cdiDir ?? "/etc/cdi";
@@ -57,19 +60,30 @@ export class CdiHoldStore implements HoldStore {
   }
 
   async list(): Promise<HoldListing> {
-    await this.#sweepTemps(this.cdiDir, /^\.bcd-.+\.json\.tmp-[0-9a-f-]{36}$/);
-    await this.#sweepTemps(this.envDir, /^\..+\.env\.tmp-[0-9a-f-]{36}$/);
+    const cdiNames = await _names(this.cdiDir);
+    const envNames = await _names(this.envDir);
+    await this.#sweepTemps(this.cdiDir, cdiNames, /^\.bcd-.+\.json\.tmp-[0-9a-f-]{36}$/);
+    await this.#sweepTemps(this.envDir, envNames, /^\..+\.env\.tmp-[0-9a-f-]{36}$/);
     const holds: ObservedHold[] = [];
     const unreadable: UnreadableHold[] = [];
-    // Specs are read concurrently: a pass over many holds waits for one round of I/O, not one per hold.
-    const specs = (await _names(this.cdiDir)).map((name) => [name, _SPEC.exec(name)] as const)
+    // Every spec is looked at on every pass: stat'ed, and read and parsed again whenever its inode, size or mtime
+    // changed (an atomic rewrite is a new inode). Specs are handled concurrently: one round of I/O, not one per hold.
+    const specs = cdiNames.map((name) => [name, _SPEC.exec(name)] as const)
       .filter(([, m]) => m !== null && isValidAllocationId(m[1]!));
     const read = await Promise.all(specs.map(async ([name, m]) => {
       const path = `${this.cdiDir}/${name}`;
       try {
-        return { hold: parseCdiSpec(m![1]!, await _readBounded(path)) };
+        const st = await Deno.stat(path);
+        const key = `${st.ino}:${st.size}:${st.mtime?.getTime()}`;
+        const hit = this.#parsed.get(name);
+        if (hit?.key === key) return { hold: hit.hold };
+        const hold = parseCdiSpec(m![1]!, await _readBounded(path));
+        this.#parsed.set(name, { key, hold });
+        return { hold };
       } catch (e) {
+        if (e instanceof Deno.errors.NotFound) return {}; // removed since the directory was read
         if (!(e instanceof CdiSpecError)) throw e;
+        this.#parsed.delete(name);
         return { bad: { allocationId: m![1]!, path, problem: e.message } };
       }
     }));
@@ -77,8 +91,10 @@ export class CdiHoldStore implements HoldStore {
       if (r.hold) holds.push(r.hold);
       else if (r.bad) unreadable.push(r.bad);
     }
+    const present = new Set(cdiNames);
+    for (const name of this.#parsed.keys()) if (!present.has(name)) this.#parsed.delete(name);
     const envFiles: string[] = [];
-    for (const name of await _names(this.envDir)) {
+    for (const name of envNames) {
       const m = _ENV.exec(name);
       if (m && isValidAllocationId(m[1]!)) envFiles.push(m[1]!);
     }
@@ -86,8 +102,8 @@ export class CdiHoldStore implements HoldStore {
     return { holds, unreadable, envFiles: envFiles.sort() };
   }
 
-  async #sweepTemps(dir: string, pattern: RegExp): Promise<void> {
-    for (const name of await _names(dir)) {
+  async #sweepTemps(dir: string, names: readonly string[], pattern: RegExp): Promise<void> {
+    for (const name of names) {
       if (!pattern.test(name)) continue;
       const st = await Deno.lstat(`${dir}/${name}`).catch(() => undefined);
       if (st?.isFile && st.mtime && this.#now() - st.mtime.getTime() > STALE_TEMP_MS) {

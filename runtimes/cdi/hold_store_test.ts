@@ -163,3 +163,27 @@ Deno.test("CdiHoldStore sweeps temp files a crashed write left, once they are st
     await Deno.remove(root, { recursive: true });
   }
 });
+
+Deno.test("CdiHoldStore reads a spec again whenever it changes on disk, and forgets one that is gone", async () => {
+  await withRoot(async (_root, store) => {
+    const r = Object.values(HOLD_RECORDS).find((x) => x.devices.length > 1)!;
+    await store.write(r);
+    const first = (await store.list()).holds.find((h) => h.allocationId === r.allocationId);
+    assert.ok(first && first.devices.length > 1);
+    // An operator edits the spec in place (same inode): a different annotation must show on the next pass.
+    const path = store.specPath(r.allocationId);
+    const spec = JSON.parse(await Deno.readTextFile(path));
+    spec.devices = spec.devices.slice(0, 1);
+    await Deno.writeTextFile(path, JSON.stringify(spec, null, 2));
+    const edited = (await store.list()).holds.find((h) => h.allocationId === r.allocationId);
+    assert.equal(edited?.devices.length, 1);
+    // Corrupted in place: reported unreadable, not served from the earlier parse.
+    await Deno.writeTextFile(path, "{ not json");
+    const listing = await store.list();
+    assert.ok(!listing.holds.some((h) => h.allocationId === r.allocationId));
+    assert.deepEqual(listing.unreadable.map((u) => u.allocationId), [r.allocationId]);
+    await Deno.remove(path);
+    const gone = await store.list();
+    assert.equal(gone.holds.length + gone.unreadable.length, 0);
+  });
+});

@@ -24,6 +24,7 @@ const MAX_FILE = 64 * 1024;
 /** A file-backed runtime named `sim`. */
 export class FileRuntime implements InstanceRuntime {
   readonly name: string;
+  readonly #parsed = new Map<string, { key: string; file: _File }>();
   constructor(readonly dir: string, name = "sim") {
     this.name = name;
   }
@@ -44,6 +45,23 @@ export class FileRuntime implements InstanceRuntime {
     }
   }
 
+  /** A domain file, parsed again only when its inode, size or mtime changed since the last listing. */
+  async #readCached(id: string): Promise<_File | undefined> {
+    let st: Deno.FileInfo;
+    try {
+      st = await Deno.stat(this.#path(id));
+    } catch (e) {
+      if (e instanceof Deno.errors.NotFound) return undefined;
+      throw e;
+    }
+    const key = `${st.ino}:${st.size}:${st.mtime?.getTime()}`;
+    const hit = this.#parsed.get(id);
+    if (hit?.key === key) return hit.file;
+    const file = await this.#read(id);
+    if (file) this.#parsed.set(id, { key, file });
+    return file;
+  }
+
   async #write(id: string, f: _File): Promise<void> {
     await Deno.mkdir(this.dir, { recursive: true });
     const tmp = `${this.#path(id)}.tmp`;
@@ -60,7 +78,8 @@ export class FileRuntime implements InstanceRuntime {
         const id = e.name.slice(0, -5);
         if (ID.test(id)) ids.push(id);
       }
-      const files = await Promise.all(ids.map((id) => this.#read(id)));
+      const files = await Promise.all(ids.map((id) => this.#readCached(id)));
+      for (const id of this.#parsed.keys()) if (!ids.includes(id)) this.#parsed.delete(id);
       ids.forEach((id, i) => {
         const f = files[i];
         if (f) out.push({ id, state: f.state, record: f.record });
