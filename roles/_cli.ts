@@ -6,10 +6,10 @@
  */
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { kindsForRole, type Role } from "../core/commands/kinds.ts";
-import { HELPER_OPS } from "../core/helper/mod.ts";
+import { HELPER_OPS, HELPER_OPS_BY_ROLE } from "../core/helper/mod.ts";
 import { AGENT_VERSION, BUILD, PROTOCOLS } from "../core/version.ts";
 
-/** An executable's name: a role, or an auxiliary tool beside one (`helper`: the node's root helper). */
+/** An executable's name: a role, or an auxiliary tool beside one (`helper`: the agents' root helper). */
 export type CliName = Role | "helper";
 
 export const EXIT_OK = 0;
@@ -40,10 +40,13 @@ export interface Subcommand {
   run?(args: { values: Record<string, unknown>; positionals: string[] }): Promise<number> | number;
 }
 
-/** The JSON `version` prints: the helper lists its protocol's ops where a role lists its command kinds. */
+/**
+ * The JSON `version` prints: the helper lists its protocol's ops (and those it answers for each role it may serve)
+ * where a role lists its command kinds.
+ */
 export function versionInfo(role: CliName): Record<string, unknown> {
   const base = { role, version: AGENT_VERSION, build: BUILD, protocols: PROTOCOLS };
-  if (role === "helper") return { ...base, kinds: [], ops: [...HELPER_OPS] };
+  if (role === "helper") return { ...base, kinds: [], ops: [...HELPER_OPS], ops_by_role: HELPER_OPS_BY_ROLE };
   return { ...base, kinds: kindsForRole(role).map((k) => ({ kind: k.kind, lane: k.lane, flags: k.flags })) };
 }
 

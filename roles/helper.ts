@@ -1,16 +1,19 @@
 /**
- * `bcd-helper`: the node's root helper (000 §privilege separation). It runs as root beside an unprivileged
- * `bcd-node` and answers the node's requests on a unix socket (`[helper] socket`, default `/run/bcd/helper.sock`;
- * mode 0660 and group `[helper] node_group`, in a 0750 directory): the boot id, the host inventory and memory, GPUs'
- * NUMA nodes, the CDI/env hold files, the hold slices, `gpu.reset` and `node.reboot`. Every request is checked
- * default-deny (`core/helper`) and logged with its arguments. Wiring only: the runtimes are `runtimes/helper`'s.
+ * `bcd-helper`: the agents' root helper (000 §privilege separation). It runs as root beside an unprivileged
+ * `bcd-node`, `bcd-site` or `bcd-ramdisk` and answers that agent's requests on a unix socket (`[helper] socket`,
+ * default `/run/bcd/helper.sock`; mode 0660 and group `[helper] node_group`, in a 0750 directory). `[helper] role`
+ * (default `node`) names the agent it serves and so the ops it answers (`core/helper/roles.ts`): for the node the boot
+ * id, the host inventory and memory, GPUs' NUMA nodes, the CDI/env hold files, the hold slices, `gpu.reset` and
+ * `node.reboot`; for a site the boot id, the inventory and `node.reboot`; for a ramdisk the boot id and the inventory.
+ * Every other op is refused `not-allowed`; every request is checked default-deny (`core/helper`) and logged with its
+ * arguments. Wiring only: the runtimes are `runtimes/helper`'s.
  *
  * usage: bcd-helper serve [--socket PATH] [--config FILE] | version | help
  *
  * @module
  */
 import { ConfigError, loadAgentConfig, type ResolvedAgentConfig } from "../core/config/mod.ts";
-import { DEFAULT_HELPER_SOCKET } from "../core/helper/mod.ts";
+import { DEFAULT_HELPER_ROLE, DEFAULT_HELPER_SOCKET, HELPER_OPS_BY_ROLE } from "../core/helper/mod.ts";
 import { createLogger, levelFromEnv } from "../core/log/mod.ts";
 import { groupId, HelperServer, hostBackends } from "../runtimes/helper/mod.ts";
 import { EXIT_OK, runCli, type Subcommand, UsageError } from "./_cli.ts";
@@ -35,7 +38,7 @@ async function _config(path: string | undefined): Promise<ResolvedAgentConfig> {
 
 /** `bcd-helper serve`. */
 const SERVE: Subcommand = {
-  summary: "serve the node's requests on a unix socket, as root, until SIGTERM",
+  summary: "serve the agent's requests ([helper] role: node, site or ramdisk) on a unix socket, as root, until SIGTERM",
   options: { socket: { type: "string" }, config: { type: "string" } },
   async run({ values }) {
     const config = await _config(values.config as string | undefined);
@@ -52,7 +55,8 @@ const SERVE: Subcommand = {
     }
     const log = createLogger({ level: levelFromEnv(config.log.level), base: { role: "helper" } });
     const backends = hostBackends(config, { bootIdPath: Deno.env.get("BCD_BOOT_ID_PATH") });
-    const server = new HelperServer(backends, { log });
+    const role = config.helper.role ?? DEFAULT_HELPER_ROLE;
+    const server = new HelperServer(backends, { log, role });
     const listener = await server.listen(socket, { gid });
     const stop = () => void listener.close();
     Deno.addSignalListener("SIGTERM", stop);
@@ -60,6 +64,8 @@ const SERVE: Subcommand = {
     log.info(
       {
         socket,
+        serves: role,
+        ops: HELPER_OPS_BY_ROLE[role],
         cdi_dir: config.devices.cdiDir,
         run_dir: config.devices.runDir,
         cgroup_root: config.devices.cgroupRoot,

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { kindsForRole, ROLES } from "../core/commands/kinds.ts";
 import { AGENT_VERSION, PROTOCOLS } from "../core/version.ts";
-import { HELPER_OPS, HELPER_PROTOCOL_VERSION } from "../core/helper/mod.ts";
+import { HELPER_OPS, HELPER_OPS_BY_ROLE, HELPER_PROTOCOL_VERSION } from "../core/helper/mod.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 
@@ -63,7 +63,7 @@ Deno.test("the CLI exits 2 with a one-line reason for an unknown subcommand or f
   });
 });
 
-Deno.test("`bcd-helper version` names the helper, its protocol version and its ops; `serve` is in its help", async () => {
+Deno.test("`bcd-helper version` names the helper, its protocol version, its ops and each role's; `serve` is in its help", async () => {
   const r = await task("helper", "version");
   assert.equal(r.code, 0, r.stderr);
   const v = JSON.parse(r.stdout) as {
@@ -71,12 +71,14 @@ Deno.test("`bcd-helper version` names the helper, its protocol version and its o
     protocols: Record<string, number>;
     kinds: unknown[];
     ops: string[];
+    ops_by_role: Record<string, string[]>;
   };
   assert.equal(v.role, "helper");
   assert.equal(v.protocols.helper, HELPER_PROTOCOL_VERSION);
   assert.deepEqual(v.protocols, PROTOCOLS);
   assert.deepEqual(v.kinds, []);
   assert.deepEqual(v.ops, [...HELPER_OPS]);
+  assert.deepEqual(v.ops_by_role, JSON.parse(JSON.stringify(HELPER_OPS_BY_ROLE)));
   const h = await task("helper", "help");
   assert.equal(h.code, 0);
   assert.match(h.stdout, /serve/);

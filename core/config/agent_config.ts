@@ -5,6 +5,8 @@
  * @module
  */
 import { parse as parseToml, TomlError } from "smol-toml";
+import type { KindRole } from "../commands/kinds.ts";
+import { HELPER_ROLES, isHelperRole } from "../helper/roles.ts";
 
 /** A configuration the agent refuses; names the dotted key and, where known, its line. */
 export class ConfigError extends Error {
@@ -37,7 +39,7 @@ export interface AgentConfig {
   devices?: { cdi_dir?: string; run_dir?: string; cgroup_root?: string; nvidia_smi?: string };
   host?: { units?: boolean };
   instances?: { balloon_floor_percent?: number };
-  helper?: { socket?: string; node_group?: string; instance_bridges?: string[] };
+  helper?: { socket?: string; node_group?: string; role?: string; instance_bridges?: string[] };
   site?: { bmc_networks?: string[] };
 }
 
@@ -52,9 +54,15 @@ export interface ResolvedAgentConfig {
   devices: { cdiDir: string; runDir: string; cgroupRoot: string; nvidiaSmi: string };
   host: { units: boolean };
   instances: { balloonFloorPercent: number };
-  /** `socket`: where the root helper listens (the node's default `/run/bcd/helper.sock`); `nodeGroup`: the group the
-   * helper gives its socket to (the node's), a name or a gid. */
-  helper: { socket: string | undefined; nodeGroup: string | undefined; instanceBridges: string[] };
+  /** `socket`: where the root helper listens (the default `/run/bcd/helper.sock`); `nodeGroup`: the group the
+   * helper gives its socket to (the agent's), a name or a gid; `role`: the agent role the helper serves, which decides
+   * the ops it answers (`core/helper/roles.ts`; unset: `node`'s, every op). */
+  helper: {
+    socket: string | undefined;
+    nodeGroup: string | undefined;
+    role: KindRole | undefined;
+    instanceBridges: string[];
+  };
   site: { bmcNetworks: string[] };
 }
 
@@ -71,7 +79,7 @@ const SCHEMA: Schema = {
   devices: { cdi_dir: "path", run_dir: "path", cgroup_root: "path", nvidia_smi: "string" },
   host: { units: "bool" },
   instances: { balloon_floor_percent: "int" },
-  helper: { socket: "path", node_group: "string", instance_bridges: "string[]" },
+  helper: { socket: "path", node_group: "string", role: "string", instance_bridges: "string[]" },
   site: { bmc_networks: "string[]" },
 };
 
@@ -221,6 +229,10 @@ export function resolveAgentConfig(cfg: AgentConfig, source = ""): ResolvedAgent
   if (group !== undefined && !/^(?:\d{1,10}|[A-Za-z_][A-Za-z0-9_.-]{0,31})$/.test(group)) {
     _fail(source, "helper.node_group", `${JSON.stringify(group)} is not a group name or id`);
   }
+  const helperRole = cfg.helper?.role;
+  if (helperRole !== undefined && !isHelperRole(helperRole)) {
+    _fail(source, "helper.role", `${JSON.stringify(helperRole)} is not one of ${HELPER_ROLES.join(", ")}`);
+  }
   const floor = cfg.instances?.balloon_floor_percent ?? 50;
   if (floor < 10 || floor > 100) {
     _fail(source, "instances.balloon_floor_percent", `must be between 10 and 100, got ${floor}`);
@@ -253,7 +265,12 @@ export function resolveAgentConfig(cfg: AgentConfig, source = ""): ResolvedAgent
     },
     host: { units: cfg.host?.units ?? true },
     instances: { balloonFloorPercent: floor },
-    helper: { socket: cfg.helper?.socket, nodeGroup: group, instanceBridges: cfg.helper?.instance_bridges ?? [] },
+    helper: {
+      socket: cfg.helper?.socket,
+      nodeGroup: group,
+      role: helperRole,
+      instanceBridges: cfg.helper?.instance_bridges ?? [],
+    },
     site: { bmcNetworks: cfg.site?.bmc_networks ?? [] },
   };
 }

@@ -152,3 +152,19 @@ Deno.test("[helper] node_group takes a group name or a gid and refuses anything 
   assert.throws(() => loadAgentConfig("[helper]\nnode_group = 998"), ConfigError);
   assert.throws(() => loadAgentConfig('[helper]\nsocket = "helper.sock"'), /must be absolute/);
 });
+
+Deno.test("[helper] role names the agent role the helper serves: node, site or ramdisk, unset by default", () => {
+  for (const role of ["node", "site", "ramdisk"]) {
+    assert.equal(loadAgentConfig(`[helper]\nrole = "${role}"`).helper.role, role);
+  }
+  assert.equal(loadAgentConfig("").helper.role, undefined);
+  for (const bad of ['"guest"', '"sim"', '"helper"', '""', '"Node"']) {
+    assert.throws(
+      () => loadAgentConfig(`[helper]\nrole = ${bad}`),
+      (e) =>
+        e instanceof ConfigError && e.key === "helper.role" && e.line === 2 && /node, site, ramdisk/.test(e.message),
+      bad,
+    );
+  }
+  assert.throws(() => loadAgentConfig("[helper]\nrole = 1"), ConfigError);
+});

@@ -40,9 +40,10 @@ export function encodeRequest<O extends HelperOp>(id: number, op: O, args: Helpe
 
 /**
  * Decodes and checks one request line. Throws {@link RequestRefused} carrying the request's id when it could be read,
- * so the refusal can be answered to the right caller.
+ * so the refusal can be answered to the right caller. With `allowed` (the ops of the role the helper serves), an op of
+ * the protocol outside it is refused `not-allowed` before its arguments are looked at.
  */
-export function decodeRequest(line: string): HelperRequest {
+export function decodeRequest(line: string, allowed?: ReadonlySet<HelperOp>): HelperRequest {
   let raw: unknown;
   try {
     raw = JSON.parse(line);
@@ -66,6 +67,9 @@ export function decodeRequest(line: string): HelperRequest {
   const op = o.op;
   if (!isHelperOp(op)) {
     throw new RequestRefused(id, new HelperError("unknown-op", `unknown op ${JSON.stringify(op.slice(0, 64))}`));
+  }
+  if (allowed !== undefined && !allowed.has(op)) {
+    throw new RequestRefused(id, new HelperError("not-allowed", `${op} is not an op of the role this helper serves`));
   }
   try {
     return { id, op, args: checkArgs(op, o.args) } as HelperRequest;

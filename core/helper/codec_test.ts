@@ -54,6 +54,7 @@ Deno.test("answers: a result and each refusal code round-trip; the node's error 
       "malformed",
       "line-too-long",
       "unknown-op",
+      "not-allowed",
       "unknown-field",
       "invalid-argument",
       "busy",

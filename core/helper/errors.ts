@@ -14,6 +14,7 @@
  * | `malformed`        | the line is not a JSON object with an integer `id` and a string `op`     |
  * | `line-too-long`    | the line passed the cap; the connection is closed                        |
  * | `unknown-op`       | the op is not one of the helper's                                        |
+ * | `not-allowed`      | the op is the protocol's but not of the role this helper serves (`[helper] role`) |
  * | `unknown-field`    | the request or its `args` carry a field the op does not take (named)     |
  * | `invalid-argument` | an argument is refused (named, with its value)                           |
  * | `busy`             | too many requests in flight on this connection                           |
@@ -25,6 +26,7 @@ export type HelperErrorCode =
   | "malformed"
   | "line-too-long"
   | "unknown-op"
+  | "not-allowed"
   | "unknown-field"
   | "invalid-argument"
   | "busy"
@@ -37,6 +39,7 @@ export const HELPER_ERROR_CODES: readonly HelperErrorCode[] = [
   "malformed",
   "line-too-long",
   "unknown-op",
+  "not-allowed",
   "unknown-field",
   "invalid-argument",
   "busy",

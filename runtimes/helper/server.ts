@@ -1,7 +1,7 @@
 /**
  * The root helper's server: it listens on a unix stream socket (mode 0660, group `[helper] node_group`, in a 0750
- * directory), reads NDJSON requests line by line under {@link MAX_REQUEST_LINE}, checks each with the protocol's
- * default-deny table, runs it and answers. Every request is logged with its arguments; a refusal or failure is
+ * directory), reads NDJSON requests line by line under {@link MAX_REQUEST_LINE}, refuses an op outside the role it
+ * serves (`not-allowed`), checks the rest with the protocol's default-deny table, runs each and answers. Every request is logged with its arguments; a refusal or failure is
  * logged with its code. A connection may keep {@link HelperServerOptions.maxInFlight} requests running at once
  * (more are answered `busy`); the node keeps one connection per process, and at most
  * {@link HelperServerOptions.maxConnections} are served at a time.
@@ -11,13 +11,17 @@
 import {
   boundedLines,
   decodeRequest,
+  DEFAULT_HELPER_ROLE,
   encodeError,
   encodeResult,
   HelperError,
+  type HelperOp,
   type HelperRequest,
   MAX_REQUEST_LINE,
+  opsOfRole,
   RequestRefused,
 } from "../../core/helper/mod.ts";
+import type { KindRole } from "../../core/commands/kinds.ts";
 import type { Logger } from "../../core/log/mod.ts";
 import type { HelperBackends } from "./backends.ts";
 import { Mutex, runOp } from "./dispatch.ts";
@@ -29,6 +33,8 @@ export interface HelperServerOptions {
   readonly maxInFlight?: number;
   /** Connections served at once (default 4: one per node process, and room for a restart's overlap). */
   readonly maxConnections?: number;
+  /** The agent role served (default `node`): other ops are refused `not-allowed` (`core/helper/roles.ts`). */
+  readonly role?: KindRole;
 }
 
 /** How the socket is made. */
@@ -63,6 +69,8 @@ export class HelperServer {
   readonly #log: Logger;
   readonly #maxInFlight: number;
   readonly #maxConns: number;
+  readonly #role: KindRole;
+  readonly #ops: ReadonlySet<HelperOp>;
   readonly #writes = new Mutex();
   readonly #conns = new Set<Deno.Conn>();
   #nextConn = 1;
@@ -72,6 +80,13 @@ export class HelperServer {
     this.#log = opts.log;
     this.#maxInFlight = opts.maxInFlight ?? 16;
     this.#maxConns = opts.maxConnections ?? 4;
+    this.#role = opts.role ?? DEFAULT_HELPER_ROLE;
+    this.#ops = opsOfRole(this.#role);
+  }
+
+  /** The agent role served. */
+  get role(): KindRole {
+    return this.#role;
   }
 
   /** Connections being served. */
@@ -79,8 +94,11 @@ export class HelperServer {
     return this.#conns.size;
   }
 
-  /** Runs one checked request (the dispatch the socket path uses; tests call it directly too). */
+  /** Runs one checked request (the dispatch the socket path uses; tests call it directly too), of the served role. */
   run(req: HelperRequest): Promise<unknown> {
+    if (!this.#ops.has(req.op)) {
+      return Promise.reject(new HelperError("not-allowed", `${req.op} is not an op of the role this helper serves`));
+    }
     return runOp(this.#b, req, this.#writes);
   }
 
@@ -117,7 +135,7 @@ export class HelperServer {
         }
         let req: HelperRequest;
         try {
-          req = decodeRequest(ev.line);
+          req = decodeRequest(ev.line, this.#ops);
         } catch (e) {
           if (!(e instanceof RequestRefused)) throw e;
           this.#log.warn({ conn: cid, id: e.id, code: e.error.code, err: e.error.detail }, "helper: refused");
@@ -167,7 +185,10 @@ export class HelperServer {
     const listener = Deno.listen({ transport: "unix", path });
     await Deno.chmod(path, opts.socketMode ?? 0o660);
     if (opts.gid !== undefined) await Deno.chown(path, null, opts.gid);
-    this.#log.info({ socket: path, mode: (opts.socketMode ?? 0o660).toString(8), gid: opts.gid }, "helper: listening");
+    this.#log.info(
+      { socket: path, mode: (opts.socketMode ?? 0o660).toString(8), gid: opts.gid, serves: this.#role },
+      "helper: listening",
+    );
     const serving = new Set<Promise<void>>();
     const done = (async () => {
       try {

@@ -119,6 +119,48 @@ Deno.test("refusals come back by name with the request's id, and nothing runs", 
   }
 });
 
+Deno.test("a helper serving the site or the ramdisk refuses every other op not-allowed, logged, and runs none", async (t) => {
+  for (const role of ["site", "ramdisk"] as const) {
+    await t.step(role, async () => {
+      const h = await startTestHelper({ role });
+      try {
+        assert.equal(h.server.role, role);
+        assert.equal((await h.client.call("host.boot_id", {})).bootId, TEST_BOOT_ID);
+        assert.equal((await h.client.call("host.inventory", {})).hostname, "helper-test");
+        const refused = [
+          h.client.call("holds.list", {}),
+          h.client.call("gpu.reset", { gpuUuid: "GPU-6f2a1c3e-3b1e-4f0a-9f3c-0d1e2f3a4b5c" }),
+          h.client.call("file.write", { kind: "allocation-env", allocationId: "a1", env: ["BCD_ALLOCATION_ID=a1"] }),
+          h.client.call("slice.apply", { name: "bcd-alloc-a1.slice", settings: {} }),
+          h.client.call("host.memory", {}),
+        ];
+        if (role === "ramdisk") refused.push(h.client.call("node.reboot", { reason: "not the ramdisk's" }));
+        else await h.client.call("node.reboot", { reason: "the site's" });
+        for (const p of refused) {
+          await assert.rejects(
+            p,
+            (e) => e instanceof HelperError && e.code === "not-allowed" && /not an op of/.test(e.message),
+          );
+        }
+        assert.deepEqual(h.reboots, role === "site" ? ["the site's"] : []);
+        assert.deepEqual(await h.smiLog(), [], "no reset ran");
+        await assert.rejects(Deno.stat(h.envDir), Deno.errors.NotFound, "no env file was written");
+        assert.equal(
+          h.logs.filter((l) => l.msg === "helper: refused" && l.code === "not-allowed").length,
+          refused.length,
+        );
+        await assert.rejects(
+          h.server.run({ id: 1, op: "gpu.reset", args: { gpuUuid: "GPU-6f2a1c3e-3b1e-4f0a-9f3c-0d1e2f3a4b5c" } }),
+          (e) => e instanceof HelperError && e.code === "not-allowed",
+          "the in-process dispatch refuses it too",
+        );
+      } finally {
+        await h.close();
+      }
+    });
+  }
+});
+
 Deno.test("every op is logged with its arguments", async () => {
   const h = await startTestHelper();
   try {

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import type { KindRole } from "../../core/commands/kinds.ts";
 import { type Logger, memoryLogger } from "../../core/log/mod.ts";
 import { CdiHoldStore } from "../cdi/hold_store.ts";
 import { ProcHostMemory } from "../cgroup/host_memory.ts";
@@ -86,7 +87,9 @@ export async function writeFakeHost(root: string): Promise<{ proc: string; sys: 
 }
 
 /** Starts a helper over temp roots and connects a client. */
-export async function startTestHelper(opts: { maxInFlight?: number; log?: Logger } = {}): Promise<TestHelper> {
+export async function startTestHelper(
+  opts: { maxInFlight?: number; log?: Logger; role?: KindRole } = {},
+): Promise<TestHelper> {
   const root = await Deno.makeTempDir({ prefix: "bcd-helper-" });
   const { proc, sys } = await writeFakeHost(root);
   const cdiDir = `${root}/etc/cdi`;
@@ -119,7 +122,11 @@ export async function startTestHelper(opts: { maxInFlight?: number; log?: Logger
     },
   };
   const mem = memoryLogger("debug");
-  const server = new HelperServer(backends, { log: opts.log ?? mem.logger, maxInFlight: opts.maxInFlight });
+  const server = new HelperServer(backends, {
+    log: opts.log ?? mem.logger,
+    maxInFlight: opts.maxInFlight,
+    ...(opts.role ? { role: opts.role } : {}),
+  });
   const socket = `${root}/run/bcd/helper.sock`;
   const listener = await server.listen(socket);
   const client = new HelperClient({ socket });

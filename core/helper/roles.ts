@@ -1,0 +1,41 @@
+/**
+ * Which ops a helper answers, by the agent role it serves (`[helper] role`, default `node`): a helper beside a site
+ * agent or inside the provisioning ramdisk answers only what that role's wired kinds use, and refuses every other op
+ * of the protocol `not-allowed` before it looks at its arguments.
+ *
+ * | role      | ops                                                          | used by                                    |
+ * | --------- | ------------------------------------------------------------ | ------------------------------------------ |
+ * | `node`    | every op                                                     | the boot id, inventory, devices, `gpu.reset`, `node.reboot` |
+ * | `site`    | `host.boot_id`, `host.inventory`, `node.reboot`              | the boot id, `inventory.refresh`, `node.reboot` |
+ * | `ramdisk` | `host.boot_id`, `host.inventory`                             | the boot id, `inventory.refresh`           |
+ *
+ * A site never touches GPU holds or slices; a ramdisk has no `node.reboot` (its reboot is `boot.kexec`). The ops its
+ * later kinds need (`disk.wipe`, `boot.kexec`, the BMC kinds) join its row with them.
+ *
+ * @module
+ */
+import type { KindRole } from "../commands/kinds.ts";
+import { HELPER_OPS, type HelperOp } from "./protocol.ts";
+
+/** The agent roles a helper may serve. */
+export const HELPER_ROLES: readonly KindRole[] = ["node", "site", "ramdisk"];
+
+/** The role a helper serves when `[helper] role` is unset. */
+export const DEFAULT_HELPER_ROLE: KindRole = "node";
+
+/** The table above, row by row, each in the protocol's op order. */
+export const HELPER_OPS_BY_ROLE: Readonly<Record<KindRole, readonly HelperOp[]>> = {
+  node: HELPER_OPS,
+  site: ["host.boot_id", "host.inventory", "node.reboot"],
+  ramdisk: ["host.boot_id", "host.inventory"],
+};
+
+/** Whether `s` names a role a helper may serve. */
+export function isHelperRole(s: string): s is KindRole {
+  return (HELPER_ROLES as readonly string[]).includes(s);
+}
+
+/** The ops a helper serving `role` answers. */
+export function opsOfRole(role: KindRole): ReadonlySet<HelperOp> {
+  return new Set(HELPER_OPS_BY_ROLE[role]);
+}

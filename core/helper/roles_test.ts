@@ -1,0 +1,75 @@
+import assert from "node:assert/strict";
+import { kindsForRole } from "../commands/kinds.ts";
+import { decodeRequest, RequestRefused } from "./codec.ts";
+import { HELPER_OPS, type HelperOp } from "./protocol.ts";
+import { DEFAULT_HELPER_ROLE, HELPER_OPS_BY_ROLE, HELPER_ROLES, isHelperRole, opsOfRole } from "./roles.ts";
+
+/** The module's table, row by row: the ops each role's helper answers. */
+const TABLE: Record<string, readonly HelperOp[]> = {
+  node: HELPER_OPS,
+  site: ["host.boot_id", "host.inventory", "node.reboot"],
+  ramdisk: ["host.boot_id", "host.inventory"],
+};
+
+/** A well-formed request line of every op (arguments that pass the default-deny table). */
+const LINE: Record<HelperOp, string> = {
+  "host.boot_id": "{}",
+  "host.inventory": "{}",
+  "host.memory": "{}",
+  "pci.numa_node": '{"pciBusId":"0000:18:00.0"}',
+  "holds.list": "{}",
+  "file.write": '{"kind":"allocation-env","allocationId":"a1","env":["BCD_ALLOCATION_ID=a1"]}',
+  "file.remove": '{"kind":"cdi","allocationId":"a1"}',
+  "slice.apply": '{"name":"bcd-alloc-a1.slice","settings":{}}',
+  "slice.remove": '{"name":"bcd-alloc-a1.slice"}',
+  "slice.list": "{}",
+  "slice.usage": '{"name":"bcd-alloc-a1.slice"}',
+  "gpu.reset": '{"gpuUuid":"GPU-6f2a1c3e-3b1e-4f0a-9f3c-0d1e2f3a4b5c"}',
+  "node.reboot": '{"reason":"kernel update"}',
+};
+
+Deno.test("each role's helper answers exactly its row of the table; the default is the node's", () => {
+  assert.deepEqual([...HELPER_ROLES], Object.keys(TABLE));
+  for (const role of HELPER_ROLES) assert.deepEqual([...HELPER_OPS_BY_ROLE[role]], [...TABLE[role]!], role);
+  assert.equal(DEFAULT_HELPER_ROLE, "node");
+  assert.ok(isHelperRole("ramdisk") && !isHelperRole("guest") && !isHelperRole("sim") && !isHelperRole(""));
+});
+
+Deno.test("node.reboot is a helper op only of the roles that register the node.reboot kind", () => {
+  for (const role of HELPER_ROLES) {
+    const hasKind = kindsForRole(role).some((k) => k.kind === "node.reboot");
+    assert.equal(opsOfRole(role).has("node.reboot"), hasKind, role);
+  }
+});
+
+Deno.test("a request of an op outside the served role is refused not-allowed, before its arguments are read", async (t) => {
+  for (const role of HELPER_ROLES) {
+    const allowed = opsOfRole(role);
+    for (const op of HELPER_OPS) {
+      await t.step(`${role} ${op}`, () => {
+        const line = `{"id":3,"op":"${op}","args":${LINE[op]}}`;
+        if (allowed.has(op)) {
+          assert.equal(decodeRequest(line, allowed).op, op);
+          return;
+        }
+        assert.throws(() => decodeRequest(line, allowed), (e) => {
+          assert.ok(e instanceof RequestRefused);
+          assert.equal(e.id, 3);
+          assert.equal(e.error.code, "not-allowed");
+          assert.match(e.error.message, new RegExp(`^helper: ${op.replace(".", "\\.")} is not an op of the role`));
+          return true;
+        });
+        // Arguments that would be refused are not looked at: the op is refused first.
+        assert.throws(
+          () => decodeRequest(`{"id":4,"op":"${op}","args":{"path":"/etc/shadow"}}`, allowed),
+          (e) => e instanceof RequestRefused && e.error.code === "not-allowed",
+        );
+      });
+    }
+  }
+  assert.throws(
+    () => decodeRequest('{"id":5,"op":"exec"}', opsOfRole("site")),
+    (e) => e instanceof RequestRefused && e.error.code === "unknown-op",
+    "an op the protocol lacks is still unknown-op",
+  );
+});
