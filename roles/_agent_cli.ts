@@ -36,7 +36,7 @@ export interface WiringContext {
   readonly logRing: LogRing;
   /** The agent's condition set (XID conditions, section conditions). */
   readonly conditions: ConditionSet;
-  /** The root helper's client, for a role with {@link RoleWiring.helperSocket} (the node). */
+  /** The root helper's client, for a role with {@link RoleWiring.helperSocket} (node, site, ramdisk). */
   readonly helper?: HelperClient;
 }
 
@@ -54,19 +54,30 @@ export interface RoleWiring {
   /** Where the boot id comes from when `BCD_BOOT_ID_PATH` is unset (the sim's simulated boot); the kernel's if absent. */
   bootIdFile?(dataDir: string): Promise<string>;
   /**
-   * The root helper's socket, for a privilege-separated role (the node): the daemon connects before it opens the
-   * journal, takes the boot id from the helper (unless `BCD_BOOT_ID_PATH` is set), and refuses to start when the
-   * helper cannot be reached.
+   * The root helper's socket, for a privilege-separated role (node, site, ramdisk): the daemon connects before it
+   * opens the journal, takes the boot id from the helper (unless `BCD_BOOT_ID_PATH` is set), and refuses to start when
+   * the helper cannot be reached, or when `[helper] role` names another role than its own.
    */
   helperSocket?(config: ResolvedAgentConfig): string;
 }
 
-/** Connects to the helper and reads the boot id through it; a helper that cannot be reached refuses the start. */
+/**
+ * Connects to the helper and reads the boot id through it; a helper that cannot be reached refuses the start, and so
+ * does a config whose `[helper] role` (the role the helper serves, read from the same file) is another role's.
+ */
 async function _openHelper(
+  role: Role,
+  config: ResolvedAgentConfig,
   socket: string,
   log: Logger,
   bootIdPath: string | undefined,
 ): Promise<{ helper: HelperClient; bootId: string }> {
+  const serves = config.helper.role;
+  if (serves !== undefined && serves !== role) {
+    throw new StartRefused(
+      `[helper] role is "${serves}": the helper on ${socket} serves the ${serves} role, and this is the ${role} role`,
+    );
+  }
   const helper = new HelperClient({ socket, log });
   try {
     await helper.connect();
@@ -75,11 +86,17 @@ async function _openHelper(
     helper.close();
     if (!(e instanceof HelperError)) throw e;
     throw new StartRefused(
-      `${e.message}; the node reads the boot id, /proc, /sys and root-only files through bcd-helper: start ` +
+      `${e.message}; the ${role} reads the boot id, /proc, /sys and root-only files through bcd-helper: start ` +
         `"bcd-helper serve --socket ${socket}" as root first`,
       { cause: e },
     );
   }
+}
+
+/** The helper's client of a role wired with {@link RoleWiring.helperSocket}; a wiring bug throws. */
+export function helperOf(ctx: WiringContext): HelperClient {
+  if (!ctx.helper) throw new Error("this role runs with the root helper; its client is missing");
+  return ctx.helper;
 }
 
 const DATA_DIR_OPTS = {
@@ -171,7 +188,9 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
         });
         const identity = await loadIdentity(dataDir);
         if (!identity) throw new UsageError(`${dataDir} holds no identity; run "join" first`);
-        const opened = w.helperSocket ? await _openHelper(w.helperSocket(config), log, _bootIdPath()) : undefined;
+        const opened = w.helperSocket
+          ? await _openHelper(w.role, config, w.helperSocket(config), log, _bootIdPath())
+          : undefined;
         const bootId = opened?.bootId ?? await readBootId(_bootIdPath() ?? await w.bootIdFile?.(dataDir));
         const journal = await Journal.open({
           dataDir,

@@ -12,7 +12,6 @@ import { HandlerRegistry } from "../core/commands/handlers.ts";
 import { DEFAULT_HELPER_SOCKET } from "../core/helper/mod.ts";
 import { hostKindHandlers } from "../runtimes/host/mod.ts";
 import {
-  type HelperClient,
   HelperGpuTool,
   HelperHoldStore,
   HelperHostInventory,
@@ -22,23 +21,18 @@ import {
 } from "../runtimes/helper/mod.ts";
 import type { DevicePorts } from "./_devices.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
-import { agentCommands, type WiringContext } from "./_agent_cli.ts";
+import { agentCommands, helperOf, type WiringContext } from "./_agent_cli.ts";
 import { IMAGE_COMMAND } from "./node_image_cli.ts";
 import { JOURNAL_COMMAND } from "./node_journal_cli.ts";
 
-function _helper(ctx: WiringContext): HelperClient {
-  if (!ctx.helper) throw new Error("the node role runs with the root helper; its client is missing");
-  return ctx.helper;
-}
-
 /** `nvidia-smi` for queries, NUMA nodes and resets through the helper. */
 function _gpu(ctx: WiringContext): HelperGpuTool {
-  return new HelperGpuTool(_helper(ctx), { binary: ctx.config.devices.nvidiaSmi });
+  return new HelperGpuTool(helperOf(ctx), { binary: ctx.config.devices.nvidiaSmi });
 }
 
 /** The host's devices, through the helper: CDI specs and env files, the hold slices, host memory. */
 function _devices(ctx: WiringContext): DevicePorts {
-  const helper = _helper(ctx);
+  const helper = helperOf(ctx);
   return {
     gpu: _gpu(ctx),
     holds: new HelperHoldStore(helper),
@@ -56,7 +50,7 @@ export const COMMANDS: Record<string, Subcommand> = {
     helperSocket: (config) => config.helper.socket ?? DEFAULT_HELPER_SOCKET,
     devices: _devices,
     handlers(ctx) {
-      const helper = _helper(ctx);
+      const helper = helperOf(ctx);
       const reg = new HandlerRegistry();
       for (
         const h of hostKindHandlers({

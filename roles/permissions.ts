@@ -4,18 +4,20 @@
  * that what a role must not do is refused.
  *
  * Deno 2.9 refuses every access below `/proc`, `/sys` and `/dev` to anything short of `--allow-all`, whatever
- * `--allow-read`/`--allow-write` name (denoland/deno#27564, #34393; `permissions_test.ts` proves the rule). So the
- * `node` role is privilege-separated as the seed describes (000 §privilege separation): it runs scoped — its data dir,
- * `/etc/bcd` read, the helper's socket, `nvidia-smi` for queries — and asks the root `bcd-helper` over that socket for
- * everything under /proc, /sys and /dev and every root-only write (CDI specs, env files, hold slices, `gpu.reset`,
- * `node.reboot`, the boot id, the inventory). The helper holds `--allow-all` for the same Deno rule: it reads
- * /proc and /sys and writes cgroupfs; its containment is that it answers only the ops of `core/helper`, each checked
- * default-deny.
+ * `--allow-read`/`--allow-write` name (denoland/deno#27564, #34393; `permissions_test.ts` proves the rule). So the host
+ * agents are privilege-separated as the seed describes for the node (000 §privilege separation): `node`, `site` and
+ * `ramdisk` run scoped — their data dir, `/etc/bcd` read, the helper's socket, the network, and only the tools a wired
+ * handler runs — and ask the root `bcd-helper` over that socket for everything under /proc, /sys and /dev and every
+ * root-only write. The node asks for the boot id, the inventory, host memory, GPUs' NUMA nodes, CDI specs, env files,
+ * hold slices, `gpu.reset` and `node.reboot` (and runs `nvidia-smi` itself for queries); the site for the boot id, the
+ * inventory and `node.reboot`; the ramdisk for the boot id and the inventory (its data dir `/run/bcd` holds the
+ * default socket). Neither the site nor the ramdisk runs a host tool yet; `disk.wipe`, `deploy.image`, `boot.kexec`
+ * and the BMC kinds bring theirs (or their helper ops) with them. The helper holds `--allow-all` for the same Deno
+ * rule: it reads /proc and /sys and writes cgroupfs; its containment is that it answers only the ops of `core/helper`
+ * that the role it serves uses (`[helper] role`), each checked default-deny.
  *
- * `site` and `ramdisk` still run with `--allow-all` (the boot id, /proc/meminfo and sysfs for the inventory, block
- * devices under /dev for `disk.wipe`): the ramdisk runs as root in a throwaway initramfs with nothing to separate
- * from, and the site agent's privilege separation is not built (its entries below still list what each touches).
- * `guest` and `sim` stay scoped.
+ * `guest` and `sim` are scoped too: the guest reads everything and runs tenant programs but no host tool, the sim
+ * simulates its hardware under its own directories.
  *
  * @module
  */
@@ -23,7 +25,7 @@ import type { Role } from "../core/commands/kinds.ts";
 import { ROLES } from "../core/commands/kinds.ts";
 import { DEFAULT_HELPER_SOCKET } from "../core/helper/mod.ts";
 
-/** An executable: the five agent roles, and the node's root helper beside them (not a role: it registers no kinds). */
+/** An executable: the five agent roles, and their root helper beside them (not a role: it registers no kinds). */
 export type Executable = Role | "helper";
 
 /** Every executable `make bundle` builds, the roles first. */
@@ -55,10 +57,8 @@ export interface RolePermissions {
   readonly allowAll?: string;
 }
 
-const HOST_DAEMON =
-  "a host daemon reads /proc and /sys (and writes cgroupfs, /dev): Deno grants those only to --allow-all";
 const ROOT_HELPER =
-  "the root helper reads /proc and /sys and writes cgroupfs for the node: Deno grants those only to --allow-all";
+  "the root helper reads /proc and /sys and writes cgroupfs for the agents: Deno grants those only to --allow-all";
 
 const ENV = ["BCD_LOG_LEVEL", "BCD_CONFIG", "BCD_DATA_DIR", "BCD_BOOT_ID_PATH"];
 /** Seed 001's wrap-mode variables, read by `guest turns`. */
@@ -87,24 +87,26 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, RolePermissions>> = {
     sys: ["hostname"],
   },
   site: {
-    read: ["/var/lib/bcd-site", "/etc/bcd", "/proc", "/sys"],
-    write: ["/var/lib/bcd-site"],
-    run: ["systemctl", "reboot"],
+    // Privilege-separated like the node: the boot id, the inventory and node.reboot go through the helper's socket.
+    read: ["/var/lib/bcd-site", "/etc/bcd", DEFAULT_HELPER_SOCKET],
+    write: ["/var/lib/bcd-site", DEFAULT_HELPER_SOCKET],
+    run: [],
     denyRun: [],
     net: "all",
     env: DAEMON_ENV,
-    sys: SYS,
-    allowAll: HOST_DAEMON,
+    // The hostname for Hello; the inventory comes from the helper.
+    sys: ["hostname"],
   },
   ramdisk: {
-    read: ["/run/bcd", "/etc/bcd", "/proc", "/sys", "/dev"],
-    write: ["/run/bcd", "/dev"],
-    run: ["qemu-img", "nvidia-smi", "dcgmi", "blkdiscard", "kexec", "reboot"],
+    // Privilege-separated: the boot id and the inventory go through the helper. /run/bcd holds the data dir and the
+    // default socket (/run/bcd/helper.sock), so the socket needs no entry of its own.
+    read: ["/run/bcd", "/etc/bcd"],
+    write: ["/run/bcd"],
+    run: [],
     denyRun: [],
     net: "all",
     env: DAEMON_ENV,
-    sys: SYS,
-    allowAll: HOST_DAEMON,
+    sys: ["hostname"],
   },
   guest: {
     read: "all",
@@ -128,7 +130,7 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, RolePermissions>> = {
   },
 };
 
-/** The node's root helper: every op under /proc, /sys, /dev and root-only writes (see the module doc). */
+/** The agents' root helper: every op under /proc, /sys, /dev and root-only writes (see the module doc). */
 export const HELPER_PERMISSIONS: RolePermissions = {
   read: ["/etc/bcd", "/etc/cdi", "/run/bcd", "/proc", "/sys", "/etc/os-release", "/etc/group"],
   write: ["/etc/cdi", "/run/bcd", "/sys/fs/cgroup"],

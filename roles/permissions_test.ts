@@ -9,11 +9,11 @@ Deno.test("each executable's deno.json task is exactly its permission table entr
   for (const role of EXECUTABLES) assert.equal(cfg.tasks[role], roleTask(role), `task ${role}`);
 });
 
-Deno.test("only the root helper, site and ramdisk hold --allow-all, each with its reason; node, guest and sim are scoped", () => {
+Deno.test("only the root helper holds --allow-all, with its reason; every role is scoped", () => {
   for (const role of EXECUTABLES) {
     const flags = roleFlags(role);
     if (permissionsOf(role).allowAll !== undefined) {
-      assert.ok(["helper", "site", "ramdisk"].includes(role), `${role} must not hold --allow-all`);
+      assert.equal(role, "helper", `${role} must not hold --allow-all`);
       assert.deepEqual(flags, ["--quiet", "--no-prompt", "--allow-all"]);
       continue;
     }
@@ -21,6 +21,13 @@ Deno.test("only the root helper, site and ramdisk hold --allow-all, each with it
     assert.ok(!flags.includes("--allow-write"), `${role} has an unscoped --allow-write`);
     assert.ok(!flags.includes("--allow-ffi"), `${role} has an unscoped --allow-ffi`);
     assert.ok(!flags.includes("--allow-env"), `${role} has an unscoped --allow-env`);
+  }
+  assert.ok(permissionsOf("helper").allowAll);
+});
+
+Deno.test("site and ramdisk run no program: no wired handler of theirs runs a tool", () => {
+  for (const role of ["site", "ramdisk"] as const) {
+    assert.ok(!roleFlags(role).some((f) => f.startsWith("--allow-run")), roleFlags(role).join(" "));
   }
 });
 
@@ -38,8 +45,41 @@ async function probe(role: Executable, action: string, target: string): Promise<
 
 const tmp = Deno.makeTempDirSync({ prefix: "bcd-perm-" });
 
+type Case = { role: Executable; action: string; target: string; want: "denied" | "allowed" };
+
+/**
+ * A scoped host agent beside the helper (site, ramdisk): denied everything of root's and /tmp, /proc, /sys; allowed
+ * its data dir and /etc/bcd (the controls, so a broken probe shows). Run rows name programs present here: Deno
+ * resolves a program on PATH before it checks the grant, so an absent one probes "allowed (then NotFound)" whatever
+ * the flags.
+ */
+function agentCases(role: "site" | "ramdisk", dataDir: string): Case[] {
+  const denied: [string, string][] = [
+    ["write", `/tmp/bcd-${role}-probe`],
+    ["write", "/etc/bcd-probe"],
+    ["write", "/etc/bcd/probe"],
+    ["write", "/root/bcd-probe"],
+    ["write", "/etc/cdi/bcd-probe.json"],
+    ["write", "/sys/fs/cgroup/bcd.slice/probe"],
+    ["read", "/etc/shadow"],
+    ["read", "/root/.bashrc"],
+    ["read", "/proc/sys/kernel/random/boot_id"],
+    ["read", "/proc/meminfo"],
+    ["read", "/sys/devices/system/cpu/online"],
+    ["run", "sh"],
+    ["run", "systemctl"],
+    ["run", "reboot"],
+    ["env", "HOME"],
+  ];
+  return [
+    ...denied.map(([action, target]): Case => ({ role, action, target, want: "denied" })),
+    { role, action: "write", target: `${dataDir}/probe`, want: "allowed" },
+    { role, action: "read", target: "/etc/bcd/config.toml", want: "allowed" },
+  ];
+}
+
 /** What each role must not be able to do, and a control each must be able to do (so a broken probe shows). */
-const CASES: { role: Executable; action: string; target: string; want: "denied" | "allowed" }[] = [
+const CASES: Case[] = [
   // The node: its data dir and the helper's socket; everything else of root's goes through the helper.
   { role: "node", action: "write", target: "/tmp/bcd-node-probe", want: "denied" },
   { role: "node", action: "write", target: "/etc/bcd-probe", want: "denied" },
@@ -60,6 +100,17 @@ const CASES: { role: Executable; action: string; target: string; want: "denied" 
   { role: "node", action: "write", target: "/var/lib/bcd/probe", want: "allowed" },
   { role: "node", action: "run", target: "nvidia-smi", want: "allowed" },
   { role: "node", action: "read", target: "/etc/bcd/config.toml", want: "allowed" },
+  ...agentCases("site", "/var/lib/bcd-site"),
+  { role: "site", action: "write", target: "/run/bcd/probe", want: "denied" },
+  { role: "site", action: "write", target: "/var/lib/bcd/probe", want: "denied" },
+  { role: "site", action: "read", target: "/var/lib/bcd/identity.json", want: "denied" },
+  ...agentCases("ramdisk", "/run/bcd"),
+  { role: "ramdisk", action: "write", target: "/var/lib/bcd/probe", want: "denied" },
+  { role: "ramdisk", action: "write", target: "/var/lib/bcd-site/probe", want: "denied" },
+  { role: "ramdisk", action: "write", target: "/dev/sda", want: "denied" },
+  { role: "ramdisk", action: "read", target: "/dev/sda", want: "denied" },
+  { role: "ramdisk", action: "run", target: "blkdiscard", want: "denied" },
+  { role: "ramdisk", action: "run", target: "qemu-img", want: "denied" },
   { role: "guest", action: "run", target: "virsh", want: "denied" },
   { role: "guest", action: "run", target: "qemu-img", want: "denied" },
   { role: "guest", action: "run", target: "nft", want: "denied" },
@@ -87,9 +138,9 @@ Deno.test("each role's task lacks what it must not have", async (t) => {
   }
 });
 
-Deno.test("Deno refuses /proc and /sys to scoped flags, which is why the node asks the root helper for them", async (t) => {
-  // If a later Deno grants these to --allow-read, this fails: then site and ramdisk can be scoped like the node,
-  // and the node could read them itself.
+Deno.test("Deno refuses /proc and /sys to scoped flags, which is why node, site and ramdisk ask the root helper for them", async (t) => {
+  // If a later Deno grants these to --allow-read, this fails: then the agents could read the boot id and the
+  // inventory themselves, and the helper's read ops could go.
   for (const path of ["/proc/sys/kernel/random/boot_id", "/proc/meminfo", "/sys/devices/system/cpu/online"]) {
     await t.step(path, async () => {
       const out = await new Deno.Command(DENO, {

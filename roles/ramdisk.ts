@@ -1,14 +1,21 @@
 /**
- * The `ramdisk` role's entry point: inside the provisioning initramfs. Wiring only: the daemon with the host's
- * inventory and log collection. `disk.wipe`, `deploy.image`, `boot.kexec` and the diagnostics register with their
- * flags and land with their issues; until then they are refused `UNSUPPORTED`.
+ * The `ramdisk` role's entry point: inside the provisioning initramfs. Wiring only. Like the node, the ramdisk agent
+ * runs with scoped permission flags (`roles/permissions.ts`: `/run/bcd`, where its data dir lives, `/etc/bcd` read,
+ * network) beside the root `bcd-helper` (000 §privilege separation), which serves it with `[helper] role =
+ * "ramdisk"`: the boot id and the host inventory of `inventory.refresh` go to the helper's socket (`[helper] socket`,
+ * default `/run/bcd/helper.sock`; access by the socket's group `[helper] node_group`), and the agent refuses to start
+ * when the helper cannot be reached. The ramdisk has no `node.reboot` (its reboot is `boot.kexec`). `disk.wipe`,
+ * `deploy.image`, `boot.kexec` and the diagnostics register with their flags and land with their issues, each with
+ * the helper ops it needs; until then they are refused `UNSUPPORTED`.
  *
  * @module
  */
 import { HandlerRegistry } from "../core/commands/handlers.ts";
 import { kindsForRole } from "../core/commands/kinds.ts";
+import { DEFAULT_HELPER_SOCKET } from "../core/helper/mod.ts";
 import { hostKindHandlers } from "../runtimes/host/mod.ts";
-import { agentCommands } from "./_agent_cli.ts";
+import { HelperHostInventory } from "../runtimes/helper/mod.ts";
+import { agentCommands, helperOf } from "./_agent_cli.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
 
 /** The `ramdisk` role's subcommands beyond `version` and `help`. */
@@ -16,10 +23,17 @@ export const COMMANDS: Record<string, Subcommand> = {
   ...agentCommands({
     role: "ramdisk",
     defaultDataDir: "/run/bcd",
+    helperSocket: (config) => config.helper.socket ?? DEFAULT_HELPER_SOCKET,
     handlers(ctx) {
       const mine = new Set(kindsForRole("ramdisk").map((k) => k.kind));
       const reg = new HandlerRegistry();
-      for (const h of hostKindHandlers({ journal: ctx.journal, logRing: ctx.logRing })) {
+      for (
+        const h of hostKindHandlers({
+          journal: ctx.journal,
+          logRing: ctx.logRing,
+          host: new HelperHostInventory(helperOf(ctx)),
+        })
+      ) {
         if (mine.has(h.kind)) reg.register(h); // node.reboot is not a ramdisk kind (boot.kexec is)
       }
       return reg;

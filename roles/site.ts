@@ -1,13 +1,20 @@
 /**
- * The `site` role's entry point: one per site. Wiring only: the daemon with the host's inventory, log collection and
- * the init system's reboot. The site kinds (`bmc.*`, `boot.*`, `site.httpProxy`) and the `site` section's converger
- * register with their flags and land with their issues; until then they are refused `UNSUPPORTED`.
+ * The `site` role's entry point: one per site. Wiring only. Like the node, the site agent runs unprivileged with
+ * scoped permission flags (`roles/permissions.ts`: its data dir `/var/lib/bcd-site`, `/etc/bcd` read, the helper's
+ * socket, network) beside the root `bcd-helper` (000 §privilege separation), which serves it with `[helper] role =
+ * "site"`: the boot id, the host inventory of `inventory.refresh` and `node.reboot` go to the helper's socket
+ * (`[helper] socket`, default `/run/bcd/helper.sock`; access by the socket's group `[helper] node_group`), and the
+ * agent refuses to start when the helper cannot be reached. `logs.collect` uploads over HTTPS from the agent itself.
+ * The site kinds (`bmc.*`, `boot.*`, `site.httpProxy`) and the `site` section's converger register with their flags
+ * and land with their issues; until then they are refused `UNSUPPORTED`.
  *
  * @module
  */
 import { HandlerRegistry } from "../core/commands/handlers.ts";
+import { DEFAULT_HELPER_SOCKET } from "../core/helper/mod.ts";
 import { hostKindHandlers } from "../runtimes/host/mod.ts";
-import { agentCommands } from "./_agent_cli.ts";
+import { HelperHostInventory, HelperRebooter } from "../runtimes/helper/mod.ts";
+import { agentCommands, helperOf } from "./_agent_cli.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
 
 /** The `site` role's subcommands beyond `version` and `help`. */
@@ -15,9 +22,18 @@ export const COMMANDS: Record<string, Subcommand> = {
   ...agentCommands({
     role: "site",
     defaultDataDir: "/var/lib/bcd-site",
+    helperSocket: (config) => config.helper.socket ?? DEFAULT_HELPER_SOCKET,
     handlers(ctx) {
+      const helper = helperOf(ctx);
       const reg = new HandlerRegistry();
-      for (const h of hostKindHandlers({ journal: ctx.journal, logRing: ctx.logRing })) reg.register(h);
+      for (
+        const h of hostKindHandlers({
+          journal: ctx.journal,
+          logRing: ctx.logRing,
+          host: new HelperHostInventory(helper),
+          rebooter: new HelperRebooter(helper),
+        })
+      ) reg.register(h);
       return reg;
     },
   }),

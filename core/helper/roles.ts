@@ -3,11 +3,11 @@
  * agent or inside the provisioning ramdisk answers only what that role's wired kinds use, and refuses every other op
  * of the protocol `not-allowed` before it looks at its arguments.
  *
- * | role      | ops                                                          | used by                                    |
- * | --------- | ------------------------------------------------------------ | ------------------------------------------ |
- * | `node`    | every op                                                     | the boot id, inventory, devices, `gpu.reset`, `node.reboot` |
- * | `site`    | `host.boot_id`, `host.inventory`, `node.reboot`              | the boot id, `inventory.refresh`, `node.reboot` |
- * | `ramdisk` | `host.boot_id`, `host.inventory`                             | the boot id, `inventory.refresh`           |
+ * | role      | ops                                             | for                                              |
+ * | --------- | ----------------------------------------------- | ------------------------------------------------ |
+ * | `node`    | every op                                        | boot id, inventory, devices, `gpu.reset`, reboot |
+ * | `site`    | `host.boot_id`, `host.inventory`, `node.reboot` | boot id, `inventory.refresh`, `node.reboot`      |
+ * | `ramdisk` | `host.boot_id`, `host.inventory`                | boot id, `inventory.refresh`                     |
  *
  * A site never touches GPU holds or slices; a ramdisk has no `node.reboot` (its reboot is `boot.kexec`). The ops its
  * later kinds need (`disk.wipe`, `boot.kexec`, the BMC kinds) join its row with them.
