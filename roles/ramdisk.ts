@@ -6,7 +6,8 @@
  * default `/run/bcd/helper.sock`; access by the socket's group `[helper] node_group`), and the agent refuses to start
  * when the helper cannot be reached. The ramdisk has no `node.reboot` (its reboot is `boot.kexec`). `disk.wipe`,
  * `deploy.image`, `boot.kexec` and the diagnostics register with their flags and land with their issues, each with
- * the helper ops it needs; until then they are refused `UNSUPPORTED`.
+ * the helper ops it needs; until then they are refused `UNSUPPORTED`. In the initramfs both processes run as root:
+ * the separation is Deno's grant, not a uid (the helper makes the socket's directory, `/run/bcd` by default, 0750).
  *
  * @module
  */

@@ -1,7 +1,7 @@
 /**
  * Privilege separation's two halves over `core/helper`'s protocol: the root helper's server
  * ({@link HelperServer}, over {@link HelperBackends}: the real runtimes from {@link hostBackends}, or temp roots in
- * tests), and the node's {@link HelperClient} with the host ports built on it (hold store, slices, host memory, host
+ * tests), and the agents' {@link HelperClient} with the host ports built on it (hold store, slices, host memory, host
  * inventory, rebooter, GPU tool, boot id).
  *
  * @module
