@@ -175,7 +175,7 @@ const WRAP_SH = `
 echo "booting"
 echo "${DEFAULT_START_MARKER}"
 echo "noise inside the turn"
-echo "key=\${API_KEY:-none}" > "$1/wrapped-env"
+echo "key=\${API_KEY:-none}" > "$1/wrapped-env.tmp" && mv "$1/wrapped-env.tmp" "$1/wrapped-env"
 while [ ! -e "$1/release-0" ]; do sleep 0.01; done
 echo "${DEFAULT_END_MARKER}"
 echo "between turns"
