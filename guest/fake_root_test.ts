@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { defaultRootConfig, type Facts, type RootConfig } from "../core/framing/mod.ts";
 import { FAKE_FIRST_PARTITION, FakeRoot, type FakeRootOptions } from "./fake_root.ts";
 import { PROBES } from "./probe_table.ts";
+import { EXPECTED_MAP_FACTS } from "./mapping/_expected_map_facts.ts";
 import { ProbeProblem, StageFailed } from "./root_ops.ts";
 
 const EROFS_RAM = "nvx_sandbox=1 nvx_layer=distro,0xd0003000,erofs:abcd";
@@ -158,30 +159,7 @@ const ROWS: ReadonlyArray<{
     ],
   },
   { probe: "hold", facts: [["held", "/run/runtime-adapter/root"]] },
-  {
-    probe: "map",
-    facts: [
-      ["zero", "applied"],
-      ["zero.mounts", "none"],
-      ["table", "applied"],
-      ["mounts", "/srv/maps/dir /srv/maps/dir/inner /srv/maps/file.txt /srv/maps/out"],
-      ["dir.options", "ro,nosuid,nodev,relatime"],
-      ["dir.write", "refused EROFS"],
-      ["dir.read", "inner marker"],
-      ["inner.options", "rw,nosuid,nodev,relatime"],
-      ["inner.write", "allowed"],
-      ["inner.source", "reached"],
-      ["file.options", "ro,nosuid,nodev,relatime"],
-      ["file.write", "refused EROFS"],
-      ["file.read", "runtime-adapter-file"],
-      ["out.options", "rw,nosuid,nodev,relatime"],
-      ["out.write", "allowed"],
-      ["out.source", "reached"],
-      ["upper.directory", "true"],
-      ["upper.file", "true"],
-      ["latched", "false"],
-    ],
-  },
+  { probe: "map", facts: EXPECTED_MAP_FACTS },
   {
     probe: "map-refused",
     facts: [

@@ -11,6 +11,7 @@ import { silentLogger } from "../core/log/mod.ts";
 import { LinuxRoot } from "./linux_root.ts";
 import { memTotal } from "./linux_probes.ts";
 import { ProbeProblem, StageFailed } from "./root_ops.ts";
+import { EXPECTED_MAP_FACTS, MAP_MOUNTS } from "./mapping/_expected_map_facts.ts";
 
 async function sh(cmd: string, args: string[]): Promise<{ ok: boolean; out: string }> {
   try {
@@ -284,27 +285,7 @@ Deno.test({
     await withRoot("erofs", {}, async (root, config, e) => {
       const n = runs - 1;
       const map = await probe(root, "map");
-      assert.deepEqual([...map], [
-        ["zero", "applied"],
-        ["zero.mounts", "none"],
-        ["table", "applied"],
-        ["mounts", "/srv/maps/dir /srv/maps/dir/inner /srv/maps/file.txt /srv/maps/out"],
-        ["dir.options", "ro,nosuid,nodev,relatime"],
-        ["dir.write", "refused EROFS"],
-        ["dir.read", "inner marker"],
-        ["inner.options", "rw,nosuid,nodev,relatime"],
-        ["inner.write", "allowed"],
-        ["inner.source", "reached"],
-        ["file.options", "ro,nosuid,nodev,relatime"],
-        ["file.write", "refused EROFS"],
-        ["file.read", "runtime-adapter-file"],
-        ["out.options", "rw,nosuid,nodev,relatime"],
-        ["out.write", "allowed"],
-        ["out.source", "reached"],
-        ["upper.directory", "true"],
-        ["upper.file", "true"],
-        ["latched", "false"],
-      ]);
+      assert.deepEqual([...map], EXPECTED_MAP_FACTS);
       const checks = await probe(root, "map-checks");
       for (const [k, v] of checks) {
         if (/^(link|magic)\./.test(k)) assert.equal(v, "link", k);
@@ -335,7 +316,7 @@ Deno.test({
         ["latched", "true"],
         ["later", "latched"],
         ["later.target", "false"],
-        ["mounts", "/srv/maps/dir /srv/maps/dir/inner /srv/maps/file.txt /srv/maps/out"],
+        ["mounts", MAP_MOUNTS],
         ["outside", "none"],
       ]);
       assert.equal(await Deno.readTextFile(join(e.dir, `sources${n}`, "file.txt")), "runtime-adapter-file");

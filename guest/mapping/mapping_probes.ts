@@ -267,6 +267,22 @@ export async function probeMapChecks(ctx: MappingContext): Promise<Facts> {
   return facts;
 }
 
+/**
+ * Tears a mapper down while the race's other thread keeps opening the target: an unmount that lands in the instant
+ * the thread holds the path is `EBUSY`, so it is tried again (a bounded number of times). The mapper pops a target
+ * only once it is detached, so a retry never detaches twice.
+ */
+async function _teardownRacing(mapper: Mapper): Promise<void> {
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await mapper.teardown();
+    } catch (e) {
+      if (errnoOf(e) !== "EBUSY" || attempt >= 50) throw e;
+      await new Promise((r) => setTimeout(r, 2));
+    }
+  }
+}
+
 /** A read-only mapping attached and unmounted again and again while another thread opens its file for writing. */
 async function readOnlyRace(ctx: MappingContext, src: string, target: string): Promise<[string, string][]> {
   const { fs, root } = ctx;
@@ -288,7 +304,7 @@ async function readOnlyRace(ctx: MappingContext, src: string, target: string): P
       if (attaches === 0) {
         flags = (await fs.mounts()).findLast((r) => r.point === `${root}${target}`)?.options ?? "none";
       }
-      await mapper.teardown();
+      await _teardownRacing(mapper);
     }
   } finally {
     race = await writer.stop();
