@@ -4,4 +4,5 @@
  * @module
  */
 export { type InstanceAction, type InstanceReport, InstancesConverger, type ObservedDomain } from "./converger.ts";
+export { IFNAME_MAX, MAX_NICS, TAP_PREFIX, tapName } from "./tap_name.ts";
 export { type Domain, type DomainRecord, type DomainState, type InstanceRuntime, RuntimeRefused } from "./runtime.ts";
