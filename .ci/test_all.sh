@@ -17,13 +17,15 @@ run "$DENO" task test
 for t in $("$DENO" eval --quiet 'const j = JSON.parse(Deno.readTextFileSync("deno.json")); console.log(Object.keys(j.tasks).filter((k) => k.startsWith("test:")).sort().join(" "))'); do
   run "$DENO" task "$t"
 done
-# deno test prints "ok | 12 passed (3 steps) | 0 failed (1s)" or "FAILED | 3 passed | 1 failed (2s)".
-# Strip ANSI colours before summing.
-read -r passed failed < <(sed -e 's/\x1b\[[0-9;]*m//g' "$log" | awk '
+# deno test prints "ok | 12 passed (3 steps) | 0 failed | 2 ignored (1s)" or "FAILED | 3 passed | 1 failed (2s)".
+# Strip ANSI colours before summing; the ignored (skipped) tests are counted too and printed, never dropped.
+read -r passed failed ignored < <(sed -e 's/\x1b\[[0-9;]*m//g' "$log" | awk '
   /^(ok|FAILED) \| [0-9]+ passed/ {
-    for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i }
+    for (i = 1; i <= NF; i++) {
+      if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i; if ($(i+1) ~ /^ignored/) g += $i
+    }
   }
-  END { print p + 0, f + 0 }')
+  END { print p + 0, f + 0, g + 0 }')
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $ignored skipped"
 exit "$status"

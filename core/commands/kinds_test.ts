@@ -1,16 +1,22 @@
 import assert from "node:assert/strict";
 import { DEFAULT_KIND_TIMEOUT_MS, kindsForRole, lookupKind, ROLES } from "./kinds.ts";
 
-/** The seed's "Kinds by lane" table, parsed from the spec itself so a drift in either shows up here. */
-function seedKindRows(): { lane: string; kinds: string[]; roles: string[]; flags: string[] }[] {
-  const text = Deno.readTextFileSync(
-    new URL("../../../shared/seeds/000_8770da62ed1e7f43.readable.md", import.meta.url),
-  );
+const SEED_URL = new URL("../../../shared/seeds/000_8770da62ed1e7f43.readable.md", import.meta.url);
+const FIXTURE_URL = new URL("../../fixtures/seed/kinds_by_lane.md", import.meta.url);
+
+/** The "Kinds by lane" section of the node daemon seed: from `### Kinds by lane` up to the next section. */
+function kindsSection(text: string): string {
   const start = text.indexOf("### Kinds by lane");
   const end = text.indexOf("### Results and acknowledgements");
-  assert.ok(start > 0 && end > start, "the seed has a Kinds by lane section");
+  assert.ok(start >= 0, "the text has a Kinds by lane section");
+  return end > start ? text.slice(start, end) : text.slice(start);
+}
+
+/** The seed's "Kinds by lane" table, parsed from the repo's copy of it (fixtures/seed/), which a test below keeps
+ * equal to the seed in ../shared when that checkout is present. */
+function seedKindRows(): { lane: string; kinds: string[]; roles: string[]; flags: string[] }[] {
   const rows = [];
-  for (const line of text.slice(start, end).split("\n")) {
+  for (const line of kindsSection(Deno.readTextFileSync(FIXTURE_URL)).split("\n")) {
     const cells = line.split("|").map((c) => c.trim());
     // | lane | kind(s) | roles | flags |
     if (cells.length < 6 || !/^`(control|provision|bulk)`$/.test(cells[1]!)) continue;
@@ -21,6 +27,24 @@ function seedKindRows(): { lane: string; kinds: string[]; roles: string[]; flags
     rows.push({ lane: cells[1]!.replaceAll("`", ""), kinds, roles, flags });
   }
   return rows;
+}
+
+let seedText: string | undefined;
+try {
+  seedText = Deno.readTextFileSync(SEED_URL);
+} catch (e) {
+  if (!(e instanceof Deno.errors.NotFound)) throw e;
+}
+
+Deno.test({
+  name: "fixtures/seed/kinds_by_lane.md is the seed's Kinds by lane section, word for word",
+  ignore: seedText === undefined,
+  fn() {
+    assert.equal(Deno.readTextFileSync(FIXTURE_URL), kindsSection(seedText!));
+  },
+});
+if (seedText === undefined) {
+  console.log(`kinds_test: ${SEED_URL.pathname} is absent; the kinds table is checked against the repo's copy only`);
 }
 
 const rows = seedKindRows();

@@ -85,17 +85,23 @@ Deno.test("the CDI name grammar", () => {
   for (const n of [`${G}/s0`, "_a", "a_", "", "a b"]) assert.ok(!isValidCdiDeviceName(n), n);
 });
 
-Deno.test("the schema copies in fixtures/cdi/ are the shared vectors", () => {
-  const shared = new URL("../../../shared/vectors/cdi/", import.meta.url).pathname;
-  for (const f of ["schema.json", "defs.json", "minimal.json", "spec-example.json"]) {
-    let want: string;
-    try {
-      want = Deno.readTextFileSync(`${shared}${f}`);
-    } catch (e) {
-      if (!(e instanceof Deno.errors.NotFound)) throw e;
-      console.log(`skipped: ${shared} is absent, so fixtures/cdi/${f} cannot be compared`);
-      return;
-    }
-    assert.equal(Deno.readTextFileSync(`${CDI_SCHEMA_DIR}${f}`), want, f);
+const SHARED_CDI = new URL("../../../shared/vectors/cdi/", import.meta.url).pathname;
+const sharedCdiPresent = (() => {
+  try {
+    return Deno.statSync(SHARED_CDI).isDirectory;
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+    console.log(`spec_test: ${SHARED_CDI} is absent, so the schema copies in fixtures/cdi/ cannot be compared`);
+    return false;
   }
+})();
+
+Deno.test({
+  name: "the schema copies in fixtures/cdi/ are the shared vectors",
+  ignore: !sharedCdiPresent,
+  fn() {
+    for (const f of ["schema.json", "defs.json", "minimal.json", "spec-example.json"]) {
+      assert.equal(Deno.readTextFileSync(`${CDI_SCHEMA_DIR}${f}`), Deno.readTextFileSync(`${SHARED_CDI}${f}`), f);
+    }
+  },
 });
