@@ -95,8 +95,13 @@ function _gpu(el: XmlElement): GpuInfo {
     resetRequired: _yesNo(textAt(el, "gpu_reset_status/reset_required")),
     recoveryAction: _recovery(textAt(el, "gpu_recovery_action")),
     temperatureC: _measure(textAt(el, "temperature/gpu_temp"), "C"),
-    // v12 since driver 535: gpu_power_readings; before it: power_readings.
-    powerW: _measure(textAt(el, "gpu_power_readings/power_draw") ?? textAt(el, "power_readings/power_draw"), "W"),
+    // v13 (driver 570 on): gpu_power_readings/instant_power_draw (power_draw is gone; average_power_draw beside it);
+    // v12 since driver 535: gpu_power_readings/power_draw; before it: power_readings/power_draw.
+    powerW: _measure(
+      textAt(el, "gpu_power_readings/instant_power_draw") ?? textAt(el, "gpu_power_readings/power_draw") ??
+        textAt(el, "power_readings/power_draw"),
+      "W",
+    ),
   };
 }
 
