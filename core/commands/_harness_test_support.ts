@@ -56,6 +56,15 @@ export interface Bench extends AsyncDisposable {
   trail(id: string): string[];
 }
 
+/** Waits (a bounded number of macrotask turns) until `cond` holds; fails naming `what` otherwise. */
+export async function until(cond: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if (cond()) return;
+    await new Promise((r) => setTimeout(r, 1));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
 let counter = 0;
 
 /** Opens a bench; `signing` puts the test PKI's roots and approvers in the trust bundle. */

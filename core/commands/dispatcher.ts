@@ -12,6 +12,15 @@
  * asks for the spec, re-runs the checks when a newer spec is applied, and settles it `STALE_GENERATION` at its
  * `not_after`. See cancel semantics on {@link Dispatcher.cancel}.
  *
+ * Seed readings:
+ * - "after it the command must not start" (000 §The command body): `not_after` is checked again when the command
+ *   actually starts, once it holds its worker and its resource locks; past it, the command is journaled
+ *   `REJECTED`/`EXPIRED` ({@link Journal.expire}) and never runs. Waiting for a lock or a worker never makes a late
+ *   start.
+ * - A graceful stop (SIGTERM) is not a cancel: only a `Cancel` from the gateway makes a command `CANCELLED`. Commands
+ *   still queued when the lanes stop stay `accepted` in the journal, so the next process follows the recovery table
+ *   (retry-safe: re-executed on redelivery after the checks run again; not retry-safe: `FAILED interrupted`).
+ *
  * @module
  */
 import type { Logger } from "../log/mod.ts";
@@ -40,7 +49,16 @@ import { encodeAny } from "./any_codec.ts";
 /** The journal operations the dispatcher uses (the real {@link Journal}; a test may wrap it). */
 export type CommandJournal = Pick<
   Journal,
-  "resolve" | "accept" | "markRunning" | "finish" | "cancel" | "reject" | "get" | "ackResults" | "unackedResults"
+  | "resolve"
+  | "accept"
+  | "markRunning"
+  | "finish"
+  | "expire"
+  | "cancel"
+  | "reject"
+  | "get"
+  | "ackResults"
+  | "unackedResults"
 >;
 
 /** Host timers, injected so tests drive deferral deadlines by hand. */
@@ -243,7 +261,13 @@ export class Dispatcher {
       },
       dropped: async () => {
         try {
-          if (await accepted) await this.#finish(body, { state: "CANCELLED", message: flight.cancelReason });
+          if (!(await accepted)) return;
+          if (flight.cancelRequested) await this.#finish(body, { state: "CANCELLED", message: flight.cancelReason });
+          else {
+            // The lane stopped (a graceful stop): nobody cancelled it, so it stays `accepted` in the journal, for
+            // redelivery and the recovery table of the next process.
+            this.#log.info({ command_id: body.id, kind: body.kind }, "stopping: queued command left accepted");
+          }
         } catch (e) {
           this.#log.error({ command_id: body.id, err: String(e) }, "cancelled command could not be settled");
         } finally {
@@ -284,6 +308,16 @@ export class Dispatcher {
     const body = flight.cmd.body;
     if (flight.cancelRequested) {
       return await this.#finish(body, { state: "CANCELLED", message: flight.cancelReason });
+    }
+    // not_after again, now that the command holds its worker and locks: waiting for either may have taken it past.
+    const now = this.#o.acceptance.serverNow();
+    if (body.notAfterMs === undefined || now > body.notAfterMs) {
+      this.#log.info(
+        { command_id: body.id, kind: body.kind, not_after: body.notAfterMs },
+        "command expired before it started",
+      );
+      const message = `server time ${now} is past not_after ${body.notAfterMs} when the command would start`;
+      return this.#send(await updateFromEntry(await this.#o.journal.expire(body.id, message), this.#o.nodeKey));
     }
     if (invalid !== undefined) {
       return await this.#finish(body, { state: "FAILED", code: "invalid-payload", message: invalid.message });
@@ -470,7 +504,10 @@ export class Dispatcher {
     }
   }
 
-  /** Stops taking commands, clears deferral timers and stops the lanes after their running commands end. */
+  /**
+   * Stops taking commands, clears deferral timers and stops the lanes after their running commands end. Queued
+   * commands are not settled: they stay `accepted` for redelivery and the next process's recovery.
+   */
   async stop(): Promise<void> {
     this.#stopped = true;
     for (const f of this.#flights.values()) f.clearTimer?.();

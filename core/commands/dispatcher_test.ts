@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { Journal } from "../journal/mod.ts";
 import { verifyCommandResult } from "../pki/attest.ts";
 import { generateSigningKeyPair } from "../pki/ed25519.ts";
-import { NOW, openBench } from "./_harness_test_support.ts";
+import { NOW, openBench, until } from "./_harness_test_support.ts";
 import { Dispatcher } from "./dispatcher.ts";
 import { HandlerRegistry } from "./handlers.ts";
 import { FakeHandler } from "./fake_handlers.ts";
@@ -13,14 +13,6 @@ import { EMPTY_TRUST_BUNDLE } from "../pki/trust_bundle.ts";
 const tick = async (n = 10) => {
   for (let i = 0; i < n; i++) await new Promise((r) => setTimeout(r, 0));
 };
-
-async function until(cond: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    if (cond()) return;
-    await new Promise((r) => setTimeout(r, 1));
-  }
-  assert.fail(`timed out waiting for ${what}`);
-}
 
 Deno.test("a command goes ACKED → RUNNING → SUCCEEDED, each with the boot id, and holds its credit until journaled", async () => {
   await using b = await openBench({ gated: true });
@@ -396,4 +388,40 @@ Deno.test("a cancel that arrives while the command is still in acceptance is not
       assert.equal(e?.state === "done" && e.result.state, "CANCELLED");
     });
   }
+});
+
+Deno.test("not_after is checked again when the command starts: one that waited past it for its lock is EXPIRED, never run", async () => {
+  await using b = await openBench({ gated: true });
+  b.state.unbatchedPerHour = 5;
+  const gpu = (s: string) => ({ typeUrl: "t", value: new TextEncoder().encode(s) });
+  const dcgm = await b.command({ kind: "diag.dcgm", payload: gpu("GPU-1"), notAfterMs: NOW + 3_600_000 });
+  const reset = await b.command({ kind: "gpu.reset", payload: gpu("GPU-1"), notAfterMs: NOW + 60_000 });
+  await b.dispatcher.deliver(dcgm);
+  await until(() => b.handlers["diag.dcgm"]!.waiting(dcgm.body.id), "dcgm to start");
+  await b.dispatcher.deliver(reset);
+  assert.deepEqual(b.trail(reset.body.id), ["ACKED"], "accepted in time; it waits for GPU-1");
+  b.state.serverNow = NOW + 3_600_000; // an hour later the lock frees
+  b.handlers["diag.dcgm"]!.open(dcgm.body.id);
+  await b.dispatcher.settled();
+  assert.deepEqual(b.handlers["gpu.reset"]!.runs, [], "the late reset never runs");
+  assert.deepEqual(b.trail(reset.body.id), ["ACKED", "REJECTED:EXPIRED"]);
+  const e = await b.journal.get(reset.body.id);
+  assert.ok(e?.state === "done");
+  assert.deepEqual([e.result.state, e.result.code], ["REJECTED", "EXPIRED"]);
+  assert.match(e.result.message ?? "", /past not_after/);
+  assert.equal(b.dispatcher.lanes.control.freeCredits, 8, "its credit is returned");
+});
+
+Deno.test("not_after is checked again when a worker frees: a command queued behind a busy lane past it is EXPIRED", async () => {
+  await using b = await openBench({ gated: true });
+  const first = await b.command({ kind: "logs.collect", notAfterMs: NOW + 3_600_000 });
+  const second = await b.command({ kind: "logs.collect", notAfterMs: NOW + 60_000 });
+  await b.dispatcher.deliver(first);
+  await b.dispatcher.deliver(second);
+  await until(() => b.handlers["logs.collect"]!.waiting(first.body.id), "the first upload to start");
+  b.state.serverNow = NOW + 60_001;
+  b.handlers["logs.collect"]!.open(first.body.id);
+  await b.dispatcher.settled();
+  assert.deepEqual(b.handlers["logs.collect"]!.runs, [first.body.id]);
+  assert.deepEqual(b.trail(second.body.id), ["ACKED", "REJECTED:EXPIRED"]);
 });

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { Journal } from "../journal/mod.ts";
 import { approveScope, buildBatch, encodeBatchApproval } from "../pki/quorum.ts";
 import { QuorumLedger } from "../pki/quorum_ledger.ts";
-import { NODE, NOW, openBench } from "./_harness_test_support.ts";
+import { NODE, NOW, openBench, until } from "./_harness_test_support.ts";
 import { Dispatcher } from "./dispatcher.ts";
 import { FakeHandler } from "./fake_handlers.ts";
 import { HandlerRegistry } from "./handlers.ts";
@@ -16,8 +16,9 @@ async function restart(dir: string, bundle: TrustBundle, serverNow: number, unba
   const handlers = {
     inv: new FakeHandler("inventory.refresh"),
     reset: new FakeHandler("gpu.reset"),
+    logs: new FakeHandler("logs.collect"),
   };
-  const registry = new HandlerRegistry().register(handlers.inv).register(handlers.reset);
+  const registry = new HandlerRegistry().register(handlers.inv).register(handlers.reset).register(handlers.logs);
   const updates: CommandUpdate[] = [];
   const d = new Dispatcher({
     journal,
@@ -157,6 +158,50 @@ Deno.test("the unbatched hourly limit holds across a restart of the daemon", asy
     const r2 = await b.command({ kind: "gpu.reset", payload: { typeUrl: "t", value: new Uint8Array([1]) } });
     await p2.d.deliver(r2);
     assert.deepEqual(p2.updates.map((u) => `${u.state}:${u.reason}`), ["REJECTED:UNBATCHED_LIMIT"]);
+  } finally {
+    await p2.close();
+    b.journal = await Journal.open({ dataDir: b.dir, bootId: "boot-1", now: () => NOW });
+  }
+});
+
+Deno.test("a graceful stop leaves queued commands accepted (not CANCELLED); the next process follows the recovery table", async () => {
+  await using b = await openBench({ gated: true });
+  b.state.unbatchedPerHour = 5;
+  const gpu = { typeUrl: "t", value: new TextEncoder().encode("GPU-1") };
+  const dcgm = await b.command({ kind: "diag.dcgm", payload: gpu });
+  const reset = await b.command({ kind: "gpu.reset", payload: gpu }); // not retry-safe, waits for GPU-1
+  const first = await b.command({ kind: "logs.collect" });
+  const queued = await b.command({ kind: "logs.collect" }); // retry-safe, waits for the bulk lane's one worker
+  for (const c of [dcgm, reset, first, queued]) await b.dispatcher.deliver(c);
+  await until(
+    () => b.handlers["diag.dcgm"]!.waiting(dcgm.body.id) && b.handlers["logs.collect"]!.waiting(first.body.id),
+    "dcgm and the first upload to start",
+  );
+  const stopping = b.dispatcher.stop(); // SIGTERM: running commands finish, queued ones stay
+  b.handlers["diag.dcgm"]!.open(dcgm.body.id);
+  b.handlers["logs.collect"]!.open(first.body.id);
+  await stopping;
+  assert.deepEqual(b.trail(reset.body.id), ["ACKED"]);
+  assert.deepEqual(b.trail(queued.body.id), ["ACKED"]);
+  assert.equal((await b.journal.get(reset.body.id))?.state, "accepted");
+  assert.equal((await b.journal.get(queued.body.id))?.state, "accepted");
+  assert.deepEqual(b.trail(first.body.id), ["ACKED", "RUNNING", "SUCCEEDED"], "a running command reports its outcome");
+  await b.journal.close();
+  const p2 = await restart(b.dir, b.pki.bundle, NOW, 5);
+  try {
+    const rec = await p2.journal.recover();
+    assert.deepEqual(rec.settled.map((e) => [e.id, e.result.state, e.result.code]), [
+      [reset.body.id, "FAILED", "interrupted"],
+    ]);
+    assert.deepEqual(rec.waiting.map((e) => e.id), [queued.body.id], "the retry-safe one waits for redelivery");
+    await p2.d.deliver(queued);
+    await p2.d.settled();
+    assert.deepEqual(p2.handlers.logs.runs, [queued.body.id]);
+    assert.deepEqual(p2.updates.map((u) => `${u.commandId === queued.body.id ? "queued" : "?"}:${u.state}`), [
+      "queued:ACKED",
+      "queued:RUNNING",
+      "queued:SUCCEEDED",
+    ]);
   } finally {
     await p2.close();
     b.journal = await Journal.open({ dataDir: b.dir, bootId: "boot-1", now: () => NOW });

@@ -118,6 +118,31 @@ export async function finishOp(
 }
 
 /**
+ * Journals `REJECTED` with reason `EXPIRED` for a command this process accepted whose start, once it held its worker
+ * and locks, came past its `not_after`: it never ran. Only an `accepted` entry of this process qualifies (a running
+ * one reports its real outcome); a done command keeps its result.
+ */
+export async function expireOp(
+  db: SqlDriver,
+  id: string,
+  message: string,
+  ctx: ResolveContext,
+  now: number,
+): Promise<DoneEntry> {
+  const prev = await readEntry(db, id);
+  if (prev !== null && prev.state === "done") return prev;
+  if (prev === null || !_live(prev, ctx) || prev.state !== "accepted") {
+    throw new CommandStateError(
+      prev?.state === "running" ? "running" : "not-accepted",
+      `command ${id} is ${prev === null ? "unknown" : `${prev.state} (incarnation ${prev.incarnation})`}; ` +
+        "only a command this process accepted and has not started can expire at its start",
+    );
+  }
+  await writeDone(db, id, { state: "REJECTED", code: "EXPIRED", message, bootId: ctx.bootId }, now);
+  return (await readEntry(db, id)) as DoneEntry;
+}
+
+/**
  * Journals a terminal rejection so a duplicate delivery gets the same answer: for a new command, or for one an
  * earlier process left that failed its acceptance checks on re-execution. A done command keeps its result.
  */

@@ -31,6 +31,8 @@ Deno.test("each lifecycle step refuses what does not belong to it", async (t) =>
       reason: "not-accepted",
     },
     { name: "reject of an id in flight here", run: () => j.reject("live", NRS, "EXPIRED"), reason: "in-flight" },
+    { name: "expire of an unknown id", run: () => j.expire("nope", "late"), reason: "not-accepted" },
+    { name: "expire of an earlier process's entry", run: () => j.expire("left", "late"), reason: "not-accepted" },
   ];
   for (const r of rows) await t.step(r.name, () => refused(r.run(), r.reason));
   await t.step("finish() with REJECTED is a TypeError (use reject())", async () => {
@@ -53,5 +55,28 @@ Deno.test("a retry-safe entry an earlier process left that fails its checks agai
   const j = await openTest(tmp.dir, clock, { incarnation: "now" });
   const d = await j.reject("inv", { kind: "inventory.refresh", retrySafe: true, selfTerminating: false }, "EXPIRED");
   assert.deepEqual([d.state, d.result.state, d.result.code, d.incarnation], ["done", "REJECTED", "EXPIRED", "now"]);
+  await j.close();
+});
+
+Deno.test("expire() settles an accepted entry of this process REJECTED/EXPIRED; a running one is refused", async () => {
+  await using tmp = await tempDataDir();
+  const j = await openTest(tmp.dir, new TestClock(), { incarnation: "now" });
+  await j.accept("late", NRS);
+  const d = await j.expire("late", "past not_after at its start");
+  assert.deepEqual([d.state, d.result.state, d.result.code, d.result.message, d.result.bootId], [
+    "done",
+    "REJECTED",
+    "EXPIRED",
+    "past not_after at its start",
+    "boot-1",
+  ]);
+  assert.equal(
+    (await j.expire("late", "again")).result.message,
+    "past not_after at its start",
+    "done keeps its result",
+  );
+  await j.accept("started", { ...NRS, selfTerminating: true });
+  await j.markRunning("started");
+  await refused(j.expire("started", "late"), "running");
   await j.close();
 });

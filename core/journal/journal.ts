@@ -9,6 +9,7 @@ import {
   acceptOp,
   ackResultsOp,
   cancelOp,
+  expireOp,
   finishOp,
   markRunningOp,
   rejectOp,
@@ -213,6 +214,14 @@ export class Journal {
    */
   cancel(commandId: string, input: AcceptInput, message?: string): Promise<DoneEntry> {
     return this.#op((db, now) => cancelOp(db, commandId, input, message, this.#ctx(), now));
+  }
+
+  /**
+   * Journals `REJECTED`/`EXPIRED` for a command this process accepted that reached its start (worker and locks) past
+   * `not_after`, so it never runs; refuses (`CommandStateError`) an entry that is not accepted here.
+   */
+  expire(commandId: string, message: string): Promise<DoneEntry> {
+    return this.#op((db, now) => expireOp(db, commandId, message, this.#ctx(), now));
   }
 
   /** Journals a terminal rejection (never `BUSY`) so a duplicate delivery gets the same answer. */
