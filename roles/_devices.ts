@@ -38,6 +38,9 @@ export function devicesConverger(ctx: WiringContext, ports: DevicePorts, events:
     ...ports,
     events: deviceEventSink(events, ctx.identity.nodeId, ctx.identity.key.privateKey),
     memory: new DevicesMemory(),
+    // What the journal says was announced: a hold written but not announced (a crash between the two) is announced
+    // again, and one announced but gone is announced released.
+    announced: () => ctx.journal.announcedAllocations(),
   });
 }
 

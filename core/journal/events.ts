@@ -12,6 +12,15 @@ import { getMeta, setMeta } from "./meta.ts";
 /** Counts and bytes of the unacked backlog by class. */
 export type EventTotals = Record<EventClass, { count: number; bytes: number }>;
 
+/**
+ * What an allocation event says about its allocation, recorded with the event in one transaction: `bound` for
+ * `AllocationBound`, not bound for `AllocationReleased`.
+ */
+export interface AllocationAnnouncement {
+  readonly allocationId: string;
+  readonly bound: boolean;
+}
+
 /** The result of an append. */
 export type AppendOutcome =
   | { readonly appended: true; readonly seq: number; readonly droppedMetrics: number }
@@ -53,9 +62,13 @@ export async function appendEvent(
   cls: EventClass,
   payload: Uint8Array,
   now: number,
+  announce?: AllocationAnnouncement,
 ): Promise<AppendOutcome> {
   if (!EVENT_CLASSES.includes(cls)) {
     throw new TypeError(`event class ${JSON.stringify(cls)} is not one of ${EVENT_CLASSES}`);
+  }
+  if (announce !== undefined && cls === "metric") {
+    throw new TypeError("an allocation announcement rides a transition or result event, never a droppable metric");
   }
   const size = payload.byteLength + EVENT_ROW_OVERHEAD;
   if (size > bounds.maxBytes) {
@@ -98,7 +111,21 @@ export async function appendEvent(
     now,
   ]);
   await db.run("UPDATE event_totals SET count = count + 1, bytes = bytes + ? WHERE class = ?", [size, cls]);
+  if (announce !== undefined) {
+    if (announce.bound) {
+      await db.run("INSERT OR REPLACE INTO announced_allocations (allocation_id, event_seq) VALUES (?, ?)", [
+        announce.allocationId,
+        seq,
+      ]);
+    } else await db.run("DELETE FROM announced_allocations WHERE allocation_id = ?", [announce.allocationId]);
+  }
   return { appended: true, seq, droppedMetrics: dropped };
+}
+
+/** Allocation ids whose last journaled allocation event is `AllocationBound`. */
+export async function announcedAllocations(db: SqlDriver): Promise<Set<string>> {
+  const rows = await db.all("SELECT allocation_id FROM announced_allocations");
+  return new Set(rows.map((r) => colStr(r, "allocation_id")));
 }
 
 /** Unacked events above `afterSeq`, oldest first, at most `limit`. */

@@ -54,3 +54,43 @@ Deno.test("the spec part keeps the last full spec, its hash and its signature", 
   assert.deepEqual([m.appliedGeneration, m.lastEpoch, m.nodeId], [4, 7, "node-1"]);
   await j2.close();
 });
+
+Deno.test("announced allocations follow the Bound/Released events they ride, survive acks and reopening", async () => {
+  await using tmp = await tempDataDir();
+  const clock = new TestClock();
+  const j = await openTest(tmp.dir, clock);
+  assert.deepEqual(await j.announcedAllocations(), new Set());
+  await j.appendEvent("transition", bytes("bound a"), { allocationId: "a", bound: true });
+  await j.appendEvent("transition", bytes("bound b"), { allocationId: "b", bound: true });
+  await j.appendEvent("transition", bytes("released a"), { allocationId: "a", bound: false });
+  await j.appendEvent("transition", bytes("failed c"));
+  assert.deepEqual(await j.announcedAllocations(), new Set(["b"]));
+  await assert.rejects(
+    () => j.appendEvent("metric", bytes("m"), { allocationId: "d", bound: true }),
+    TypeError,
+    "a droppable metric never carries an announcement",
+  );
+  await j.ackEvents(j.journalId, 4);
+  await j.close();
+  const j2 = await openTest(tmp.dir, clock);
+  assert.deepEqual(await j2.announcedAllocations(), new Set(["b"]));
+  await j2.close();
+});
+
+Deno.test("a journal written before announced allocations existed opens with the table added, empty", async () => {
+  await using tmp = await tempDataDir();
+  const clock = new TestClock();
+  const j = await openTest(tmp.dir, clock);
+  await j.appendEvent("transition", bytes("e"));
+  await j.close();
+  const { DatabaseSync } = await import("node:sqlite");
+  const db = new DatabaseSync(`${tmp.dir}/journal.db`);
+  db.exec("DROP TABLE announced_allocations");
+  db.close();
+  const j2 = await openTest(tmp.dir, clock);
+  assert.deepEqual(await j2.announcedAllocations(), new Set());
+  await j2.appendEvent("transition", bytes("bound"), { allocationId: "x", bound: true });
+  assert.deepEqual(await j2.announcedAllocations(), new Set(["x"]));
+  assert.equal((await j2.unackedEvents()).length, 2, "the older events are kept");
+  await j2.close();
+});

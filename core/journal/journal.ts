@@ -21,6 +21,8 @@ import { readEntry } from "./entry_row.ts";
 import { JournalBusy, JournalError, type JournalStopped } from "./errors.ts";
 import {
   ackEventsUpTo,
+  type AllocationAnnouncement,
+  announcedAllocations,
   appendEvent,
   type AppendOutcome,
   type EventTotals,
@@ -256,9 +258,21 @@ export class Journal {
 
   // ---- events ---------------------------------------------------------------------------------------------------
 
-  /** Appends an event with the next sequence number; when full, the oldest metric events are dropped first. */
-  appendEvent(cls: EventClass, payload: Uint8Array): Promise<AppendOutcome> {
-    return this.#op((db, now) => appendEvent(db, this.bounds, cls, payload, now));
+  /**
+   * Appends an event with the next sequence number; when full, the oldest metric events are dropped first. With
+   * `announce`, the same transaction records what an allocation event says (see {@link announcedAllocations}).
+   */
+  appendEvent(cls: EventClass, payload: Uint8Array, announce?: AllocationAnnouncement): Promise<AppendOutcome> {
+    return this.#op((db, now) => appendEvent(db, this.bounds, cls, payload, now, announce));
+  }
+
+  /**
+   * Allocation ids whose last journaled allocation event is `AllocationBound`: what the devices converger compares
+   * its holds with, so a crash between a hold's write and its event loses neither `AllocationBound` nor
+   * `AllocationReleased`. Acks do not change it.
+   */
+  announcedAllocations(): Promise<Set<string>> {
+    return this.#op((db) => announcedAllocations(db));
   }
 
   /** Unacked events above `afterSeq` (default 0), oldest first, at most `limit` (default 1000). */

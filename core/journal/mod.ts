@@ -7,8 +7,9 @@
  * `data_dir/journal.db` (SQLite) holds `meta` (node id, `journal_id`, event sequence, last epoch, applied
  * generation, server time mark), `commands` (id → {@link AcceptedEntry} | {@link RunningEntry} |
  * {@link DoneEntry}; done kept 7 days), `events` (unacked; `seq` from 1 per `journal_id`; class metric /
- * transition / result), `spec` (last full spec bytes, hash, signature) and exec tickets (`jti` until expiry, at
- * most 10,000). `data_dir/identity.json` (mode 0600, replaced durably) holds the certificates and trust bundle and
+ * transition / result), `spec` (last full spec bytes, hash, signature), exec tickets (`jti` until expiry, at
+ * most 10,000) and `announced_allocations` (the allocations whose last journaled event is `AllocationBound`, written
+ * with that event). `data_dir/identity.json` (mode 0600, replaced durably) holds the certificates and trust bundle and
  * mirrors the server time mark; `data_dir/journal.lock` is the one-writer lock; `data_dir/quarantine/` keeps
  * damaged journals.
  *
@@ -103,7 +104,7 @@ export { INTERRUPTED, type Resolution, type ResolveContext, resolveEntry } from 
 export type { RecoverReport } from "./recover.ts";
 export { RETENTION_MS, type SweepReport } from "./sweep.ts";
 export { boundsFromConfig, DEFAULT_BOUNDS, EVENT_ROW_OVERHEAD, type JournalBounds } from "./bounds.ts";
-export type { AppendOutcome, EventTotals } from "./events.ts";
+export type { AllocationAnnouncement, AppendOutcome, EventTotals } from "./events.ts";
 export { MAX_EXEC_TICKETS } from "./exec_tickets.ts";
 export { advanceMark, type ServerTimeSource, WELCOME_MAX_REGRESSION_MS } from "./time_mark.ts";
 export { BOOT_ID_PATH, readBootId } from "./boot_id.ts";

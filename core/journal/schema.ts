@@ -9,6 +9,16 @@ import { colNum, colStr, type SqlDriver } from "./sql_driver.ts";
 /** The schema version written into `meta`; a journal with another version is treated as damaged. */
 export const SCHEMA_VERSION = 1;
 
+/**
+ * Allocation ids whose last journaled allocation event is `AllocationBound` (written in the transaction that appends
+ * the event). Added after schema version 1 shipped: a journal without it gets it at open, empty.
+ */
+const ANNOUNCED_DDL = `CREATE TABLE IF NOT EXISTS announced_allocations (
+  allocation_id TEXT PRIMARY KEY,
+  event_seq INTEGER NOT NULL
+) STRICT;
+`;
+
 const DDL = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
 CREATE TABLE IF NOT EXISTS commands (
@@ -54,7 +64,7 @@ CREATE TABLE IF NOT EXISTS spec (
 ) STRICT;
 CREATE TABLE IF NOT EXISTS exec_tickets (jti TEXT PRIMARY KEY, expires_at INTEGER NOT NULL) STRICT;
 CREATE INDEX IF NOT EXISTS exec_tickets_by_expiry ON exec_tickets (expires_at);
-`;
+${ANNOUNCED_DDL}`;
 
 /**
  * Sets WAL + `synchronous=FULL` and reads both back; throws {@link JournalDurabilityError} when SQLite reports
@@ -125,6 +135,7 @@ export async function ensureSchema(db: SqlDriver, fresh: boolean, init: InitialM
   if (jid[0] === undefined || typeof JSON.parse(colStr(jid[0], "value")) !== "string") {
     throw new JournalDamaged("meta holds no journal_id");
   }
+  if (!tables.has("announced_allocations")) await db.exec(ANNOUNCED_DDL);
   const totals = await db.all("SELECT count(*) AS n FROM event_totals");
   if (totals[0] === undefined || colNum(totals[0], "n") !== 3) throw new JournalDamaged("event_totals is incomplete");
 }

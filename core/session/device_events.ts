@@ -1,7 +1,9 @@
 /**
  * The devices converger's events as the session carries them: each allocation event becomes a `ReportBody`, signed
  * by the node key as an `AttestedReport` (purpose `attested-report`), journaled as a `transition` event (never
- * dropped for space) before it is sent.
+ * dropped for space) before it is sent. `AllocationBound` and `AllocationReleased` also record, in the transaction
+ * that journals them, whether the allocation stands announced bound (`Journal.announcedAllocations`): the
+ * devices converger's `announced`, so a crash between a hold's write and its event loses neither event.
  *
  * @module
  */
@@ -28,7 +30,11 @@ export function deviceEventSink(events: EventSink, nodeId: string, nodeKey: Cryp
         ? { ...base, allocation_released: { allocation_id: e.allocation_id } }
         : { ...base, allocation_failed: { allocation_id: e.allocation_id, reason: e.reason, message: e.message } };
       const attested = await attestReport(nodeKey, report);
-      await events.emit("transition", { type: e.type, attested_report: attested });
+      const announce = e.type === "AllocationFailed" ? undefined : {
+        allocationId: e.allocation_id,
+        bound: e.type === "AllocationBound",
+      };
+      await events.emit("transition", { type: e.type, attested_report: attested }, announce);
     },
   };
 }

@@ -23,7 +23,7 @@ import { ConvergeLoop } from "../converge/loop.ts";
 import type { SectionName } from "../converge/section.ts";
 import type { InstanceReport } from "../converge/instances/mod.ts";
 import type { ResolvedAgentConfig } from "../config/mod.ts";
-import { type EventClass, type Journal, ServerTimeRegressed } from "../journal/mod.ts";
+import { type AllocationAnnouncement, type EventClass, type Journal, ServerTimeRegressed } from "../journal/mod.ts";
 import type { Logger } from "../log/mod.ts";
 import { QuorumLedger } from "../pki/quorum_ledger.ts";
 import type { TrustBundle } from "../pki/mod.ts";
@@ -45,7 +45,8 @@ export type EventInit = Omit<Props<typeof bcd.v1.Event>, "seq" | "event_class" |
 
 /** Where convergers and handlers put events. */
 export interface EventSink {
-  emit(cls: EventClass, event: EventInit): Promise<void>;
+  /** Journals `event` (with `announce`, recording what an allocation event says in the same transaction). */
+  emit(cls: EventClass, event: EventInit, announce?: AllocationAnnouncement): Promise<void>;
 }
 
 /** Options of {@link NodeAgent}. */
@@ -308,9 +309,9 @@ export class NodeAgent implements SessionDelegate, EventSink {
 
   // ---- EventSink ----
 
-  async emit(cls: EventClass, event: EventInit): Promise<void> {
+  async emit(cls: EventClass, event: EventInit, announce?: AllocationAnnouncement): Promise<void> {
     const bytes = encodeMessage(bcd.v1.Event, { ...event, event_class: CLASS[cls] });
-    const r = await this.journal.appendEvent(cls, bytes);
+    const r = await this.journal.appendEvent(cls, bytes, announce);
     this.#log.debug({ event: event.type, outcome: r }, "event journaled");
     await this.#flushEvents();
   }

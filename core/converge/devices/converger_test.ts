@@ -271,6 +271,17 @@ Deno.test("with the journal's announced set, a crash between write and event los
   ]]);
 });
 
+Deno.test("with the journal's announced set, a hold whose write was not announced and that is rewritten is announced", async () => {
+  const announced = new Set<string>();
+  const h = harness({ announced });
+  await h.pass({ assignments: [hold("w", [["gpu", G0]], { env: ["X=1"] })] });
+  // the crash lost the Bound event; the next spec changes only the env, so the hold is rewritten in place
+  const r = await h.pass({ assignments: [hold("w", [["gpu", G0]], { env: ["X=2"] })] });
+  assert.deepEqual(r.actions.map((x) => x.kind), ["rewrite", "announce-bound"]);
+  assert.deepEqual(r.events.map((e) => [e.type, e.allocation_id]), [["AllocationBound", "w"]]);
+  assert.ok(h.holds.specs.get("w")!.env.includes("X=2"));
+});
+
 Deno.test("an env file without its spec is removed; a bound hold whose env file went missing gets it back", async () => {
   const h = harness();
   const a = hold("v", [["gpu", G0]]);

@@ -20,6 +20,12 @@
  * - A hold already bound whose GPU leaves the inventory stays bound (bcd never drops a hold on its own).
  * - `AllocationFailed` is journaled once per allocation, reason and generation; a retryable action failure keeps the
  *   section `PROGRESSING` even beside a terminal failure, so the next pass runs.
+ * - "The daemon never drops an assignment on its own" extends to its events: the journal records, in the transaction
+ *   that journals each `AllocationBound`/`AllocationReleased`, which allocations stand announced bound
+ *   (`Journal.announcedAllocations`, wired as the converger's `announced`). A hold on disk that the journal never
+ *   announced (a crash between the write and the event) is announced `AllocationBound` on the next pass; one announced
+ *   but gone is announced `AllocationReleased`. A journal from before this record (or a new journal) announces every
+ *   held hold once more: a repeated `AllocationBound` is harmless, a lost one is not.
  * - Admission: a hold's huge pages are checked per size against free less reserved pages host-wide and, when it names
  *   `mems`, the free pages on those nodes, less what bound holds booked and have not faulted in.
  *

@@ -239,6 +239,15 @@ export function planDevices(desired: DevicesSection | undefined, o: DevicesObser
           actions.push({ kind: "ensure-slice", allocationId: a.allocation_id, slice: r.slice });
         }
         actions.push({ kind: "rewrite", record: r.record });
+        if (o.announced && !o.announced.has(a.allocation_id)) {
+          const { cgroupParent: _was, ...rest } = h;
+          const hold = {
+            ...rest,
+            devices: r.record.devices,
+            ...(r.record.cgroupParent ? { cgroupParent: r.record.cgroupParent } : {}),
+          };
+          actions.push({ kind: "announce-bound", assignment: a, hold });
+        }
         continue;
       }
       pending.push({ a, replaces: h });
