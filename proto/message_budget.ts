@@ -40,14 +40,15 @@ function fieldsById(node: NodeDesc): Map<number, FieldDesc> {
   return m;
 }
 
-interface Scan {
+/** A cursor over wire bytes (`left`: the sub-message budget still unspent). */
+export interface Scan {
   readonly buf: Uint8Array;
   pos: number;
   left: number;
 }
 
 /** Reads a varint of at most 32 significant bits (tags, lengths); longer ones are malformed. */
-function varint32(s: Scan, end: number): number {
+export function varint32(s: Scan, end: number): number {
   let value = 0;
   for (let shift = 0; shift < 35; shift += 7) {
     if (s.pos >= end) throw new MessageBudgetError("truncated", `varint runs past offset ${end}`);
@@ -75,7 +76,7 @@ function skip(s: Scan, end: number, n: number): void {
 }
 
 /** Skips one field's value of wire type `wt` (after its tag); groups are skipped iteratively. */
-function skipValue(s: Scan, end: number, wt: number, field: number): void {
+export function skipValue(s: Scan, end: number, wt: number, field: number): void {
   switch (wt) {
     case 0:
       return skipVarint(s, end);

@@ -14,6 +14,7 @@ import {
   SECTION_ORDER,
   type SectionName,
   type SectionStatus,
+  type UnknownSectionName,
 } from "./section.ts";
 
 /** What an `apply` (or a plan with nothing to do) comes to. */
@@ -60,6 +61,8 @@ export interface HeldSpec {
   readonly generation: number;
   readonly specHash: string;
   readonly sections: Readonly<Partial<Record<SectionName, unknown>>>;
+  /** NodeSpec field numbers this build does not know, and whether each is empty. */
+  readonly unknownSections?: readonly { readonly field: number; readonly empty: boolean }[];
 }
 
 /** The content of a `StatusReport`. */
@@ -91,6 +94,7 @@ export class ConvergenceEngine {
   #spec: HeldSpec | undefined;
   #running: Promise<StatusSnapshot> | undefined;
   #passes = 0;
+  #unknownReported = new Set<string>();
 
   constructor(opts: EngineOptions) {
     for (const c of opts.convergers) {
@@ -156,12 +160,40 @@ export class ConvergenceEngine {
       const status = await this.#section(section, desired, gen);
       statuses.push(status);
     }
+    statuses.push(...this.#unknownSections(spec.unknownSections ?? [], gen));
     this.#statuses = statuses;
     if (statuses.every((s) => isTerminal(s.state)) && gen > this.#observed) {
       this.#observed = gen;
       this.#log.info({ generation: gen }, "spec observed: every section converged or failed terminally");
     }
     return this.snapshot();
+  }
+
+  /**
+   * A section number bcd does not know: `UNSUPPORTED` with the field number as its reason and a `SectionUnsupported`
+   * condition when it carries anything (terminal, so the rest of the spec still converges); `CONVERGED` when empty.
+   * Conditions of unknown sections the spec no longer carries are cleared.
+   */
+  #unknownSections(unknown: readonly { field: number; empty: boolean }[], generation: number): SectionStatus[] {
+    const cond = "SectionUnsupported";
+    const now = new Set<string>();
+    const out: SectionStatus[] = [];
+    for (const u of [...unknown].sort((a, b) => a.field - b.field)) {
+      const section = String(u.field) as UnknownSectionName;
+      if (now.has(section)) continue;
+      now.add(section);
+      if (u.empty) {
+        this.conditions.clear(cond, section);
+        out.push({ section, state: "CONVERGED", generation, reason: "", message: "" });
+        continue;
+      }
+      const message = `NodeSpec field ${u.field} is a section this build of bcd does not know`;
+      this.conditions.set(cond, section, "True", section, message);
+      out.push({ section, state: "UNSUPPORTED", generation, reason: section, message });
+    }
+    for (const old of this.#unknownReported) if (!now.has(old)) this.conditions.clear(cond, old);
+    this.#unknownReported = now;
+    return out;
   }
 
   async #section(section: SectionName, desired: unknown, generation: number): Promise<SectionStatus> {

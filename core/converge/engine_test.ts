@@ -262,3 +262,26 @@ Deno.test("concurrent pass requests never overlap", async () => {
   assert.equal(maxInFlight, 1);
   assert.equal(e.passes, 3);
 });
+
+Deno.test("a NodeSpec section number bcd does not know is UNSUPPORTED with the field number; an empty one converges", async () => {
+  const e = engine([new FakeSection("devices", CONVERGED, [])]);
+  e.hold({
+    generation: 3,
+    specHash: "h3",
+    sections: { devices: 1 },
+    unknownSections: [{ field: 12, empty: true }, { field: 9, empty: false }],
+  });
+  const s = await e.pass();
+  const unknown = s.sections.filter((x) => !(SECTION_ORDER as readonly string[]).includes(x.section));
+  assert.deepEqual(unknown.map((x) => [x.section, x.state, x.reason, x.generation]), [
+    ["9", "UNSUPPORTED", "9", 3],
+    ["12", "CONVERGED", "", 3],
+  ]);
+  assert.equal(s.observed_generation, 3, "UNSUPPORTED is terminal: the rest of the spec still converges");
+  const c = s.conditions.filter((x) => x.type === "SectionUnsupported");
+  assert.deepEqual(c.map((x) => [x.subject, x.status, x.reason]), [["9", "True", "9"]]);
+  e.hold({ generation: 4, specHash: "h4", sections: { devices: 1 } });
+  const s4 = await e.pass();
+  assert.equal(s4.sections.length, SECTION_ORDER.length);
+  assert.ok(!s4.conditions.some((x) => x.type === "SectionUnsupported"), "its condition clears once it is gone");
+});

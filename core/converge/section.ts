@@ -28,9 +28,15 @@ export const SECTION_FIELD_NUMBER: Readonly<Record<SectionName, number>> = {
 /** A section's state in a status report. */
 export type SectionState = "CONVERGED" | "PROGRESSING" | "FAILED" | "UNSUPPORTED";
 
+/**
+ * A NodeSpec field number this build does not know, as a section status names it: the number in decimal (it has no
+ * name here; the number is what the seed's `SectionUnsupported` reason carries).
+ */
+export type UnknownSectionName = `${number}`;
+
 /** One `SectionStatus` of a `StatusReport`. */
 export interface SectionStatus {
-  readonly section: SectionName;
+  readonly section: SectionName | UnknownSectionName;
   readonly state: SectionState;
   /** The spec generation this status is about. */
   readonly generation: number;

@@ -397,7 +397,8 @@ export class NodeAgent implements SessionDelegate, EventSink {
     for (const k of ["host", "devices", "instances", "access", "telemetry", "daemon", "site"] as const) {
       if (spec[k] != null) sections[k] = spec[k];
     }
-    return { generation: h.generation, specHash: h.specHash, sections };
+    const unknownSections = h.unknownSections.map((u) => ({ field: u.field, empty: u.empty }));
+    return { generation: h.generation, specHash: h.specHash, sections, unknownSections };
   }
 
   #status(s: StatusSnapshot): void {
