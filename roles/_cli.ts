@@ -8,6 +8,7 @@ import { parseArgs, type ParseArgsConfig } from "node:util";
 import { kindsForRole, type Role } from "../core/commands/kinds.ts";
 import { HELPER_OPS, HELPER_OPS_BY_ROLE } from "../core/helper/mod.ts";
 import { AGENT_VERSION, BUILD, PROTOCOLS } from "../core/version.ts";
+import { argGrants } from "./permissions.ts";
 
 /** An executable's name: a role, or an auxiliary tool beside one (`helper`: the agents' root helper). */
 export type CliName = Role | "helper";
@@ -71,6 +72,34 @@ function _help(role: CliName, commands: Readonly<Record<string, Subcommand>>, pr
   };
   walk(commands, prefix);
   return lines.join("\n");
+}
+
+/**
+ * Refuses, naming the path, a subcommand of `ARG_GRANTS` (`roles/permissions.ts`) whose run lacks the grant of a path
+ * it names: run without its launcher, e.g. as a compiled binary (whose flags are fixed), it would otherwise fail
+ * half-way on a raw permission error.
+ */
+function _checkGrants(role: CliName, argv: string[]): void {
+  let g;
+  try {
+    g = argGrants(role, argv);
+  } catch (e) {
+    if (e instanceof TypeError) throw new UsageError(e.message, { cause: e });
+    throw e;
+  }
+  const want = [
+    ...g.read.map((path) => ({ name: "read" as const, path })),
+    ...g.write.map((path) => ({ name: "write" as const, path })),
+  ];
+  for (const d of want) {
+    if (Deno.permissions.querySync(d).state !== "granted") {
+      throw new StartRefused(
+        `${argv.slice(0, 2).join(" ")} needs ${d.name} access to ${JSON.stringify(d.path)}, which this run's ` +
+          `permission flags do not grant; run it through its launcher (deno task ${role}, dist/bcd-${role}/bcd-${role}), ` +
+          "which grants exactly the paths a command names (a compiled binary's flags are fixed)",
+      );
+    }
+  }
 }
 
 /** Runs a role's CLI with `argv` and returns the exit code; `version` and `help` are added for every role. */
@@ -138,6 +167,7 @@ export async function runCli(
         printOut(`bcd-${role} ${path.join(" ")}: ${cmd.summary}`);
         return EXIT_OK;
       }
+      _checkGrants(role, [...path, ...rest]);
       return await cmd.run({ values: parsed.values as Record<string, unknown>, positionals: parsed.positionals });
     }
   } catch (e) {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { compileArgs, launcherScript, WORKER_MODULES } from "./build.ts";
-import { EXECUTABLES, permissionsOf, roleFlags } from "./permissions.ts";
+import { ARG_GRANTS, EXECUTABLES, permissionsOf, roleFlags } from "./permissions.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 
@@ -12,6 +12,13 @@ Deno.test("each launcher runs the bundle with exactly its role's flags", () => {
     const allowAll = permissionsOf(role).allowAll !== undefined;
     assert.equal(script.includes("'--allow-all'"), allowAll, `${role}: --allow-all only where the table says why`);
     assert.ok(!script.includes(" -A "));
+    for (const g of ARG_GRANTS[role]) {
+      assert.ok(
+        script.includes(`'${g.command.join(" ")}'`),
+        `${role} launcher hands ${g.command.join(" ")} to launch.js`,
+      );
+    }
+    assert.equal(script.includes('"$here/launch.js"'), ARG_GRANTS[role].length > 0, role);
   }
 });
 
@@ -44,6 +51,7 @@ Deno.test("`make bundle` produces six launchers (five roles and the helper) that
       const v = JSON.parse(new TextDecoder().decode(r.stdout)) as { role: string; build: string };
       assert.equal(v.role, role);
       assert.notEqual(v.build, "source", "the bundle carries its build id");
+      if (ARG_GRANTS[role].length > 0) assert.ok(Deno.statSync(`${ROOT}dist/bcd-${role}/launch.js`).isFile);
       for (const w of WORKER_MODULES[role]) {
         assert.ok(
           Deno.statSync(`${ROOT}dist/bcd-${role}/${w.name}`).isFile,

@@ -2,11 +2,18 @@
  * `bcd-guest bundle check FILE` and `bcd-guest bundle install --root DIR --version V FILE`: the config-bundle
  * safety kernel and the versioned tree of seed 004 as a tool. Each prints one JSON object on stdout:
  * `{"ok":true,...}` (exit 0), `{"ok":false,"reason":R,"message":M}` for an unsafe bundle (exit 3), or
- * `{"ok":false,"error":"internal","message":M}` (exit 1); usage errors, a bad version included, exit 2.
+ * `{"ok":false,"error":"internal","message":M}` (exit 1); usage errors, a bad version included, exit 2: `--version ""`
+ * installs no tree and so takes no FILE (seed 004: `""` only with no chunks), with one it is an invalid argument.
+ *
+ * The flip link is made by `ln -s` ({@link lnSymlink}): Deno allows `Deno.symlink` only under an unscoped
+ * `--allow-write`, and the guest role runs programs but writes only where it is granted (its own directory, and for
+ * this subcommand the `--root` the user names, granted by its launcher: `roles/permissions.ts` `ARG_GRANTS`). A failed
+ * install leaves nothing behind ({@link Tree.install}).
  *
  * @module
  */
 import { MAX_WIRE_BYTES, Tree, UnsafeBundle, walk } from "../core/images/mod.ts";
+import { lnSymlink } from "../guest/config_install.ts";
 import { EXIT_INTERNAL, EXIT_OK, EXIT_REFUSED, printOut, type Subcommand, UsageError } from "./_cli.ts";
 
 async function _read(path: string): Promise<Uint8Array> {
@@ -60,9 +67,15 @@ export const BUNDLE_COMMAND: Subcommand = {
         if (version !== "" && (!/^[A-Za-z0-9_-]+$/.test(version) || version === "current")) {
           throw new UsageError(`bundle install: version ${JSON.stringify(version)} is not allowed`);
         }
-        const file = version === "" && positionals.length === 0 ? null : _one(positionals, "bundle install");
+        if (version === "" && positionals.length > 0) {
+          throw new UsageError('bundle install: invalid argument: version "" installs no tree and takes no FILE');
+        }
+        const file = version === "" ? null : _one(positionals, "bundle install");
         return _judge(async () => {
-          await new Tree(root).install(version, file === null ? new Uint8Array(0) : await _read(file));
+          await new Tree(root, { symlink: lnSymlink }).install(
+            version,
+            file === null ? new Uint8Array(0) : await _read(file),
+          );
           return { root, version };
         });
       },

@@ -1,15 +1,24 @@
-/** `bcd-guest bundle check` and `bundle install` as a process: one JSON object on stdout and the exit code. */
+/**
+ * `bcd-guest bundle check` and `bundle install` as a process, run as `deno task guest` runs them (the launcher with the
+ * guest's packaged flags, plus write access to exactly the `--root` named): one JSON object on stdout and the exit
+ * code.
+ */
 import assert from "node:assert/strict";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { tgzOf } from "../core/images/_tar_gen.ts";
-import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE } from "./_cli.ts";
+import { EXIT_INTERNAL, EXIT_OK, EXIT_REFUSED, EXIT_USAGE } from "./_cli.ts";
+import { launcherFlags, roleFlags } from "./permissions.ts";
 
 const GUEST = fileURLToPath(new URL("./guest.ts", import.meta.url));
+const LAUNCH = fileURLToPath(new URL("./launch.ts", import.meta.url));
+/** The launcher runs `deno` from PATH, as under `deno task`: this Deno first. */
+const PATH = `${dirname(Deno.execPath())}:${Deno.env.get("PATH") ?? ""}`;
 
 async function guest(...args: string[]): Promise<{ code: number; json: Record<string, unknown> | null }> {
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "--no-prompt", "--allow-env", "--allow-sys", "--allow-read", "--allow-write", GUEST, ...args],
+    args: ["run", ...launcherFlags("deno"), LAUNCH, "guest", ...args],
+    env: { PATH },
     stdout: "piped",
     stderr: "piped",
   }).output();
@@ -54,11 +63,23 @@ Deno.test("bcd-guest bundle check / install print one JSON object and exit 0, 3 
           ["bundle", "install", "--root", root, "--version", "../x", good],
           ["bundle", "install", "--version", "v-3", good],
           ["bundle", "install", "--root", root, "--version", "v-3"],
+          ["bundle", "install", "--root", root, "--version", "", good],
           ["bundle", "check"],
         ]
       ) {
         assert.deepEqual(await guest(...args), { code: EXIT_USAGE, json: null }, args.join(" "));
       }
+    });
+    await t.step("without its launcher (fixed flags): refused naming --root, and nothing is made", async () => {
+      const r3 = join(dir, "unlaunched");
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: ["run", ...roleFlags("guest"), GUEST, "bundle", "install", "--root", r3, "--version", "v-1", good],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assert.equal(out.code, EXIT_INTERNAL);
+      assert.match(new TextDecoder().decode(out.stderr), /bundle install needs write access to ".*unlaunched"/);
+      await assert.rejects(Deno.lstat(r3), Deno.errors.NotFound);
     });
     await t.step('install --version "" only ensures the root', async () => {
       const r2 = join(dir, "empty-root");

@@ -19,8 +19,22 @@
  * `guest` and `sim` are scoped too: the guest reads everything and runs tenant programs but no host tool, the sim
  * simulates its hardware under its own directories.
  *
+ * Tools that judge a file the user names (`bcd-node image check FILE`, `image check-overlay FILE`) or install into a
+ * directory the user names (`bcd-guest bundle install --root DIR`) need access to exactly those paths, which no
+ * static grant can name. {@link ARG_GRANTS} lists them; the launcher (`roles/launch.ts`) reads the subcommand line,
+ * adds `--allow-read=`/`--allow-write=` of exactly the named paths ({@link argGrants}) to the role's flags and runs
+ * the role with them. Every way to run a role goes through it for these subcommands: the `deno.json` task of a role
+ * with argument grants runs the launcher ({@link roleTask}), and the bundled `dist/bcd-<role>/bcd-<role>` hands those
+ * subcommands to its bundled launcher (`roles/build.ts`). A compiled `bin/bcd-<role>` cannot take a grant per run
+ * (`deno compile` bakes its flags), so `make compile` builds it from the same table with the base flags only and its
+ * argument-granted subcommands refuse, naming the missing grant, rather than fail on a raw permission error
+ * (`roles/_cli.ts` checks the grant before the subcommand runs). The launcher itself holds only `--allow-run` of the
+ * Deno that runs the role and `--allow-env=INIT_CWD` (a `deno task` runs in the repository; the role runs in the
+ * directory the task was started from, so relative paths mean what the user meant).
+ *
  * @module
  */
+import { parseArgs } from "node:util";
 import type { Role } from "../core/commands/kinds.ts";
 import { ROLES } from "../core/commands/kinds.ts";
 import { DEFAULT_HELPER_SOCKET } from "../core/helper/mod.ts";
@@ -147,12 +161,87 @@ export function permissionsOf(name: Executable): RolePermissions {
   return name === "helper" ? HELPER_PERMISSIONS : ROLE_PERMISSIONS[name];
 }
 
+/** A subcommand that needs access to the paths its user names, granted per run by the launcher. */
+export interface ArgGrant {
+  /** The subcommand's words after the executable, e.g. `["image", "check"]`. */
+  readonly command: readonly string[];
+  /** Its options that take a value (the rest are boolean), so the positionals can be told apart. */
+  readonly valueOptions: readonly string[];
+  /** Read access to its positionals (`"positionals"`) and to these options' values. */
+  readonly read?: readonly string[];
+  /** Write (and read) access to its positionals (`"positionals"`) and to these options' values. */
+  readonly write?: readonly string[];
+}
+
+/**
+ * The argument grants of each executable. The node's image checks open exactly the named image (an overlay's backing
+ * file is compared by name, never opened: `core/images/overlay.ts`); the guest reads everything already, and its
+ * `bundle install` writes exactly the `--root` it is given (the flip link is made by `ln -s`, which the guest may
+ * run, since `Deno.symlink` needs an unscoped `--allow-write`).
+ */
+export const ARG_GRANTS: Readonly<Record<Executable, readonly ArgGrant[]>> = {
+  node: [
+    { command: ["image", "check"], valueOptions: ["format"], read: ["positionals"] },
+    { command: ["image", "check-overlay"], valueOptions: ["backing", "backing-format"], read: ["positionals"] },
+  ],
+  site: [],
+  ramdisk: [],
+  guest: [{ command: ["bundle", "install"], valueOptions: ["root", "version"], write: ["root"] }],
+  sim: [],
+  helper: [],
+};
+
+/** The paths a run of a subcommand is granted beyond its role's flags. */
+export interface Grants {
+  readonly read: string[];
+  readonly write: string[];
+}
+
+/** The grant of `argv` (a command line after the executable), or `null` when its subcommand has none. */
+export function argGrantOf(role: Executable, argv: readonly string[]): ArgGrant | null {
+  return ARG_GRANTS[role].find((g) => g.command.every((w, i) => argv[i] === w)) ?? null;
+}
+
+/**
+ * The paths `argv` names that its subcommand is granted ({@link ARG_GRANTS}); empty lists for other subcommands.
+ * Options are read as `node:util` parseArgs reads them (`--opt V`, `--opt=V`, `--` ends them), so the grant names
+ * exactly what the subcommand will open. A path Deno's comma-separated flags cannot spell (one with a `,`) is a
+ * `TypeError`; an empty one is left to the subcommand's own usage check.
+ */
+export function argGrants(role: Executable, argv: readonly string[]): Grants {
+  const g = argGrantOf(role, argv);
+  if (g === null) return { read: [], write: [] };
+  const options = Object.fromEntries(g.valueOptions.map((o) => [o, { type: "string" as const }]));
+  const { values, positionals } = parseArgs({
+    args: argv.slice(g.command.length) as string[],
+    options,
+    allowPositionals: true,
+    strict: false,
+  });
+  const pick = (what: readonly string[] | undefined): string[] =>
+    (what ?? []).flatMap((w) => {
+      const v = w === "positionals" ? positionals : [values[w]];
+      return v.filter((p): p is string => typeof p === "string" && p !== "");
+    });
+  const grants = { read: pick(g.read), write: pick(g.write) };
+  for (const p of [...grants.read, ...grants.write]) {
+    if (p.includes(",")) {
+      throw new TypeError(
+        `${g.command.join(" ")}: the path ${JSON.stringify(p)} contains ",", which a Deno permission flag cannot name`,
+      );
+    }
+  }
+  return grants;
+}
+
 /** Options for {@link roleFlags}. */
 export interface RoleFlagOptions {
   /** More writable (and readable) directories, e.g. a test's temp root. */
   readonly extraWrite?: readonly string[];
   /** More programs the role may run, e.g. a test's fake tool. */
   readonly extraRun?: readonly string[];
+  /** More readable paths, e.g. the file an argument-granted subcommand judges. */
+  readonly extraRead?: readonly string[];
 }
 
 /** The `deno run` / `deno compile` permission flags of `role`, in a stable order. */
@@ -162,7 +251,7 @@ export function roleFlags(role: Executable, opts: RoleFlagOptions = {}): string[
   const flags: string[] = ["--quiet", "--no-prompt"];
   if (p.allowAll !== undefined) return [...flags, "--allow-all"];
   if (p.read === "all") flags.push("--allow-read");
-  else flags.push(`--allow-read=${[...p.read, ...extra].join(",")}`);
+  else flags.push(`--allow-read=${[...p.read, ...extra, ...(opts.extraRead ?? [])].join(",")}`);
   if (p.write.length + extra.length > 0) flags.push(`--allow-write=${[...p.write, ...extra].join(",")}`);
   const run = p.run === "all" ? "all" : [...p.run, ...(opts.extraRun ?? [])];
   if (run === "all") flags.push("--allow-run");
@@ -179,7 +268,19 @@ export function roleEntry(role: Executable): string {
   return `roles/${role}.ts`;
 }
 
-/** The `deno.json` task line of an executable. */
+/** The launcher's own flags: it only runs the Deno that runs the role (`deno` on PATH from source). */
+export function launcherFlags(deno: string): string[] {
+  return ["--quiet", "--no-prompt", `--allow-run=${deno}`, "--allow-env=INIT_CWD"];
+}
+
+/** The launcher's entry file, relative to the repository root. */
+export const LAUNCHER_ENTRY = "roles/launch.ts";
+
+/**
+ * The `deno.json` task line of an executable: its role run directly with its flags, or, for one with argument grants,
+ * the launcher that adds them per run.
+ */
 export function roleTask(role: Executable): string {
+  if (ARG_GRANTS[role].length > 0) return ["deno run", ...launcherFlags("deno"), LAUNCHER_ENTRY, role].join(" ");
   return ["deno run", ...roleFlags(role), roleEntry(role)].join(" ");
 }

@@ -1,5 +1,13 @@
 import assert from "node:assert/strict";
-import { type Executable, EXECUTABLES, permissionsOf, roleFlags, roleTask } from "./permissions.ts";
+import {
+  ARG_GRANTS,
+  argGrants,
+  type Executable,
+  EXECUTABLES,
+  permissionsOf,
+  roleFlags,
+  roleTask,
+} from "./permissions.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const DENO = Deno.execPath();
@@ -179,4 +187,53 @@ Deno.test("extraRun adds exactly the programs it lists to a scoped role, and not
   const flags = roleFlags("node", { extraRun: ["/tmp/fake-nvidia-smi"] });
   assert.ok(flags.includes("--allow-run=nvidia-smi,/tmp/fake-nvidia-smi"), flags.join(" "));
   assert.deepEqual(roleFlags("helper", { extraRun: ["/x"] }), ["--quiet", "--no-prompt", "--allow-all"]);
+});
+
+Deno.test("argGrants() grants exactly the paths an argument-granted subcommand names, and nothing to the rest", async (t) => {
+  const rows: Array<[Executable, string[], { read: string[]; write: string[] }]> = [
+    ["node", ["image", "check", "--format", "qcow2", "disk.qcow2"], { read: ["disk.qcow2"], write: [] }],
+    ["node", ["image", "check", "--format=raw", "/x/disk.raw"], { read: ["/x/disk.raw"], write: [] }],
+    ["node", ["image", "check", "--", "-odd.qcow2"], { read: ["-odd.qcow2"], write: [] }],
+    [
+      "node",
+      ["image", "check-overlay", "--backing", "base.qcow2", "--backing-format", "qcow2", "ov.qcow2"],
+      { read: ["ov.qcow2"], write: [] }, // the backing is compared by name, never opened
+    ],
+    ["node", ["image", "check-overlay", "--no-backing", "ov.qcow2"], { read: ["ov.qcow2"], write: [] }],
+    ["node", ["image", "check", "--format", "qcow2"], { read: [], write: [] }],
+    ["node", ["run", "--config", "/x/c.toml"], { read: [], write: [] }],
+    ["node", ["journal", "inspect", "--data-dir", "/x"], { read: [], write: [] }],
+    ["guest", ["bundle", "install", "--root", "/r", "--version", "v", "b.tgz"], { read: [], write: ["/r"] }],
+    ["guest", ["bundle", "check", "b.tgz"], { read: [], write: [] }],
+    ["sim", ["image", "check", "x"], { read: [], write: [] }],
+  ];
+  for (const [role, argv, want] of rows) {
+    await t.step(`${role} ${argv.join(" ")}`, () => assert.deepEqual(argGrants(role, argv), want));
+  }
+  await t.step("a path with a comma, which a Deno flag cannot spell, is refused", () => {
+    assert.throws(() => argGrants("node", ["image", "check", "--format", "qcow2", "a,b"]), TypeError);
+  });
+});
+
+Deno.test("the grant table names each subcommand's value options as its CLI declares them", async () => {
+  const cmds = { node: (await import("./node.ts")).COMMANDS, guest: (await import("./guest.ts")).COMMANDS };
+  for (const role of ["node", "guest"] as const) {
+    for (const g of ARG_GRANTS[role]) {
+      const [group, sub] = g.command;
+      const opts = cmds[role][group!]?.sub?.[sub!]?.options ?? {};
+      const strings = Object.entries(opts).filter(([, o]) => o.type === "string").map(([k]) => k).sort();
+      assert.deepEqual([...g.valueOptions].sort(), strings, `${role} ${g.command.join(" ")}`);
+    }
+  }
+});
+
+Deno.test("roles with argument grants run their task through the launcher, which holds only the run of deno", () => {
+  for (const role of EXECUTABLES) {
+    const task = roleTask(role);
+    if (ARG_GRANTS[role].length === 0) assert.ok(!task.includes("launch.ts"), task);
+    else {assert.equal(
+        task,
+        `deno run --quiet --no-prompt --allow-run=deno --allow-env=INIT_CWD roles/launch.ts ${role}`,
+      );}
+  }
 });

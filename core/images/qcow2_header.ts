@@ -231,22 +231,37 @@ async function _readFully(f: Deno.FsFile, buf: Uint8Array): Promise<number> {
 }
 
 /**
- * Reads the bounded prefix of the image at `path`: a regular file (not a symlink), opened read-only, of which at
- * most the first cluster (≤ {@link QCOW2_MAX_PREFIX}) is read. Nothing else is opened.
+ * Opens the image at `path` read-only: it must be a regular file (not a symlink, a FIFO or a directory, which are
+ * `malformed`) and still the same file once open. A file that does not exist or cannot be read throws the
+ * `Deno.errors` of the open, never a verdict.
  */
-export async function readQcow2Prefix(path: string): Promise<Uint8Array> {
+async function _openImage(path: string): Promise<{ file: Deno.FsFile; size: number }> {
   const ls = await Deno.lstat(path);
   if (!ls.isFile) throw _malformed(`${path} is not a regular file`);
   const f = await Deno.open(path, { read: true });
   try {
     const st = await f.stat();
     if (!st.isFile || st.ino !== ls.ino || st.dev !== ls.dev) throw _malformed(`${path} changed while it was opened`);
-    const head = new Uint8Array(Math.min(512, st.size));
+    return { file: f, size: st.size };
+  } catch (e) {
+    f.close();
+    throw e;
+  }
+}
+
+/**
+ * Reads the bounded prefix of the image at `path`: a regular file (not a symlink), opened read-only, of which at
+ * most the first cluster (≤ {@link QCOW2_MAX_PREFIX}) is read. Nothing else is opened.
+ */
+export async function readQcow2Prefix(path: string): Promise<Uint8Array> {
+  const { file: f, size } = await _openImage(path);
+  try {
+    const head = new Uint8Array(Math.min(512, size));
     const n = await _readFully(f, head);
     if (n < 24) return head.subarray(0, n);
     const bits = new DataView(head.buffer).getUint32(20);
     if (bits < MIN_CLUSTER_BITS || bits > MAX_CLUSTER_BITS) return head.subarray(0, n);
-    const want = Math.min(1 << bits, st.size, QCOW2_MAX_PREFIX);
+    const want = Math.min(1 << bits, size, QCOW2_MAX_PREFIX);
     if (want <= n) return head.subarray(0, want);
     const out = new Uint8Array(want);
     out.set(head.subarray(0, n));
@@ -270,10 +285,15 @@ export interface ImageCheck {
 
 /**
  * Checks a tenant base image of `format` at `path`: a `qcow2` header is parsed and held to the base-image policy
- * (throws {@link ImageRefused}); `raw` and `iso` are never opened.
+ * (throws {@link ImageRefused}). `raw` and `iso` are never probed (seed 000: "every tool opens them with their format
+ * stated"): they are opened read-only as a regular file and closed, no byte read, so a missing or unreadable file
+ * throws (`Deno.errors.NotFound`, `PermissionDenied`…) and a symlink or a non-file is `malformed`, as for qcow2.
  */
 export async function checkImage(path: string, format: ImageFormat): Promise<ImageCheck> {
-  if (format !== "qcow2") return { format, probed: false };
+  if (format !== "qcow2") {
+    (await _openImage(path)).file.close();
+    return { format, probed: false };
+  }
   const header = parseQcow2Header(await readQcow2Prefix(path));
   checkQcow2Header(header);
   return { format, probed: true, header };

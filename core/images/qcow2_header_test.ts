@@ -136,9 +136,23 @@ Deno.test({
   },
 });
 
-Deno.test("checkImage(raw|iso) never opens the image", async () => {
-  // Not even lstat: a path that does not exist is accepted, since a raw or iso image's content is only data.
-  for (const format of ["raw", "iso"] as const) {
-    assert.deepEqual(await checkImage("/nonexistent/never-opened", format), { format, probed: false });
+Deno.test("checkImage(raw|iso) opens the image without probing it: a missing file is an error, not a verdict", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    // qcow2 bytes in a file named raw: never probed, so its header is only data.
+    const qcow2ish = join(dir, "disk.raw");
+    await Deno.writeFile(qcow2ish, new Uint8Array([0x51, 0x46, 0x49, 0xfb, 0, 0, 0, 3]));
+    await Deno.symlink(qcow2ish, join(dir, "link.raw"));
+    for (const format of ["raw", "iso"] as const) {
+      assert.deepEqual(await checkImage(qcow2ish, format), { format, probed: false });
+      await assert.rejects(checkImage(join(dir, "missing"), format), Deno.errors.NotFound);
+      await assert.rejects(
+        checkImage(join(dir, "link.raw"), format),
+        (e) => e instanceof ImageRefused && e.reason === "malformed",
+      );
+      await assert.rejects(checkImage(dir, format), (e) => e instanceof ImageRefused && e.reason === "malformed");
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
   }
 });

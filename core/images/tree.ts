@@ -106,10 +106,12 @@ export class Tree {
 
   /**
    * Installs `tarball` as `version` and flips `current` to it. `version` must match `^[A-Za-z0-9_-]+$` and not be
-   * `current` (else `RangeError`); `""` only ensures the root. Unsafe bundles throw {@link UnsafeBundle} and
-   * `check`'s errors pass through, in both cases after the staging directory is gone. Idempotent per version: an
-   * existing version directory is kept as it is. A `beforeFlip` error leaves `current` unflipped. Installs into one
-   * root are serialized within the process.
+   * `current` (else `RangeError`); `""` only ensures the root and takes no bundle (seed 004: `""` with no chunks; a
+   * non-empty `tarball` with it is a `RangeError`). Unsafe bundles throw {@link UnsafeBundle} and `check`'s errors pass
+   * through. Idempotent per version: an existing version directory is kept as it is. A failed install leaves nothing
+   * behind: not its staging directory, not a version directory it renamed into place but could not flip to (a
+   * `beforeFlip` or flip error), not the root when it created it; `current` stays unflipped. Installs into one root
+   * are serialized within the process.
    */
   install(
     version: string,
@@ -117,7 +119,14 @@ export class Tree {
     check: Check = {},
     beforeFlip?: (versionDir: string) => void | Promise<void>,
   ): Promise<void> {
-    if (version === "") return this.ensureRoot();
+    if (version === "") {
+      if (tarball.length > 0) {
+        return Promise.reject(
+          new RangeError(`an empty config version installs no tree; it takes no bundle (got ${tarball.length} bytes)`),
+        );
+      }
+      return this.ensureRoot();
+    }
     if (!_VERSION_RE.test(version) || version === CURRENT) {
       return Promise.reject(new RangeError(`config version ${JSON.stringify(version)} is not allowed`));
     }
@@ -127,6 +136,13 @@ export class Tree {
     return run.finally(() => {
       if (_locks.get(this.root) === run) _locks.delete(this.root);
     });
+  }
+
+  /** Removes what a failed install made: `made` (those that exist), or the whole root when the install created it. */
+  async #undo(rootExisted: boolean, made: string[]): Promise<void> {
+    for (const p of rootExisted ? made : [this.root]) {
+      if (await _lstat(p)) await Deno.remove(p, { recursive: true });
+    }
   }
 
   async #step(step: InstallStep): Promise<void> {
@@ -139,19 +155,22 @@ export class Tree {
     check: Check,
     beforeFlip?: (versionDir: string) => void | Promise<void>,
   ): Promise<void> {
+    const rootExisted = (await _lstat(this.root)) !== null;
     await this.ensureRoot();
-    await this.#step("cleanup");
-    for await (const ent of Deno.readDir(this.root)) {
-      if (ent.name.startsWith(_STAGING) || ent.name.startsWith(_FLIP)) {
-        await Deno.remove(join(this.root, ent.name), { recursive: true });
-        this.#log.warn({ entry: ent.name }, "removed a leftover of an interrupted install");
-      }
-    }
-    await this.#step("staging");
     const staging = join(this.root, `${_STAGING}${_random()}`);
     const versionDir = join(this.root, version);
-    await Deno.mkdir(staging, { mode: DIR_MODE });
+    const link = join(this.root, `${_FLIP}${_random()}`);
+    let placed = false;
     try {
+      await this.#step("cleanup");
+      for await (const ent of Deno.readDir(this.root)) {
+        if (ent.name.startsWith(_STAGING) || ent.name.startsWith(_FLIP)) {
+          await Deno.remove(join(this.root, ent.name), { recursive: true });
+          this.#log.warn({ entry: ent.name }, "removed a leftover of an interrupted install");
+        }
+      }
+      await this.#step("staging");
+      await Deno.mkdir(staging, { mode: DIR_MODE });
       await this.#step("unpack");
       await unpack(tarball, staging, check);
       await this.#step("version-file");
@@ -169,17 +188,17 @@ export class Tree {
       } else {
         if (existing !== null) await Deno.remove(versionDir, { recursive: true });
         await Deno.rename(staging, versionDir);
+        placed = true;
       }
+      await this.#step("before-flip");
+      if (beforeFlip) await beforeFlip(versionDir);
+      await this.#step("flip");
+      await this.#symlink(version, link);
+      await Deno.rename(link, join(this.root, CURRENT));
     } catch (e) {
-      if (await _lstat(staging)) await Deno.remove(staging, { recursive: true });
+      await this.#undo(rootExisted, placed ? [staging, link, versionDir] : [staging, link]);
       throw e;
     }
-    await this.#step("before-flip");
-    if (beforeFlip) await beforeFlip(versionDir);
-    await this.#step("flip");
-    const link = join(this.root, `${_FLIP}${_random()}`);
-    await this.#symlink(version, link);
-    await Deno.rename(link, join(this.root, CURRENT));
     await this.#step("prune");
     for await (const ent of Deno.readDir(this.root)) {
       if (ent.name.startsWith(".") || ent.name === CURRENT || ent.name === version) continue;

@@ -92,6 +92,41 @@ Deno.test('install("") only ensures the root; no current appears', async () => {
   });
 });
 
+Deno.test('install("") with a bundle is refused (RangeError): "" takes no chunks (seed 004), nothing is made', async () => {
+  await withDir(async (dir) => {
+    const root = join(dir, "a");
+    await assert.rejects(new Tree(root).install("", V1), RangeError);
+    assert.deepEqual([...Deno.readDirSync(dir)], []);
+  });
+});
+
+Deno.test("a failed flip leaves nothing behind: no half-made <version>/, no root it created, current untouched", async (t) => {
+  const failing = () => Promise.reject(new Deno.errors.NotCapable("symlink refused"));
+  await t.step("into a root the install created: the root is gone again", async () => {
+    await withDir(async (dir) => {
+      const root = join(dir, "tree");
+      await assert.rejects(new Tree(root, { symlink: failing }).install("v-1", V1), Deno.errors.NotCapable);
+      assert.deepEqual([...Deno.readDirSync(dir)], []);
+    });
+  });
+  await t.step("into an existing tree: exactly the tree as it was", async () => {
+    await withDir(async (root) => {
+      await new Tree(root).install("v-1", V1);
+      const before = await snapshot(root);
+      await assert.rejects(new Tree(root, { symlink: failing }).install("v-2", V2), Deno.errors.NotCapable);
+      assert.deepEqual(await snapshot(root), before);
+    });
+  });
+  await t.step("re-installing the live version keeps it (it was not made by the failed install)", async () => {
+    await withDir(async (root) => {
+      await new Tree(root).install("v-1", V1);
+      const before = await snapshot(root);
+      await assert.rejects(new Tree(root, { symlink: failing }).install("v-1", V1), Deno.errors.NotCapable);
+      assert.deepEqual(await snapshot(root), before);
+    });
+  });
+});
+
 Deno.test("install() refuses a version outside ^[A-Za-z0-9_-]+$ and the reserved current", async (t) => {
   for (const v of ["current", "../x", "a/b", "a.b", ".hidden", " ", "v\n", "ü"]) {
     await t.step(JSON.stringify(v), async () => {
@@ -147,10 +182,11 @@ Deno.test("a refused bundle or a Check error leaves the root exactly as it was, 
   });
 });
 
-Deno.test("a beforeFlip error leaves current unflipped; the version directory is complete when it runs", async () => {
+Deno.test("a beforeFlip error leaves current unflipped and removes the version; the directory is complete when it runs", async () => {
   await withDir(async (root) => {
     const tree = new Tree(root);
     await tree.install("v-1", V1);
+    const before = await snapshot(root);
     const err = new Error("relabel failed");
     let seen = "";
     await assert.rejects(
@@ -161,6 +197,7 @@ Deno.test("a beforeFlip error leaves current unflipped; the version directory is
       (e) => e === err,
     );
     assert.equal(seen, "v-2");
+    assert.deepEqual(await snapshot(root), before);
     assert.equal(await tree.currentVersion(), "v-1");
     assert.equal(await Deno.readTextFile(join(root, "current/conf/a.toml")), "a=1");
     await tree.install("v-2", V2);
