@@ -15,6 +15,7 @@ import { boundsFromConfig, Journal, readBootId } from "../core/journal/mod.ts";
 import { createLogger, levelFromEnv, type Logger } from "../core/log/mod.ts";
 import { LogRing } from "../core/commands/kind_handlers/mod.ts";
 import pino from "pino";
+import { parse as parseToml } from "smol-toml";
 import { join, loadIdentity, type NodeIdentity } from "../core/session/identity.ts";
 import { type EventSink, NodeAgent } from "../core/session/node_agent.ts";
 import { connectWebSocket } from "../core/session/transport.ts";
@@ -104,7 +105,8 @@ const DATA_DIR_OPTS = {
   config: { type: "string" },
 } as const;
 
-async function _config(path: string | undefined): Promise<ResolvedAgentConfig> {
+/** The config in force (`--config`, else `BCD_CONFIG`, else `/etc/bcd/config.toml` when readable, else the defaults). */
+async function _configText(path: string | undefined): Promise<{ config: ResolvedAgentConfig; text: string }> {
   let p = path;
   if (p === undefined) {
     try {
@@ -114,20 +116,39 @@ async function _config(path: string | undefined): Promise<ResolvedAgentConfig> {
     }
   }
   if (p === undefined) {
+    let text = "";
     try {
-      return loadAgentConfig(await Deno.readTextFile("/etc/bcd/config.toml"));
+      text = await Deno.readTextFile("/etc/bcd/config.toml");
     } catch (e) {
-      if (e instanceof Deno.errors.NotFound || e instanceof Deno.errors.NotCapable) return loadAgentConfig("");
-      throw e;
+      if (!(e instanceof Deno.errors.NotFound || e instanceof Deno.errors.NotCapable)) throw e;
     }
+    return { config: loadAgentConfig(text), text };
   }
   try {
-    return loadAgentConfig(await Deno.readTextFile(p));
+    const text = await Deno.readTextFile(p);
+    return { config: loadAgentConfig(text), text };
   } catch (e) {
     if (e instanceof ConfigError) throw new UsageError(`${p}: ${e.message}`, { cause: e });
     if (e instanceof Deno.errors.NotFound) throw new UsageError(`config file ${p} does not exist`);
     throw e;
   }
+}
+
+/**
+ * The data dir `join` and `run` use, the same for both so a run finds what its join wrote: `--data-dir`, else the
+ * `data_dir` the config in force names, else the role's own default (the resolved config's default is the node's
+ * `/var/lib/bcd`, which is not the sim's).
+ */
+async function _configAndDataDir(
+  values: Record<string, unknown>,
+  w: RoleWiring,
+): Promise<{ config: ResolvedAgentConfig; dataDir: string }> {
+  const { config, text } = await _configText(values.config as string | undefined);
+  const named = (parseToml(text) as { data_dir?: unknown }).data_dir;
+  const dataDir = (values["data-dir"] as string | undefined) ??
+    (typeof named === "string" ? config.dataDir : undefined) ??
+    w.defaultDataDir;
+  return { config, dataDir };
 }
 
 function _hostname(): string {
@@ -155,8 +176,7 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
       summary: "join the control plane once with a one-time token (generates the node key)",
       options: { ...DATA_DIR_OPTS, token: { type: "string" }, "join-url": { type: "string" } },
       async run({ values }) {
-        const config = await _config(values.config as string | undefined);
-        const dataDir = (values["data-dir"] as string | undefined) ?? config.dataDir ?? w.defaultDataDir;
+        const { dataDir } = await _configAndDataDir(values, w);
         const token = values.token as string | undefined;
         const joinUrl = values["join-url"] as string | undefined;
         if (!token || !joinUrl) throw new UsageError("join needs --token and --join-url");
@@ -177,9 +197,7 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
       summary: "run the daemon: journal, session to the gateway, commands and convergence",
       options: { ...DATA_DIR_OPTS, gateway: { type: "string" }, offline: { type: "boolean" } },
       async run({ values }) {
-        const config = await _config(values.config as string | undefined);
-        const dataDir = (values["data-dir"] as string | undefined) ??
-          (values.config ? config.dataDir : w.defaultDataDir);
+        const { config, dataDir } = await _configAndDataDir(values, w);
         const logRing = new LogRing();
         const log = createLogger({
           level: levelFromEnv(config.log.level),
