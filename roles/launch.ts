@@ -6,7 +6,8 @@
  * for those subcommands. It forwards SIGINT, SIGTERM and SIGHUP to the role and exits with the role's exit code.
  *
  * From source it runs `deno` from PATH with the repository's `deno.json` in the directory the task was started from
- * (`INIT_CWD`: a `deno task` itself runs in the repository), so a relative path means what its user meant.
+ * (`INIT_CWD`: a `deno task` itself runs in the repository), so a relative path means what its user meant. As with npm,
+ * a task started from within another keeps the outermost one's `INIT_CWD`.
  *
  * usage: launch.ts [--bundle DIR] ROLE [ARGS...]
  *

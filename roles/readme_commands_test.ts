@@ -253,7 +253,13 @@ for (const variant of ["source", "bundle"] as const) {
         const ctx: Ctx = {
           cwd,
           gw,
-          env: { PATH, BCD_CONFIG: join(simDir, "config.toml"), BCD_BOOT_ID_PATH: join(simDir, "boot_id") },
+          env: {
+            PATH,
+            BCD_CONFIG: join(simDir, "config.toml"),
+            BCD_BOOT_ID_PATH: join(simDir, "boot_id"),
+            // `deno task` keeps an INIT_CWD it inherits (as npm does); under `deno task test` that is the repository.
+            INIT_CWD: cwd,
+          },
         };
         let simNode = "";
         for (const line of LINES) {
