@@ -10,7 +10,7 @@ import { ConfigError, loadAgentConfig, type ResolvedAgentConfig } from "../core/
 import { ConditionSet } from "../core/converge/conditions.ts";
 import { type DevicePorts, devicesConverger, registerGpuKinds } from "./_devices.ts";
 import type { SectionConverger } from "../core/converge/engine.ts";
-import type { InstanceReport } from "../core/converge/instances/mod.ts";
+import type { InstanceListing } from "../core/converge/instances/mod.ts";
 import { boundsFromConfig, Journal, readBootId } from "../core/journal/mod.ts";
 import { createLogger, levelFromEnv, type Logger } from "../core/log/mod.ts";
 import { LogRing } from "../core/commands/kind_handlers/mod.ts";
@@ -48,8 +48,8 @@ export interface RoleWiring {
   readonly capabilities?: readonly string[];
   handlers(ctx: WiringContext): HandlerRegistry;
   convergers?(ctx: WiringContext, events: EventSink, conditions: ConditionSet): readonly SectionConverger[];
-  /** Every VM the host runtimes know, for status reports. */
-  instances?(ctx: WiringContext): () => readonly InstanceReport[];
+  /** Every VM the host runtimes know, and whether the listing is complete, for status reports. */
+  instances?(ctx: WiringContext): () => InstanceListing;
   /** The devices section's host ports; with them the role converges holds and runs `gpu.reset` and `diag.nvml`. */
   devices?(ctx: WiringContext): DevicePorts;
   /** Where the boot id comes from when `BCD_BOOT_ID_PATH` is unset (the sim's simulated boot); the kernel's if absent. */

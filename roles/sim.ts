@@ -69,7 +69,7 @@ export const COMMANDS: Record<string, Subcommand> = {
       return reg;
     },
     convergers: (ctx) => [_instancesOf(ctx.dataDir)],
-    instances: (ctx) => () => _instancesOf(ctx.dataDir).report(),
+    instances: (ctx) => () => _instancesOf(ctx.dataDir).listing(),
   }),
 };
 

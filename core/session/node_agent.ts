@@ -21,7 +21,7 @@ import { ConditionSet, type MonotonicClock } from "../converge/conditions.ts";
 import { ConvergenceEngine, type SectionConverger, type StatusSnapshot } from "../converge/engine.ts";
 import { ConvergeLoop } from "../converge/loop.ts";
 import type { SectionName } from "../converge/section.ts";
-import type { InstanceReport } from "../converge/instances/mod.ts";
+import type { InstanceListing } from "../converge/instances/mod.ts";
 import type { ResolvedAgentConfig } from "../config/mod.ts";
 import { type AllocationAnnouncement, type EventClass, type Journal, ServerTimeRegressed } from "../journal/mod.ts";
 import type { Logger } from "../log/mod.ts";
@@ -72,8 +72,8 @@ export interface NodeAgentOptions {
   readonly backoff?: { baseMs?: number; maxMs?: number };
   /** Drift pass interval (tests shorten it). */
   readonly driftMs?: number;
-  /** Every VM the host runtimes know, for `StatusReport.instances`. */
-  readonly instances?: () => readonly InstanceReport[];
+  /** Every VM the host runtimes know, and whether that is all of them, for `StatusReport.instances(_complete)`. */
+  readonly instances?: () => InstanceListing;
 }
 
 const CLASS: Record<EventClass, bcd.v1.Event.Class> = {
@@ -419,20 +419,22 @@ export class NodeAgent implements SessionDelegate, EventSink {
         message: x.message,
       })),
       conditions: s.conditions.map((c) => ({ ...c })),
-      ...(this.#o.instances
-        ? {
-          instances: this.#o.instances().map((i) => ({
-            id: i.id,
-            runtime: i.runtime,
-            state: bcd.v1.InstanceStatus.State[i.state],
-            message: i.message,
-            managed: i.managed,
-            vcpus: i.vcpus,
-            memory_bytes: i.memoryBytes,
-          })),
-          instances_complete: true,
-        }
-        : {}),
+      ...(this.#o.instances ? this.#instancesReport(this.#o.instances()) : {}),
+    };
+  }
+
+  #instancesReport(listing: InstanceListing): Props<typeof bcd.v1.StatusReport> {
+    return {
+      instances: listing.instances.map((i) => ({
+        id: i.id,
+        runtime: i.runtime,
+        state: bcd.v1.InstanceStatus.State[i.state],
+        message: i.message,
+        managed: i.managed,
+        vcpus: i.vcpus,
+        memory_bytes: i.memoryBytes,
+      })),
+      instances_complete: listing.complete,
     };
   }
 

@@ -24,6 +24,23 @@ export type InstanceAction =
   | { readonly op: "start" | "pause" | "resume" | "stop" | "delete"; readonly runtime: string; readonly id: string }
   | { readonly op: "fail"; readonly id: string; readonly reason: string; readonly message: string };
 
+/**
+ * `StatusReport.instances` and `instances_complete`: what the runtimes hold, and whether that is everything (false
+ * until every runtime has been listed, and whenever a runtime's last listing failed).
+ */
+export interface InstanceListing {
+  readonly instances: readonly InstanceReport[];
+  readonly complete: boolean;
+}
+
+/** A runtime's listing failed: the pass retries, and the report is not complete. */
+export class RuntimeListingFailed extends Error {
+  override name = "RuntimeListingFailed";
+  constructor(readonly runtime: string, message: string, options?: ErrorOptions) {
+    super(message, options);
+  }
+}
+
 /** What the status report lists per instance. */
 export interface InstanceReport {
   readonly id: string;
@@ -68,16 +85,44 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
   #failed = new Map<string, { reason: string; message: string }>();
   #observed: ObservedDomain[] = [];
   #desired: InstanceSpec[] = [];
+  /** Runtimes whose last listing failed, with why; every runtime until it was first listed. */
+  #unlisted = new Map<string, string>();
 
   constructor(runtimes: readonly InstanceRuntime[]) {
     this.#runtimes = new Map(runtimes.map((r) => [r.name, r]));
+    for (const r of runtimes) this.#unlisted.set(r.name, "not listed yet");
   }
 
+  /**
+   * Lists every runtime. A runtime whose listing fails does not stop the others from being listed (the report keeps
+   * what they hold, marked incomplete), but the pass cannot plan without knowing that runtime's domains: it throws
+   * {@link RuntimeListingFailed}, which keeps the section `PROGRESSING` until a later pass lists it.
+   */
   async observe(): Promise<ObservedDomain[]> {
     const all: ObservedDomain[] = [];
-    for (const r of this.#runtimes.values()) for (const d of await r.list()) all.push({ ...d, runtime: r.name });
+    for (const r of this.#runtimes.values()) {
+      let domains: Domain[];
+      try {
+        domains = await r.list();
+      } catch (e) {
+        this.#unlisted.set(r.name, e instanceof Error ? e.message : String(e));
+        continue;
+      }
+      this.#unlisted.delete(r.name);
+      for (const d of domains) all.push({ ...d, runtime: r.name });
+    }
     this.#observed = all;
+    const failed = [...this.#unlisted];
+    if (failed.length > 0) {
+      const why = failed.map(([name, problem]) => `runtime ${name} could not be listed: ${problem}`).join("; ");
+      throw new RuntimeListingFailed(failed[0]![0], why);
+    }
     return all;
+  }
+
+  /** The report with whether it is complete (no runtime left unlisted). */
+  listing(): InstanceListing {
+    return { instances: this.report(), complete: this.#unlisted.size === 0 };
   }
 
   plan(desired: InstancesSection | undefined, observed: ObservedDomain[]): InstanceAction[] {

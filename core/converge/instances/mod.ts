@@ -3,6 +3,13 @@
  *
  * @module
  */
-export { type InstanceAction, type InstanceReport, InstancesConverger, type ObservedDomain } from "./converger.ts";
+export {
+  type InstanceAction,
+  type InstanceListing,
+  type InstanceReport,
+  InstancesConverger,
+  type ObservedDomain,
+  RuntimeListingFailed,
+} from "./converger.ts";
 export { IFNAME_MAX, MAX_NICS, TAP_PREFIX, tapName } from "./tap_name.ts";
 export { type Domain, type DomainRecord, type DomainState, type InstanceRuntime, RuntimeRefused } from "./runtime.ts";

@@ -1,0 +1,93 @@
+import assert from "node:assert/strict";
+import { bcd, encodeMessage } from "../../proto/mod.ts";
+import { HandlerRegistry } from "../commands/handlers.ts";
+import { loadAgentConfig } from "../config/mod.ts";
+import { Journal } from "../journal/mod.ts";
+import { silentLogger } from "../log/mod.ts";
+import { generateSigningKeyPair } from "../pki/ed25519.ts";
+import { NodeAgent, type NodeAgentOptions } from "./node_agent.ts";
+import type { NodeFrameInit } from "./client.ts";
+import { InstancesConverger } from "../converge/instances/mod.ts";
+import { MemoryRuntime } from "../converge/instances/fake_runtime.ts";
+
+/** An offline agent over a fresh journal in a temp dir holding `spec` (an encoded DesiredStateBody) at `generation`. */
+async function withAgent(
+  generation: number,
+  spec: Uint8Array,
+  more: Partial<NodeAgentOptions>,
+  body: (agent: NodeAgent) => Promise<void>,
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ dir: "/var/tmp", prefix: "bcd-agent-status-test-" });
+  const journal = await Journal.open({ dataDir: dir, bootId: "boot-1", nodeId: "n-1" });
+  try {
+    await journal.putSpec({ generation, bytes: spec, hash: `h${generation}` });
+    const agent = await NodeAgent.start({
+      role: "node",
+      identity: {
+        nodeId: "n-1",
+        key: await generateSigningKeyPair(),
+        certChain: [],
+        trustBundle: new Uint8Array(),
+        gatewayUrl: "",
+      },
+      journal,
+      config: loadAgentConfig(""),
+      handlers: new HandlerRegistry(),
+      log: silentLogger(),
+      ...more,
+    });
+    try {
+      await body(agent);
+    } finally {
+      await agent.stop();
+    }
+  } finally {
+    await journal.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** The status report the agent sends when a session is established. */
+async function statusOnConnect(agent: NodeAgent) {
+  const frames: NodeFrameInit[] = [];
+  await agent.established({ send: (f) => (frames.push(f), true), epoch: 1 });
+  agent.disconnected("test");
+  const s = frames.find((f) => f.status)?.status;
+  assert.ok(s, "a status report is sent");
+  return s;
+}
+
+Deno.test("the node reports a NodeSpec section it does not know as UNSUPPORTED with its field number, offline too", async () => {
+  const head = encodeMessage(bcd.v1.DesiredStateBody, { node_id: "n-1", generation: 7, spec_hash: "h7" });
+  const spec = [0x4a, 0x02, 0x08, 0x01]; // NodeSpec field 9 (a section from a newer schema), not empty
+  await withAgent(7, new Uint8Array([...head, 0x22, spec.length, ...spec]), {}, async (agent) => {
+    const s = agent.engine.snapshot();
+    const nine = s.sections.find((x) => x.section === "9");
+    assert.deepEqual([nine?.state, nine?.reason], ["UNSUPPORTED", "9"]);
+    assert.equal(s.observed_generation, 7);
+    assert.ok(s.conditions.some((c) => c.type === "SectionUnsupported" && c.subject === "9" && c.reason === "9"));
+    const sent = await statusOnConnect(agent);
+    assert.deepEqual(sent.sections?.filter((x) => x.section === "9").map((x) => x.reason), ["9"]);
+  });
+});
+
+Deno.test("instances_complete reports the truth: false while a runtime's listing fails", async () => {
+  const rt = new MemoryRuntime("libvirt-kvm");
+  const conv = new InstancesConverger([rt]);
+  const spec = encodeMessage(bcd.v1.DesiredStateBody, {
+    node_id: "n-1",
+    generation: 3,
+    spec_hash: "h3",
+    full: { instances: { instances: [{ id: "vm-1", runtime: "libvirt-kvm", state: 1, vcpus: 1 }] } },
+  });
+  rt.listError = new Error("virsh: failed to connect to the hypervisor");
+  await withAgent(3, spec, { convergers: () => [conv], instances: () => conv.listing() }, async (agent) => {
+    const broken = await statusOnConnect(agent);
+    assert.equal(broken.instances_complete, false);
+    rt.listError = undefined;
+    await agent.engine.pass();
+    const fixed = await statusOnConnect(agent);
+    assert.equal(fixed.instances_complete, true);
+    assert.deepEqual(fixed.instances?.map((i) => i.id), ["vm-1"]);
+  });
+});
