@@ -22,7 +22,7 @@ import { connectWebSocket } from "../core/session/transport.ts";
 import { AGENT_VERSION } from "../core/version.ts";
 import { HelperError } from "../core/helper/mod.ts";
 import { helperBootId, HelperClient } from "../runtimes/helper/mod.ts";
-import { EXIT_INTERNAL, EXIT_OK, printOut, StartRefused, type Subcommand, UsageError } from "./_cli.ts";
+import { EXIT_INTERNAL, EXIT_OK, printOut, StartRefused, type Subcommand, UsageError, versionCommand } from "./_cli.ts";
 
 /** What the wiring of a role gets. */
 export interface WiringContext {
@@ -46,6 +46,11 @@ export interface RoleWiring {
   readonly role: Role;
   readonly defaultDataDir: string;
   readonly capabilities?: readonly string[];
+  /**
+   * The kinds this role's build handles: what `version` marks handled. `run` refuses to start when the registry it
+   * builds (with the GPU kinds of a role with `devices`) holds other kinds, so `version` and `Hello` always agree.
+   */
+  readonly handles: readonly string[];
   handlers(ctx: WiringContext): HandlerRegistry;
   convergers?(ctx: WiringContext, events: EventSink, conditions: ConditionSet): readonly SectionConverger[];
   /** Every VM the host runtimes know, and whether the listing is complete, for status reports. */
@@ -169,9 +174,22 @@ function _bootIdPath(): string | undefined {
   }
 }
 
-/** The `join` and `run` subcommands of a daemon role. */
+/** Throws when the registry's kinds are not exactly the wiring's `handles` (a wiring bug, found at start). */
+export function checkHandledKinds(w: Pick<RoleWiring, "role" | "handles">, handlers: HandlerRegistry): void {
+  const registered = handlers.kinds();
+  const declared = [...w.handles].sort();
+  if (registered.join(",") !== declared.join(",")) {
+    throw new Error(
+      `the ${w.role} role registers handlers for [${registered.join(", ")}] but declares [${declared.join(", ")}] ` +
+        "as handled (RoleWiring.handles); version and Hello would disagree",
+    );
+  }
+}
+
+/** The `join`, `run` and `version` subcommands of a daemon role. */
 export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
   return {
+    version: versionCommand(w.role, w.handles),
     join: {
       summary: "join the control plane once with a one-time token (generates the node key)",
       options: { ...DATA_DIR_OPTS, token: { type: "string" }, "join-url": { type: "string" } },
@@ -237,6 +255,7 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
         const devices = w.devices?.(ctx);
         const handlers = w.handlers(ctx);
         if (devices) registerGpuKinds(handlers, devices, () => conditions);
+        checkHandledKinds(w, handlers);
         const url = (values.gateway as string | undefined) ?? config.gateway.url ?? identity.gatewayUrl;
         const agent = await NodeAgent.start({
           role: w.role,

@@ -43,12 +43,33 @@ export interface Subcommand {
 
 /**
  * The JSON `version` prints: the helper lists its protocol's ops (and those it answers for each role it may serve)
- * where a role lists its command kinds.
+ * where a role lists its command kinds. Every kind of the role's table is listed, each with `handled`: whether this
+ * build has a handler for it (the kinds `Hello` advertises); a kind that is not handled is answered `UNSUPPORTED`.
+ * `handled` is the role wiring's list (`RoleWiring.handles`, checked against the registry when the daemon starts).
  */
-export function versionInfo(role: CliName): Record<string, unknown> {
+export function versionInfo(role: CliName, handled: ReadonlySet<string> = new Set()): Record<string, unknown> {
   const base = { role, version: AGENT_VERSION, build: BUILD, protocols: PROTOCOLS };
   if (role === "helper") return { ...base, kinds: [], ops: [...HELPER_OPS], ops_by_role: HELPER_OPS_BY_ROLE };
-  return { ...base, kinds: kindsForRole(role).map((k) => ({ kind: k.kind, lane: k.lane, flags: k.flags })) };
+  return {
+    ...base,
+    kinds: kindsForRole(role).map((k) => ({
+      kind: k.kind,
+      lane: k.lane,
+      flags: k.flags,
+      handled: handled.has(k.kind),
+    })),
+  };
+}
+
+/** The `version` subcommand of a role; `handled` names the kinds its build handles. */
+export function versionCommand(role: CliName, handled: readonly string[] = []): Subcommand {
+  return {
+    summary: "print role, build, protocol versions and registered command kinds (each marked handled or not) as JSON",
+    run: () => {
+      printOut(JSON.stringify(versionInfo(role, new Set(handled))));
+      return EXIT_OK;
+    },
+  };
 }
 
 function _write(fd: "out" | "err", text: string): void {
@@ -102,20 +123,17 @@ function _checkGrants(role: CliName, argv: string[]): void {
   }
 }
 
-/** Runs a role's CLI with `argv` and returns the exit code; `version` and `help` are added for every role. */
+/**
+ * Runs a role's CLI with `argv` and returns the exit code; `version` and `help` are added for every role (a daemon
+ * role's `commands` bring their own `version`, which knows the kinds the role handles).
+ */
 export async function runCli(
   role: CliName,
   argv: string[],
   commands: Readonly<Record<string, Subcommand>>,
 ): Promise<number> {
   const all: Record<string, Subcommand> = {
-    version: {
-      summary: "print role, build, protocol versions and registered command kinds as JSON",
-      run: () => {
-        printOut(JSON.stringify(versionInfo(role)));
-        return EXIT_OK;
-      },
-    },
+    version: versionCommand(role),
     help: {
       summary: "list the subcommands",
       run: () => {

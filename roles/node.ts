@@ -45,6 +45,8 @@ function _devices(ctx: WiringContext): DevicePorts {
 export const COMMANDS: Record<string, Subcommand> = {
   ...agentCommands({
     role: "node",
+    // host kinds, plus gpu.reset and diag.nvml where the role has devices (registerGpuKinds)
+    handles: ["inventory.refresh", "logs.collect", "node.reboot", "gpu.reset", "diag.nvml"],
     defaultDataDir: "/var/lib/bcd",
     capabilities: ["devices.limits", "binding.kubernetes"],
     helperSocket: (config) => config.helper.socket ?? DEFAULT_HELPER_SOCKET,

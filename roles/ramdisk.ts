@@ -23,6 +23,7 @@ import { runCli, type Subcommand } from "./_cli.ts";
 export const COMMANDS: Record<string, Subcommand> = {
   ...agentCommands({
     role: "ramdisk",
+    handles: ["inventory.refresh", "logs.collect"],
     defaultDataDir: "/run/bcd",
     helperSocket: (config) => config.helper.socket ?? DEFAULT_HELPER_SOCKET,
     handlers(ctx) {

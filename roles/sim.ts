@@ -52,6 +52,8 @@ function _instancesOf(dataDir: string): InstancesConverger {
 export const COMMANDS: Record<string, Subcommand> = {
   ...agentCommands({
     role: "sim",
+    // host kinds, plus gpu.reset and diag.nvml where the role has devices (registerGpuKinds)
+    handles: ["inventory.refresh", "logs.collect", "node.reboot", "gpu.reset", "diag.nvml"],
     defaultDataDir: "/var/lib/bcd-sim",
     capabilities: ["devices.limits", "binding.kubernetes"],
     devices: (ctx) => _devicesOf(ctx.dataDir),

@@ -21,6 +21,7 @@ import { runCli, type Subcommand } from "./_cli.ts";
 export const COMMANDS: Record<string, Subcommand> = {
   ...agentCommands({
     role: "site",
+    handles: ["inventory.refresh", "logs.collect", "node.reboot"],
     defaultDataDir: "/var/lib/bcd-site",
     helperSocket: (config) => config.helper.socket ?? DEFAULT_HELPER_SOCKET,
     handlers(ctx) {

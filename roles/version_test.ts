@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
 import { kindsForRole, ROLES } from "../core/commands/kinds.ts";
+import { HandlerRegistry } from "../core/commands/handlers.ts";
+import { FakeHandler } from "../core/commands/fake_handlers.ts";
+import { checkHandledKinds } from "./_agent_cli.ts";
 import { AGENT_VERSION, PROTOCOLS } from "../core/version.ts";
 import { HELPER_OPS, HELPER_OPS_BY_ROLE, HELPER_PROTOCOL_VERSION } from "../core/helper/mod.ts";
 
@@ -26,7 +29,7 @@ Deno.test("`version` of every role lists exactly its kinds of the seed's table, 
         version: string;
         build: string;
         protocols: Record<string, number>;
-        kinds: { kind: string; lane: string; flags: string[] }[];
+        kinds: { kind: string; lane: string; flags: string[]; handled: boolean }[];
       };
       assert.equal(v.role, role);
       assert.equal(v.version, AGENT_VERSION);
@@ -34,9 +37,40 @@ Deno.test("`version` of every role lists exactly its kinds of the seed's table, 
       assert.deepEqual(v.protocols, PROTOCOLS);
       const want = kindsForRole(role).map((k) => ({ kind: k.kind, lane: k.lane, flags: [...k.flags] }));
       assert.equal(v.kinds.length, want.length);
-      for (let i = 0; i < want.length; i++) assert.deepEqual(v.kinds[i], want[i], `row ${i} of ${role}`);
+      for (let i = 0; i < want.length; i++) {
+        const { handled, ...row } = v.kinds[i]!;
+        assert.deepEqual(row, want[i], `row ${i} of ${role}`);
+        assert.equal(typeof handled, "boolean", `row ${i} of ${role} says whether it is handled`);
+      }
     });
   }
+});
+
+Deno.test("`version` says which kinds each role's build handles: the site's bmc.* kinds have no handler yet", async () => {
+  const handled = async (role: string) => {
+    const r = await task(role, "version");
+    assert.equal(r.code, 0, r.stderr);
+    const v = JSON.parse(r.stdout) as { kinds: { kind: string; handled: boolean }[] };
+    return Object.fromEntries(v.kinds.map((k) => [k.kind, k.handled]));
+  };
+  const site = await handled("site");
+  assert.equal(site["inventory.refresh"], true);
+  for (const k of ["bmc.query", "bmc.power", "bmc.boot", "site.httpProxy"]) assert.equal(site[k], false, k);
+  const node = await handled("node");
+  for (const k of ["inventory.refresh", "logs.collect", "node.reboot", "gpu.reset", "diag.nvml"]) {
+    assert.equal(node[k], true, k);
+  }
+  assert.equal(node["driver.invoke"], false);
+  assert.deepEqual(Object.values(await handled("guest")), []);
+});
+
+Deno.test("a role whose registry and declared handled kinds differ refuses to start, naming both", () => {
+  const reg = new HandlerRegistry().register(new FakeHandler("inventory.refresh"));
+  assert.throws(
+    () => checkHandledKinds({ role: "site", handles: ["inventory.refresh", "bmc.query"] }, reg),
+    /registers handlers for \[inventory.refresh\] but declares \[bmc.query, inventory.refresh\]/,
+  );
+  checkHandledKinds({ role: "site", handles: ["inventory.refresh"] }, reg);
 });
 
 Deno.test("the CLI exits 2 with a one-line reason for an unknown subcommand or flag, 0 for help", async (t) => {
