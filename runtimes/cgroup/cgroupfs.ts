@@ -19,12 +19,14 @@ import type { SliceManager, SliceRemoval } from "../../core/converge/devices/por
 import { allocationIdOfSlice, type SliceSettings } from "../../core/converge/devices/slice.ts";
 import {
   ancestorDirs,
+  CgroupError,
   enableControllers,
   hugetlbCurrent,
   isPopulated,
   kernelRmdir,
   listHoldSlices,
   type ReadBack,
+  readCgroupFile,
   removeCgroupTree,
   type Rmdir,
   sliceDir,
@@ -72,6 +74,26 @@ export function sliceFiles(s: SliceSettings): SliceFile[] {
   return out;
 }
 
+/**
+ * Writes one slice file and reads it back. The kernel offers `hugetlb.<size>.*` only for the huge page sizes the host
+ * has, and cgroupfs refuses to create a file (EACCES): a hugetlb file that is absent is reported as the missing page
+ * size, not as the raw write error.
+ */
+export async function writeSliceFile(dir: string, f: SliceFile): Promise<void> {
+  const path = `${dir}/${f.file}`;
+  try {
+    await writeChecked(path, f.value, f.readBack);
+  } catch (e) {
+    if (!(e instanceof CgroupError) || f.controller !== "hugetlb" || (await readCgroupFile(path)) !== undefined) {
+      throw e;
+    }
+    const size = /^hugetlb\.([^.]+)\.max$/.exec(f.file)?.[1] ?? f.file;
+    throw new CgroupError(`this host has no ${size} huge pages: the kernel offers no ${f.file} in ${dir}`, {
+      cause: e,
+    });
+  }
+}
+
 /** Options of {@link CgroupfsSliceManager}. */
 export interface CgroupfsOptions {
   /** The cgroup-v2 mount (default `/sys/fs/cgroup`). */
@@ -101,7 +123,7 @@ export class CgroupfsSliceManager implements SliceManager {
     const controllers = [...new Set(files.map((f) => f.controller))];
     await enableControllers(ancestorDirs(this.root), controllers);
     await Deno.mkdir(dir, { recursive: true });
-    for (const f of files) await writeChecked(`${dir}/${f.file}`, f.value, f.readBack);
+    for (const f of files) await writeSliceFile(dir, f);
   }
 
   list(): Promise<string[]> {

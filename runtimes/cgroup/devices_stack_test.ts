@@ -17,7 +17,13 @@ import { assertValidCdiSpec } from "../cdi/schema_check.ts";
 import { FakeGpuTool } from "../nvidia/fake_gpu_tool.ts";
 import { hgxInventory } from "../nvidia/hgx.ts";
 import { sliceDir } from "./cgroup_files.ts";
-import { fakeCgroupfsSubject, realCgroupfsSubject, realCgroupUnavailable, type SliceSubject } from "./test_trees.ts";
+import {
+  fakeCgroupfsSubject,
+  pageSizeUnavailable,
+  realCgroupfsSubject,
+  realCgroupUnavailable,
+  type SliceSubject,
+} from "./test_trees.ts";
 
 const GiB = 2 ** 30;
 const HGX = hgxInventory();
@@ -151,7 +157,7 @@ Deno.test("devices over the runtimes: a 2-GPU hold with limits binds, a conflict
   }
 });
 
-const skip = realCgroupUnavailable();
+const skip = realCgroupUnavailable() ?? pageSizeUnavailable("2MB");
 if (skip) console.log(`real cgroup2 devices test skipped: ${skip}`);
 
 Deno.test({

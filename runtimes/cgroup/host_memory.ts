@@ -9,6 +9,27 @@ import { type HostMemory, type HugePagePool, parseMeminfo } from "../../core/con
 import type { HostMemorySource } from "../../core/converge/devices/ports.ts";
 import { readCgroupFile } from "./cgroup_files.ts";
 
+/** The most page-size directories read (kernels have a handful). */
+const _MAX_PAGE_SIZES = 64;
+
+/**
+ * The huge page sizes the host has, in bytes, ascending: one `hugepages-<kB>kB` directory under
+ * `<sys>/kernel/mm/hugepages` per size. A kernel without huge pages has no such directory: no sizes.
+ */
+export async function hugePageSizes(sys = "/sys"): Promise<number[]> {
+  const out: number[] = [];
+  try {
+    for await (const e of Deno.readDir(`${sys}/kernel/mm/hugepages`)) {
+      const m = /^hugepages-(\d{1,12})kB$/.exec(e.name);
+      if (m) out.push(Number(m[1]) * 1024);
+      if (out.length >= _MAX_PAGE_SIZES) break;
+    }
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+  return out.sort((a, b) => a - b);
+}
+
 /** Options of {@link ProcHostMemory}. */
 export interface ProcHostMemoryOptions {
   /** Default `/proc`. */
@@ -32,7 +53,12 @@ export class ProcHostMemory implements HostMemorySource {
     const text = await Deno.readTextFile(`${this.#proc}/meminfo`);
     if (text.length > _MAX_MEMINFO) throw new RangeError(`meminfo exceeds ${_MAX_MEMINFO} characters`);
     const base = parseMeminfo(text);
-    return { ...base, pages2Mi: await this.#pool("2048kB"), pages1Gi: await this.#pool("1048576kB") };
+    return {
+      ...base,
+      pages2Mi: await this.#pool("2048kB"),
+      pages1Gi: await this.#pool("1048576kB"),
+      hugePageSizes: await hugePageSizes(this.#sys),
+    };
   }
 
   async #pool(size: string): Promise<HugePagePool | undefined> {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ProcHostMemory } from "./host_memory.ts";
+import { hugePageSizes, ProcHostMemory } from "./host_memory.ts";
 
 Deno.test("ProcHostMemory reads MemTotal, the pool and per-node free pages from a tree", async () => {
   const root = await Deno.makeTempDir({ prefix: "bcd-hostmem-" });
@@ -22,6 +22,7 @@ Deno.test("ProcHostMemory reads MemTotal, the pool and per-node free pages from 
       hugetlbBytes: 4194304 * 1024,
       pages2Mi: undefined,
       pages1Gi: { free: 4, reserved: 1, freeByNode: { 0: 3, 1: 1 } },
+      hugePageSizes: [2 ** 30],
     });
   } finally {
     await Deno.remove(root, { recursive: true });
@@ -36,4 +37,32 @@ Deno.test("ProcHostMemory reads this machine's /proc/meminfo and huge page pools
 
 Deno.test("ProcHostMemory throws when meminfo cannot be read (the converger then binds with a warning)", async () => {
   await assert.rejects(new ProcHostMemory({ proc: "/nonexistent" }).read(), Deno.errors.NotFound);
+});
+
+Deno.test("hugePageSizes lists the sizes the host has: a host without 1 GiB pages has only 2 MiB", async () => {
+  const root = await Deno.makeTempDir({ prefix: "bcd-hostmem-" });
+  try {
+    assert.deepEqual(await hugePageSizes(root), [], "no hugepages directory: no sizes");
+    await Deno.mkdir(`${root}/kernel/mm/hugepages/hugepages-2048kB`, { recursive: true });
+    await Deno.writeTextFile(`${root}/kernel/mm/hugepages/README`, "not a size");
+    assert.deepEqual(await hugePageSizes(root), [2 * 2 ** 20]);
+    await Deno.mkdir(`${root}/kernel/mm/hugepages/hugepages-1048576kB`);
+    assert.deepEqual(await hugePageSizes(root), [2 * 2 ** 20, 2 ** 30]);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("hugePageSizes on this machine matches its /sys/kernel/mm/hugepages", async () => {
+  const want: number[] = [];
+  try {
+    for await (const e of Deno.readDir("/sys/kernel/mm/hugepages")) {
+      const m = /^hugepages-(\d+)kB$/.exec(e.name);
+      if (m) want.push(Number(m[1]) * 1024);
+    }
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+  assert.deepEqual(await hugePageSizes(), want.sort((a, b) => a - b));
+  assert.deepEqual((await new ProcHostMemory().read()).hugePageSizes, await hugePageSizes());
 });

@@ -17,7 +17,14 @@ export {
   sliceDir,
   writeChecked,
 } from "./cgroup_files.ts";
-export { type CgroupfsOptions, CgroupfsSliceManager, CPU_PERIOD_US, type SliceFile, sliceFiles } from "./cgroupfs.ts";
-export { ProcHostMemory, type ProcHostMemoryOptions } from "./host_memory.ts";
+export {
+  type CgroupfsOptions,
+  CgroupfsSliceManager,
+  CPU_PERIOD_US,
+  type SliceFile,
+  sliceFiles,
+  writeSliceFile,
+} from "./cgroupfs.ts";
+export { hugePageSizes, ProcHostMemory, type ProcHostMemoryOptions } from "./host_memory.ts";
 export { sliceProperties, type SystemdOptions, SystemdSliceManager } from "./systemd.ts";
 export { ensureSimTree, setSimPopulated, SIM_CONTROLLERS, simRmdir, SimSliceManager } from "./sim_slices.ts";

@@ -7,6 +7,7 @@ import { sliceDir } from "./cgroup_files.ts";
 import {
   fakeCgroupfsSubject,
   fakeSystemdSubject,
+  pageSizeUnavailable,
   realCgroupfsSubject,
   realCgroupUnavailable,
   type SliceSubject,
@@ -14,6 +15,10 @@ import {
 
 const realSkip = realCgroupUnavailable();
 if (realSkip) console.log(`real cgroup2 contract skipped: ${realSkip}`);
+for (const size of ["2MB", "1GB"] as const) {
+  const why = realSkip ? undefined : pageSizeUnavailable(size);
+  if (why) console.log(`real cgroup2 contract runs without hugetlb.${size}.max: ${why}`);
+}
 
 const SUBJECTS: [string, () => Promise<SliceSubject>, boolean][] = [
   ["cgroupfs on a fake tree", fakeCgroupfsSubject, false],

@@ -26,8 +26,8 @@ import {
   isPopulated,
   listHoldSlices,
   sliceDir,
-  writeChecked,
 } from "./cgroup_files.ts";
+import { sliceFiles, writeSliceFile } from "./cgroupfs.ts";
 
 /** The `systemctl set-property` assignments of `settings`, in the seed table's order. */
 export function sliceProperties(s: SliceSettings): string[] {
@@ -82,13 +82,10 @@ export class SystemdSliceManager implements SliceManager {
     const props = sliceProperties(settings);
     if (props.length) await this.#systemctl("set-property", "--runtime", name, ...props);
     await this.#systemctl("start", name);
-    const huge: [string, number | undefined][] = [
-      ["hugetlb.2MB.max", settings.hugetlb2MBMaxBytes],
-      ["hugetlb.1GB.max", settings.hugetlb1GBMaxBytes],
-    ];
-    if (huge.some(([, v]) => v)) {
+    const huge = sliceFiles(settings).filter((f) => f.controller === "hugetlb");
+    if (huge.length > 0) {
       await enableControllers(ancestorDirs(this.root), ["hugetlb"]);
-      for (const [file, v] of huge) if (v) await writeChecked(`${dir}/${file}`, `${v}`);
+      for (const f of huge) await writeSliceFile(dir, f);
     }
   }
 

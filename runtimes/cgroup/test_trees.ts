@@ -100,12 +100,41 @@ const _ENABLED_MARK = "/tmp/bcd-cgroup-test-enabled-hugetlb";
 /** The real cgroup2 mount this machine offers, and why it cannot be used when it cannot. */
 export const REAL_CGROUP2 = "/sys/fs/cgroup/unified";
 
+/** The page sizes the real-cgroup tests use, by the name the kernel gives their hugetlb files. */
+export const TEST_PAGE_SIZES = { "2MB": 2 * 2 ** 20, "1GB": 2 ** 30 } as const;
+
+/** The huge page sizes this host has, in bytes (`/sys/kernel/mm/hugepages/hugepages-<kB>kB`). */
+export function hostPageSizesSync(): number[] {
+  const out: number[] = [];
+  try {
+    for (const e of Deno.readDirSync("/sys/kernel/mm/hugepages")) {
+      const m = /^hugepages-(\d{1,12})kB$/.exec(e.name);
+      if (m) out.push(Number(m[1]) * 1024);
+    }
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+  return out.sort((a, b) => a - b);
+}
+
+/**
+ * Why the real cgroup2 tests cannot use a page size (`2MB`, `1GB`) here, or `undefined` when they can: the kernel
+ * offers `hugetlb.<size>.*` only for the sizes the host has. Printed once per test file that skips it.
+ */
+export function pageSizeUnavailable(size: keyof typeof TEST_PAGE_SIZES): string | undefined {
+  if (hostPageSizesSync().includes(TEST_PAGE_SIZES[size])) return undefined;
+  return `this host has no ${size} huge pages (no /sys/kernel/mm/hugepages/hugepages-${
+    TEST_PAGE_SIZES[size] / 1024
+  }kB), so the kernel offers no hugetlb.${size}.max`;
+}
+
 /** Why the real cgroup2 tests cannot run here, or `undefined` when they can. */
 export function realCgroupUnavailable(): string | undefined {
   try {
     const controllers = Deno.readTextFileSync(`${REAL_CGROUP2}/cgroup.controllers`).trim().split(/\s+/);
     if (!controllers.includes("hugetlb")) return `${REAL_CGROUP2} offers no hugetlb controller`;
     if (Deno.uid?.() !== 0) return "not root";
+    if (pageSizeUnavailable("2MB") && pageSizeUnavailable("1GB")) return "this host has neither 2MB nor 1GB huge pages";
     return undefined;
   } catch (e) {
     return `${REAL_CGROUP2} is not a cgroup2 mount here (${(e as Error).message})`;
@@ -142,7 +171,11 @@ export async function realCgroupfsSubject(): Promise<SliceSubject> {
     name: "cgroupfs on the real cgroup2 mount (hugetlb)",
     mgr: new CgroupfsSliceManager({ root }),
     root,
-    settings: { hugetlb2MBMaxBytes: 3 * 2 ** 21, hugetlb1GBMaxBytes: 2 ** 30 },
+    // Only the page sizes this host has: the kernel offers no hugetlb file for the others.
+    settings: {
+      ...(pageSizeUnavailable("2MB") ? {} : { hugetlb2MBMaxBytes: 3 * 2 ** 21 }),
+      ...(pageSizeUnavailable("1GB") ? {} : { hugetlb1GBMaxBytes: 2 ** 30 }),
+    },
     afterCreate: () => Promise.resolve(),
     setPopulated: async (name, populated) => {
       if (!populated) return await stop(name);

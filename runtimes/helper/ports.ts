@@ -104,6 +104,12 @@ export class HelperHostMemory implements HostMemorySource {
   async read(): Promise<HostMemory> {
     const m = await this.c.call("host.memory", {});
     _expect(typeof m.memTotalBytes === "number", "host.memory", "memTotalBytes");
+    const sizes: unknown = m.hugePageSizes;
+    _expect(
+      sizes === undefined || (Array.isArray(sizes) && sizes.length <= 64 && sizes.every(Number.isSafeInteger)),
+      "host.memory",
+      "hugePageSizes",
+    );
     return m;
   }
 }

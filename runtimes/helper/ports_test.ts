@@ -35,6 +35,8 @@ Deno.test("host ports through the helper answer what the direct readers answer o
       assert.deepEqual(JSON.parse(JSON.stringify(via)), JSON.parse(JSON.stringify(direct)));
       assert.equal(via.memTotalBytes, 65536000 * 1024);
       assert.equal(via.pages2Mi?.freeByNode?.[1], 256, "per-node pools survive the JSON (keys as numbers)");
+      assert.ok(Array.isArray(via.hugePageSizes), "the host's page sizes come through the helper");
+      assert.deepEqual(via.hugePageSizes, direct.hugePageSizes);
     });
     await t.step("host inventory", async () => {
       const roots = { proc: h.proc, sys: h.sys, etc: `${h.root}/etc`, dev: `${h.root}/dev`, interfaces: () => [] };
@@ -108,6 +110,45 @@ Deno.test("the devices converger binds and releases holds through the helper: sp
     for (const op of ["holds.list", "slice.list", "host.memory", "file.write", "slice.apply", "file.remove"]) {
       assert.ok(ops.has(op), `the converger went through ${op}`);
     }
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("on a host without 1 GiB huge pages, a hold booking them fails terminally through the helper, naming the size", async () => {
+  const h = await startTestHelper();
+  try {
+    await Deno.remove(`${h.sys}/kernel/mm/hugepages/hugepages-1048576kB`, { recursive: true });
+    for (const n of [0, 1]) {
+      await Deno.remove(`${h.sys}/devices/system/node/node${n}/hugepages/hugepages-1048576kB`, { recursive: true });
+    }
+    const events = new MemoryEventSink();
+    const conv = new DevicesConverger({
+      gpu: new StaticGpuTool(sampleInventory()),
+      holds: new HelperHoldStore(h.client),
+      slices: new HelperSliceManager(h.client),
+      hostMemory: new HelperHostMemory(h.client),
+      events,
+      memory: new DevicesMemory(),
+      dirExists: () => Promise.resolve(false),
+    });
+    const section = {
+      assignments: [{
+        allocation_id: "big",
+        reservation_id: "r1",
+        binding: "BINDING_HOLD",
+        devices: [{ class: "gpu", id: sampleUuid(0) }],
+        limits: { hugepages_1gi: 1 },
+      }],
+    };
+    const ctx = { generation: 1, log: silentLogger() };
+    const out = await conv.apply(conv.plan(section, await conv.observe(ctx)), section, ctx);
+    assert.equal(out.kind, "failed");
+    const [failed] = events.events as { type: string; reason: string; message: string }[];
+    assert.deepEqual([failed?.type, failed?.reason], ["AllocationFailed", "resources-exhausted"]);
+    assert.match(failed!.message, /no 1 GiB huge pages \(it has 2 MiB\)/);
+    const ops = h.logs.filter((l) => l.msg === "helper: op").map((l) => l.op);
+    assert.ok(!ops.includes("slice.apply") && !ops.includes("file.write"), "nothing was written for it");
   } finally {
     await h.close();
   }

@@ -28,6 +28,35 @@ export interface HostMemory {
   readonly hugetlbBytes: number;
   readonly pages2Mi?: HugePagePool;
   readonly pages1Gi?: HugePagePool;
+  /**
+   * The huge page sizes the host has, in bytes (`/sys/kernel/mm/hugepages/hugepages-<kB>kB`); absent when unknown
+   * (then no hold is refused for its page size here, and the slice write names the size if the kernel lacks it).
+   */
+  readonly hugePageSizes?: readonly number[];
+}
+
+/** A page size as people write it: `2 MiB`, `1 GiB`. */
+export function pageSizeName(bytes: number): string {
+  if (bytes % PAGE_1GI === 0) return `${bytes / PAGE_1GI} GiB`;
+  return bytes % _MIB === 0 ? `${bytes / _MIB} MiB` : `${bytes / 1024} KiB`;
+}
+
+/**
+ * Why the host cannot give `candidate` its huge pages at all: a page size it books (`hugepages_2mi`, `hugepages_1gi`)
+ * that the host does not have. `undefined` when every size it books exists, or when the host's sizes are unknown.
+ */
+export function missingHugePageSize(candidate: AssignmentLimits | undefined, host: HostMemory): string | undefined {
+  if (!candidate || host.hugePageSizes === undefined) return undefined;
+  const booked: readonly (readonly [number, number])[] = [
+    [candidate.hugepages_2mi ?? 0, PAGE_2MI],
+    [candidate.hugepages_1gi ?? 0, PAGE_1GI],
+  ];
+  for (const [pages, size] of booked) {
+    if (pages <= 0 || host.hugePageSizes.includes(size)) continue;
+    const has = host.hugePageSizes.length ? `it has ${host.hugePageSizes.map(pageSizeName).join(", ")}` : "it has none";
+    return `this host has no ${pageSizeName(size)} huge pages (${has}); the hold books ${pages} of them`;
+  }
+  return undefined;
 }
 
 /** What `/proc/meminfo` says about `MemTotal` and the huge page pool. Throws `RangeError` without `MemTotal`. */

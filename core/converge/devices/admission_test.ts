@@ -4,6 +4,7 @@ import {
   boundHoldsCommittedBytes,
   HOST_HEADROOM_BYTES,
   type HostMemory,
+  missingHugePageSize,
   needsAdmission,
   parseMeminfo,
 } from "./admission.ts";
@@ -108,4 +109,20 @@ Deno.test("boundHoldsCommittedBytes counts the memory of wanted holds that are b
   };
   assert.equal(boundHoldsCommittedBytes(desired, ["a", "k", "gone"]), 6 * GiB);
   assert.equal(boundHoldsCommittedBytes(undefined, ["a"]), 0);
+});
+
+Deno.test("missingHugePageSize names a booked page size the host does not have; unknown sizes refuse nothing", () => {
+  const only2M = { memTotalBytes: 64 * GiB, hugetlbBytes: 0, hugePageSizes: [2 * 2 ** 20] };
+  assert.equal(missingHugePageSize({ hugepages_2mi: 4 }, only2M), undefined);
+  assert.equal(
+    missingHugePageSize({ hugepages_2mi: 4, hugepages_1gi: 1 }, only2M),
+    "this host has no 1 GiB huge pages (it has 2 MiB); the hold books 1 of them",
+  );
+  assert.equal(
+    missingHugePageSize({ hugepages_2mi: 4 }, { ...only2M, hugePageSizes: [] }),
+    "this host has no 2 MiB huge pages (it has none); the hold books 4 of them",
+  );
+  assert.equal(missingHugePageSize({ hugepages_1gi: 1 }, { memTotalBytes: 1, hugetlbBytes: 0 }), undefined);
+  assert.equal(missingHugePageSize(undefined, only2M), undefined);
+  assert.equal(missingHugePageSize({ memory_bytes: GiB }, { ...only2M, hugePageSizes: [] }), undefined);
 });

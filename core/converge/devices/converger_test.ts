@@ -282,6 +282,28 @@ Deno.test("with the journal's announced set, a hold whose write was not announce
   assert.ok(h.holds.specs.get("w")!.env.includes("X=2"));
 });
 
+Deno.test("a host without 1 GiB huge pages fails a hold that books them, terminally, naming the size; 2 MiB binds", async () => {
+  const h = harness();
+  h.hostMemory.value = {
+    memTotalBytes: 64 * GiB,
+    hugetlbBytes: 0,
+    pages2Mi: { free: 512, reserved: 0 },
+    hugePageSizes: [2 * 2 ** 20],
+  };
+  const big = hold("big", [["gpu", G0]], { limits: { hugepages_1gi: 2 } });
+  const small = hold("small", [["gpu", G1]], { limits: { hugepages_2mi: 8 } });
+  const r = await h.pass({ assignments: [big, small] });
+  assert.equal(r.outcome.kind, "failed", "terminal: the section does not stay PROGRESSING");
+  const failed = r.events.find((e) => e.type === "AllocationFailed") as { reason: string; message: string };
+  assert.equal(failed.reason, "resources-exhausted");
+  assert.match(failed.message, /this host has no 1 GiB huge pages \(it has 2 MiB\); the hold books 2 of them/);
+  assert.ok(!h.holds.specs.has("big") && !h.slices.slices.has("bcd-alloc-big.slice"), "nothing was written for it");
+  assert.ok(h.holds.specs.has("small") && h.slices.slices.has("bcd-alloc-small.slice"));
+  const again = await h.pass({ assignments: [big, small] }, 1);
+  assert.deepEqual(again.events, [], "reported once per generation");
+  assert.equal(again.outcome.kind, "failed");
+});
+
 Deno.test("an env file without its spec is removed; a bound hold whose env file went missing gets it back", async () => {
   const h = harness();
   const a = hold("v", [["gpu", G0]]);

@@ -26,6 +26,10 @@
  *   announced (a crash between the write and the event) is announced `AllocationBound` on the next pass; one announced
  *   but gone is announced `AllocationReleased`. A journal from before this record (or a new journal) announces every
  *   held hold once more: a repeated `AllocationBound` is harmless, a lost one is not.
+ * - A host without a huge page size (e.g. no 1 GiB pages: no `/sys/kernel/mm/hugepages/hugepages-1048576kB`, so the
+ *   kernel offers no `hugetlb.1GB.max` to write) cannot honor a hold that books that size: it fails terminally with
+ *   `resources-exhausted` (so the control plane re-places it), its message naming the size, before anything is
+ *   written. The sizes come with the host's memory (`HostMemory.hugePageSizes`, through the helper on the node).
  * - Admission: a hold's huge pages are checked per size against free less reserved pages host-wide and, when it names
  *   `mems`, the free pages on those nodes, less what bound holds booked and have not faulted in.
  *
@@ -53,7 +57,9 @@ export {
   HOST_HEADROOM_BYTES,
   type HostMemory,
   type HugePagePool,
+  missingHugePageSize,
   needsAdmission,
+  pageSizeName,
   parseMeminfo,
 } from "./admission.ts";
 export {

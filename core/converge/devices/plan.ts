@@ -19,7 +19,7 @@ import {
   isValidAllocationId,
   isValidCpuList,
 } from "./assignment.ts";
-import { admitHold, type BoundCommitment, type HostMemory, needsAdmission } from "./admission.ts";
+import { admitHold, type BoundCommitment, type HostMemory, missingHugePageSize, needsAdmission } from "./admission.ts";
 import { parseAtom, type ResolvedDevice, resolveDevice } from "./classes.ts";
 import { type Claim, conflictingClaim, describeConflict, type PassthroughGpu, selfConflict } from "./conflicts.ts";
 import { holdEnv } from "./env.ts";
@@ -281,6 +281,8 @@ export function planDevices(desired: DevicesSection | undefined, o: DevicesObser
         const pt = (o.passthrough ?? []).find((p) => p.gpuUuid === c.gpuUuid);
         if (pt) throw new AllocationRefused("overlap", `GPU ${c.gpuUuid} is passed through to instance ${pt.instance}`);
       }
+      const noSuchPages = o.host ? missingHugePageSize(a.limits, o.host) : undefined;
+      if (noSuchPages) throw new AllocationRefused("resources-exhausted", noSuchPages);
       if (needsAdmission(a.limits)) {
         if (!o.host) {
           if (!warned) {
