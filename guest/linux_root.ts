@@ -11,6 +11,10 @@
  * host's and the mapping probes', go through the root's {@link RootMapper}; the probes run in
  * `linux_probe_runner.ts`.
  *
+ * The image's identity (the EROFS UUID, the GPT disk's PTUUID) is read by probing the device (`blkid -p`), never from
+ * the blkid cache (`/run/blkid/blkid.tab`): a reused device (a loop device re-attached to another image, a disk
+ * swapped under the same name) keeps its old entry there, and the check would compare a stale identity.
+ *
  * Exercised here (tests with loop devices): EROFS over tmpfs, a GPT disk (sfdisk) of ext4/ext2 layers over tmpfs,
  * every probe, mappings, teardown, a teardown that a held file keeps from unmounting. Not exercised:
  * virtio-mmio lookup, an ext4 scratch's journal policy, cgroup v2 bootstrap (this machine's cgroup2 holds only
@@ -151,14 +155,14 @@ export class LinuxRoot implements RootOperations {
       const image = await this.#device(layout.image.address, config.distroSectors, "image");
       const lowers: string[] = [];
       if (layout.image.format === "erofs") {
-        const uuid = (await run("blkid", ["-o", "value", "-s", "UUID", image])).trim();
+        const uuid = (await run("blkid", ["-p", "-o", "value", "-s", "UUID", image])).trim();
         if (uuid !== layout.image.identity) {
           throw new Error(`the image's identity is ${uuid}, not ${layout.image.identity}`);
         }
         await this.#mount(["-t", "erofs", "-o", "ro", image], join(rt, "distro"));
         lowers.push(join(rt, "distro"));
       } else {
-        const ptuuid = (await run("blkid", ["-o", "value", "-s", "PTUUID", image])).trim();
+        const ptuuid = (await run("blkid", ["-p", "-o", "value", "-s", "PTUUID", image])).trim();
         if (ptuuid.toLowerCase() !== layout.image.identity.toLowerCase()) {
           throw new Error(`the disk's identity is ${ptuuid}, not ${layout.image.identity}`);
         }

@@ -71,12 +71,13 @@ async function setup(): Promise<Env | string> {
     "opt/lowerdir/file": "in a lower directory",
     "srv/": "",
   });
-  const mk = await sh("mkfs.erofs", [join(dir, "img.erofs"), src]);
+  // The identity is the one mkfs writes, never one read back through blkid (whose cache can be stale).
+  const uuid = crypto.randomUUID();
+  const mk = await sh("mkfs.erofs", [`-U${uuid}`, join(dir, "img.erofs"), src]);
   if (!mk.ok) return `mkfs.erofs is missing or failed (apt erofs-utils): ${mk.out}`;
   const lo = await sh("losetup", ["-f", "--show", "-r", join(dir, "img.erofs")]);
   if (!lo.ok) return `no loop device: ${lo.out}`;
-  const uuid = await sh("blkid", ["-o", "value", "-s", "UUID", lo.out]);
-  return { dir, erofs: { loop: lo.out, uuid: uuid.out }, gpt: await gptDisk(dir) };
+  return { dir, erofs: { loop: lo.out, uuid }, gpt: await gptDisk(dir) };
 }
 
 /**

@@ -30,12 +30,13 @@ async function setup(): Promise<{ dir: string; loop: string; uuid: string } | st
   await Deno.mkdir(join(src, "etc"), { recursive: true });
   await Deno.writeTextFile(join(src, "etc/os-release"), 'NAME="bcd test"\nID=bcdtest\n');
   await Deno.writeTextFile(join(src, "etc/hostname"), "image\n");
-  const mk = await sh("mkfs.erofs", [join(dir, "img.erofs"), src]);
+  // The identity is the one mkfs writes, never one read back through blkid (whose cache can be stale).
+  const uuid = crypto.randomUUID();
+  const mk = await sh("mkfs.erofs", [`-U${uuid}`, join(dir, "img.erofs"), src]);
   if (!mk.ok) return `mkfs.erofs is missing or failed (apt erofs-utils): ${mk.out}`;
   const lo = await sh("losetup", ["-f", "--show", "-r", join(dir, "img.erofs")]);
   if (!lo.ok) return `no loop device: ${lo.out}`;
-  const uuid = await sh("blkid", ["-o", "value", "-s", "UUID", lo.out]);
-  return { dir, loop: lo.out, uuid: uuid.out };
+  return { dir, loop: lo.out, uuid };
 }
 
 const env = await setup();
@@ -77,6 +78,49 @@ Deno.test({
     }
     const left = await Deno.readTextFile("/proc/self/mountinfo");
     assert.ok(!left.includes(join(dir, "rt")), "release unmounted the root");
+  },
+});
+
+Deno.test({
+  name: "the identity check probes the device: a reused loop device whose blkid cache entry is stale still matches",
+  ignore: typeof env === "string",
+  async fn() {
+    const dir = await Deno.makeTempDir({ prefix: "bcd-linux-root-reuse-" });
+    const src = join(dir, "src");
+    await Deno.mkdir(join(src, "etc"), { recursive: true });
+    await Deno.writeTextFile(join(src, "etc/os-release"), "ID=reused\n");
+    const [was, now] = [crypto.randomUUID(), crypto.randomUUID()];
+    for (const [uuid, img] of [[was, "was.erofs"], [now, "now.erofs"]] as const) {
+      const mk = await sh("mkfs.erofs", [`-U${uuid}`, join(dir, img), src]);
+      assert.ok(mk.ok, mk.out);
+    }
+    const lo = await sh("losetup", ["-f", "--show", "-r", join(dir, "was.erofs")]);
+    assert.ok(lo.ok, lo.out);
+    const root = new LinuxRoot({
+      log: silentLogger(),
+      cmdlinePath: join(dir, "cmdline"),
+      resolveDevice: () => Promise.resolve(lo.out),
+    });
+    try {
+      // blkid (without -p) caches the device's UUID in /run/blkid/blkid.tab; then the device shows another image.
+      assert.equal((await sh("blkid", ["-o", "value", "-s", "UUID", lo.out])).out, was);
+      await Deno.writeFile(join(dir, "was.erofs"), await Deno.readFile(join(dir, "now.erofs")));
+      assert.ok((await sh("blockdev", ["--flushbufs", lo.out])).ok);
+      assert.equal(
+        (await sh("blkid", ["-o", "value", "-s", "UUID", lo.out])).out,
+        was,
+        "precondition: the blkid cache still names the old image (what the identity check must not trust)",
+      );
+      await Deno.writeTextFile(join(dir, "cmdline"), `nvx_sandbox=1 nvx_layer=distro,0xd0003000,erofs:${now}\n`);
+      const config = { ...defaultRootConfig(), runtime: join(dir, "rt") };
+      await root.assemble(config, await root.readLayout());
+      const contents = new Map(await root.probe({ name: "contents", args: [] }));
+      assert.equal(contents.get("os-release.id"), "reused");
+    } finally {
+      await root.release();
+      await sh("losetup", ["-d", lo.out]);
+      await Deno.remove(dir, { recursive: true });
+    }
   },
 });
 
