@@ -59,16 +59,6 @@ async function journaled(dir: string, pub: Uint8Array) {
   }
 }
 
-const exists = async (p: string) => {
-  try {
-    await Deno.stat(p);
-    return true;
-  } catch (e) {
-    if (e instanceof Deno.errors.NotFound) return false;
-    throw e;
-  }
-};
-
 Deno.test("a SIGKILL between a hold's write and its event loses neither AllocationBound nor AllocationReleased", async (t) => {
   const dir = await Deno.makeTempDir({ dir: "/var/tmp", prefix: "bcd-announce-crash-" });
   try {
@@ -87,7 +77,7 @@ Deno.test("a SIGKILL between a hold's write and its event loses neither Allocati
       await putSpec(dir, 1, [hold]);
       const killed = await child(dir, "kill-after-write");
       assert.equal(killed.signal, "SIGKILL");
-      assert.ok(await exists(`${dir}/cdi/bcd-a1.json`), "the hold was written");
+      assert.ok((await Deno.stat(`${dir}/cdi/bcd-a1.json`)).isFile, "the hold was written");
       assert.deepEqual(await journaled(dir, kp.publicKey), { reports: [], announced: [] }, "its event was not");
       const ran = await child(dir, "run");
       assert.ok(ran.success);
@@ -100,7 +90,7 @@ Deno.test("a SIGKILL between a hold's write and its event loses neither Allocati
       await putSpec(dir, 2, []);
       const killed = await child(dir, "kill-after-remove");
       assert.equal(killed.signal, "SIGKILL");
-      assert.ok(!await exists(`${dir}/cdi/bcd-a1.json`), "the hold was removed");
+      await assert.rejects(Deno.stat(`${dir}/cdi/bcd-a1.json`), Deno.errors.NotFound, "the hold was removed");
       assert.deepEqual((await journaled(dir, kp.publicKey)).announced, ["a1"], "its release was not announced");
       assert.ok((await child(dir, "run")).success);
       assert.deepEqual(await journaled(dir, kp.publicKey), {

@@ -21,7 +21,7 @@ import {
   HelperRebooter,
   HelperSliceManager,
 } from "./ports.ts";
-import { startTestHelper, TEST_BOOT_ID } from "./test_helper.ts";
+import { startTestHelper, TEST_BOOT_ID, type TestHelper } from "./test_helper.ts";
 
 Deno.test("host ports through the helper answer what the direct readers answer on the same roots", async (t) => {
   const h = await startTestHelper();
@@ -115,6 +115,19 @@ Deno.test("the devices converger binds and releases holds through the helper: sp
   }
 });
 
+/** The devices converger with every host port through the test helper. */
+function helperConverger(h: TestHelper, events: MemoryEventSink): DevicesConverger {
+  return new DevicesConverger({
+    gpu: new StaticGpuTool(sampleInventory()),
+    holds: new HelperHoldStore(h.client),
+    slices: new HelperSliceManager(h.client),
+    hostMemory: new HelperHostMemory(h.client),
+    events,
+    memory: new DevicesMemory(),
+    dirExists: () => Promise.resolve(false),
+  });
+}
+
 Deno.test("on a host without 1 GiB huge pages, a hold booking them fails terminally through the helper, naming the size", async () => {
   const h = await startTestHelper();
   try {
@@ -123,15 +136,7 @@ Deno.test("on a host without 1 GiB huge pages, a hold booking them fails termina
       await Deno.remove(`${h.sys}/devices/system/node/node${n}/hugepages/hugepages-1048576kB`, { recursive: true });
     }
     const events = new MemoryEventSink();
-    const conv = new DevicesConverger({
-      gpu: new StaticGpuTool(sampleInventory()),
-      holds: new HelperHoldStore(h.client),
-      slices: new HelperSliceManager(h.client),
-      hostMemory: new HelperHostMemory(h.client),
-      events,
-      memory: new DevicesMemory(),
-      dirExists: () => Promise.resolve(false),
-    });
+    const conv = helperConverger(h, events);
     const section = {
       assignments: [{
         allocation_id: "big",
@@ -159,15 +164,7 @@ Deno.test("a failed write through the helper is a retryable error of the pass, n
   try {
     // The helper's disk is full: the spec write fails in root's store.
     h.backends.holds.writeSpec = () => Promise.reject(new Error("No space left on device (os error 28)"));
-    const conv = new DevicesConverger({
-      gpu: new StaticGpuTool(sampleInventory()),
-      holds: new HelperHoldStore(h.client),
-      slices: new HelperSliceManager(h.client),
-      hostMemory: new HelperHostMemory(h.client),
-      events: new MemoryEventSink(),
-      memory: new DevicesMemory(),
-      dirExists: () => Promise.resolve(false),
-    });
+    const conv = helperConverger(h, new MemoryEventSink());
     const section = {
       assignments: [{
         allocation_id: "a1",
