@@ -96,13 +96,17 @@ Deno.test({
     }
     const lo = await sh("losetup", ["-f", "--show", "-r", join(dir, "was.erofs")]);
     assert.ok(lo.ok, lo.out);
+    // blkid's cache in a file of this test (libblkid's BLKID_FILE), for blkid here and in the root alike: the stale
+    // entry is made here, whatever /run/blkid holds on this machine.
+    const cacheBefore = Deno.env.get("BLKID_FILE");
+    Deno.env.set("BLKID_FILE", join(dir, "blkid.tab"));
     const root = new LinuxRoot({
       log: silentLogger(),
       cmdlinePath: join(dir, "cmdline"),
       resolveDevice: () => Promise.resolve(lo.out),
     });
     try {
-      // blkid (without -p) caches the device's UUID in /run/blkid/blkid.tab; then the device shows another image.
+      // blkid (without -p) caches the device's UUID; then the device shows another image.
       assert.equal((await sh("blkid", ["-o", "value", "-s", "UUID", lo.out])).out, was);
       await Deno.writeFile(join(dir, "was.erofs"), await Deno.readFile(join(dir, "now.erofs")));
       assert.ok((await sh("blockdev", ["--flushbufs", lo.out])).ok);
@@ -117,6 +121,8 @@ Deno.test({
       const contents = new Map(await root.probe({ name: "contents", args: [] }));
       assert.equal(contents.get("os-release.id"), "reused");
     } finally {
+      if (cacheBefore === undefined) Deno.env.delete("BLKID_FILE");
+      else Deno.env.set("BLKID_FILE", cacheBefore);
       await root.release();
       await sh("losetup", ["-d", lo.out]);
       await Deno.remove(dir, { recursive: true });
