@@ -1,0 +1,180 @@
+/**
+ * Addresses as the network policy reads them: IPv4 and IPv6 addresses with an optional prefix, and MACs, parsed into
+ * numbers by strict grammars of our own and printed back in one canonical spelling. The ruleset text is built only
+ * from these canonical spellings, never from the strings a spec carried, so no spec value reaches `nft` verbatim.
+ *
+ * @module
+ */
+
+/** An IPv4 or IPv6 address with its prefix length (32 or 128 for a bare address). */
+export interface Cidr {
+  readonly family: 4 | 6;
+  /** The address as an unsigned integer (32 or 128 bits). */
+  readonly value: bigint;
+  readonly prefix: number;
+}
+
+const _V4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+const _HEXGROUP = /^[0-9a-fA-F]{1,4}$/;
+const _MAC = /^[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5}$/;
+/** The longest address text we read (an IPv6 address with an embedded IPv4 and a prefix fits). */
+const MAX_ADDRESS_TEXT = 64;
+
+function _v4(s: string): bigint | undefined {
+  if (!_V4.test(s)) return undefined;
+  return s.split(".").reduce((acc, p) => (acc << 8n) | BigInt(Number(p)), 0n);
+}
+
+function _groups(part: string): bigint[] | undefined {
+  if (part === "") return [];
+  const out: bigint[] = [];
+  for (const g of part.split(":")) {
+    if (!_HEXGROUP.test(g)) return undefined;
+    out.push(BigInt(`0x${g}`));
+  }
+  return out;
+}
+
+function _v6(s: string): bigint | undefined {
+  let text = s;
+  if (text.includes(".")) {
+    // An embedded IPv4 address as the last 32 bits (`::ffff:10.0.0.1`) is read as two hex groups.
+    const lastColon = text.lastIndexOf(":");
+    const v4 = lastColon < 0 ? undefined : _v4(text.slice(lastColon + 1));
+    if (v4 === undefined) return undefined;
+    text = `${text.slice(0, lastColon + 1)}${(v4 >> 16n).toString(16)}:${(v4 & 0xffffn).toString(16)}`;
+  }
+  const halves = text.split("::");
+  if (halves.length > 2) return undefined;
+  const head = _groups(halves[0]!);
+  const rest = halves.length === 2 ? _groups(halves[1]!) : [];
+  if (head === undefined || rest === undefined) return undefined;
+  const known = head.length + rest.length;
+  let groups: bigint[];
+  if (halves.length === 2) {
+    if (known > 7) return undefined;
+    groups = [...head, ...Array<bigint>(8 - known).fill(0n), ...rest];
+  } else {
+    if (known !== 8) return undefined;
+    groups = head;
+  }
+  return groups.reduce((acc, g) => (acc << 16n) | g, 0n);
+}
+
+/**
+ * Parses `a.b.c.d`, an IPv6 address, or either with `/prefix`. Returns `undefined` for anything else (zone ids,
+ * leading zeros in IPv4 octets, prefixes out of range, text over 64 characters).
+ */
+export function parseCidr(s: string): Cidr | undefined {
+  if (typeof s !== "string" || s.length === 0 || s.length > MAX_ADDRESS_TEXT) return undefined;
+  const slash = s.indexOf("/");
+  const addr = slash < 0 ? s : s.slice(0, slash);
+  const pfx = slash < 0 ? undefined : s.slice(slash + 1);
+  if (pfx !== undefined && !/^(?:0|[1-9]\d{0,2})$/.test(pfx)) return undefined;
+  const v4 = _v4(addr);
+  if (v4 !== undefined) {
+    const prefix = pfx === undefined ? 32 : Number(pfx);
+    return prefix <= 32 ? { family: 4, value: v4, prefix } : undefined;
+  }
+  if (!addr.includes(":")) return undefined;
+  const v6 = _v6(addr);
+  if (v6 === undefined) return undefined;
+  const prefix = pfx === undefined ? 128 : Number(pfx);
+  return prefix <= 128 ? { family: 6, value: v6, prefix } : undefined;
+}
+
+/** The address without its prefix, in canonical text (RFC 5952 for IPv6: lowercase, longest zero run as `::`). */
+export function formatAddress(family: 4 | 6, value: bigint): string {
+  if (family === 4) return [24n, 16n, 8n, 0n].map((s) => String((value >> s) & 0xffn)).join(".");
+  const g: number[] = [];
+  for (let i = 7; i >= 0; i--) g.push(Number((value >> BigInt(i * 16)) & 0xffffn));
+  let best = -1, bestLen = 1;
+  for (let i = 0; i < 8;) {
+    if (g[i] !== 0) {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < 8 && g[j] === 0) j++;
+    if (j - i > bestLen) [best, bestLen] = [i, j - i];
+    i = j;
+  }
+  const hex = (xs: number[]) => xs.map((x) => x.toString(16)).join(":");
+  if (best < 0) return hex(g);
+  return `${hex(g.slice(0, best))}::${hex(g.slice(best + bestLen))}`;
+}
+
+/** The width of a family's addresses in bits. */
+export function bitsOf(family: 4 | 6): number {
+  return family === 4 ? 32 : 128;
+}
+
+/** The network of `c` (host bits cleared), with the same prefix. */
+export function networkOf(c: Cidr): Cidr {
+  const host = bitsOf(c.family) - c.prefix;
+  return { family: c.family, value: (c.value >> BigInt(host)) << BigInt(host), prefix: c.prefix };
+}
+
+/** `c` in canonical text: `a.b.c.d/p`, or the bare address when the prefix is the whole width. */
+export function formatCidr(c: Cidr): string {
+  const a = formatAddress(c.family, c.value);
+  return c.prefix === bitsOf(c.family) ? a : `${a}/${c.prefix}`;
+}
+
+/** Whether `inner` lies wholly inside `outer` (same family, longer or equal prefix, same network bits). */
+export function contains(outer: Cidr, inner: Cidr): boolean {
+  if (outer.family !== inner.family || inner.prefix < outer.prefix) return false;
+  const host = BigInt(bitsOf(outer.family) - outer.prefix);
+  return (outer.value >> host) === (inner.value >> host);
+}
+
+/** A MAC as six bytes, or `undefined` unless it is `xx:xx:xx:xx:xx:xx` in hex. */
+export function parseMac(s: string): Uint8Array | undefined {
+  if (typeof s !== "string" || !_MAC.test(s)) return undefined;
+  return Uint8Array.from(s.split(":").map((h) => parseInt(h, 16)));
+}
+
+/** A MAC in canonical text (lowercase, colon-separated). */
+export function formatMac(b: Uint8Array): string {
+  return [...b].map((x) => x.toString(16).padStart(2, "0")).join(":");
+}
+
+/** Why `mac` cannot be a NIC's own unicast address (group bit, all zeros), or `undefined` when it can. */
+export function macProblem(mac: Uint8Array): string | undefined {
+  if ((mac[0]! & 1) === 1) return "is a group (multicast or broadcast) address";
+  if (mac.every((x) => x === 0)) return "is all zeros";
+  return undefined;
+}
+
+/**
+ * The EUI-64 link-local address a guest derives from its MAC for neighbour discovery (RFC 4291 appendix A):
+ * `fe80::` + the MAC with `ff:fe` in the middle and the universal/local bit flipped.
+ */
+export function eui64LinkLocal(mac: Uint8Array): bigint {
+  const b = [mac[0]! ^ 0x02, mac[1]!, mac[2]!, 0xff, 0xfe, mac[3]!, mac[4]!, mac[5]!];
+  const iid = b.reduce((acc, x) => (acc << 8n) | BigInt(x), 0n);
+  return (0xfe80n << 112n) | iid;
+}
+
+/**
+ * Why `c` cannot be a guarded IPAM address (unspecified, loopback, multicast, link-local, broadcast), or `undefined`.
+ * A NIC's own link-local address is derived from its MAC, never taken from the spec.
+ */
+export function ipamProblem(c: Cidr): string | undefined {
+  if (c.family === 4) {
+    const top = Number(c.value >> 24n);
+    if (c.value === 0n) return "is the unspecified address";
+    if (top === 127) return "is a loopback address";
+    if (top >= 224 && top <= 239) return "is a multicast address";
+    if (c.value === 0xffffffffn) return "is the broadcast address";
+    if (top === 0) return "is in 0.0.0.0/8";
+    if (top >= 240) return "is in the reserved range 240.0.0.0/4";
+    return undefined;
+  }
+  const top16 = Number(c.value >> 112n);
+  if (c.value === 0n) return "is the unspecified address";
+  if (c.value === 1n) return "is the loopback address";
+  if ((top16 & 0xff00) === 0xff00) return "is a multicast address";
+  if ((top16 & 0xffc0) === 0xfe80) return "is a link-local address (bcd derives the NIC's own from its MAC)";
+  return undefined;
+}
