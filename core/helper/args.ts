@@ -13,6 +13,7 @@
  * | `slice.remove`, `slice.usage` | `name`                   | `bcd-alloc-<allocation id>.slice`                      |
  * | `gpu.reset`      | `gpuUuid`                             | `GPU-…` (a whole GPU's UUID, not a MIG device's)       |
  * | `node.reboot`    | `reason`                              | at most 512 characters, no control characters          |
+ * | `nft.apply`, `nft.list` | `policy`; none                 | the network policy's own table (`args_nft.ts`)         |
  *
  * Allocation ids are the devices section's (1–128 of `[A-Za-z0-9_.-]`, starting alphanumeric, no `..`). A CDI write
  * is a hold, not a file: devices of a known class whose atom has that class's shape, `gpuUuid` the atom's GPU,
@@ -25,6 +26,7 @@ import { isValidAllocationId } from "../converge/devices/assignment.ts";
 import { cdiDeviceName, classOfAtom, DEVICE_CLASSES, type DeviceClass } from "../converge/devices/classes.ts";
 import { ENV_LINE } from "../converge/devices/env.ts";
 import { allocationIdOfSlice, checkSliceRequest, sliceName, type SliceSettings } from "../converge/devices/slice.ts";
+import { NFT_ARG_CHECKS } from "./args_nft.ts";
 import { HelperError } from "./errors.ts";
 import {
   type CdiWriteArgs,
@@ -254,6 +256,7 @@ const _CHECK: { readonly [O in HelperOp]: (raw: unknown) => HelperArgs[O] } = {
     }
     return { reason: a.reason };
   },
+  ...NFT_ARG_CHECKS,
 };
 
 /**

@@ -21,6 +21,8 @@ import type { HoldBinding } from "../converge/devices/assignment.ts";
 import type { DeviceClass } from "../converge/devices/classes.ts";
 import type { SliceSettings } from "../converge/devices/slice.ts";
 import type { HostInventory } from "../commands/kind_handlers/mod.ts";
+import type { RuleCounts } from "../netpolicy/counts.ts";
+import type { NetPolicy } from "../netpolicy/policy.ts";
 
 /** The protocol's version, printed by `version` under `protocols.helper`. */
 export const HELPER_PROTOCOL_VERSION = 1;
@@ -49,6 +51,8 @@ export const HELPER_OPS = [
   "slice.usage",
   "gpu.reset",
   "node.reboot",
+  "nft.apply",
+  "nft.list",
 ] as const;
 
 /** An operation name. */
@@ -106,6 +110,8 @@ export interface HelperArgs {
   "slice.usage": { readonly name: string };
   "gpu.reset": { readonly gpuUuid: string };
   "node.reboot": { readonly reason: string };
+  "nft.apply": { readonly policy: NetPolicy };
+  "nft.list": Record<never, never>;
 }
 
 /** Each operation's result. */
@@ -124,6 +130,10 @@ export interface HelperResults {
   "slice.usage": { readonly usage: { readonly bytes2MB: number; readonly bytes1GB: number } | null };
   "gpu.reset": Record<never, never>;
   "node.reboot": Record<never, never>;
+  /** The figures of the ruleset root rendered and loaded. */
+  "nft.apply": { readonly counts: RuleCounts };
+  /** The figures of bcd's tables as the kernel holds them; a missing table is absent. */
+  "nft.list": { readonly counts: RuleCounts };
 }
 
 /** A checked request: the closed union the helper dispatches on. */

@@ -26,6 +26,8 @@ const LINE: Record<HelperOp, string> = {
   "slice.usage": '{"name":"bcd-alloc-a1.slice"}',
   "gpu.reset": '{"gpuUuid":"GPU-6f2a1c3e-3b1e-4f0a-9f3c-0d1e2f3a4b5c"}',
   "node.reboot": '{"reason":"kernel update"}',
+  "nft.apply": '{"policy":{"nics":[]}}',
+  "nft.list": "{}",
 };
 
 Deno.test("each role's helper answers exactly its row of the table; the default is the node's", () => {

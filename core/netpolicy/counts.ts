@@ -39,7 +39,9 @@ function _obj(v: unknown): Record<string, unknown> | undefined {
  * ignored. Throws {@link ListingMalformed} when the text is not such a listing or is over {@link MAX_LISTING_BYTES}.
  */
 export function countsOfNftJson(table: NftTable, json: string): TableCounts {
-  if (json.length > MAX_LISTING_BYTES) throw new ListingMalformed(`nft listing of ${table} is over ${MAX_LISTING_BYTES} bytes`);
+  if (json.length > MAX_LISTING_BYTES) {
+    throw new ListingMalformed(`nft listing of ${table} is over ${MAX_LISTING_BYTES} bytes`);
+  }
   let doc: unknown;
   try {
     doc = JSON.parse(json);
@@ -59,7 +61,9 @@ export function countsOfNftJson(table: NftTable, json: string): TableCounts {
     const mine = (x: Record<string, unknown>) => x.family === family && x.table === name;
     if (chain && mine(chain) && typeof chain.name === "string") chains[chain.name] ??= 0;
     if (rule && mine(rule) && typeof rule.chain === "string") chains[rule.chain] = (chains[rule.chain] ?? 0) + 1;
-    if (set && mine(set) && typeof set.name === "string") sets[set.name] = Array.isArray(set.elem) ? set.elem.length : 0;
+    if (set && mine(set) && typeof set.name === "string") {
+      sets[set.name] = Array.isArray(set.elem) ? set.elem.length : 0;
+    }
   }
   return { chains, sets };
 }
@@ -79,7 +83,9 @@ export function countDifferences(expected: RuleCounts, observed: RuleCounts): st
       for (const [k, n] of Object.entries(want)) {
         const got = have[k];
         if (got === undefined) out.push(`${t} ${kind} ${k} is gone`);
-        else if (got !== n) out.push(`${t} ${kind} ${k} holds ${got} ${kind === "chain" ? "rules" : "elements"}, ${n} loaded`);
+        else if (got !== n) {
+          out.push(`${t} ${kind} ${k} holds ${got} ${kind === "chain" ? "rules" : "elements"}, ${n} loaded`);
+        }
       }
       for (const k of Object.keys(have)) if (!(k in want)) out.push(`${t} has an extra ${kind} ${k}`);
     }

@@ -103,7 +103,9 @@ export function checkNic(raw: unknown, where = "nic"): NicPolicy {
   for (const k of Object.keys(o)) {
     if (!_FIELDS.includes(k)) throw new NetPolicyError(`${where} has an unknown field ${_show(k)}`);
   }
-  if (!isInstanceId(o.instance)) throw new NetPolicyError(`${where}.instance ${_show(o.instance)} is not an instance id`);
+  if (!isInstanceId(o.instance)) {
+    throw new NetPolicyError(`${where}.instance ${_show(o.instance)} is not an instance id`);
+  }
   const id = o.instance;
   const at = `instance ${id} NIC ${_show(o.index)}`;
   if (typeof o.index !== "number" || !Number.isInteger(o.index) || o.index < 0) {
@@ -115,7 +117,9 @@ export function checkNic(raw: unknown, where = "nic"): NicPolicy {
     if (e instanceof RangeError) throw new NetPolicyError(`${at}: ${e.message}`, id, { cause: e });
     throw e;
   }
-  if (!isInterfaceName(o.bridge)) throw new NetPolicyError(`${at}: bridge ${_show(o.bridge)} is not an interface name`, id);
+  if (!isInterfaceName(o.bridge)) {
+    throw new NetPolicyError(`${at}: bridge ${_show(o.bridge)} is not an interface name`, id);
+  }
   if (o.bridge.startsWith("bc")) {
     throw new NetPolicyError(`${at}: bridge ${_show(o.bridge)} starts with "bc", so every tap rule would match it`, id);
   }
@@ -136,7 +140,9 @@ export function checkNic(raw: unknown, where = "nic"): NicPolicy {
   if (!Array.isArray(o.addresses) || o.addresses.length > MAX_NIC_ADDRESSES) {
     throw new NetPolicyError(`${at}: addresses is not a list of at most ${MAX_NIC_ADDRESSES}`, id);
   }
-  const addresses = [...new Set(o.addresses.map((a, i) => formatCidr(checkIpamAddress(a, `${at}: addresses[${i}]`, id))))];
+  const addresses = [
+    ...new Set(o.addresses.map((a, i) => formatCidr(checkIpamAddress(a, `${at}: addresses[${i}]`, id)))),
+  ];
   const policy = o.policy as PolicyKind;
   if (policy !== "egress" && (mac === undefined || addresses.length === 0)) {
     throw new NetPolicyError(
@@ -157,7 +163,9 @@ export function checkNic(raw: unknown, where = "nic"): NicPolicy {
 
 /** Checks a whole policy (see the table above) and returns it in canonical form. */
 export function checkNetPolicy(raw: unknown): NetPolicy {
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new NetPolicyError("policy is not an object");
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new NetPolicyError("policy is not an object");
+  }
   const o = raw as Record<string, unknown>;
   for (const k of Object.keys(o)) {
     if (k !== "nics") throw new NetPolicyError(`policy has an unknown field ${_show(k)}`);

@@ -33,7 +33,16 @@
  * @module
  */
 import { tapName } from "../converge/instances/tap_name.ts";
-import { contains, type Cidr, eui64LinkLocal, formatAddress, formatCidr, networkOf, parseCidr, parseMac } from "./addr.ts";
+import {
+  type Cidr,
+  contains,
+  eui64LinkLocal,
+  formatAddress,
+  formatCidr,
+  networkOf,
+  parseCidr,
+  parseMac,
+} from "./addr.ts";
 import type { NftTable, RuleCounts, TableCounts } from "./counts.ts";
 import { checkHostAddresses, checkNetPolicy, type NetPolicy } from "./policy.ts";
 
@@ -43,7 +52,8 @@ export interface Ruleset {
   readonly expect: RuleCounts;
 }
 
-const _ND_TYPES = "{ nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit, mld-listener-report, mld2-listener-report }";
+const _ND_TYPES =
+  "{ nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit, mld-listener-report, mld2-listener-report }";
 
 /** The rules of each chain of `bridge bcd_instances`, with `%SSH4%`/`%SSH6%` filled per host addresses. */
 function _bridgeChains(hostV4: boolean, hostV6: boolean): Record<string, { hook?: string; rules: string[] }> {

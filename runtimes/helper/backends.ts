@@ -7,6 +7,7 @@
 import type { HostInventoryReader, Rebooter } from "../../core/commands/kind_handlers/mod.ts";
 import type { HoldRecord } from "../../core/converge/devices/hold.ts";
 import type { HoldListing, HostMemorySource, SliceManager } from "../../core/converge/devices/ports.ts";
+import type { Nft } from "../../core/netpolicy/mod.ts";
 
 /** The hold files, one at a time (the CDI/env store's halves: `runtimes/cdi`'s `CdiHoldStore`). */
 export interface HoldFiles {
@@ -34,4 +35,6 @@ export interface HelperBackends {
   /** `nvidia-smi --gpu-reset -i <uuid>`; throws with the tool's message. */
   gpuReset(gpuUuid: string): Promise<void>;
   readonly rebooter: Rebooter;
+  /** bcd's nftables tables: the real `nft` on a host (it renders the policy against the bridges' addresses). */
+  readonly nft: Nft;
 }

@@ -82,5 +82,9 @@ async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promi
     case "node.reboot":
       await b.rebooter.reboot(req.args.reason);
       return {};
+    case "nft.apply":
+      return { counts: await writes.run(() => b.nft.apply(req.args.policy)) };
+    case "nft.list":
+      return { counts: await b.nft.list() };
   }
 }

@@ -15,6 +15,7 @@ import { ProcHostMemory } from "../cgroup/host_memory.ts";
 import { SystemdSliceManager } from "../cgroup/systemd.ts";
 import { SysfsHostInventory } from "../host/inventory.ts";
 import { InitRebooter } from "../host/rebooter.ts";
+import { RealNft } from "../nft/real_nft.ts";
 import { NvidiaSmi, readPciNumaNode } from "../nvidia/nvidia_smi.ts";
 import type { HelperBackends } from "./backends.ts";
 
@@ -52,6 +53,7 @@ export function hostBackends(config: ResolvedAgentConfig, opts: HostBackendOptio
       : new CgroupfsSliceManager({ root: d.cgroupRoot }),
     gpuReset: (uuid) => smi.reset(uuid),
     rebooter: opts.rebooter ?? new InitRebooter(),
+    nft: new RealNft(),
   };
 }
 

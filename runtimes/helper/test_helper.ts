@@ -17,6 +17,8 @@ import { hgxInventory } from "../nvidia/hgx.ts";
 import { NvidiaSmi, readPciNumaNode, sysfsBdf } from "../nvidia/nvidia_smi.ts";
 import type { HelperBackends } from "./backends.ts";
 import { HelperClient } from "./client.ts";
+import type { Nft } from "../../core/netpolicy/mod.ts";
+import { FakeNft } from "../nft/fake_nft.ts";
 import { HelperSliceManager } from "./ports.ts";
 import { type HelperListener, HelperServer } from "./server.ts";
 
@@ -88,7 +90,7 @@ export async function writeFakeHost(root: string): Promise<{ proc: string; sys: 
 
 /** Starts a helper over temp roots and connects a client. */
 export async function startTestHelper(
-  opts: { maxInFlight?: number; log?: Logger; role?: KindRole } = {},
+  opts: { maxInFlight?: number; log?: Logger; role?: KindRole; nft?: Nft } = {},
 ): Promise<TestHelper> {
   const root = await Deno.makeTempDir({ prefix: "bcd-helper-" });
   const { proc, sys } = await writeFakeHost(root);
@@ -120,6 +122,7 @@ export async function startTestHelper(
         return Promise.resolve();
       },
     },
+    nft: opts.nft ?? new FakeNft(),
   };
   const mem = memoryLogger("debug");
   const server = new HelperServer(backends, {
