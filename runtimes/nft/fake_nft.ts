@@ -36,15 +36,16 @@ export class FakeNft implements Nft {
     this.#host = opts.hostAddresses ?? [];
   }
 
-  apply(policy: NetPolicy): Promise<RuleCounts> {
+  // deno-lint-ignore require-await
+  async apply(policy: NetPolicy): Promise<RuleCounts> {
     const { text, expect } = renderRuleset(policy, this.#host);
     if (this.#failures > 0) {
       this.#failures--;
-      return Promise.reject(new NftFailed("nft -f refused the ruleset (exit 1): fake failure"));
+      throw new NftFailed("nft -f refused the ruleset (exit 1): fake failure");
     }
     this.#tables = structuredClone(expect) as Partial<Record<NftTable, TableCounts>>;
     this.loaded.push(text);
-    return Promise.resolve(expect);
+    return expect;
   }
 
   list(): Promise<RuleCounts> {
