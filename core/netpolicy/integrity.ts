@@ -118,6 +118,8 @@ export class NftKeeper {
     this.#broken = true;
     this.#expect = await this.#nft.apply(this.#policy!);
     this.#broken = false;
+    // A load is as good as a check: the next one is due a whole interval later.
+    this.#lastCheck = this.#o.now();
   }
 
   /** One load or check at a time, in call order. */

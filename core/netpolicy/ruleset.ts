@@ -6,9 +6,12 @@
  * The rules are fixed; what varies per NIC lives in named sets, so the rule count never grows with the instances and
  * a lookup stays one hash or interval probe. In `bridge bcd_instances`:
  *
- * - `forward`, `input`: every frame from a `bc*` tap goes through `from_tap`; every frame from any port through
- *   `bind`. `forward` first drops tcp/22 into an `ssh_from_host_only` tap (`oifname @ssh_taps tcp dport 22 drop`),
- *   ahead of everything, and sends frames into a `PRIVATE`/`NONE` tap through `to_restricted`.
+ * - `prerouting`: every frame from a `bc*` tap goes through `from_tap`, every frame from any port through `bind`.
+ *   Prerouting runs before the bridge learns the frame's source MAC, so a spoofed frame never poisons its forwarding
+ *   table, and before the bridge decides between forwarding and delivering to the host, so one check covers both.
+ * - `forward`: tcp/22 into an `ssh_from_host_only` tap from any other bridge port is dropped
+ *   (`oifname @ssh_taps tcp dport 22 drop`), ahead of everything; frames into a `PRIVATE`/`NONE` tap go through
+ *   `to_restricted`.
  * - `output` (frames the host sends into a tap): tcp/22 into an `ssh_from_host_only` tap unless its source is one of
  *   the host's addresses on the instances' bridges (dropped outright for a family with no host address), then
  *   `to_restricted`.
@@ -58,16 +61,11 @@ const _ND_TYPES =
 /** The rules of each chain of `bridge bcd_instances`, with `%SSH4%`/`%SSH6%` filled per host addresses. */
 function _bridgeChains(hostV4: boolean, hostV6: boolean): Record<string, { hook?: string; rules: string[] }> {
   return {
+    prerouting: { hook: "prerouting", rules: ['iifname "bc*" jump from_tap', "jump bind"] },
     forward: {
       hook: "forward",
-      rules: [
-        "oifname @ssh_taps tcp dport 22 drop",
-        'iifname "bc*" jump from_tap',
-        "jump bind",
-        "oifname @restricted_taps jump to_restricted",
-      ],
+      rules: ["oifname @ssh_taps tcp dport 22 drop", "oifname @restricted_taps jump to_restricted"],
     },
-    input: { hook: "input", rules: ['iifname "bc*" jump from_tap', "jump bind"] },
     output: {
       hook: "output",
       rules: [
