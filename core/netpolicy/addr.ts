@@ -9,8 +9,8 @@
 /** An IPv4 or IPv6 address with its prefix length (32 or 128 for a bare address). */
 export interface Cidr {
   readonly family: 4 | 6;
-  /** The address as an unsigned integer (32 or 128 bits). */
-  readonly value: bigint;
+  /** The address in network order: 4 or 16 bytes. */
+  readonly bytes: Uint8Array;
   readonly prefix: number;
 }
 
@@ -20,29 +20,31 @@ const _MAC = /^[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5}$/;
 /** The longest address text we read (an IPv6 address with an embedded IPv4 and a prefix fits). */
 const MAX_ADDRESS_TEXT = 64;
 
-function _v4(s: string): bigint | undefined {
+function _v4(s: string): Uint8Array | undefined {
   if (!_V4.test(s)) return undefined;
-  return s.split(".").reduce((acc, p) => (acc << 8n) | BigInt(Number(p)), 0n);
+  return Uint8Array.from(s.split("."), Number);
 }
 
-function _groups(part: string): bigint[] | undefined {
+function _groups(part: string): number[] | undefined {
   if (part === "") return [];
-  const out: bigint[] = [];
+  const out: number[] = [];
   for (const g of part.split(":")) {
     if (!_HEXGROUP.test(g)) return undefined;
-    out.push(BigInt(`0x${g}`));
+    out.push(parseInt(g, 16));
   }
   return out;
 }
 
-function _v6(s: string): bigint | undefined {
+function _v6(s: string): Uint8Array | undefined {
   let text = s;
   if (text.includes(".")) {
     // An embedded IPv4 address as the last 32 bits (`::ffff:10.0.0.1`) is read as two hex groups.
     const lastColon = text.lastIndexOf(":");
     const v4 = lastColon < 0 ? undefined : _v4(text.slice(lastColon + 1));
     if (v4 === undefined) return undefined;
-    text = `${text.slice(0, lastColon + 1)}${(v4 >> 16n).toString(16)}:${(v4 & 0xffffn).toString(16)}`;
+    text = `${text.slice(0, lastColon + 1)}${((v4[0]! << 8) | v4[1]!).toString(16)}:${
+      ((v4[2]! << 8) | v4[3]!).toString(16)
+    }`;
   }
   const halves = text.split("::");
   if (halves.length > 2) return undefined;
@@ -50,15 +52,20 @@ function _v6(s: string): bigint | undefined {
   const rest = halves.length === 2 ? _groups(halves[1]!) : [];
   if (head === undefined || rest === undefined) return undefined;
   const known = head.length + rest.length;
-  let groups: bigint[];
+  let groups: number[];
   if (halves.length === 2) {
     if (known > 7) return undefined;
-    groups = [...head, ...Array<bigint>(8 - known).fill(0n), ...rest];
+    groups = [...head, ...Array<number>(8 - known).fill(0), ...rest];
   } else {
     if (known !== 8) return undefined;
     groups = head;
   }
-  return groups.reduce((acc, g) => (acc << 16n) | g, 0n);
+  const out = new Uint8Array(16);
+  groups.forEach((g, i) => {
+    out[2 * i] = g >> 8;
+    out[2 * i + 1] = g & 255;
+  });
+  return out;
 }
 
 /**
@@ -74,20 +81,20 @@ export function parseCidr(s: string): Cidr | undefined {
   const v4 = _v4(addr);
   if (v4 !== undefined) {
     const prefix = pfx === undefined ? 32 : Number(pfx);
-    return prefix <= 32 ? { family: 4, value: v4, prefix } : undefined;
+    return prefix <= 32 ? { family: 4, bytes: v4, prefix } : undefined;
   }
   if (!addr.includes(":")) return undefined;
   const v6 = _v6(addr);
   if (v6 === undefined) return undefined;
   const prefix = pfx === undefined ? 128 : Number(pfx);
-  return prefix <= 128 ? { family: 6, value: v6, prefix } : undefined;
+  return prefix <= 128 ? { family: 6, bytes: v6, prefix } : undefined;
 }
 
 /** The address without its prefix, in canonical text (RFC 5952 for IPv6: lowercase, longest zero run as `::`). */
-export function formatAddress(family: 4 | 6, value: bigint): string {
-  if (family === 4) return [24n, 16n, 8n, 0n].map((s) => String((value >> s) & 0xffn)).join(".");
+export function formatAddress(family: 4 | 6, b: Uint8Array): string {
+  if (family === 4) return `${b[0]}.${b[1]}.${b[2]}.${b[3]}`;
   const g: number[] = [];
-  for (let i = 7; i >= 0; i--) g.push(Number((value >> BigInt(i * 16)) & 0xffffn));
+  for (let i = 0; i < 8; i++) g.push((b[2 * i]! << 8) | b[2 * i + 1]!);
   let best = -1, bestLen = 1;
   for (let i = 0; i < 8;) {
     if (g[i] !== 0) {
@@ -109,34 +116,53 @@ export function bitsOf(family: 4 | 6): number {
   return family === 4 ? 32 : 128;
 }
 
+/** `b` with every bit past the first `prefix` cleared. */
+function _masked(b: Uint8Array, prefix: number): Uint8Array {
+  const out = Uint8Array.from(b);
+  for (let i = 0; i < out.length; i++) {
+    const keep = Math.max(0, Math.min(8, prefix - 8 * i));
+    out[i]! &= (0xff << (8 - keep)) & 0xff;
+  }
+  return out;
+}
+
 /** The network of `c` (host bits cleared), with the same prefix. */
 export function networkOf(c: Cidr): Cidr {
-  const host = bitsOf(c.family) - c.prefix;
-  return { family: c.family, value: (c.value >> BigInt(host)) << BigInt(host), prefix: c.prefix };
+  return { family: c.family, bytes: _masked(c.bytes, c.prefix), prefix: c.prefix };
 }
 
 /** `c` in canonical text: `a.b.c.d/p`, or the bare address when the prefix is the whole width. */
 export function formatCidr(c: Cidr): string {
-  const a = formatAddress(c.family, c.value);
+  const a = formatAddress(c.family, c.bytes);
   return c.prefix === bitsOf(c.family) ? a : `${a}/${c.prefix}`;
 }
 
 /** Whether `inner` lies wholly inside `outer` (same family, longer or equal prefix, same network bits). */
 export function contains(outer: Cidr, inner: Cidr): boolean {
   if (outer.family !== inner.family || inner.prefix < outer.prefix) return false;
-  const host = BigInt(bitsOf(outer.family) - outer.prefix);
-  return (outer.value >> host) === (inner.value >> host);
+  const full = outer.prefix >> 3, rem = outer.prefix & 7;
+  for (let i = 0; i < full; i++) if (outer.bytes[i] !== inner.bytes[i]) return false;
+  if (rem === 0) return true;
+  const m = (0xff << (8 - rem)) & 0xff;
+  return (outer.bytes[full]! & m) === (inner.bytes[full]! & m);
+}
+
+/** Bytes as lowercase hex. */
+export function hexOf(b: Uint8Array): string {
+  let s = "";
+  for (const x of b) s += (x < 16 ? "0" : "") + x.toString(16);
+  return s;
 }
 
 /** A MAC as six bytes, or `undefined` unless it is `xx:xx:xx:xx:xx:xx` in hex. */
 export function parseMac(s: string): Uint8Array | undefined {
   if (typeof s !== "string" || !_MAC.test(s)) return undefined;
-  return Uint8Array.from(s.split(":").map((h) => parseInt(h, 16)));
+  return Uint8Array.from(s.split(":"), (h) => parseInt(h, 16));
 }
 
 /** A MAC in canonical text (lowercase, colon-separated). */
 export function formatMac(b: Uint8Array): string {
-  return [...b].map((x) => x.toString(16).padStart(2, "0")).join(":");
+  return hexOf(b).replace(/(..)(?!$)/g, "$1:");
 }
 
 /** Why `mac` cannot be a NIC's own unicast address (group bit, all zeros), or `undefined` when it can. */
@@ -150,10 +176,25 @@ export function macProblem(mac: Uint8Array): string | undefined {
  * The EUI-64 link-local address a guest derives from its MAC for neighbour discovery (RFC 4291 appendix A):
  * `fe80::` + the MAC with `ff:fe` in the middle and the universal/local bit flipped.
  */
-export function eui64LinkLocal(mac: Uint8Array): bigint {
-  const b = [mac[0]! ^ 0x02, mac[1]!, mac[2]!, 0xff, 0xfe, mac[3]!, mac[4]!, mac[5]!];
-  const iid = b.reduce((acc, x) => (acc << 8n) | BigInt(x), 0n);
-  return (0xfe80n << 112n) | iid;
+export function eui64LinkLocal(mac: Uint8Array): Uint8Array {
+  return Uint8Array.of(
+    0xfe,
+    0x80,
+    0,
+    0,
+    0,
+    0,
+    0,
+    0,
+    mac[0]! ^ 0x02,
+    mac[1]!,
+    mac[2]!,
+    0xff,
+    0xfe,
+    mac[3]!,
+    mac[4]!,
+    mac[5]!,
+  );
 }
 
 /**
@@ -161,20 +202,23 @@ export function eui64LinkLocal(mac: Uint8Array): bigint {
  * A NIC's own link-local address is derived from its MAC, never taken from the spec.
  */
 export function ipamProblem(c: Cidr): string | undefined {
+  const b = c.bytes;
+  const zero = b.every((x) => x === 0);
   if (c.family === 4) {
-    const top = Number(c.value >> 24n);
-    if (c.value === 0n) return "is the unspecified address";
+    const top = b[0]!;
+    if (zero) return "is the unspecified address";
     if (top === 127) return "is a loopback address";
     if (top >= 224 && top <= 239) return "is a multicast address";
-    if (c.value === 0xffffffffn) return "is the broadcast address";
+    if (b.every((x) => x === 255)) return "is the broadcast address";
     if (top === 0) return "is in 0.0.0.0/8";
     if (top >= 240) return "is in the reserved range 240.0.0.0/4";
     return undefined;
   }
-  const top16 = Number(c.value >> 112n);
-  if (c.value === 0n) return "is the unspecified address";
-  if (c.value === 1n) return "is the loopback address";
-  if ((top16 & 0xff00) === 0xff00) return "is a multicast address";
-  if ((top16 & 0xffc0) === 0xfe80) return "is a link-local address (bcd derives the NIC's own from its MAC)";
+  if (zero) return "is the unspecified address";
+  if (b.subarray(0, 15).every((x) => x === 0) && b[15] === 1) return "is the loopback address";
+  if (b[0] === 0xff) return "is a multicast address";
+  if (b[0] === 0xfe && (b[1]! & 0xc0) === 0x80) {
+    return "is a link-local address (bcd derives the NIC's own from its MAC)";
+  }
   return undefined;
 }

@@ -94,8 +94,40 @@ export function checkIpamAddress(s: unknown, where: string, instance?: string): 
   return c;
 }
 
+/** A checked NIC with what the renderer needs already parsed. */
+export interface ParsedNic {
+  readonly nic: NicPolicy;
+  readonly tap: string;
+  readonly mac?: Uint8Array;
+  /** Its addresses, in the order of `nic.addresses`. */
+  readonly own: readonly Cidr[];
+}
+
+/** Tap names already computed (the same instances come back on every load); cleared when it reaches its bound. */
+const _TAPS = new Map<string, string>();
+const _TAPS_MAX = 4 * MAX_POLICY_NICS;
+
+/** `tapName(instance, index)`, remembered. Throws its `RangeError`. */
+function _tap(instance: string, index: number): string {
+  const k = `${index}/${instance}`;
+  let t = _TAPS.get(k);
+  if (t === undefined) {
+    t = tapName(instance, index);
+    if (_TAPS.size >= _TAPS_MAX) _TAPS.clear();
+    _TAPS.set(k, t);
+  }
+  return t;
+}
+
+/** Policies {@link checkNetPolicy} returned (frozen), with their NICs parsed: rendering them does not check again. */
+const _PARSED = new WeakMap<NetPolicy, readonly ParsedNic[]>();
+
 /** Checks one NIC and returns it in canonical form. */
 export function checkNic(raw: unknown, where = "nic"): NicPolicy {
+  return _checkNic(raw, where).nic;
+}
+
+function _checkNic(raw: unknown, where: string): ParsedNic {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
     throw new NetPolicyError(`${where} is not an object`);
   }
@@ -111,8 +143,9 @@ export function checkNic(raw: unknown, where = "nic"): NicPolicy {
   if (typeof o.index !== "number" || !Number.isInteger(o.index) || o.index < 0) {
     throw new NetPolicyError(`${where}.index ${_show(o.index)} is not a NIC index`, id);
   }
+  let tap: string;
   try {
-    tapName(id, o.index);
+    tap = _tap(id, o.index);
   } catch (e) {
     if (e instanceof RangeError) throw new NetPolicyError(`${at}: ${e.message}`, id, { cause: e });
     throw e;
@@ -130,19 +163,23 @@ export function checkNic(raw: unknown, where = "nic"): NicPolicy {
     throw new NetPolicyError(`${at}: sshFromHostOnly ${_show(o.sshFromHostOnly)} is not a boolean`, id);
   }
   let mac: string | undefined;
+  let macBytes: Uint8Array | undefined;
   if (o.mac !== undefined) {
-    const b = typeof o.mac === "string" ? parseMac(o.mac) : undefined;
-    if (b === undefined) throw new NetPolicyError(`${at}: mac ${_show(o.mac)} is not a MAC address`, id);
-    const p = macProblem(b);
+    macBytes = typeof o.mac === "string" ? parseMac(o.mac) : undefined;
+    if (macBytes === undefined) throw new NetPolicyError(`${at}: mac ${_show(o.mac)} is not a MAC address`, id);
+    const p = macProblem(macBytes);
     if (p !== undefined) throw new NetPolicyError(`${at}: mac ${_show(o.mac)} ${p}`, id);
-    mac = formatMac(b);
+    mac = formatMac(macBytes);
   }
   if (!Array.isArray(o.addresses) || o.addresses.length > MAX_NIC_ADDRESSES) {
     throw new NetPolicyError(`${at}: addresses is not a list of at most ${MAX_NIC_ADDRESSES}`, id);
   }
-  const addresses = [
-    ...new Set(o.addresses.map((a, i) => formatCidr(checkIpamAddress(a, `${at}: addresses[${i}]`, id)))),
-  ];
+  const byText = new Map<string, Cidr>();
+  for (const [i, a] of o.addresses.entries()) {
+    const c = checkIpamAddress(a, `${at}: addresses[${i}]`, id);
+    byText.set(formatCidr(c), c);
+  }
+  const addresses = [...byText.keys()];
   const policy = o.policy as PolicyKind;
   if (policy !== "egress" && (mac === undefined || addresses.length === 0)) {
     throw new NetPolicyError(
@@ -150,15 +187,16 @@ export function checkNic(raw: unknown, where = "nic"): NicPolicy {
       id,
     );
   }
-  return {
+  const nic: NicPolicy = Object.freeze({
     instance: id,
     index: o.index,
     bridge: o.bridge,
     policy,
     sshFromHostOnly: o.sshFromHostOnly,
     ...(mac !== undefined ? { mac } : {}),
-    addresses,
-  };
+    addresses: Object.freeze(addresses),
+  });
+  return { nic, tap, ...(macBytes !== undefined ? { mac: macBytes } : {}), own: [...byText.values()] };
 }
 
 /** Checks a whole policy (see the table above) and returns it in canonical form. */
@@ -173,10 +211,9 @@ export function checkNetPolicy(raw: unknown): NetPolicy {
   if (!Array.isArray(o.nics) || o.nics.length > MAX_POLICY_NICS) {
     throw new NetPolicyError(`policy.nics is not a list of at most ${MAX_POLICY_NICS} NICs`);
   }
-  const nics = o.nics.map((n, i) => checkNic(n, `policy.nics[${i}]`));
+  const parsed = o.nics.map((n, i) => _checkNic(n, `policy.nics[${i}]`));
   const taps = new Map<string, NicPolicy>();
-  for (const n of nics) {
-    const tap = tapName(n.instance, n.index);
+  for (const { nic: n, tap } of parsed) {
     const other = taps.get(tap);
     if (other !== undefined) {
       const what = other.instance === n.instance
@@ -186,7 +223,14 @@ export function checkNetPolicy(raw: unknown): NetPolicy {
     }
     taps.set(tap, n);
   }
-  return { nics };
+  const policy: NetPolicy = Object.freeze({ nics: Object.freeze(parsed.map((p) => p.nic)) });
+  _PARSED.set(policy, parsed);
+  return policy;
+}
+
+/** The parsed NICs of `policy`: those recorded when {@link checkNetPolicy} returned it, else it is checked now. */
+export function parsedNics(policy: NetPolicy): readonly ParsedNic[] {
+  return _PARSED.get(policy) ?? _PARSED.get(checkNetPolicy(policy))!;
 }
 
 /** Checks the host's own addresses (bare IPv4/IPv6 addresses) and returns them canonical, without duplicates. */

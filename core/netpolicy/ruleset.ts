@@ -31,23 +31,13 @@
  * addresses as 128-bit integers, for a neighbour advert's target, which nft 1.0.6 names only as `@th,64,128`);
  * `v4_guarded`, `v6_guarded`, `nd_guarded`; `host_v4`, `host_v6`, `host_nd`; `v4_reach`, `v6_reach` (intervals).
  *
- * Text is built only from canonical spellings of parsed values and from `tapName`, after {@link checkNetPolicy}.
+ * Text is built only from canonical spellings of parsed values and from `tapName`, after `checkNetPolicy`.
  *
  * @module
  */
-import { tapName } from "../converge/instances/tap_name.ts";
-import {
-  type Cidr,
-  contains,
-  eui64LinkLocal,
-  formatAddress,
-  formatCidr,
-  networkOf,
-  parseCidr,
-  parseMac,
-} from "./addr.ts";
+import { type Cidr, contains, eui64LinkLocal, formatAddress, formatCidr, hexOf, networkOf, parseCidr } from "./addr.ts";
 import type { NftTable, RuleCounts, TableCounts } from "./counts.ts";
-import { checkHostAddresses, checkNetPolicy, type NetPolicy } from "./policy.ts";
+import { checkHostAddresses, type NetPolicy, parsedNics } from "./policy.ts";
 
 /** A rendered ruleset: the `nft -f` text and the figures the integrity check expects after it loads. */
 export interface Ruleset {
@@ -154,16 +144,27 @@ const _V6_DHCP = parseCidr("ff02::1:2")!;
 const _V4_ANY = "0.0.0.0";
 const _V6_ANY = "::";
 
-/** A 128-bit integer as nft reads it in a `@th,64,128` set. */
-function _nd(v: bigint): string {
-  return `0x${v.toString(16).padStart(32, "0")}`;
+/** An IPv6 address as the 128-bit integer nft reads in a `@th,64,128` set. */
+function _nd(b: Uint8Array): string {
+  return `0x${hexOf(b)}`;
 }
 
-/** Removes entries contained in another (nft refuses overlapping intervals); keeps first-seen order otherwise. */
-function _outermost(cs: readonly Cidr[]): Cidr[] {
-  const uniq = new Map(cs.map((c) => [formatCidr(networkOf(c)), networkOf(c)]));
-  const all = [...uniq.values()];
-  return all.filter((c, i) => !all.some((o, j) => j !== i && contains(o, c) && (o.prefix < c.prefix || j < i)));
+/** Entries as `[canonical text, network]`, each once, none contained in another (nft refuses overlapping intervals). */
+function _outermost(cs: readonly Cidr[]): [string, Cidr][] {
+  const uniq = new Map<string, Cidr>();
+  for (const c of cs) {
+    const net = c.prefix === c.bytes.length * 8 ? c : networkOf(c);
+    uniq.set(formatCidr(net), net);
+  }
+  const all = [...uniq];
+  return all.filter(([, c], i) => !all.some(([, o], j) => j !== i && contains(o, c) && (o.prefix < c.prefix || j < i)));
+}
+
+/** A NIC's reach set: `fixed` (the host and DHCP groups, already outermost) less what its own subnets cover. */
+function _reach(fixed: readonly [string, Cidr][], own: readonly Cidr[]): [string, Cidr][] {
+  if (own.length === 0) return [...fixed];
+  const nets = _outermost(own);
+  return [...nets, ...fixed.filter(([, c]) => !nets.some(([, o]) => contains(o, c)))];
 }
 
 /** `name { <type>; elements = { … } }`, one element a line; an empty set has no elements clause. */
@@ -183,7 +184,7 @@ function _replace(table: string, body: string): string {
 
 /**
  * Renders `policy` for a host whose own addresses on the instances' bridges are `hostAddresses` (bare addresses, the
- * link-local ones included). Checks both first ({@link checkNetPolicy}): a value it refuses throws
+ * link-local ones included). Checks both first (`checkNetPolicy`; a policy it returned is not checked twice): a value it refuses throws
  * `NetPolicyError` and no text is built.
  *
  * @example
@@ -193,49 +194,54 @@ function _replace(table: string, body: string): string {
  * ```
  */
 export function renderRuleset(policy: NetPolicy, hostAddresses: readonly string[]): Ruleset {
-  const p = checkNetPolicy(policy);
+  const nics = parsedNics(policy);
   const host = checkHostAddresses(hostAddresses).map((a) => parseCidr(a)!);
+  const fixed = _outermost([...host, _V4_DHCP, _V6_DHCP]);
   const hostV4 = host.filter((c) => c.family === 4);
   const hostV6 = host.filter((c) => c.family === 6);
   const sets: Record<string, string[]> = Object.fromEntries(Object.keys(_SET_TYPES).map((k) => [k, []]));
   const add = (k: string, v: string) => sets[k]!.push(v);
-  const guardedV4 = new Set<string>(), guardedV6 = new Set<string>();
-  for (const c of hostV4) add("host_v4", formatAddress(4, c.value));
+  const guardedV4 = new Set<string>(), guardedV6 = new Map<string, string>();
+  for (const c of hostV4) add("host_v4", formatAddress(4, c.bytes));
   for (const c of hostV6) {
-    add("host_v6", formatAddress(6, c.value));
-    add("host_nd", _nd(c.value));
+    add("host_v6", formatAddress(6, c.bytes));
+    add("host_nd", _nd(c.bytes));
   }
-  for (const n of p.nics) {
-    const tap = `"${tapName(n.instance, n.index)}"`;
+  for (const { nic: n, tap: name, mac, own } of nics) {
+    const tap = `"${name}"`;
     if (n.sshFromHostOnly) add("ssh_taps", tap);
-    const own = n.addresses.map((a) => parseCidr(a)!);
-    if (n.mac === undefined || own.length === 0) continue;
-    const mac = parseMac(n.mac)!;
+    if (mac === undefined || own.length === 0) continue;
     add("guarded_taps", tap);
     add("mac_bind", `${tap} . ${n.mac}`);
     add("v4_bind", `${tap} . ${_V4_ANY}`);
     add("v6_bind", `${tap} . ${_V6_ANY}`);
     const ll = eui64LinkLocal(mac);
-    const v6 = [ll, ...own.filter((c) => c.family === 6).map((c) => c.value)];
-    for (const c of own.filter((c) => c.family === 4)) {
-      const a = formatAddress(4, c.value);
+    const v6 = new Map<string, Uint8Array>([[formatAddress(6, ll), ll]]);
+    for (const c of own) {
+      if (c.family === 6) {
+        v6.set(formatAddress(6, c.bytes), c.bytes);
+        continue;
+      }
+      const a = formatAddress(4, c.bytes);
       add("v4_bind", `${tap} . ${a}`);
       guardedV4.add(a);
     }
-    for (const v of new Set(v6)) {
-      add("v6_bind", `${tap} . ${formatAddress(6, v)}`);
-      add("nd_bind", `${tap} . ${_nd(v)}`);
-      guardedV6.add(formatAddress(6, v));
+    for (const [a, b] of v6) {
+      const nd = _nd(b);
+      add("v6_bind", `${tap} . ${a}`);
+      add("nd_bind", `${tap} . ${nd}`);
+      guardedV6.set(a, nd);
     }
     if (n.policy === "egress") continue;
     add("restricted_taps", tap);
-    const reach = [...host, _V4_DHCP, _V6_DHCP, ...(n.policy === "private" ? own : [])];
-    for (const c of _outermost(reach)) add(c.family === 4 ? "v4_reach" : "v6_reach", `${tap} . ${formatCidr(c)}`);
+    for (const [k, c] of _reach(fixed, n.policy === "private" ? own : [])) {
+      add(c.family === 4 ? "v4_reach" : "v6_reach", `${tap} . ${k}`);
+    }
   }
   for (const a of guardedV4) add("v4_guarded", a);
-  for (const a of guardedV6) {
+  for (const [a, nd] of guardedV6) {
     add("v6_guarded", a);
-    add("nd_guarded", _nd(parseCidr(a)!.value));
+    add("nd_guarded", nd);
   }
   const chains = _bridgeChains(hostV4.length > 0, hostV6.length > 0);
   let body = Object.entries(sets).map(([k, v]) => _set(k, v)).join("");

@@ -28,10 +28,7 @@ function _u32(n: number): Uint8Array {
 export function ip(s: string): Uint8Array {
   const c = parseCidr(s);
   if (c === undefined) throw new RangeError(`not an address: ${s}`);
-  const n = c.family === 4 ? 4 : 16;
-  const out = new Uint8Array(n);
-  for (let i = 0; i < n; i++) out[i] = Number((c.value >> BigInt((n - 1 - i) * 8)) & 0xffn);
-  return out;
+  return c.bytes;
 }
 
 /** A MAC's bytes. */

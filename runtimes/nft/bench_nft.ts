@@ -1,0 +1,104 @@
+/**
+ * `deno task bench:nft`: loading the network policy for 1,000 instances with two NICs each (issue 13), in a network
+ * namespace this benchmark makes and removes.
+ *
+ * Prints, interleaved over rounds, medians:
+ * - anchor: `nft -f` of the same ruleset text, loaded directly (`ip netns exec <ns> nft -f -`);
+ * - bcd in the helper: `RealNft.apply` (check the policy, look up the host's addresses, render, `nft -f`), with its
+ *   ratio to the anchor (goal ≤ 1.2×);
+ * - bcd from the node: the same through the helper's socket (`HelperNft` → `nft.apply`), with its ratio;
+ * - the render alone (check + text), and the integrity check per run (three `nft -j list table` and the count).
+ *
+ * @module
+ */
+import { silentLogger } from "../../core/log/mod.ts";
+import { NftKeeper, renderRuleset } from "../../core/netpolicy/mod.ts";
+import { startTestHelper } from "../helper/test_helper.ts";
+import { HelperNft } from "./helper_nft.ts";
+import { Netns, netnsUnavailable } from "./netns_harness.ts";
+import { RealNft } from "./real_nft.ts";
+import { FLEET_HOST, fleetPolicy } from "./suite/fleet.ts";
+
+const ROUNDS = Number(Deno.env.get("BCD_BENCH_ROUNDS") ?? "7");
+const INSTANCES = 1000;
+
+function _median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+async function _time(f: () => Promise<unknown>): Promise<number> {
+  const t0 = performance.now();
+  await f();
+  return performance.now() - t0;
+}
+
+const why = netnsUnavailable();
+if (why !== undefined) {
+  console.log(`bench:nft cannot run here: ${why}`);
+  Deno.exit(1);
+}
+const nets = new Netns("bn");
+try {
+  const ns = await nets.add("h");
+  for (const [br, a] of [["br0", "10.0.0.1/24"], ["br1", "10.16.0.1/24"]]) {
+    await nets.ip(ns, "link", "add", br!, "type", "bridge");
+    await nets.ip(ns, "addr", "add", a!, "dev", br!);
+  }
+  const host = FLEET_HOST.slice(0, 2);
+  const policy = fleetPolicy(INSTANCES);
+  const real = new RealNft({ netns: ns, hostAddresses: () => Promise.resolve(host) });
+  const helper = await startTestHelper({ nft: real });
+  const viaHelper = new HelperNft(helper.client);
+  const { text } = renderRuleset(policy, host);
+  const direct = async () => {
+    const r = await real.run(["-f", "-"], text);
+    if (r.code !== 0) throw new Error(r.stderr);
+  };
+  const keeper = new NftKeeper(real, { now: () => performance.now(), log: silentLogger() });
+  await keeper.ensure(policy);
+  const t = {
+    anchor: [] as number[],
+    apply: [] as number[],
+    helper: [] as number[],
+    render: [] as number[],
+    check: [] as number[],
+  };
+  for (let i = 0; i < ROUNDS; i++) {
+    t.anchor.push(await _time(direct));
+    t.apply.push(await _time(() => real.apply(policy)));
+    t.helper.push(await _time(() => viaHelper.apply(policy)));
+    t.render.push(await _time(() => Promise.resolve(renderRuleset(policy, host))));
+    t.check.push(
+      await _time(async () => {
+        const r = await keeper.check();
+        if (r?.kind !== "intact") throw new Error(`integrity check found ${JSON.stringify(r)}`);
+      }),
+    );
+  }
+  await helper.close();
+  const a = _median(t.anchor);
+  const f = (ms: number) => `${ms.toFixed(1)} ms`;
+  console.log(
+    `bench:nft — ${INSTANCES} instances, ${policy.nics.length} NICs, ruleset ${text.length} bytes, ${ROUNDS} rounds (medians)`,
+  );
+  console.log(`anchor  nft -f of the same text              ${f(a)}`);
+  console.log(
+    `bcd     RealNft.apply (helper side)           ${f(_median(t.apply))}  ${
+      (_median(t.apply) / a).toFixed(2)
+    }x  (goal <= 1.2x)`,
+  );
+  console.log(
+    `bcd     HelperNft.apply over the socket       ${f(_median(t.helper))}  ${
+      (_median(t.helper) / a).toFixed(2)
+    }x  (goal <= 1.2x)`,
+  );
+  console.log(`        render alone (check + text)           ${f(_median(t.render))}`);
+  console.log(
+    `        integrity check per run (3 listings)  ${f(_median(t.check))}  (every 5 s: ${
+      (_median(t.check) / 50).toFixed(2)
+    }% of one core)`,
+  );
+} finally {
+  await nets.close();
+}
