@@ -30,7 +30,19 @@ const VALID: Record<HelperOp, unknown> = {
   "slice.usage": { name: "bcd-alloc-a1.slice" },
   "gpu.reset": { gpuUuid: GPU },
   "node.reboot": { reason: "kernel update" },
-  "nft.apply": { policy: { nics: [{ instance: "i-1", index: 0, bridge: "br0", policy: "private", sshFromHostOnly: true, mac: "52:54:00:00:00:01", addresses: ["10.0.3.7/24"] }] } },
+  "nft.apply": {
+    policy: {
+      nics: [{
+        instance: "i-1",
+        index: 0,
+        bridge: "br0",
+        policy: "private",
+        sshFromHostOnly: true,
+        mac: "52:54:00:00:00:01",
+        addresses: ["10.0.3.7/24"],
+      }],
+    },
+  },
   "nft.list": {},
 };
 

@@ -36,7 +36,19 @@ const ARGS: { [O in HelperOp]: HelperArgs[O] } = {
   "slice.usage": { name: "bcd-alloc-a1.slice" },
   "gpu.reset": { gpuUuid: GPU },
   "node.reboot": { reason: "requested by op-17" },
-  "nft.apply": { policy: { nics: [{ instance: "i-1", index: 0, bridge: "br0", policy: "private", sshFromHostOnly: true, mac: "52:54:00:00:00:01", addresses: ["10.0.3.7/24"] }] } },
+  "nft.apply": {
+    policy: {
+      nics: [{
+        instance: "i-1",
+        index: 0,
+        bridge: "br0",
+        policy: "private",
+        sshFromHostOnly: true,
+        mac: "52:54:00:00:00:01",
+        addresses: ["10.0.3.7/24"],
+      }],
+    },
+  },
   "nft.list": {},
 };
 

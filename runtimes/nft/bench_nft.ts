@@ -11,6 +11,7 @@
  *
  * @module
  */
+import process from "node:process";
 import { silentLogger } from "../../core/log/mod.ts";
 import { NftKeeper, renderRuleset } from "../../core/netpolicy/mod.ts";
 import { startTestHelper } from "../helper/test_helper.ts";
@@ -25,6 +26,14 @@ const INSTANCES = 1000;
 function _median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)]!;
+}
+
+/** CPU milliseconds (user + system) this process spent in `f`. */
+function _cpu(f: () => unknown): number {
+  const t = process.cpuUsage();
+  f();
+  const d = process.cpuUsage(t);
+  return (d.user + d.system) / 1000;
 }
 
 async function _time(f: () => Promise<unknown>): Promise<number> {
@@ -63,12 +72,14 @@ try {
     helper: [] as number[],
     render: [] as number[],
     check: [] as number[],
+    cpu: [] as number[],
   };
   for (let i = 0; i < ROUNDS; i++) {
     t.anchor.push(await _time(direct));
     t.apply.push(await _time(() => real.apply(policy)));
     t.helper.push(await _time(() => viaHelper.apply(policy)));
     t.render.push(await _time(() => Promise.resolve(renderRuleset(policy, host))));
+    t.cpu.push(_cpu(() => renderRuleset(policy, host)));
     t.check.push(
       await _time(async () => {
         const r = await keeper.check();
@@ -93,7 +104,7 @@ try {
       (_median(t.helper) / a).toFixed(2)
     }x  (goal <= 1.2x)`,
   );
-  console.log(`        render alone (check + text)           ${f(_median(t.render))}`);
+  console.log(`        render alone (check + text)           ${f(_median(t.render))} wall, ${f(_median(t.cpu))} CPU`);
   console.log(
     `        integrity check per run (3 listings)  ${f(_median(t.check))}  (every 5 s: ${
       (_median(t.check) / 50).toFixed(2)
