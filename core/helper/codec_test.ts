@@ -73,6 +73,7 @@ Deno.test("answers: a result and each refusal code round-trip; the node's error 
       "invalid-argument",
       "busy",
       "failed",
+      "unsupported",
     ] as const
   ) {
     const a = decodeAnswer(

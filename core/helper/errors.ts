@@ -19,6 +19,7 @@
  * | `invalid-argument` | an argument is refused (named, with its value)                           |
  * | `busy`             | too many requests in flight on this connection                           |
  * | `failed`           | the operation ran and failed; the message is the runtime's               |
+ * | `unsupported`      | the operation cannot be done on this host and no retry fixes it (a huge page size it lacks) |
  * | `unreachable`      | (node side) the socket cannot be reached, or the connection dropped      |
  * | `timeout`          | (node side) no answer in time                                            |
  */
@@ -31,6 +32,7 @@ export type HelperErrorCode =
   | "invalid-argument"
   | "busy"
   | "failed"
+  | "unsupported"
   | "unreachable"
   | "timeout";
 
@@ -44,6 +46,7 @@ export const HELPER_ERROR_CODES: readonly HelperErrorCode[] = [
   "invalid-argument",
   "busy",
   "failed",
+  "unsupported",
   "unreachable",
   "timeout",
 ];

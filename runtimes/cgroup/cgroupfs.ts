@@ -15,7 +15,7 @@
  *
  * @module
  */
-import type { SliceManager, SliceRemoval } from "../../core/converge/devices/ports.ts";
+import { PageSizeUnsupported, type SliceManager, type SliceRemoval } from "../../core/converge/devices/ports.ts";
 import { allocationIdOfSlice, type SliceSettings } from "../../core/converge/devices/slice.ts";
 import {
   ancestorDirs,
@@ -77,7 +77,7 @@ export function sliceFiles(s: SliceSettings): SliceFile[] {
 /**
  * Writes one slice file and reads it back. The kernel offers `hugetlb.<size>.*` only for the huge page sizes the host
  * has, and cgroupfs refuses to create a file (EACCES): a hugetlb file that is absent is reported as the missing page
- * size, not as the raw write error.
+ * size ({@link PageSizeUnsupported}, which no retry fixes), not as the raw write error.
  */
 export async function writeSliceFile(dir: string, f: SliceFile): Promise<void> {
   const path = `${dir}/${f.file}`;
@@ -88,7 +88,7 @@ export async function writeSliceFile(dir: string, f: SliceFile): Promise<void> {
       throw e;
     }
     const size = /^hugetlb\.([^.]+)\.max$/.exec(f.file)?.[1] ?? f.file;
-    throw new CgroupError(`this host has no ${size} huge pages: the kernel offers no ${f.file} in ${dir}`, {
+    throw new PageSizeUnsupported(`this host has no ${size} huge pages: the kernel offers no ${f.file} in ${dir}`, {
       cause: e,
     });
   }

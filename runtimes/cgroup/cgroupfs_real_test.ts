@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { sliceName } from "../../core/converge/devices/slice.ts";
 import { CgroupError, isPopulated, sliceDir, writeChecked } from "./cgroup_files.ts";
 import { writeSliceFile } from "./cgroupfs.ts";
+import { PageSizeUnsupported } from "../../core/converge/devices/ports.ts";
 import { hostPageSizesSync, pageSizeUnavailable, realCgroupfsSubject, realCgroupUnavailable } from "./test_trees.ts";
 
 const skip = realCgroupUnavailable();
@@ -65,7 +66,7 @@ Deno.test(
       await assert.rejects(
         writeSliceFile(dir, { controller: "hugetlb", file, value: "0", readBack: "exact" }),
         (e) =>
-          e instanceof CgroupError &&
+          e instanceof PageSizeUnsupported &&
           e.message === `this host has no ${file.split(".")[1]} huge pages: the kernel offers no ${file} in ${dir}`,
       );
     } finally {

@@ -6,6 +6,7 @@
  * @module
  */
 import { HelperError, type HelperRequest } from "../../core/helper/mod.ts";
+import { PageSizeUnsupported } from "../../core/converge/devices/ports.ts";
 import type { HelperBackends } from "./backends.ts";
 
 /** A one-at-a-time lock (a promise chain). */
@@ -26,6 +27,7 @@ export async function runOp(b: HelperBackends, req: HelperRequest, writes: Mutex
   } catch (e) {
     if (e instanceof HelperError) throw e;
     const msg = e instanceof Error ? e.message : String(e);
+    if (e instanceof PageSizeUnsupported) throw new HelperError("unsupported", `${req.op}: ${msg}`, { cause: e });
     throw new HelperError("failed", `${req.op}: ${msg}`, { cause: e });
   }
 }

@@ -17,6 +17,7 @@ import {
   type HoldListing,
   type HoldStore,
   type HostMemorySource,
+  PageSizeUnsupported,
   type SliceManager,
   type SliceRemoval,
 } from "../../core/converge/devices/ports.ts";
@@ -75,7 +76,13 @@ export class HelperSliceManager implements SliceManager {
   constructor(private readonly c: HelperClient) {}
 
   async apply(name: string, settings: SliceSettings): Promise<void> {
-    await this.c.call("slice.apply", { name, settings });
+    try {
+      await this.c.call("slice.apply", { name, settings });
+    } catch (e) {
+      // The helper's slice manager found a huge page size the host lacks: as terminal here as there.
+      if (e instanceof HelperError && e.code === "unsupported") throw new PageSizeUnsupported(e.message, { cause: e });
+      throw e;
+    }
   }
 
   async list(): Promise<string[]> {

@@ -7,6 +7,7 @@ import { silentLogger } from "../../core/log/mod.ts";
 import { DevicesMemory } from "../../core/converge/devices/apply.ts";
 import { DevicesConverger } from "../../core/converge/devices/converger.ts";
 import { MemoryEventSink, StaticGpuTool } from "../../core/converge/devices/fakes.ts";
+import { PageSizeUnsupported } from "../../core/converge/devices/ports.ts";
 import { sampleInventory, sampleUuid } from "../../core/converge/devices/sample_inventory.ts";
 import { HelperError } from "../../core/helper/mod.ts";
 import { ProcHostMemory } from "../cgroup/host_memory.ts";
@@ -154,6 +155,36 @@ Deno.test("on a host without 1 GiB huge pages, a hold booking them fails termina
     assert.match(failed!.message, /no 1 GiB huge pages \(it has 2 MiB\)/);
     const ops = h.logs.filter((l) => l.msg === "helper: op").map((l) => l.op);
     assert.ok(!ops.includes("slice.apply") && !ops.includes("file.write"), "nothing was written for it");
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("a page size the helper's kernel lacks comes back `unsupported`: the hold fails terminally, not retried", async () => {
+  const h = await startTestHelper();
+  try {
+    await Deno.remove(`${h.proc}/meminfo`); // the host's page sizes are unknown to the plan
+    h.backends.slices.apply = () =>
+      Promise.reject(new PageSizeUnsupported("this host has no 1GB huge pages: the kernel offers no hugetlb.1GB.max"));
+    const events = new MemoryEventSink();
+    const conv = helperConverger(h, events);
+    const section = {
+      assignments: [{
+        allocation_id: "big",
+        reservation_id: "r1",
+        binding: "BINDING_HOLD",
+        devices: [{ class: "gpu", id: sampleUuid(0) }],
+        limits: { hugepages_1gi: 1 },
+      }],
+    };
+    const ctx = { generation: 1, log: silentLogger() };
+    const out = await conv.apply(conv.plan(section, await conv.observe(ctx)), section, ctx);
+    assert.equal(out.kind, "failed");
+    assert.deepEqual(events.events.map((e) => [e.type, (e as { reason?: string }).reason]), [
+      ["AllocationFailed", "resources-exhausted"],
+    ]);
+    assert.match((events.events[0] as { message: string }).message, /^helper: slice\.apply: this host has no 1GB/);
+    assert.deepEqual((await new HelperHoldStore(h.client).list()).holds, []);
   } finally {
     await h.close();
   }

@@ -9,7 +9,9 @@ import type { Logger } from "../../log/mod.ts";
 import type { DeviceEvent } from "./events.ts";
 import { holdCdiNames } from "./hold.ts";
 import type { DevicesAction } from "./plan.ts";
-import type { EventSink, HoldStore, SliceManager } from "./ports.ts";
+import { type EventSink, type HoldStore, PageSizeUnsupported, type SliceManager } from "./ports.ts";
+import type { DeviceAssignment } from "./assignment.ts";
+import type { AllocationFailureReason } from "./reasons.ts";
 
 /** The ports `applyDevices` acts through. */
 export interface DevicesApplyPorts {
@@ -65,6 +67,20 @@ export async function applyDevices(
     await ports.events.emit(e);
     events.push(e);
   };
+  /** A terminal failure of a hold: `AllocationFailed` once per allocation, reason and generation. */
+  const fail = async (assignment: DeviceAssignment, reason: AllocationFailureReason, message: string) => {
+    failures.push({ reason, text: `${assignment.allocation_id}: ${reason}: ${message}` });
+    if (ctx.memory && !ctx.memory.firstReport(ctx.generation, assignment.allocation_id, reason)) return;
+    await emit({
+      type: "AllocationFailed",
+      allocation_id: assignment.allocation_id,
+      reservation_id: assignment.reservation_id,
+      generation: ctx.generation,
+      reason,
+      message,
+    });
+    log.warn({ allocation: assignment.allocation_id, reason, generation: ctx.generation }, message);
+  };
   const dropSlice = async (name: string, allocationId?: string) => {
     const r = await slices.remove(name);
     if (r === "busy") {
@@ -110,7 +126,18 @@ export async function applyDevices(
           await holds.write(a.record);
           break;
         case "bind": {
-          if (a.slice) await slices.apply(a.slice.name, a.slice.settings);
+          if (a.slice) {
+            try {
+              await slices.apply(a.slice.name, a.slice.settings);
+            } catch (e) {
+              if (!(e instanceof PageSizeUnsupported)) throw e;
+              // The host lacks a page size the hold books (found by the kernel, the host's sizes being unknown to
+              // the plan): as terminal as the plan's refusal. A new hold's slice goes; a bound hold keeps its own.
+              if (!a.replaces) await dropSlice(a.slice.name, a.assignment.allocation_id);
+              await fail(a.assignment, "resources-exhausted", e.message);
+              break;
+            }
+          }
           await holds.write(a.record);
           if (!a.announce) break;
           try {
@@ -142,17 +169,7 @@ export async function applyDevices(
           });
           break;
         case "fail":
-          failures.push({ reason: a.reason, text: `${a.assignment.allocation_id}: ${a.reason}: ${a.message}` });
-          if (ctx.memory && !ctx.memory.firstReport(ctx.generation, a.assignment.allocation_id, a.reason)) break;
-          await emit({
-            type: "AllocationFailed",
-            allocation_id: a.assignment.allocation_id,
-            reservation_id: a.assignment.reservation_id,
-            generation: ctx.generation,
-            reason: a.reason,
-            message: a.message,
-          });
-          log.warn({ allocation: a.assignment.allocation_id, reason: a.reason, generation: ctx.generation }, a.message);
+          await fail(a.assignment, a.reason, a.message);
           break;
         case "retry":
           retry.push(`${a.allocationId}: ${a.message}`);

@@ -5,6 +5,7 @@ import { DevicesMemory } from "./apply.ts";
 import { DevicesConverger } from "./converger.ts";
 import type { DeviceEvent } from "./events.ts";
 import { MemoryEventSink, MemoryHoldStore, MemorySliceManager, StaticGpuTool, StaticHostMemory } from "./fakes.ts";
+import { PageSizeUnsupported } from "./ports.ts";
 import type { PassthroughGpu } from "./conflicts.ts";
 import { sampleInventory, sampleUuid } from "./sample_inventory.ts";
 
@@ -302,6 +303,22 @@ Deno.test("a host without 1 GiB huge pages fails a hold that books them, termina
   const again = await h.pass({ assignments: [big, small] }, 1);
   assert.deepEqual(again.events, [], "reported once per generation");
   assert.equal(again.outcome.kind, "failed");
+});
+
+Deno.test("host memory unreadable: the slice manager's missing page size fails the hold terminally, nothing held", async () => {
+  const h = harness();
+  h.hostMemory.value = undefined; // the page sizes are unknown to the plan; the kernel finds the size missing
+  h.slices.failNext(
+    "apply",
+    new PageSizeUnsupported("this host has no 1GB huge pages: the kernel offers no hugetlb.1GB.max"),
+  );
+  const r = await h.pass({ assignments: [hold("big", [["gpu", G0]], { limits: { hugepages_1gi: 1 } })] });
+  assert.equal(r.outcome.kind, "failed");
+  assert.deepEqual(r.events.map((e) => [e.type, (e as { reason?: string }).reason]), [
+    ["AllocationFailed", "resources-exhausted"],
+  ]);
+  assert.match((r.events[0] as { message: string }).message, /no 1GB huge pages/);
+  assert.equal(h.holds.specs.size, 0, "no CDI spec names a slice that could not be made");
 });
 
 Deno.test("an env file without its spec is removed; a bound hold whose env file went missing gets it back", async () => {

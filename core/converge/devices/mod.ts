@@ -29,7 +29,10 @@
  * - A host without a huge page size (e.g. no 1 GiB pages: no `/sys/kernel/mm/hugepages/hugepages-1048576kB`, so the
  *   kernel offers no `hugetlb.1GB.max` to write) cannot honor a hold that books that size: it fails terminally with
  *   `resources-exhausted` (so the control plane re-places it), its message naming the size, before anything is
- *   written. The sizes come with the host's memory (`HostMemory.hugePageSizes`, through the helper on the node).
+ *   written. The sizes come with the host's memory (`HostMemory.hugePageSizes`, through the helper on the node);
+ *   when the host's memory could not be read, the kernel's missing `hugetlb.<size>.max` is found at the slice write
+ *   ({@link PageSizeUnsupported}, the helper's `unsupported`) and fails the new hold the same way. A hold already
+ *   bound whose slice must be made again keeps retrying (bcd never drops a hold on its own).
  * - Admission: a hold's huge pages are checked per size against free less reserved pages host-wide and, when it names
  *   `mems`, the free pages on those nodes, less what bound holds booked and have not faulted in.
  *
@@ -136,6 +139,7 @@ export {
   type HoldListing,
   type HoldStore,
   type HostMemorySource,
+  PageSizeUnsupported,
   type SliceManager,
   type SliceRemoval,
   type XidConditions,

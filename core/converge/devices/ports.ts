@@ -56,6 +56,14 @@ export interface EventSink {
   emit(event: DeviceEvent): Promise<void>;
 }
 
+/**
+ * A slice books huge pages of a size this host does not have (the kernel offers no `hugetlb.<size>.max`): no retry
+ * fixes it, so a hold that needs the slice fails terminally. `message` names the size.
+ */
+export class PageSizeUnsupported extends Error {
+  override name = "PageSizeUnsupported";
+}
+
 /** A `nvidia-smi` call failed; `message` is what it said. */
 export class GpuToolError extends Error {
   override name = "GpuToolError";
