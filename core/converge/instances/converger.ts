@@ -4,6 +4,10 @@
  * never touched. An instance the runtime refuses (unknown runtime, bad request) fails that instance terminally at the
  * generation; a transient error keeps the section `PROGRESSING`.
  *
+ * `StatusReport.instances_complete` ({@link InstancesConverger.listing}): true only once every runtime was listed
+ * and while no runtime's last listing failed. A runtime that cannot be listed does not hide what the others hold (they
+ * are still reported), but the pass cannot plan without it, so the section stays `PROGRESSING` until it lists again.
+ *
  * @module
  */
 import type { bcd } from "../../../proto/mod.ts";
