@@ -65,4 +65,13 @@ export {
   type UpdateSink,
   type UpdateState,
 } from "./results.ts";
-export { CommandDecodeError, incomingFromWire, MAX_COMMAND_BODY_BYTES, timestampMs, updateToWire } from "./wire.ts";
+export {
+  CommandDecodeError,
+  incomingFromWire,
+  MAX_COMMAND_BODY_BYTES,
+  MAX_COMMAND_ID_BYTES,
+  MAX_COMMAND_KIND_BYTES,
+  MAX_COMMAND_STRING_BYTES,
+  timestampMs,
+  updateToWire,
+} from "./wire.ts";

@@ -11,7 +11,21 @@ import type { CommandUpdate, UpdateState } from "./results.ts";
 /** The largest `CommandBody` decoded. */
 export const MAX_COMMAND_BODY_BYTES = 1024 * 1024;
 
-/** A `Command` whose body does not decode: it cannot be answered (it has no id), only logged. */
+/**
+ * The longest command id and kind taken from the wire, in UTF-8 bytes (issue 28, item 5): both are journaled and go
+ * back in every `Hello` until acked, so a gateway must not be able to make them megabytes long. A UUID is 36 bytes;
+ * the longest kind bcd knows is under 32.
+ */
+export const MAX_COMMAND_ID_BYTES = 128;
+/** See {@link MAX_COMMAND_ID_BYTES}. */
+export const MAX_COMMAND_KIND_BYTES = 64;
+/** The longest other string of a body that is journaled or echoed (idempotency key, workflow, step, batch ids). */
+export const MAX_COMMAND_STRING_BYTES = 256;
+
+/**
+ * A `Command` that cannot be taken: its body does not decode, or its id is empty or oversize, its kind or another
+ * journaled string oversize. It cannot be answered under an id that is not one, only logged (bounded).
+ */
 export class CommandDecodeError extends Error {
   override name = "CommandDecodeError";
 }
@@ -22,7 +36,17 @@ export function timestampMs(ts: { seconds?: number | null; nanos?: number | null
   return (ts.seconds ?? 0) * 1000 + Math.floor((ts.nanos ?? 0) / 1_000_000);
 }
 
-/** Decodes a delivered `Command`; the body bytes are kept exactly as received. */
+function _bounded(field: string, v: string, max: number): void {
+  // A UTF-8 character is at most 3 bytes per UTF-16 unit, so short strings need no encoding.
+  if (v.length * 3 <= max) return;
+  const n = new TextEncoder().encode(v).length;
+  if (n > max) throw new CommandDecodeError(`a command ${field} of ${n} bytes (at most ${max})`);
+}
+
+/**
+ * Decodes a delivered `Command`; the body bytes are kept exactly as received. Throws {@link CommandDecodeError} for
+ * a body that does not decode, an empty id, or an id, kind or journaled string over its bound.
+ */
 export function incomingFromWire(cmd: Props<typeof bcd.v1.Command>): IncomingCommand {
   const bodyBytes = cmd.body ?? new Uint8Array();
   let b;
@@ -34,6 +58,13 @@ export function incomingFromWire(cmd: Props<typeof bcd.v1.Command>): IncomingCom
     }
     throw e;
   }
+  _bounded("id", b.id, MAX_COMMAND_ID_BYTES);
+  if (b.id === "") throw new CommandDecodeError("a command with an empty id");
+  _bounded("kind", b.kind, MAX_COMMAND_KIND_BYTES);
+  _bounded("idempotency_key", b.idempotency_key, MAX_COMMAND_STRING_BYTES);
+  _bounded("workflow_id", b.workflow_id, MAX_COMMAND_STRING_BYTES);
+  _bounded("step_id", b.step_id, MAX_COMMAND_STRING_BYTES);
+  _bounded("batch_id", b.batch_id, MAX_COMMAND_STRING_BYTES);
   const notAfterMs = timestampMs(b.not_after);
   const payload: AnyMessage | undefined = b.payload
     ? { typeUrl: b.payload.type_url ?? "", value: b.payload.value ?? new Uint8Array() }

@@ -60,6 +60,23 @@ export class ServerTimeRegressed extends JournalRefusal {
   }
 }
 
+/**
+ * A server time further ahead than {@link MAX_FORWARD_SKEW_MS} of the later of the mark and this host's clock, or
+ * past year 9999: taking it would move the mark for good and refuse every honest `Welcome` after it.
+ */
+export class ServerTimeAhead extends JournalRefusal {
+  override name = "ServerTimeAhead";
+  constructor(readonly serverTime: number, readonly limit: number, readonly source: string) {
+    super(
+      "server-time-ahead",
+      `${source} server_time ${Number.isFinite(serverTime) ? serverTime : String(serverTime)} ms is past ${
+        new Date(limit).toISOString()
+      } (more than 24 hours ahead of the later of the server time mark and this host's clock); refused, the mark ` +
+        `is unchanged (check the host's clock, or reset a wrong mark with "journal reset-time-mark")`,
+    );
+  }
+}
+
 /** The journal refuses to open with durability weaker than WAL + `synchronous=FULL`. */
 export class JournalDurabilityError extends JournalError {
   override name = "JournalDurabilityError";

@@ -39,7 +39,8 @@ import { recoverOp, type RecoverReport } from "./recover.ts";
 import { type Resolution, type ResolveContext, resolveEntry } from "./resolve.ts";
 import type { SqlDriver, SqlDriverFactory } from "./sql_driver.ts";
 import { sweepOp, type SweepReport } from "./sweep.ts";
-import { advanceMark, type ServerTimeSource } from "./time_mark.ts";
+import { boundedString } from "../log/bounded_text.ts";
+import { advanceMark, MARK_PERSIST_STEP_MS, type ServerTimeSource } from "./time_mark.ts";
 import type {
   AcceptedEntry,
   AcceptInput,
@@ -97,6 +98,10 @@ export class Journal {
   readonly #log: JournalLogger;
   readonly #maxTickets: number;
   #closed = false;
+  /** The server time mark as seen (ahead of the written one by less than the step). */
+  #mark: number | undefined;
+  #markWritten: number | undefined;
+  #markWrite: Promise<void> | undefined;
 
   private constructor(
     init: {
@@ -206,7 +211,8 @@ export class Journal {
   /** Journals the terminal result (stamped with this boot). A command already done keeps its first result. */
   finish(commandId: string, outcome: OutcomeInput): Promise<DoneEntry> {
     if (outcome.state === "REJECTED") return Promise.reject(new TypeError("use reject() for a REJECTED outcome"));
-    return this.#op((db, now) => finishOp(db, commandId, outcome, this.#ctx(), now));
+    const o = outcome.message === undefined ? outcome : { ...outcome, message: _message(outcome.message) };
+    return this.#op((db, now) => finishOp(db, commandId, o, this.#ctx(), now));
   }
 
   /**
@@ -215,7 +221,8 @@ export class Journal {
    * (a real outcome wins over a late cancel); a running one refuses with `CommandStateError` reason `running`.
    */
   cancel(commandId: string, input: AcceptInput, message?: string): Promise<DoneEntry> {
-    return this.#op((db, now) => cancelOp(db, commandId, input, message, this.#ctx(), now));
+    const m = message === undefined ? undefined : _message(message);
+    return this.#op((db, now) => cancelOp(db, commandId, input, m, this.#ctx(), now));
   }
 
   /**
@@ -228,7 +235,8 @@ export class Journal {
 
   /** Journals a terminal rejection (never `BUSY`) so a duplicate delivery gets the same answer. */
   reject(commandId: string, input: AcceptInput, reason: RejectReason, message?: string): Promise<DoneEntry> {
-    return this.#op((db, now) => rejectOp(db, commandId, input, reason, message, this.#ctx(), now));
+    const m = message === undefined ? undefined : _message(message);
+    return this.#op((db, now) => rejectOp(db, commandId, input, reason, m, this.#ctx(), now));
   }
 
   /** The entry of `commandId`, or null. */
@@ -299,8 +307,10 @@ export class Journal {
   // ---- meta, spec, time mark, tickets ---------------------------------------------------------------------------
 
   /** The `meta` part. */
-  meta(): Promise<JournalMeta> {
-    return this.#op((db) => getMeta(db));
+  async meta(): Promise<JournalMeta> {
+    const m = await this.#op((db) => getMeta(db));
+    // A mark seen but not yet written (heartbeat marks are coalesced) is still the mark.
+    return this.#mark !== undefined && this.#mark > m.serverTimeMark ? { ...m, serverTimeMark: this.#mark } : m;
   }
 
   /** Records the node id (after join or rebind). */
@@ -347,17 +357,62 @@ export class Journal {
 
   /**
    * Sees a server time (from `Welcome` or a heartbeat): the mark only moves forward, mirrored into identity.json.
-   * Throws `ServerTimeRegressed` for a `Welcome` more than 5 minutes before the mark. Returns the mark.
+   * Throws `ServerTimeRegressed` for a `Welcome` more than 5 minutes before the mark and `ServerTimeAhead` for a
+   * time too far ahead (time_mark.ts); the mark is then unchanged. Returns the mark.
+   *
+   * Writes are coalesced (issue 28, item 6): the mark held in memory moves at once, and it reaches the journal and
+   * identity.json (both fsynced) on every `Welcome` that moves it and otherwise once it is
+   * {@link MARK_PERSIST_STEP_MS} past the written one, one write at a time; a heartbeat flood costs no I/O. A crash
+   * loses at most that step of the mark, well inside the 5 minutes a `Welcome` may be behind it.
    */
   async observeServerTime(serverTime: number, source: ServerTimeSource): Promise<number> {
-    const { mark, moved } = await this.#op(async (db) => {
-      const before = (await getMeta(db)).serverTimeMark;
-      const mark = advanceMark(before, serverTime, source);
-      if (mark !== before) await setMeta(db, "server_time_mark", mark);
-      return { mark, moved: mark !== before };
-    });
-    if (moved) await updateIdentity(this.dataDir, { server_time_mark: mark });
+    if (this.#mark === undefined || this.#markWritten === undefined) {
+      const written = (await this.#op((db) => getMeta(db))).serverTimeMark;
+      this.#markWritten ??= written;
+      this.#mark ??= written;
+    }
+    const mark = advanceMark(this.#mark, serverTime, source, this.#now());
+    this.#mark = mark;
+    if (mark - this.#markWritten >= MARK_PERSIST_STEP_MS || (source === "welcome" && mark > this.#markWritten)) {
+      await this.#writeMark();
+    }
     return mark;
+  }
+
+  /** Writes the mark held in memory (and any that moves while writing); one writer at a time. */
+  #writeMark(): Promise<void> {
+    this.#markWrite ??= (async () => {
+      try {
+        while (this.#mark !== undefined && this.#mark > (this.#markWritten ?? 0)) {
+          const m = this.#mark;
+          await this.#op(async (db) => {
+            if (m > (await getMeta(db)).serverTimeMark) await setMeta(db, "server_time_mark", m);
+          });
+          await updateIdentity(this.dataDir, { server_time_mark: m });
+          this.#markWritten = m;
+        }
+      } finally {
+        this.#markWrite = undefined;
+      }
+    })();
+    return this.#markWrite;
+  }
+
+  /**
+   * Sets the mark to `mark`, lower or higher, in the journal and identity.json: the operator's reset of a mark that is
+   * wrong (`journal reset-time-mark`, with the daemon stopped; it holds the journal's lock). Returns the old mark.
+   */
+  async resetTimeMark(mark: number): Promise<number> {
+    const v = _int("mark", mark);
+    const old = await this.#op(async (db) => {
+      const before = (await getMeta(db)).serverTimeMark;
+      await setMeta(db, "server_time_mark", v);
+      return before;
+    });
+    await updateIdentity(this.dataDir, { server_time_mark: v });
+    this.#mark = v;
+    this.#markWritten = v;
+    return old;
   }
 
   /** Records an exec ticket's `jti` until it expires; throws `TicketReplayed` or `TicketsFull`. */
@@ -379,6 +434,7 @@ export class Journal {
   /** Waits for queued operations, closes the connection and releases the lock; idempotent. */
   async close(): Promise<void> {
     if (this.#closed) return;
+    if (this.#queue.stopped === null) await this.#writeMark();
     this.#closed = true;
     await this.#queue.drain();
     await this.#db.close().catch((e) => {
@@ -386,6 +442,13 @@ export class Journal {
     });
     this.#lock.release();
   }
+}
+
+/** The most bytes of a result message journaled (it goes back in `Hello` until acked). */
+export const MAX_RESULT_MESSAGE_BYTES = 2048;
+
+function _message(m: string): string {
+  return boundedString(m, MAX_RESULT_MESSAGE_BYTES);
 }
 
 function _int(name: string, v: number): number {

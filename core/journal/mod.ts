@@ -96,6 +96,7 @@ export {
   JournalLocked,
   JournalRefusal,
   JournalStopped,
+  ServerTimeAhead,
   ServerTimeRegressed,
   TicketReplayed,
   TicketsFull,
@@ -106,7 +107,15 @@ export { RETENTION_MS, type SweepReport } from "./sweep.ts";
 export { boundsFromConfig, DEFAULT_BOUNDS, EVENT_ROW_OVERHEAD, type JournalBounds } from "./bounds.ts";
 export type { AllocationAnnouncement, AppendOutcome, EventTotals } from "./events.ts";
 export { MAX_EXEC_TICKETS } from "./exec_tickets.ts";
-export { advanceMark, type ServerTimeSource, WELCOME_MAX_REGRESSION_MS } from "./time_mark.ts";
+export {
+  advanceMark,
+  forwardLimit,
+  MARK_PERSIST_STEP_MS,
+  MAX_FORWARD_SKEW_MS,
+  MAX_SERVER_TIME_MS,
+  type ServerTimeSource,
+  WELCOME_MAX_REGRESSION_MS,
+} from "./time_mark.ts";
 export { BOOT_ID_PATH, readBootId } from "./boot_id.ts";
 export { type Identity, IDENTITY_FILE, IdentityFileError, readIdentity, updateIdentity } from "./identity_file.ts";
 export { LOCK_FILE, lockHolder } from "./lock.ts";

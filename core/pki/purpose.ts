@@ -25,7 +25,9 @@ export type Purpose =
   /** The node over its join request (`JoinRequest.proof`): proof of possession of the new key. */
   | "join"
   /** A node CA root over a node certificate (`JoinResponse.cert_chain`). */
-  | "node-cert";
+  | "node-cert"
+  /** A worker key over a new trust bundle (`Welcome.signed_trust_bundle`), chaining to the roots the node holds. */
+  | "trust-bundle";
 
 /** Every purpose, for validation of decoded certificates. */
 export const PURPOSES: readonly Purpose[] = [
@@ -38,6 +40,7 @@ export const PURPOSES: readonly Purpose[] = [
   "session",
   "join",
   "node-cert",
+  "trust-bundle",
 ];
 
 const _enc = new TextEncoder();

@@ -16,6 +16,7 @@ import {
 import type { Logger } from "../log/mod.ts";
 import { Backoff, type BackoffOptions } from "./backoff.ts";
 import type { FrameTransport } from "./transport.ts";
+import { forLog } from "../log/bounded_text.ts";
 
 /** What the node may send. */
 export type NodeFrameInit = Props<typeof bcd.v1.NodeFrame>;
@@ -66,8 +67,40 @@ export interface SessionClientOptions {
   readonly heartbeatMs?: number;
   /** A session silent for this many heartbeat intervals is closed and reconnected. */
   readonly deadIntervals?: number;
+  /** From connect to `Welcome` at most this many ms, else the session is closed (default {@link HANDSHAKE_TIMEOUT_MS}). */
+  readonly handshakeTimeoutMs?: number;
+  /** The heartbeat interval range a `Welcome` is clamped to (default {@link HEARTBEAT_RANGE_MS}). */
+  readonly heartbeatRangeMs?: readonly [number, number];
+  /** A session must stay up this long before the reconnect backoff starts again from its base (default {@link STABLE_SESSION_MS}). */
+  readonly stableSessionMs?: number;
+  /** A monotonic clock in ms (default `performance.now`), injectable for tests. */
+  readonly monotonic?: () => number;
   /** Sleep, injectable for tests. */
   readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+/** From opening the connection to `Welcome`: a gateway silent before Challenge or after Hello is dropped. */
+export const HANDSHAKE_TIMEOUT_MS = 30_000;
+
+/**
+ * The range a gateway's `heartbeat_interval_ms` is clamped to: at least 200 ms (a dead window of at least 600 ms,
+ * and no heartbeat storm) and at most 10 minutes (far below the 2^31 ms where timers overflow).
+ */
+export const HEARTBEAT_RANGE_MS: readonly [number, number] = [200, 600_000];
+
+/** The heartbeat interval used when `Welcome` names none. */
+export const DEFAULT_HEARTBEAT_MS = 15_000;
+
+/**
+ * A session that stayed up this long resets the reconnect backoff; a gateway that welcomes and cuts at once keeps
+ * meeting a growing delay.
+ */
+export const STABLE_SESSION_MS = 60_000;
+
+/** The heartbeat interval for a `Welcome` asking `askedMs` (0: none asked), clamped to `range`. */
+export function heartbeatInterval(askedMs: number, fallbackMs: number, range = HEARTBEAT_RANGE_MS): number {
+  const v = askedMs > 0 ? askedMs : fallbackMs;
+  return Math.min(range[1], Math.max(range[0], v));
 }
 
 function _sleep(ms: number, signal: AbortSignal): Promise<void> {
@@ -89,6 +122,7 @@ export class SessionClient {
   #epoch = 0;
   #transport: FrameTransport | undefined;
   #sessions = 0;
+  #establishedAt: number | undefined;
 
   constructor(opts: SessionClientOptions) {
     this.#o = opts;
@@ -112,14 +146,21 @@ export class SessionClient {
   /** Connects, runs a session, reconnects with backoff; returns when `signal` aborts. */
   async run(signal: AbortSignal): Promise<void> {
     const sleep = this.#o.sleep ?? _sleep;
+    const now = this.#o.monotonic ?? (() => performance.now());
     while (!signal.aborted) {
       let reason: string;
+      this.#establishedAt = undefined;
       try {
         reason = await this.#session(signal);
       } catch (e) {
         reason = e instanceof Error ? e.message : String(e);
       }
+      reason = forLog(reason);
       this.#phase = "closed";
+      if (
+        this.#establishedAt !== undefined &&
+        now() - this.#establishedAt >= (this.#o.stableSessionMs ?? STABLE_SESSION_MS)
+      ) this.#backoff.reset();
       this.#o.delegate.disconnected(reason);
       if (signal.aborted) break;
       const wait = this.#backoff.next();
@@ -130,7 +171,33 @@ export class SessionClient {
 
   async #session(signal: AbortSignal): Promise<string> {
     this.#phase = "connecting";
-    const t = await this.#o.connect();
+    const handshakeMs = this.#o.handshakeTimeoutMs ?? HANDSHAKE_TIMEOUT_MS;
+    let handshakeExpired = false;
+    let t: FrameTransport | undefined;
+    const handshake = setTimeout(() => {
+      handshakeExpired = true;
+      t?.close(1000, "handshake timeout");
+    }, handshakeMs);
+    try {
+      t = await this.#o.connect();
+    } catch (e) {
+      clearTimeout(handshake);
+      throw e;
+    }
+    if (handshakeExpired) {
+      t.close(1000, "handshake timeout");
+      return `no Welcome within ${handshakeMs} ms`;
+    }
+    return await this.#established(t, signal, handshake, () => handshakeExpired, handshakeMs);
+  }
+
+  async #established(
+    t: FrameTransport,
+    signal: AbortSignal,
+    handshake: ReturnType<typeof setTimeout>,
+    handshakeExpired: () => boolean,
+    handshakeMs: number,
+  ): Promise<string> {
     this.#transport = t;
     const onAbort = () => t.close(1000, "shutdown");
     signal.addEventListener("abort", onAbort, { once: true });
@@ -147,7 +214,10 @@ export class SessionClient {
       };
       for (;;) {
         const bytes = await t.receive();
-        if (bytes === undefined) return t.closedReason ?? "closed";
+        if (bytes === undefined) {
+          if (handshakeExpired() && this.#phase !== "established") return `no Welcome within ${handshakeMs} ms`;
+          return t.closedReason ?? "closed";
+        }
         lastHeard = performance.now();
         let frame: GatewayFrame;
         try {
@@ -160,7 +230,9 @@ export class SessionClient {
           throw e;
         }
         if (frame.close) {
-          return `gateway closed the session: ${frame.close.reason} ${frame.close.message}`.trim();
+          return `gateway closed the session: ${forLog(frame.close.reason ?? "")} ${
+            forLog(frame.close.message ?? "")
+          }`.trim();
         }
         switch (this.#phase) {
           case "awaiting-challenge": {
@@ -182,12 +254,17 @@ export class SessionClient {
               }
               throw e;
             }
+            clearTimeout(handshake);
             epoch = Number(frame.welcome.session_epoch ?? 0);
             this.#epoch = epoch;
             this.#phase = "established";
             this.#sessions++;
-            this.#backoff.reset();
-            const every = frame.welcome.heartbeat_interval_ms || this.#o.heartbeatMs || 15_000;
+            this.#establishedAt = (this.#o.monotonic ?? (() => performance.now()))();
+            const every = heartbeatInterval(
+              frame.welcome.heartbeat_interval_ms ?? 0,
+              this.#o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
+              this.#o.heartbeatRangeMs,
+            );
             const dead = every * (this.#o.deadIntervals ?? 3);
             heartbeat = setInterval(() => {
               if (performance.now() - lastHeard > dead) {
@@ -196,19 +273,29 @@ export class SessionClient {
               }
               sessionOut.send({ heartbeat: this.#o.delegate.heartbeat() });
             }, every);
-            this.#o.log.info({ epoch }, "session established");
+            this.#o.log.info({ epoch, heartbeat_ms: every }, "session established");
             await this.#o.delegate.established(sessionOut);
             break;
           }
           case "established":
             if (frame.challenge || frame.welcome) throw this.#refuse(t, `unexpected ${frame.frame} after Welcome`);
-            await this.#o.delegate.frame(frame, sessionOut);
+            try {
+              await this.#o.delegate.frame(frame, sessionOut);
+            } catch (e) {
+              if (e instanceof SessionProtocolError) {
+                t.send(encodeNodeFrame({ close: { reason: e.reason, message: e.message } }));
+                t.close(1008, e.reason);
+                return `refused ${frame.frame}: ${e.message}`;
+              }
+              throw e;
+            }
             break;
           default:
             throw this.#refuse(t, `frame in phase ${this.#phase}`);
         }
       }
     } finally {
+      clearTimeout(handshake);
       if (heartbeat !== undefined) clearInterval(heartbeat);
       signal.removeEventListener("abort", onAbort);
       t.close(1000, "session over");

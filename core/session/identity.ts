@@ -10,6 +10,7 @@ import { readIdentity, updateIdentity } from "../journal/mod.ts";
 import { writeFileDurable } from "../journal/durable_file.ts";
 import { importSigningKeyPair, makeTrustBundle, type SigningKeyPair, type TrustBundle } from "../pki/mod.ts";
 import { signJoinProof } from "./proofs.ts";
+import { checkTransportUrl } from "./url_policy.ts";
 
 /** The key file inside `data_dir`. */
 export const NODE_KEY_FILE = "node.key";
@@ -104,8 +105,9 @@ export interface JoinOptions {
   readonly fetch?: typeof fetch;
 }
 
-/** Joins once: generates the key, presents it with the token, stores key and identity durably. */
+/** Joins once (`https:`, or `http:` to a loopback address only: {@link checkTransportUrl}): generates the key, presents it with the token, stores key and identity durably. */
 export async function join(opts: JoinOptions): Promise<NodeIdentity> {
+  checkTransportUrl(opts.joinUrl, "join");
   const kp = await crypto.subtle.generateKey({ name: "Ed25519" }, true, ["sign", "verify"]) as CryptoKeyPair;
   const publicKey = new Uint8Array(await crypto.subtle.exportKey("raw", kp.publicKey));
   const pkcs8 = new Uint8Array(await crypto.subtle.exportKey("pkcs8", kp.privateKey));

@@ -4,8 +4,15 @@
  * - At start the journal is recovered (settled `rebooted`/`interrupted` results go out with the next `Hello`) and the
  *   spec it holds is converged at once, with or without a gateway: desired state is enforced while offline.
  * - `Hello` carries the node id, role, journal id, boot id, applied generation, spec hash, capabilities, version,
- *   kinds and the unacked results; `Welcome` moves the server time mark (refused more than 5 minutes back), sets the
- *   server-time offset, replaces the trust bundle and acks events; then unacked results and events are replayed.
+ *   kinds and the oldest unacked results within {@link MAX_HELLO_RESULTS} and {@link MAX_HELLO_RESULT_BYTES} (the
+ *   rest follow `Welcome`, in order); `Welcome` moves the server time mark (refused more than 5 minutes back or
+ *   more than 24 hours ahead), sets the server-time offset, takes a trust bundle under the rotation rules
+ *   (`trust_rotation.ts`) and acks events; then unacked results and events are replayed.
+ * - Server time ({@link NodeAgent.serverNow}) never goes back: a heartbeat can only move it forward, a `Welcome`
+ *   within the 5 minutes the seed allows cannot move it below what it already returned, and a heartbeat too far
+ *   ahead ends the session with `time-mark`.
+ * - At start the spec the journal holds is enforced only when its signature verifies against the held trust bundle
+ *   (when that bundle holds roots); else the node asks for the full spec once connected.
  * - Desired state goes through {@link takeDesiredState}; an applied spec is journaled before it is converged.
  * - Status is coalesced latest-wins: only the newest report waits for the session.
  *
@@ -16,14 +23,27 @@ import { kindRoleOf, kindsForRole, type Role } from "../commands/kinds.ts";
 import { Dispatcher } from "../commands/dispatcher.ts";
 import type { HandlerRegistry } from "../commands/handlers.ts";
 import type { CommandUpdate } from "../commands/results.ts";
-import { CommandDecodeError, incomingFromWire, timestampMs, updateToWire } from "../commands/wire.ts";
+import {
+  CommandDecodeError,
+  incomingFromWire,
+  MAX_COMMAND_ID_BYTES,
+  timestampMs,
+  updateToWire,
+} from "../commands/wire.ts";
 import { ConditionSet, type MonotonicClock } from "../converge/conditions.ts";
 import { ConvergenceEngine, type SectionConverger, type StatusSnapshot } from "../converge/engine.ts";
 import { ConvergeLoop } from "../converge/loop.ts";
 import type { SectionName } from "../converge/section.ts";
 import type { InstanceListing } from "../converge/instances/mod.ts";
 import type { ResolvedAgentConfig } from "../config/mod.ts";
-import { type AllocationAnnouncement, type EventClass, type Journal, ServerTimeRegressed } from "../journal/mod.ts";
+import {
+  type AllocationAnnouncement,
+  type EventClass,
+  type Journal,
+  ServerTimeAhead,
+  ServerTimeRegressed,
+} from "../journal/mod.ts";
+import { forLog } from "../log/bounded_text.ts";
 import type { Logger } from "../log/mod.ts";
 import { QuorumLedger } from "../pki/quorum_ledger.ts";
 import type { TrustBundle } from "../pki/mod.ts";
@@ -35,7 +55,8 @@ import {
   type SessionOut,
   SessionProtocolError,
 } from "./client.ts";
-import { type HeldDesiredState, heldFromJournal, takeDesiredState } from "./desired_state.ts";
+import { type HeldDesiredState, heldFromJournal, takeDesiredState, verifyHeldSpec } from "./desired_state.ts";
+import { takeTrustBundle } from "./trust_rotation.ts";
 import { type NodeIdentity, saveTrustBundle, trustBundleFromWire, unbatchedFromWire } from "./identity.ts";
 import { signSessionProof } from "./proofs.ts";
 import type { FrameTransport } from "./transport.ts";
@@ -106,6 +127,9 @@ export class NodeAgent implements SessionDelegate, EventSink {
   #bundleUnbatched = 0;
   #held: HeldDesiredState | undefined;
   #serverOffset = 0;
+  /** The highest server time returned so far: {@link serverNow} never goes below it. */
+  #serverFloor = 0;
+  #trustBytes: Uint8Array;
   #upgradeOnly = false;
   #out: SessionOut | undefined;
   #latestStatus: StatusSnapshot | undefined;
@@ -118,6 +142,7 @@ export class NodeAgent implements SessionDelegate, EventSink {
     this.#log = o.log;
     this.#now = o.now ?? Date.now;
     this.journal = o.journal;
+    this.#trustBytes = o.identity.trustBundle;
     this.#trust = trustBundleFromWire(o.identity.trustBundle);
     this.#bundleUnbatched = unbatchedFromWire(o.identity.trustBundle);
     this.conditions = o.conditions ?? new ConditionSet(o.monotonic);
@@ -164,10 +189,18 @@ export class NodeAgent implements SessionDelegate, EventSink {
     const meta = await o.journal.meta();
     if (meta.nodeId === null) await o.journal.setNodeId(o.identity.nodeId);
     a.#serverOffset = meta.serverTimeMark > 0 ? Math.max(0, meta.serverTimeMark - a.#now()) : 0;
+    a.#serverFloor = meta.serverTimeMark;
     const stored = await o.journal.getSpec();
     if (stored) {
       a.#held = heldFromJournal(stored.bytes, o.identity.nodeId);
-      if (a.#held) {
+      const refused = a.#held ? await verifyHeldSpec(stored, a.#trust, a.serverNow()) : undefined;
+      if (refused !== undefined) {
+        a.#log.error(
+          { generation: a.#held?.generation, why: refused },
+          "the journal's spec does not verify against the trust bundle; not enforced, asking for the full spec",
+        );
+        a.#held = undefined;
+      } else if (a.#held) {
         a.#log.info({ generation: a.#held.generation }, "converging the spec the journal holds");
         await a.loop.onSpec(a.#heldSpec(a.#held));
       } else a.#log.warn("the journal's spec is unusable; asking for the full spec once connected");
@@ -175,9 +208,14 @@ export class NodeAgent implements SessionDelegate, EventSink {
     return a;
   }
 
-  /** Server time: the host clock plus the `Welcome` offset. */
+  /**
+   * Server time: the host clock plus the offset `Welcome` and heartbeats set, never below a value it already
+   * returned or the server time mark it started from, so `not_after` and certificate windows never see it go back.
+   */
   serverNow(): number {
-    return this.#now() + this.#serverOffset;
+    const t = Math.max(this.#now() + this.#serverOffset, this.#serverFloor);
+    this.#serverFloor = t;
+    return t;
   }
 
   /** The spec held now. */
@@ -227,7 +265,7 @@ export class NodeAgent implements SessionDelegate, EventSink {
 
   async hello(ch: bcd.v1.Challenge.$Properties): Promise<Props<typeof bcd.v1.Hello>> {
     const meta = await this.journal.meta();
-    const unacked = await this.dispatcher.unackedResults();
+    const unacked = boundHelloResults((await this.dispatcher.unackedResults()).map(updateToWire));
     const id = this.#o.identity;
     return {
       node_id: id.nodeId,
@@ -242,7 +280,7 @@ export class NodeAgent implements SessionDelegate, EventSink {
       kinds: kindsForRole(this.#o.role).map((k) => k.kind).filter((k) => this.#o.handlers.get(k) !== undefined),
       agent_version: AGENT_VERSION,
       protocol_version: PROTOCOLS.session,
-      unacked_results: unacked.map(updateToWire),
+      unacked_results: unacked,
       last_event_seq: meta.eventSeq,
       challenge_sig: await signSessionProof(id.key.privateKey, ch.nonce ?? new Uint8Array(), id.nodeId),
       cert_chain: id.certChain.map((c) => decodeMessage(bcd.v1.SignedCertificate, c)),
@@ -256,17 +294,14 @@ export class NodeAgent implements SessionDelegate, EventSink {
       try {
         await this.journal.observeServerTime(st, "welcome");
       } catch (e) {
-        if (e instanceof ServerTimeRegressed) throw new SessionProtocolError("time-mark", e.message, { cause: e });
+        if (e instanceof ServerTimeRegressed || e instanceof ServerTimeAhead) {
+          throw new SessionProtocolError("time-mark", e.message, { cause: e });
+        }
         throw e;
       }
       this.#serverOffset = st - this.#now();
     }
-    if (w.trust_bundle) {
-      const bytes = encodeMessage(bcd.v1.TrustBundle, w.trust_bundle);
-      this.#trust = trustBundleFromWire(bytes);
-      this.#bundleUnbatched = unbatchedFromWire(bytes);
-      await saveTrustBundle(this.journal.dataDir, bytes);
-    }
+    await this.#takeBundle(w);
     this.#upgradeOnly = w.upgrade_only ?? false;
     await this.journal.setLastEpoch(Number(w.session_epoch ?? 0));
     if (w.ack?.journal_id === this.journal.journalId) {
@@ -287,13 +322,19 @@ export class NodeAgent implements SessionDelegate, EventSink {
   async frame(f: GatewayFrame, _out: SessionOut): Promise<void> {
     if (f.desired_state) await this.#desiredState(f.desired_state);
     else if (f.command) await this.#command(f.command);
-    else if (f.cancel) await this.dispatcher.cancel(f.cancel.command_id ?? "", f.cancel.reason ?? "");
+    else if (f.cancel) await this.#cancel(f.cancel);
     else if (f.ack) await this.#ack(f.ack);
     else if (f.heartbeat) {
       const st = timestampMs(f.heartbeat.server_time);
       if (st !== undefined) {
-        await this.journal.observeServerTime(st, "heartbeat");
-        this.#serverOffset = st - this.#now();
+        try {
+          await this.journal.observeServerTime(st, "heartbeat");
+        } catch (e) {
+          if (e instanceof ServerTimeAhead) throw new SessionProtocolError("time-mark", e.message, { cause: e });
+          throw e;
+        }
+        // Forward only: a heartbeat behind the server time already reached moves nothing.
+        this.#serverOffset = Math.max(this.#serverOffset, st - this.#now());
       }
     }
   }
@@ -342,10 +383,45 @@ export class NodeAgent implements SessionDelegate, EventSink {
       await this.dispatcher.deliver(incomingFromWire(c));
     } catch (e) {
       if (e instanceof CommandDecodeError) {
-        this.#log.warn({ err: e.message }, "a command that does not decode was dropped");
+        this.#log.warn({ err: forLog(e.message) }, "a command that cannot be taken was dropped");
         return;
       }
       throw e;
+    }
+  }
+
+  async #cancel(c: bcd.v1.Cancel.$Properties): Promise<void> {
+    const id = c.command_id ?? "";
+    if (id === "" || new TextEncoder().encode(id).length > MAX_COMMAND_ID_BYTES) {
+      this.#log.warn({ command_id: forLog(id) }, "a cancel with an empty or oversize command id was dropped");
+      return;
+    }
+    await this.dispatcher.cancel(id, forLog(c.reason ?? ""));
+  }
+
+  /** Takes, keeps or refuses the trust bundle a `Welcome` carries (trust_rotation.ts); a refusal is never silent. */
+  async #takeBundle(w: bcd.v1.Welcome.$Properties): Promise<void> {
+    const d = await takeTrustBundle(this.#trustBytes, w, this.serverNow());
+    if (d.action === "keep") return;
+    if (d.action === "refuse") {
+      this.#log.error({ why: d.why }, "trust bundle refused; keeping the held one");
+      await this.emit("transition", {
+        type: "TrustBundleRefused",
+        transition: { subject: "trust-bundle", reason: "trust-bundle-refused", message: d.why },
+      });
+      return;
+    }
+    for (const warning of d.warnings) this.#log.warn({ warning }, "trust bundle rotation weakens enforcement");
+    this.#trustBytes = d.bytes;
+    this.#trust = trustBundleFromWire(d.bytes);
+    this.#bundleUnbatched = unbatchedFromWire(d.bytes);
+    await saveTrustBundle(this.journal.dataDir, d.bytes);
+    this.#log.info({ warnings: d.warnings.length }, "trust bundle taken");
+    if (d.warnings.length > 0) {
+      await this.emit("transition", {
+        type: "TrustBundleRotated",
+        transition: { subject: "trust-bundle", reason: "trust-bundle-weakened", message: d.warnings.join("; ") },
+      });
     }
   }
 
@@ -463,4 +539,25 @@ export class NodeAgent implements SessionDelegate, EventSink {
       this.#flushing = false;
     }
   }
+}
+
+/** The most unacked results a `Hello` carries; the rest are sent after `Welcome`, in order. */
+export const MAX_HELLO_RESULTS = 64;
+/** The most bytes of unacked results a `Hello` carries (far below any gateway's frame cap). */
+export const MAX_HELLO_RESULT_BYTES = 512 * 1024;
+
+/** The oldest results that fit {@link MAX_HELLO_RESULTS} and {@link MAX_HELLO_RESULT_BYTES}, in order. */
+export function boundHelloResults(
+  results: readonly Props<typeof bcd.v1.CommandUpdate>[],
+): Props<typeof bcd.v1.CommandUpdate>[] {
+  const out: Props<typeof bcd.v1.CommandUpdate>[] = [];
+  let bytes = 0;
+  for (const r of results) {
+    if (out.length >= MAX_HELLO_RESULTS) break;
+    const n = encodeMessage(bcd.v1.CommandUpdate, r).length;
+    if (bytes + n > MAX_HELLO_RESULT_BYTES) break;
+    out.push(r);
+    bytes += n;
+  }
+  return out;
 }

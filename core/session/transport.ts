@@ -1,9 +1,14 @@
 /**
  * The session's transport: one WebSocket, one binary message per protobuf frame. TLS (`wss:`) in production, plain
- * `ws:` on loopback in tests. The same wrapper serves the gateway side of an upgraded request.
+ * `ws:` only to a loopback address (tests, the demo; `url_policy.ts`). The node connects with its own RFC 6455 client
+ * (`ws_client.ts`, which bounds a fragmented message while it arrives); {@link wrapWebSocket} wraps a `WebSocket` of
+ * the Web API, the gateway side of an upgraded request in the testbed.
  *
  * @module
  */
+import { boundedString } from "../log/bounded_text.ts";
+import { checkTransportUrl } from "./url_policy.ts";
+import { connectWs } from "./ws_client.ts";
 
 /** A bidirectional frame channel. */
 export interface FrameTransport {
@@ -24,7 +29,21 @@ export class TransportError extends Error {
   override name = "TransportError";
 }
 
-/** Wraps an open (or opening) WebSocket as a {@link FrameTransport}. */
+/**
+ * The code a Web API `WebSocket.close()` is given for `code`: it throws `InvalidAccessError` for anything but 1000
+ * and 3000–4999 (so for 1002, 1003, 1008, 1009), so an RFC code 1xxx other than 1000 goes out in the private range
+ * as 4xxx (1003 → 4003), with the reason unchanged.
+ */
+export function webApiCloseCode(code: number): number {
+  if (code === 1000 || (code >= 3000 && code <= 4999)) return code;
+  if (code > 1000 && code < 2000) return 3000 + code;
+  return 1000;
+}
+
+/**
+ * Wraps an open (or opening) WebSocket as a {@link FrameTransport}. Nothing it does in a listener can throw out of
+ * it: a `close()` the WebSocket refuses still finishes the transport.
+ */
 export function wrapWebSocket(ws: WebSocket, maxFrameBytes = MAX_TRANSPORT_FRAME_BYTES): FrameTransport {
   ws.binaryType = "arraybuffer";
   const queue: Uint8Array[] = [];
@@ -35,15 +54,23 @@ export function wrapWebSocket(ws: WebSocket, maxFrameBytes = MAX_TRANSPORT_FRAME
     closed = why;
     for (const w of waiters.splice(0)) w(undefined);
   };
+  const closeWs = (code: number, reason: string) => {
+    try {
+      ws.close(webApiCloseCode(code), boundedString(reason, 123));
+    } catch (e) {
+      if (!(e instanceof DOMException)) throw e;
+    }
+  };
   ws.addEventListener("message", (ev: MessageEvent) => {
+    if (closed !== undefined) return;
     if (!(ev.data instanceof ArrayBuffer)) {
       finish("1003 text frame refused");
-      ws.close(1003, "binary frames only");
+      closeWs(1003, "binary frames only");
       return;
     }
     if (ev.data.byteLength > maxFrameBytes) {
       finish(`1009 frame of ${ev.data.byteLength} bytes over ${maxFrameBytes}`);
-      ws.close(1009, "frame too large");
+      closeWs(1009, "frame too large");
       return;
     }
     const frame = new Uint8Array(ev.data);
@@ -67,11 +94,7 @@ export function wrapWebSocket(ws: WebSocket, maxFrameBytes = MAX_TRANSPORT_FRAME
     },
     close(code = 1000, reason = "") {
       finish(`${code} ${reason}`.trim());
-      try {
-        ws.close(code, reason);
-      } catch (e) {
-        if (!(e instanceof DOMException)) throw e;
-      }
+      closeWs(code, reason);
     },
     get closedReason() {
       return closed;
@@ -79,28 +102,16 @@ export function wrapWebSocket(ws: WebSocket, maxFrameBytes = MAX_TRANSPORT_FRAME
   };
 }
 
-/** Opens a WebSocket to `url` and waits until it is open (or fails within `timeoutMs`). */
+/**
+ * Opens a session WebSocket to `url` with the node's own client ({@link connectWs}) after the URL policy
+ * ({@link checkTransportUrl}: `wss:`, or `ws:` to a loopback address); the whole opening must finish within
+ * `timeoutMs`.
+ */
 export function connectWebSocket(url: string, timeoutMs = 10_000): Promise<FrameTransport> {
-  return new Promise((resolve, reject) => {
-    let ws: WebSocket;
-    try {
-      ws = new WebSocket(url);
-    } catch (e) {
-      reject(new TransportError(`cannot open ${url}: ${e instanceof Error ? e.message : e}`, { cause: e }));
-      return;
-    }
-    const t = wrapWebSocket(ws);
-    const timer = setTimeout(() => {
-      t.close(1000, "connect timeout");
-      reject(new TransportError(`connect to ${url} timed out after ${timeoutMs} ms`));
-    }, timeoutMs);
-    ws.addEventListener("open", () => {
-      clearTimeout(timer);
-      resolve(t);
-    }, { once: true });
-    ws.addEventListener("close", () => {
-      clearTimeout(timer);
-      reject(new TransportError(`connect to ${url} failed: ${t.closedReason ?? "closed"}`));
-    }, { once: true });
-  });
+  try {
+    checkTransportUrl(url, "session");
+  } catch (e) {
+    return Promise.reject(e);
+  }
+  return connectWs(url, { timeoutMs });
 }

@@ -2856,6 +2856,33 @@ export namespace bcd {
             type $Shape = bcd.v1.TrustBundle.$Properties;
         }
 
+        interface ISignedTrustBundle extends bcd.v1.SignedTrustBundle.$Properties {
+        }
+
+        class SignedTrustBundle {
+            constructor(properties?: bcd.v1.SignedTrustBundle.$Properties);
+            $unknowns?: Uint8Array[];
+            bundle: Uint8Array;
+            signature: Uint8Array;
+            static create(properties: bcd.v1.SignedTrustBundle.$Shape): bcd.v1.SignedTrustBundle & bcd.v1.SignedTrustBundle.$Shape;
+            static create(properties?: bcd.v1.SignedTrustBundle.$Properties): bcd.v1.SignedTrustBundle;
+            static encode(message: bcd.v1.SignedTrustBundle.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.SignedTrustBundle & bcd.v1.SignedTrustBundle.$Shape;
+            static fromObject(object: { [k: string]: any }): bcd.v1.SignedTrustBundle;
+            static toObject(message: bcd.v1.SignedTrustBundle, options?: $protobuf.IConversionOptions): { [k: string]: any };
+            toJSON(): { [k: string]: any };
+            static getTypeUrl(prefix?: string): string;
+        }
+
+        namespace SignedTrustBundle {
+            interface $Properties {
+                bundle?: (Uint8Array|null);
+                signature?: (Uint8Array|null);
+                $unknowns?: Uint8Array[];
+            }
+            type $Shape = bcd.v1.SignedTrustBundle.$Properties;
+        }
+
         interface INodeFrame extends bcd.v1.NodeFrame.$Properties {
         }
 
@@ -3064,6 +3091,7 @@ export namespace bcd {
             upgrade_only: boolean;
             heartbeat_interval_ms: number;
             gateway_id: string;
+            signed_trust_bundle?: (bcd.v1.SignedTrustBundle.$Properties|null);
             static create(properties: bcd.v1.Welcome.$Shape): bcd.v1.Welcome & bcd.v1.Welcome.$Shape;
             static create(properties?: bcd.v1.Welcome.$Properties): bcd.v1.Welcome;
             static encode(message: bcd.v1.Welcome.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
@@ -3083,6 +3111,7 @@ export namespace bcd {
                 upgrade_only?: (boolean|null);
                 heartbeat_interval_ms?: (number|null);
                 gateway_id?: (string|null);
+                signed_trust_bundle?: (bcd.v1.SignedTrustBundle.$Properties|null);
                 $unknowns?: Uint8Array[];
             }
             type $Shape = bcd.v1.Welcome.$Properties;

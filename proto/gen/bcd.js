@@ -17925,6 +17925,170 @@ export const bcd = $root.bcd = (() => {
             return TrustBundle;
         })();
 
+        v1.SignedTrustBundle = (function() {
+
+            const SignedTrustBundle = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            SignedTrustBundle.prototype.bundle = $util.newBuffer([]);
+            SignedTrustBundle.prototype.signature = $util.newBuffer([]);
+
+            SignedTrustBundle.create = function(properties) {
+                return new SignedTrustBundle(properties);
+            };
+
+            SignedTrustBundle.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.bundle != null && $Object.hasOwnProperty.call(message, "bundle") && message.bundle.length)
+                    writer.uint32(10).bytes(message.bundle);
+                if (message.signature != null && $Object.hasOwnProperty.call(message, "signature") && message.signature.length)
+                    writer.uint32(18).bytes(message.signature);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            SignedTrustBundle.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.bcd.v1.SignedTrustBundle();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.bundle = value;
+                            else
+                                delete message.bundle;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.signature = value;
+                            else
+                                delete message.signature;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            SignedTrustBundle.fromObject = function (object, _depth) {
+                if (object instanceof $root.bcd.v1.SignedTrustBundle)
+                    return object;
+                if (!$util.isObject(object))
+                    throw $TypeError(".bcd.v1.SignedTrustBundle: object expected");
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let message = new $root.bcd.v1.SignedTrustBundle();
+                if (object.bundle != null)
+                    if (object.bundle.length)
+                        if (typeof object.bundle === "string")
+                            $util.base64.decode(object.bundle, message.bundle = $util.newBuffer($util.base64.length(object.bundle)), 0);
+                        else if (object.bundle.length >= 0)
+                            message.bundle = object.bundle;
+                if (object.signature != null)
+                    if (object.signature.length)
+                        if (typeof object.signature === "string")
+                            $util.base64.decode(object.signature, message.signature = $util.newBuffer($util.base64.length(object.signature)), 0);
+                        else if (object.signature.length >= 0)
+                            message.signature = object.signature;
+                return message;
+            };
+
+            SignedTrustBundle.toObject = function (message, options, _depth) {
+                if (!options)
+                    options = {};
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let object = {};
+                if (options.defaults) {
+                    if (options.bytes === $String)
+                        object.bundle = "";
+                    else {
+                        object.bundle = [];
+                        if (options.bytes !== $Array)
+                            object.bundle = $util.newBuffer(object.bundle);
+                    }
+                    if (options.bytes === $String)
+                        object.signature = "";
+                    else {
+                        object.signature = [];
+                        if (options.bytes !== $Array)
+                            object.signature = $util.newBuffer(object.signature);
+                    }
+                }
+                if (message.bundle != null && $Object.hasOwnProperty.call(message, "bundle"))
+                    object.bundle = options.bytes === $String ? $util.base64.encode(message.bundle, 0, message.bundle.length) : options.bytes === $Array ? $Array.prototype.slice.call(message.bundle) : message.bundle;
+                if (message.signature != null && $Object.hasOwnProperty.call(message, "signature"))
+                    object.signature = options.bytes === $String ? $util.base64.encode(message.signature, 0, message.signature.length) : options.bytes === $Array ? $Array.prototype.slice.call(message.signature) : message.signature;
+                return object;
+            };
+
+            SignedTrustBundle.prototype.toJSON = function() {
+                return SignedTrustBundle.toObject(this, $protobuf.util.toJSONOptions);
+            };
+
+            SignedTrustBundle.getTypeUrl = function(prefix) {
+                if (prefix === $undefined)
+                    prefix = "type.googleapis.com";
+                return prefix + "/bcd.v1.SignedTrustBundle";
+            };
+
+            return SignedTrustBundle;
+        })();
+
         v1.NodeFrame = (function() {
 
             const NodeFrame = function (properties) {
@@ -19188,6 +19352,7 @@ export const bcd = $root.bcd = (() => {
             Welcome.prototype.upgrade_only = false;
             Welcome.prototype.heartbeat_interval_ms = 0;
             Welcome.prototype.gateway_id = "";
+            Welcome.prototype.signed_trust_bundle = null;
 
             Welcome.create = function(properties) {
                 return new Welcome(properties);
@@ -19214,6 +19379,8 @@ export const bcd = $root.bcd = (() => {
                     writer.uint32(48).uint32(message.heartbeat_interval_ms);
                 if (message.gateway_id != null && $Object.hasOwnProperty.call(message, "gateway_id") && message.gateway_id !== "")
                     writer.uint32(58).string(message.gateway_id);
+                if (message.signed_trust_bundle != null && $Object.hasOwnProperty.call(message, "signed_trust_bundle"))
+                    $root.bcd.v1.SignedTrustBundle.encode(message.signed_trust_bundle, writer.uint32(66).fork(), _depth + 1).ldelim();
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -19301,6 +19468,12 @@ export const bcd = $root.bcd = (() => {
                                 delete message.gateway_id;
                             continue;
                         }
+                    case 8: {
+                            if (wireType !== 2)
+                                break;
+                            message.signed_trust_bundle = $root.bcd.v1.SignedTrustBundle.decode(reader, reader.size(), $undefined, _depth + 1, message.signed_trust_bundle);
+                            continue;
+                        }
                     }
                     reader.skipType(wireType, _depth, tag);
                     if (!reader.discardUnknown) {
@@ -19362,6 +19535,11 @@ export const bcd = $root.bcd = (() => {
                 if (object.gateway_id != null)
                     if (typeof object.gateway_id !== "string" || object.gateway_id.length)
                         message.gateway_id = $String(object.gateway_id);
+                if (object.signed_trust_bundle != null) {
+                    if (!$util.isObject(object.signed_trust_bundle))
+                        throw $TypeError(".bcd.v1.Welcome.signed_trust_bundle: object expected");
+                    message.signed_trust_bundle = $root.bcd.v1.SignedTrustBundle.fromObject(object.signed_trust_bundle, _depth + 1);
+                }
                 return message;
             };
 
@@ -19385,6 +19563,7 @@ export const bcd = $root.bcd = (() => {
                     object.upgrade_only = false;
                     object.heartbeat_interval_ms = 0;
                     object.gateway_id = "";
+                    object.signed_trust_bundle = null;
                 }
                 if (message.session_epoch != null && $Object.hasOwnProperty.call(message, "session_epoch"))
                     if (typeof $BigInt !== "undefined" && options.longs === $BigInt)
@@ -19405,6 +19584,8 @@ export const bcd = $root.bcd = (() => {
                     object.heartbeat_interval_ms = message.heartbeat_interval_ms;
                 if (message.gateway_id != null && $Object.hasOwnProperty.call(message, "gateway_id"))
                     object.gateway_id = message.gateway_id;
+                if (message.signed_trust_bundle != null && $Object.hasOwnProperty.call(message, "signed_trust_bundle"))
+                    object.signed_trust_bundle = $root.bcd.v1.SignedTrustBundle.toObject(message.signed_trust_bundle, options, _depth + 1);
                 return object;
             };
 
