@@ -19,6 +19,7 @@ import { parse as parseToml } from "smol-toml";
 import { join, loadIdentity, type NodeIdentity } from "../core/session/identity.ts";
 import { type EventSink, NodeAgent } from "../core/session/node_agent.ts";
 import { connectWebSocket } from "../core/session/transport.ts";
+import { checkTransportUrl, type TransportUse, UrlRefused } from "../core/session/url_policy.ts";
 import { AGENT_VERSION } from "../core/version.ts";
 import { HelperError } from "../core/helper/mod.ts";
 import { helperBootId, HelperClient } from "../runtimes/helper/mod.ts";
@@ -186,6 +187,16 @@ export function checkHandledKinds(w: Pick<RoleWiring, "role" | "handles">, handl
   }
 }
 
+/** A session or join URL the node refuses (plain ws:/http: beyond loopback) is a usage error, said as such. */
+function _checkUrl(url: string, use: TransportUse): void {
+  try {
+    checkTransportUrl(url, use);
+  } catch (e) {
+    if (e instanceof UrlRefused) throw new UsageError(e.message, { cause: e });
+    throw e;
+  }
+}
+
 /** The `join`, `run` and `version` subcommands of a daemon role. */
 export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
   return {
@@ -199,6 +210,7 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
         const joinUrl = values["join-url"] as string | undefined;
         if (!token || !joinUrl) throw new UsageError("join needs --token and --join-url");
         if (await loadIdentity(dataDir)) throw new UsageError(`${dataDir} already holds a joined identity`);
+        _checkUrl(joinUrl, "join");
         const id = await join({
           dataDir,
           joinUrl,
@@ -257,6 +269,8 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
         if (devices) registerGpuKinds(handlers, devices, () => conditions);
         checkHandledKinds(w, handlers);
         const url = (values.gateway as string | undefined) ?? config.gateway.url ?? identity.gatewayUrl;
+        if (url) _checkUrl(url, "session");
+        const caCerts = config.gateway.caFile ? [await Deno.readTextFile(config.gateway.caFile)] : undefined;
         const agent = await NodeAgent.start({
           role: w.role,
           identity,
@@ -271,7 +285,7 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
           capabilities: w.capabilities,
           instances: w.instances?.(ctx),
           hostname: ctx.hostname,
-          connect: values.offline || !url ? undefined : () => connectWebSocket(url),
+          connect: values.offline || !url ? undefined : () => connectWebSocket(url, 10_000, { caCerts }),
           log,
         });
         const stop = new AbortController();

@@ -32,7 +32,7 @@ const LOG_LEVELS: readonly LogLevel[] = ["fatal", "error", "warn", "info", "debu
 export interface AgentConfig {
   data_dir?: string;
   node_id?: string;
-  gateway?: { url?: string; join_token_file?: string; ca_file?: string };
+  gateway?: { url?: string; join_token_file?: string; ca_file?: string; handshake_timeout_ms?: number };
   log?: { level?: LogLevel };
   journal?: { max_bytes?: number; max_unacked_events?: number };
   commands?: { unbatched_destructive_per_hour?: number };
@@ -47,7 +47,13 @@ export interface AgentConfig {
 export interface ResolvedAgentConfig {
   dataDir: string;
   nodeId: string | undefined;
-  gateway: { url: string | undefined; joinTokenFile: string | undefined; caFile: string | undefined };
+  gateway: {
+    url: string | undefined;
+    joinTokenFile: string | undefined;
+    caFile: string | undefined;
+    /** From connect to `Welcome`, ms (default 30 s; 1 s to 10 minutes). */
+    handshakeTimeoutMs: number;
+  };
   log: { level: LogLevel };
   journal: { maxBytes: number; maxUnackedEvents: number };
   commands: { unbatchedDestructivePerHour: number };
@@ -72,7 +78,7 @@ type Schema = { [key: string]: Kind | Schema };
 const SCHEMA: Schema = {
   data_dir: "path",
   node_id: "string",
-  gateway: { url: "url", join_token_file: "path", ca_file: "path" },
+  gateway: { url: "url", join_token_file: "path", ca_file: "path", handshake_timeout_ms: "int" },
   log: { level: "loglevel" },
   journal: { max_bytes: "int", max_unacked_events: "int" },
   commands: { unbatched_destructive_per_hour: "int" },
@@ -233,6 +239,10 @@ export function resolveAgentConfig(cfg: AgentConfig, source = ""): ResolvedAgent
   if (helperRole !== undefined && !isHelperRole(helperRole)) {
     _fail(source, "helper.role", `${JSON.stringify(helperRole)} is not one of ${HELPER_ROLES.join(", ")}`);
   }
+  const handshake = cfg.gateway?.handshake_timeout_ms ?? 30_000;
+  if (handshake < 1000 || handshake > 600_000) {
+    _fail(source, "gateway.handshake_timeout_ms", `must be between 1000 and 600000, got ${handshake}`);
+  }
   const floor = cfg.instances?.balloon_floor_percent ?? 50;
   if (floor < 10 || floor > 100) {
     _fail(source, "instances.balloon_floor_percent", `must be between 10 and 100, got ${floor}`);
@@ -244,6 +254,7 @@ export function resolveAgentConfig(cfg: AgentConfig, source = ""): ResolvedAgent
       url: cfg.gateway?.url,
       joinTokenFile: cfg.gateway?.join_token_file,
       caFile: cfg.gateway?.ca_file,
+      handshakeTimeoutMs: handshake,
     },
     log: { level: cfg.log?.level ?? "info" },
     journal: {

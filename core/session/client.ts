@@ -230,9 +230,8 @@ export class SessionClient {
           throw e;
         }
         if (frame.close) {
-          return `gateway closed the session: ${forLog(frame.close.reason ?? "")} ${
-            forLog(frame.close.message ?? "")
-          }`.trim();
+          return `gateway closed the session: ${forLog(frame.close.reason ?? "")} ${forLog(frame.close.message ?? "")}`
+            .trim();
         }
         switch (this.#phase) {
           case "awaiting-challenge": {

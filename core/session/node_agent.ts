@@ -245,6 +245,7 @@ export class NodeAgent implements SessionDelegate, EventSink {
           delegate: this,
           log: this.#log,
           backoff: this.#o.backoff,
+          handshakeTimeoutMs: this.#o.config.gateway.handshakeTimeoutMs,
         });
         await this.#client.run(signal);
       } else {

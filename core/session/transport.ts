@@ -105,13 +105,17 @@ export function wrapWebSocket(ws: WebSocket, maxFrameBytes = MAX_TRANSPORT_FRAME
 /**
  * Opens a session WebSocket to `url` with the node's own client ({@link connectWs}) after the URL policy
  * ({@link checkTransportUrl}: `wss:`, or `ws:` to a loopback address); the whole opening must finish within
- * `timeoutMs`.
+ * `timeoutMs`. `caCerts` (PEM, from `[gateway] ca_file`) are trusted besides the system's roots.
  */
-export function connectWebSocket(url: string, timeoutMs = 10_000): Promise<FrameTransport> {
+export function connectWebSocket(
+  url: string,
+  timeoutMs = 10_000,
+  opts: { caCerts?: readonly string[] } = {},
+): Promise<FrameTransport> {
   try {
     checkTransportUrl(url, "session");
   } catch (e) {
     return Promise.reject(e);
   }
-  return connectWs(url, { timeoutMs });
+  return connectWs(url, { timeoutMs, ...opts });
 }

@@ -81,7 +81,13 @@ export async function takeTrustBundle(
       };
     }
     try {
-      await verifyEnvelope(heldTrust.commandSigningRoots, "trust-bundle", bytes, signed!.signature ?? undefined, serverNow);
+      await verifyEnvelope(
+        heldTrust.commandSigningRoots,
+        "trust-bundle",
+        bytes,
+        signed!.signature ?? undefined,
+        serverNow,
+      );
     } catch (e) {
       if (e instanceof SignatureError) {
         return {
@@ -116,9 +122,8 @@ export function describeChange(
   const hr = held.command_signing_roots?.length ?? 0, nr = next.command_signing_roots?.length ?? 0;
   const ha = held.approver_keys?.length ?? 0, na = next.approver_keys?.length ?? 0;
   const heldKeys = new Set((held.approver_keys ?? []).map((k) => _hex(k.public_key)));
-  const removed = (held.approver_keys ?? []).length - (next.approver_keys ?? []).filter((k) =>
-    heldKeys.has(_hex(k.public_key))
-  ).length;
+  const removed = (held.approver_keys ?? []).length -
+    (next.approver_keys ?? []).filter((k) => heldKeys.has(_hex(k.public_key))).length;
   const warnings: string[] = [];
   if (hr > 0 && nr === 0) {
     warnings.push("it removes every command-signing root: commands and specs will no longer need signatures");
@@ -129,8 +134,9 @@ export function describeChange(
   }
   if ((next.unbatched_destructive_per_hour ?? 0) > (held.unbatched_destructive_per_hour ?? 0)) {
     warnings.push(
-      `it raises unbatched destructive commands per hour from ${held.unbatched_destructive_per_hour ?? 0} to ${next
-        .unbatched_destructive_per_hour}`,
+      `it raises unbatched destructive commands per hour from ${
+        held.unbatched_destructive_per_hour ?? 0
+      } to ${next.unbatched_destructive_per_hour}`,
     );
   }
   return {

@@ -96,3 +96,15 @@ Deno.test("domains outlive the converger: a new one over the same directory sees
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("an instance id listed twice is refused invalid-instance, like an allocation listed twice; the first entry stands", async () => {
+  const { dir, rt, pass } = await setup();
+  try {
+    const s = await pass([vm("a", 1), vm("a", 3)]);
+    assert.equal(s.state, "FAILED");
+    assert.match(s.message ?? "", /instance "a" is listed twice/);
+    assert.deepEqual((await rt.list()).map((d) => [d.id, d.state]), [["a", "running"]], "the first entry's state");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

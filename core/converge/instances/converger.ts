@@ -137,6 +137,11 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
     const wanted = new Set<string>();
     for (const i of want) {
       const id = i.id ?? "";
+      if (wanted.has(id)) {
+        // Refused like an allocation listed twice (devices/plan.ts): the first entry stands, never a silent pick.
+        out.push({ op: "fail", id, reason: "invalid-instance", message: `instance "${id}" is listed twice` });
+        continue;
+      }
       wanted.add(id);
       const target = WANT[i.state ?? 0] ?? "running";
       const runtime = i.runtime ?? "";
