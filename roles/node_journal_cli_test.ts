@@ -63,3 +63,30 @@ Deno.test("journal inspect refuses a directory without a journal (exit 3) and a 
     await Deno.remove(root, { recursive: true });
   }
 });
+
+Deno.test("journal reset-time-mark sets a wrong mark back (journal and identity.json); refused while a daemon holds the journal", async () => {
+  const root = await Deno.makeTempDir({ dir: "/var/tmp", prefix: "bcd-reset-mark-" });
+  try {
+    const far = Date.now() + 20 * 3_600_000;
+    const j = await Journal.open({ dataDir: root, bootId: "b1", nodeId: "node-7" });
+    await j.observeServerTime(far, "welcome");
+    const locked = await node(root, ["journal", "reset-time-mark", "--data-dir", root]);
+    assert.equal(locked.code, 3, locked.err);
+    assert.equal(JSON.parse(locked.out).reason, "journal-locked");
+    await j.close();
+    const r = await node(root, ["journal", "reset-time-mark", "--data-dir", root, "--to", "1800000000000"]);
+    assert.equal(r.code, 0, r.err);
+    assert.deepEqual(JSON.parse(r.out), { ok: true, old_mark: far, mark: 1_800_000_000_000 });
+    assert.equal(JSON.parse(await Deno.readTextFile(`${root}/identity.json`)).server_time_mark, 1_800_000_000_000);
+    const j2 = await Journal.open({ dataDir: root, bootId: "b2" });
+    assert.equal((await j2.meta()).serverTimeMark, 1_800_000_000_000);
+    await j2.close();
+    const empty = await Deno.makeTempDir({ dir: "/var/tmp", prefix: "bcd-reset-mark-" });
+    const none = await node(empty, ["journal", "reset-time-mark", "--data-dir", empty]);
+    await Deno.remove(empty, { recursive: true });
+    assert.equal(none.code, 3);
+    assert.equal(JSON.parse(none.out).reason, "no-journal");
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});

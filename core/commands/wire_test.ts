@@ -2,7 +2,14 @@ import assert from "node:assert/strict";
 import { bcd, decodeMessage, encodeMessage, packPayload, unpackResult } from "../../proto/mod.ts";
 import { signEnvelope, verifyEnvelope } from "../pki/envelope.ts";
 import { makeTestPki } from "../pki/test_pki.ts";
-import { CommandDecodeError, incomingFromWire, updateToWire } from "./wire.ts";
+import {
+  CommandDecodeError,
+  incomingFromWire,
+  MAX_COMMAND_ID_BYTES,
+  MAX_COMMAND_KIND_BYTES,
+  MAX_COMMAND_STRING_BYTES,
+  updateToWire,
+} from "./wire.ts";
 import { nodeRebootResult, terminalUpdate } from "./results.ts";
 
 const NOW = Date.UTC(2026, 10, 30, 7, 0, 0);
@@ -73,4 +80,42 @@ Deno.test("updateToWire() carries state, codes, boot id, result and node_sig; a 
   const rej = updateToWire({ commandId: "c2", kind: "k", state: "REJECTED", reason: "BUSY", bootId: "b" });
   assert.equal(rej.reason, "BUSY");
   assert.equal(rej.state, bcd.v1.CommandUpdate.State.REJECTED);
+});
+
+Deno.test("incomingFromWire() refuses an empty id, and ids, kinds and journaled strings over their bounds", async (t) => {
+  const base = { id: "c-1", node_id: "node-1", kind: "inventory.refresh" };
+  const rows: { name: string; body: Record<string, unknown>; ok: boolean; match?: RegExp }[] = [
+    { name: "an ordinary body", body: base, ok: true },
+    { name: "an empty id", body: { ...base, id: "" }, ok: false, match: /empty id/ },
+    { name: "an id of 128 bytes", body: { ...base, id: "i".repeat(MAX_COMMAND_ID_BYTES) }, ok: true },
+    { name: "an id of 129 bytes", body: { ...base, id: "i".repeat(129) }, ok: false, match: /id of 129 bytes/ },
+    { name: "an id of 43 three-byte characters (129 bytes)", body: { ...base, id: "€".repeat(43) }, ok: false },
+    {
+      name: "a kind of 1,000,000 characters",
+      body: { ...base, kind: "k".repeat(1_000_000) },
+      ok: false,
+      match: /kind/,
+    },
+    { name: "a kind of 64 bytes", body: { ...base, kind: "k".repeat(MAX_COMMAND_KIND_BYTES) }, ok: true },
+    { name: "an idempotency key over 256 bytes", body: { ...base, idempotency_key: "x".repeat(257) }, ok: false },
+    { name: "a workflow id over 256 bytes", body: { ...base, workflow_id: "x".repeat(257) }, ok: false },
+    { name: "a step id over 256 bytes", body: { ...base, step_id: "x".repeat(257) }, ok: false },
+    {
+      name: "a batch id over 256 bytes",
+      body: { ...base, batch_id: "x".repeat(MAX_COMMAND_STRING_BYTES + 1) },
+      ok: false,
+    },
+  ];
+  for (const r of rows) {
+    await t.step(r.name, () => {
+      const body = encodeMessage(bcd.v1.CommandBody, r.body);
+      if (r.ok) assert.ok(incomingFromWire({ body }));
+      else {
+        assert.throws(
+          () => incomingFromWire({ body }),
+          (e) => e instanceof CommandDecodeError && (!r.match || r.match.test(e.message)),
+        );
+      }
+    });
+  }
 });

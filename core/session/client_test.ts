@@ -3,7 +3,7 @@ import { decodeNodeFrame, encodeGatewayFrame, type GatewayFrame, type NodeFrame,
 import type { bcd } from "../../proto/mod.ts";
 import { silentLogger } from "../log/mod.ts";
 import { type SessionDelegate, SessionProtocolError } from "./client.ts";
-import { SessionClient } from "./client.ts";
+import { HEARTBEAT_RANGE_MS, heartbeatInterval, SessionClient, STABLE_SESSION_MS } from "./client.ts";
 import { connectWebSocket, type FrameTransport, wrapWebSocket } from "./transport.ts";
 
 type GatewayFrameInit = Props<typeof bcd.v1.GatewayFrame>;
@@ -155,6 +155,100 @@ Deno.test("an undecodable frame ends the session", async () => {
   const stop = new AbortController();
   const run = c.run(stop.signal);
   await until(() => d.events.some((e) => e.includes("undecodable")), "the disconnect");
+  stop.abort();
+  await run;
+  await gw.server.shutdown();
+});
+
+Deno.test("a gateway silent before Challenge, or after Hello, is dropped when the handshake times out", async (t) => {
+  for (const phase of ["before Challenge", "after Hello"] as const) {
+    await t.step(phase, async () => {
+      const gw = scriptedGateway(async (t) => {
+        if (phase === "after Hello") {
+          send(t, { challenge: { nonce: new Uint8Array(32), gateway_id: "gw" } });
+          await recv(t);
+        }
+        await t.receive(); // silent until the node closes
+      });
+      const d = new RecordingDelegate();
+      const c = new SessionClient({
+        connect: () => connectWebSocket(gw.url),
+        delegate: d,
+        log: silentLogger(),
+        backoff: { baseMs: 1, maxMs: 2 },
+        handshakeTimeoutMs: 50,
+      });
+      const stop = new AbortController();
+      const run = c.run(stop.signal);
+      await until(() => d.events.some((e) => e === "disconnected:no Welcome within 50 ms"), "the timeout");
+      assert.ok(!d.events.includes("established"));
+      stop.abort();
+      await run;
+      await gw.server.shutdown();
+    });
+  }
+});
+
+Deno.test("heartbeatInterval(): a gateway's interval is clamped to the documented range", () => {
+  assert.deepEqual(HEARTBEAT_RANGE_MS, [200, 600_000]);
+  const rows: [asked: number, want: number][] = [[0, 15_000], [1, 200], [200, 200], [5000, 5000], [600_000, 600_000], [
+    2 ** 31 + 5,
+    600_000,
+  ], [2 ** 32 - 1, 600_000]];
+  for (const [asked, want] of rows) assert.equal(heartbeatInterval(asked, 15_000), want, `asked ${asked}`);
+});
+
+Deno.test("the backoff starts again from its base only after a session stayed up STABLE_SESSION_MS", async () => {
+  let now = 0;
+  let welcomes = 0;
+  const gw = scriptedGateway(async (t) => {
+    send(t, { challenge: { nonce: new Uint8Array(32), gateway_id: "gw" } });
+    await recv(t);
+    send(t, { welcome: { session_epoch: ++welcomes } });
+    t.close(1000, "cut");
+  });
+  const waits: number[] = [];
+  const d = new RecordingDelegate();
+  let established = 0;
+  d.established = () => {
+    if (++established === 3) now += STABLE_SESSION_MS; // the third session stays up long enough
+    return Promise.resolve();
+  };
+  const stop = new AbortController();
+  const c = new SessionClient({
+    connect: () => connectWebSocket(gw.url),
+    delegate: d,
+    log: silentLogger(),
+    backoff: { baseMs: 100, maxMs: 100_000, random: () => 0 },
+    monotonic: () => now,
+    sleep: (ms) => {
+      waits.push(ms);
+      if (waits.length >= 6) stop.abort();
+      return Promise.resolve();
+    },
+  });
+  await c.run(stop.signal);
+  assert.deepEqual(waits.slice(0, 6), [50, 100, 50, 100, 200, 400], "grows across cuts; resets after the stable one");
+  await gw.server.shutdown();
+});
+
+Deno.test("a delegate's SessionProtocolError on a frame after Welcome ends the session with a close naming the reason", async () => {
+  const closes: NodeFrame[] = [];
+  const gw = scriptedGateway(async (t) => {
+    send(t, { challenge: { nonce: new Uint8Array(32), gateway_id: "gw" } });
+    await recv(t);
+    send(t, { welcome: { session_epoch: 1 } });
+    send(t, { heartbeat: {} });
+    closes.push(await recv(t));
+  });
+  const d = new RecordingDelegate();
+  d.frame = () => Promise.reject(new SessionProtocolError("time-mark", "heartbeat from the year 2200"));
+  const c = client(gw.url, d);
+  const stop = new AbortController();
+  const run = c.run(stop.signal);
+  await until(() => closes.length > 0, "the close");
+  assert.equal(closes[0]?.close?.reason, "time-mark");
+  await until(() => d.events.some((e) => e.includes("refused heartbeat: heartbeat from the year 2200")), "logged");
   stop.abort();
   await run;
   await gw.server.shutdown();
