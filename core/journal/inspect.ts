@@ -57,7 +57,7 @@ export async function inspectJournal(dataDir: string, opts: InspectOptions = {})
         event_seq: meta.eventSeq,
         last_epoch: meta.lastEpoch,
         applied_generation: meta.appliedGeneration,
-        server_time_mark: meta.serverTimeMark === 0 ? null : new Date(meta.serverTimeMark).toISOString(),
+        server_time_mark: meta.serverTimeMark === 0 ? null : _isoOrMs(meta.serverTimeMark),
         created_at: new Date(meta.createdAt).toISOString(),
       },
       commands: { ...states, unacked_results: unackedResults },
@@ -103,4 +103,10 @@ async function _sizes(dataDir: string): Promise<Record<string, unknown>> {
     if (!(e instanceof Deno.errors.NotFound)) throw e;
   }
   return out;
+}
+
+/** A mark an older build let past year 9999 (9e15 ms) has no ISO form: it is shown as its milliseconds. */
+function _isoOrMs(ms: number): string | number {
+  const d = new Date(ms);
+  return Number.isNaN(d.getTime()) ? ms : d.toISOString();
 }

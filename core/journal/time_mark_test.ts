@@ -11,6 +11,7 @@ import {
   WELCOME_MAX_REGRESSION_MS,
 } from "./time_mark.ts";
 import { readIdentity } from "./identity_file.ts";
+import { inspectJournal } from "./inspect.ts";
 
 const MIN = 60_000;
 const MARK = 1_800_000_000_000;
@@ -128,4 +129,13 @@ Deno.test("the server time mark is journaled, and a lost journal does not reset 
   assert.equal((await j2.meta()).serverTimeMark, MARK + 30_000, "the mark came back from identity.json");
   await assert.rejects(() => j2.observeServerTime(MARK - 10 * MIN, "welcome"), ServerTimeRegressed);
   await j2.close();
+});
+
+Deno.test("journal inspect still works on a mark an older build let past year 9999 (shown as milliseconds)", async () => {
+  await using tmp = await tempDataDir();
+  const j = await openTest(tmp.dir, new TestClock(MARK));
+  await j.resetTimeMark(9e15);
+  await j.close();
+  const v = await inspectJournal(tmp.dir);
+  assert.equal((v.meta as Record<string, unknown>).server_time_mark, 9e15);
 });
