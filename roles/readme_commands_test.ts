@@ -111,6 +111,11 @@ const PLANS: Record<string, Plan> = {
     how: "parse",
     reason: "reads the host's /var/lib/bcd; node_journal_cli_test inspects a real journal in a temp dir",
   },
+  "deno task node journal reset-time-mark --data-dir /var/lib/bcd": {
+    how: "parse",
+    reason:
+      "rewrites the host's /var/lib/bcd journal; node_journal_cli_test resets a real journal's mark in a temp dir",
+  },
   "deno task sim join ...": {
     how: "run",
     sub: { "...": "--token {TOKEN} --join-url {JOIN_URL}" },
