@@ -4,7 +4,7 @@ import type { bcd } from "../../proto/mod.ts";
 import { silentLogger } from "../log/mod.ts";
 import { type SessionDelegate, SessionProtocolError } from "./client.ts";
 import { HEARTBEAT_RANGE_MS, heartbeatInterval, SessionClient, STABLE_SESSION_MS } from "./client.ts";
-import { connectWebSocket, type FrameTransport, wrapWebSocket } from "./transport.ts";
+import { connectWebSocket, type FrameTransport, webApiCloseCode, wrapWebSocket } from "./transport.ts";
 
 type GatewayFrameInit = Props<typeof bcd.v1.GatewayFrame>;
 
@@ -252,4 +252,25 @@ Deno.test("a delegate's SessionProtocolError on a frame after Welcome ends the s
   stop.abort();
   await run;
   await gw.server.shutdown();
+});
+
+Deno.test("wrapWebSocket(): a text frame closes the socket with 4003 (a code the Web API accepts) and nothing throws", async () => {
+  let serverSide: FrameTransport | undefined;
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, (req) => {
+    const { socket, response } = Deno.upgradeWebSocket(req);
+    serverSide = wrapWebSocket(socket);
+    return response;
+  });
+  const ws = new WebSocket(`ws://127.0.0.1:${server.addr.port}/`);
+  const closed = new Promise<CloseEvent>((r) => ws.addEventListener("close", r, { once: true }));
+  await new Promise((r) => ws.addEventListener("open", r, { once: true }));
+  ws.send("text");
+  const ev = await closed;
+  assert.equal(ev.code, 4003);
+  assert.equal(ev.reason, "binary frames only");
+  assert.equal(serverSide?.closedReason, "1003 text frame refused");
+  assert.equal(webApiCloseCode(1009), 4009);
+  assert.equal(webApiCloseCode(1000), 1000);
+  assert.equal(webApiCloseCode(4321), 4321);
+  await server.shutdown();
 });
