@@ -11,6 +11,7 @@
  *   figures.
  * - {@link countsOfNftJson}, {@link countDifferences} (`counts.ts`): the integrity check's figures.
  * - {@link NftKeeper} (`integrity.ts`): loads the policy, checks it every 5 s (clock injected) and reloads it.
+ * - {@link NetworkRules} (`network_rules.ts`): the instances converger's `InstanceNetwork` over a keeper.
  * - {@link Nft} (`port.ts`): the kernel's side, implemented in `runtimes/nft/` (real `nft`, the helper, a fake).
  *
  * @example
@@ -53,6 +54,7 @@ export {
   NftKeeper,
   type NftKeeperOptions,
 } from "./integrity.ts";
+export { NetworkRules } from "./network_rules.ts";
 export { isGuarded, planNetPolicy, type PolicyPlan } from "./plan.ts";
 export {
   checkHostAddresses,

@@ -2,7 +2,9 @@
  * The `instances` converger: each desired instance is defined on its runtime and brought to its state (`RUNNING`,
  * `PAUSED`, `STOPPED`, `DELETED`); a managed domain no longer desired is deleted; an unmanaged one is reported and
  * never touched. An instance the runtime refuses (unknown runtime, bad request) fails that instance terminally at the
- * generation; a transient error keeps the section `PROGRESSING`.
+ * generation; a transient error keeps the section `PROGRESSING`. With network rules ({@link InstanceNetwork}), every
+ * plan starts with loading them, before any domain starts: an instance they refuse fails with reason
+ * `network-policy` and is stopped if it runs, and rules that did not load keep the section `PROGRESSING`.
  *
  * `StatusReport.instances_complete` ({@link InstancesConverger.listing}): true only once every runtime was listed
  * and while no runtime's last listing failed. A runtime that cannot be listed does not hide what the others hold (they
@@ -12,6 +14,7 @@
  */
 import type { bcd } from "../../../proto/mod.ts";
 import type { ApplyContext, ApplyOutcome, SectionConverger } from "../engine.ts";
+import { type InstanceNetwork, NETWORK_POLICY_REASON } from "./network.ts";
 import { type Domain, type DomainRecord, type DomainState, type InstanceRuntime, RuntimeRefused } from "./runtime.ts";
 
 type InstancesSection = bcd.v1.InstancesSection.$Properties;
@@ -26,7 +29,9 @@ export interface ObservedDomain extends Domain {
 export type InstanceAction =
   | { readonly op: "define"; readonly runtime: string; readonly record: DomainRecord; readonly then: DomainState }
   | { readonly op: "start" | "pause" | "resume" | "stop" | "delete"; readonly runtime: string; readonly id: string }
-  | { readonly op: "fail"; readonly id: string; readonly reason: string; readonly message: string };
+  | { readonly op: "fail"; readonly id: string; readonly reason: string; readonly message: string }
+  /** Load the network rules (first of every plan when the converger has them, so they load before any start). */
+  | { readonly op: "network" };
 
 /**
  * `StatusReport.instances` and `instances_complete`: what the runtimes hold, and whether that is everything (false
@@ -92,8 +97,12 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
   /** Runtimes whose last listing failed, with why; every runtime until it was first listed. */
   #unlisted = new Map<string, string>();
 
-  constructor(runtimes: readonly InstanceRuntime[]) {
+  readonly #network: InstanceNetwork | undefined;
+
+  /** `network`: the instances' nftables rules, loaded at the start of every apply, before any domain starts. */
+  constructor(runtimes: readonly InstanceRuntime[], opts: { readonly network?: InstanceNetwork } = {}) {
     this.#runtimes = new Map(runtimes.map((r) => [r.name, r]));
+    this.#network = opts.network;
     for (const r of runtimes) this.#unlisted.set(r.name, "not listed yet");
   }
 
@@ -169,22 +178,52 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
     for (const d of observed) {
       if (d.record && !wanted.has(d.id)) out.push({ op: "delete", runtime: d.runtime, id: d.id });
     }
-    return out;
+    return this.#network === undefined ? out : [{ op: "network" }, ...out];
+  }
+
+  /**
+   * The network rules' step (000 §Instances): loads the rules before any action, then turns each instance they refuse
+   * into a `fail` action, dropping its start-like actions and stopping its domain when it runs.
+   */
+  async #withNetwork(
+    actions: readonly InstanceAction[],
+    desired: InstancesSection | undefined,
+  ): Promise<{ actions: InstanceAction[]; retry?: string }> {
+    const rest = actions.filter((a): a is Exclude<InstanceAction, { op: "network" }> => a.op !== "network");
+    if (this.#network === undefined) return { actions: rest };
+    const v = await this.#network.load(desired?.instances ?? [], new Set(this.#observed.map((d) => d.id)));
+    if (v.failed.size === 0) return { actions: rest, ...(v.loadError ? { retry: v.loadError } : {}) };
+    const out: InstanceAction[] = [];
+    const stopped = new Set<string>();
+    for (const a of rest) {
+      const id = a.op === "define" ? a.record.id : a.id;
+      if (a.op === "stop") stopped.add(id);
+      // Deletes and stops still run; what would start, resume, define or pause a refused instance does not.
+      if (!v.failed.has(id) || a.op === "delete" || a.op === "stop" || a.op === "fail") out.push(a);
+    }
+    for (const [id, message] of v.failed) {
+      const d = this.#observed.find((o) => o.id === id);
+      if (d?.record && d.state !== "stopped" && !stopped.has(id)) out.push({ op: "stop", runtime: d.runtime, id });
+      out.push({ op: "fail", id, reason: NETWORK_POLICY_REASON, message });
+    }
+    return { actions: out, ...(v.loadError ? { retry: v.loadError } : {}) };
   }
 
   async apply(
-    actions: readonly InstanceAction[],
-    _desired: InstancesSection | undefined,
+    planned: readonly InstanceAction[],
+    desired: InstancesSection | undefined,
     ctx: ApplyContext,
   ): Promise<ApplyOutcome> {
+    const { actions, retry } = await this.#withNetwork(planned, desired);
     const failed: string[] = [];
-    let transient: string | undefined;
+    let transient: string | undefined = retry === undefined ? undefined : `network rules did not load: ${retry}`;
     for (const a of actions) {
       if (a.op === "fail") {
         this.#failed.set(a.id, { reason: a.reason, message: a.message });
         failed.push(`${a.id}: ${a.message}`);
         continue;
       }
+      if (a.op === "network") continue;
       const rt = this.#runtimes.get(a.runtime)!;
       const id = a.op === "define" ? a.record.id : a.id;
       try {
@@ -221,7 +260,7 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
         }
       }
     }
-    if (actions.some((a) => a.op !== "fail")) await this.observe();
+    if (actions.some((a) => a.op !== "fail" && a.op !== "network")) await this.observe();
     if (transient) return { kind: "progressing", reason: "InstanceRetry", message: transient };
     if (failed.length > 0) return { kind: "failed", reason: "InstanceFailed", message: failed.join("; ") };
     return { kind: "converged" };
@@ -230,12 +269,16 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
   /** Every domain the runtimes hold, for `StatusReport.instances` (as of the last pass). */
   report(): InstanceReport[] {
     const STATE = { running: "RUNNING", paused: "PAUSED", stopped: "STOPPED" } as const;
+    const why = (id: string) => {
+      const f = this.#failed.get(id);
+      return f === undefined ? "" : `${f.reason}: ${f.message}`;
+    };
     const out: InstanceReport[] = this.#observed.map((d) => ({
       id: d.id,
       runtime: d.runtime,
       state: STATE[d.state],
       managed: d.record !== undefined,
-      message: "",
+      message: why(d.id),
       vcpus: d.record?.vcpus ?? 0,
       memoryBytes: d.record?.memoryBytes ?? 0,
     }));

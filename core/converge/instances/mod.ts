@@ -11,5 +11,6 @@ export {
   type ObservedDomain,
   RuntimeListingFailed,
 } from "./converger.ts";
+export { type InstanceNetwork, NETWORK_POLICY_REASON, type NetworkVerdict } from "./network.ts";
 export { IFNAME_MAX, MAX_NICS, TAP_PREFIX, tapName } from "./tap_name.ts";
 export { type Domain, type DomainRecord, type DomainState, type InstanceRuntime, RuntimeRefused } from "./runtime.ts";
