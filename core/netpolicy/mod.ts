@@ -4,6 +4,8 @@
  *
  * - {@link planNetPolicy} (`plan.ts`): the `instances` section → a {@link NetPolicy} (one entry per NIC, deleted
  *   instances' guards kept while their domain lives) and the instances whose policy cannot be expressed.
+ * - {@link addressOwners} (`plan.ts`): the instance each guarded address is bound to, never one two instances claim
+ *   (what the metadata service and instance tunnels may trust).
  * - {@link checkNetPolicy} (`policy.ts`): the default-deny checks of every name and address, run before any text is
  *   built, in the node and again in the root helper.
  * - {@link renderRuleset} (`ruleset.ts`): the pure function from a policy and the host's own addresses to one
@@ -55,7 +57,7 @@ export {
   type NftKeeperOptions,
 } from "./integrity.ts";
 export { NetworkRules } from "./network_rules.ts";
-export { isGuarded, planNetPolicy, type PolicyPlan } from "./plan.ts";
+export { addressOwners, isGuarded, planNetPolicy, type PolicyPlan } from "./plan.ts";
 export {
   checkHostAddresses,
   checkNetPolicy,

@@ -96,3 +96,24 @@ export function isGuarded(i: InstanceSpec): boolean {
   const p = _policy(i.network_policy);
   return (p !== undefined && p !== "egress") || i.ssh_from_host_only === true;
 }
+
+/**
+ * The instance each guarded address is bound to, for the services that name an instance by its address (the metadata
+ * service, instance tunnels): only addresses of NICs the rules guard (a MAC and IPAM addresses), and never one that
+ * two instances claim (000 §Instances). Keys are canonical bare addresses.
+ */
+export function addressOwners(policy: NetPolicy): Map<string, string> {
+  const owners = new Map<string, string>();
+  const shared = new Set<string>();
+  for (const n of policy.nics) {
+    if (n.mac === undefined) continue;
+    for (const a of n.addresses) {
+      const bare = a.split("/")[0]!;
+      const other = owners.get(bare);
+      if (other !== undefined && other !== n.instance) shared.add(bare);
+      owners.set(bare, n.instance);
+    }
+  }
+  for (const a of shared) owners.delete(a);
+  return owners;
+}

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { bcd } from "../../proto/mod.ts";
-import { isGuarded, planNetPolicy } from "./plan.ts";
+import { addressOwners, isGuarded, planNetPolicy } from "./plan.ts";
 
 type InstanceSpec = bcd.v1.InstanceSpec.$Properties;
 
@@ -79,4 +79,17 @@ Deno.test("isGuarded(): PRIVATE, NONE or ssh_from_host_only", () => {
   assert.ok(isGuarded(_spec("a", { network_policy: 2 })));
   assert.ok(isGuarded(_spec("a", { network_policy: 0, ssh_from_host_only: true })));
   assert.ok(!isGuarded(_spec("a", { network_policy: 0 })));
+});
+
+Deno.test("addressOwners(): each guarded address names its instance; one two instances claim names none", () => {
+  const { policy } = planNetPolicy(
+    [
+      _spec("a", { nics: [{ ...NIC, ipam_addresses: ["10.0.3.7/24", "2001:DB8::7/64"] }] }),
+      _spec("b", { nics: [{ ...NIC, mac: "52:54:00:00:00:02", ipam_addresses: ["10.0.3.8/24", "10.0.3.7/24"] }] }),
+      _spec("c", { network_policy: 0, nics: [{ bridge: "br0", ipam_addresses: ["10.0.3.9/24"] }] }),
+    ],
+    undefined,
+    new Set(),
+  );
+  assert.deepEqual([...addressOwners(policy)].sort(), [["10.0.3.8", "b"], ["2001:db8::7", "a"]]);
 });
