@@ -19,7 +19,7 @@
  * @module
  */
 import { tapName } from "../converge/instances/tap_name.ts";
-import { type Cidr, formatCidr, formatMac, ipamProblem, macProblem, parseCidr, parseMac } from "./addr.ts";
+import { type Cidr, formatCidr, ipamProblem, macProblem, parseCidr, parseMac } from "./addr.ts";
 
 /** `EGRESS` adds nothing; `PRIVATE` keeps a NIC to its IPAM subnets and the host; `NONE` to the host only. */
 export type PolicyKind = "egress" | "private" | "none";
@@ -169,7 +169,7 @@ function _checkNic(raw: unknown, where: string): ParsedNic {
     if (macBytes === undefined) throw new NetPolicyError(`${at}: mac ${_show(o.mac)} is not a MAC address`, id);
     const p = macProblem(macBytes);
     if (p !== undefined) throw new NetPolicyError(`${at}: mac ${_show(o.mac)} ${p}`, id);
-    mac = formatMac(macBytes);
+    mac = (o.mac as string).toLowerCase(); // parseMac accepted it: six colon-separated hex pairs
   }
   if (!Array.isArray(o.addresses) || o.addresses.length > MAX_NIC_ADDRESSES) {
     throw new NetPolicyError(`${at}: addresses is not a list of at most ${MAX_NIC_ADDRESSES}`, id);

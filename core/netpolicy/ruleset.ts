@@ -217,12 +217,15 @@ export function renderRuleset(policy: NetPolicy, hostAddresses: readonly string[
     add("v6_bind", `${tap} . ${_V6_ANY}`);
     const ll = eui64LinkLocal(mac);
     const v6 = new Map<string, Uint8Array>([[formatAddress(6, ll), ll]]);
-    for (const c of own) {
+    for (const [i, c] of own.entries()) {
+      // `addresses[i]` is `own[i]` in canonical text (checkNetPolicy made both); the bare address is before the `/`.
+      const text = n.addresses[i]!;
+      const slash = text.indexOf("/");
+      const a = slash < 0 ? text : text.slice(0, slash);
       if (c.family === 6) {
-        v6.set(formatAddress(6, c.bytes), c.bytes);
+        v6.set(a, c.bytes);
         continue;
       }
-      const a = formatAddress(4, c.bytes);
       add("v4_bind", `${tap} . ${a}`);
       guardedV4.add(a);
     }
