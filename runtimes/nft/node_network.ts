@@ -72,6 +72,8 @@ export class NodeNetwork {
     this.#timer = setInterval(() => {
       this.keeper.tick().catch((e) => this.#log.error({ err: String(e) }, "nftables: the integrity check threw"));
     }, TICK_MS);
+    // The check never keeps the process alive by itself: a daemon that is stopping stops.
+    Deno.unrefTimer(this.#timer);
   }
 
   /** Stops the integrity timer. */
