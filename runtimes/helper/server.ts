@@ -17,6 +17,7 @@ import {
   HelperError,
   type HelperOp,
   type HelperRequest,
+  loggedArgs,
   MAX_REQUEST_LINE,
   opsOfRole,
   RequestRefused,
@@ -147,7 +148,7 @@ export class HelperServer {
           send(encodeError(req.id, new HelperError("busy", `${req.op}: ${this.#maxInFlight} requests in flight`)));
           continue;
         }
-        this.#log.info({ conn: cid, id: req.id, op: req.op, args: req.args }, "helper: op");
+        this.#log.info({ conn: cid, id: req.id, op: req.op, args: loggedArgs(req) }, "helper: op");
         const t = this.run(req).then(
           (result) => {
             this.#log.debug({ conn: cid, id: req.id, op: req.op }, "helper: op done");

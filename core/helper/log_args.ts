@@ -1,0 +1,20 @@
+/**
+ * What the helper's log line of an op carries for its arguments: the arguments themselves, except for `nft.apply`,
+ * whose policy can run to hundreds of kilobytes (1,000 instances with two NICs is about 350 KB): its log line names
+ * the NIC and instance counts and the SHA-256 of the policy's JSON instead, so the same policy logs the same digest.
+ *
+ * @module
+ */
+import { createHash } from "node:crypto";
+import type { HelperRequest } from "./protocol.ts";
+
+/** The arguments of `req` as the helper logs them. */
+export function loggedArgs(req: HelperRequest): unknown {
+  if (req.op !== "nft.apply") return req.args;
+  const nics = req.args.policy.nics;
+  return {
+    nics: nics.length,
+    instances: new Set(nics.map((n) => n.instance)).size,
+    sha256: createHash("sha256").update(JSON.stringify(req.args.policy)).digest("hex"),
+  };
+}
