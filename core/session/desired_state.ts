@@ -17,16 +17,7 @@
  * @module
  */
 import { bcd, decodeMessage, encodeMessage, WireDecodeError } from "../../proto/mod.ts";
-import {
-  certificateFromJson,
-  enforcesSignatures,
-  MAX_ENVELOPE_BYTES,
-  PkiFormatError,
-  SignatureError,
-  type TrustBundle,
-  verifyEnvelope,
-} from "../pki/mod.ts";
-import { decodeBoundedJson } from "../pki/codec.ts";
+import { enforcesSignatures, SignatureError, type TrustBundle, verifyEnvelope } from "../pki/mod.ts";
 import { SECTION_ORDER } from "../converge/section.ts";
 import { MessageBudgetError } from "../../proto/message_budget.ts";
 import { isDefaultWireValue, unknownFields, wireFields } from "../../proto/unknown_fields.ts";
@@ -61,6 +52,8 @@ export type IntakeDecision =
     readonly bytes: Uint8Array;
     /** The signature to journal with `bytes` (the received one for a full spec; none for a merged patch). */
     readonly signature: Uint8Array | undefined;
+    /** For a patch: the received body and signature (spec_provenance.ts chains them to the held spec's). */
+    readonly patch?: { readonly bytes: Uint8Array; readonly signature: Uint8Array | undefined };
   };
 
 /** Inputs of {@link takeDesiredState}. */
@@ -142,6 +135,7 @@ export async function takeDesiredState(
     held: { generation, specHash: body.spec_hash, spec: merged, unknownSections: mergedUnknown },
     bytes: encodeFullBody(body.node_id, generation, body.spec_hash, merged, mergedUnknown),
     signature: undefined,
+    patch: { bytes, signature },
   };
 }
 
@@ -235,45 +229,6 @@ export function heldFromJournal(bytes: Uint8Array, nodeId: string): HeldDesiredS
     };
   } catch (e) {
     if (e instanceof WireDecodeError || e instanceof MessageBudgetError) return undefined;
-    throw e;
-  }
-}
-
-/**
- * Re-checks the spec the journal holds before it is enforced offline (issue 22, item 3): once `trust` holds
- * command-signing roots, the stored signature must be a `desired-state` envelope over the stored bytes that chains to
- * those roots. Returns why it fails, or `undefined` when it may be enforced (always, while `trust` holds no roots).
- *
- * Interpretations: the worker certificate's window is not judged again (the spec was in force when it was taken; a
- * certificate that expired since does not make it forged), so the check is made at server time clamped into that
- * window. A patched spec is journaled merged and unsigned (its patch's signature covers only the patch), so after a
- * restart it is not enforced until the gateway sends the full spec again; a spec journaled while the node held no
- * roots, or signed under roots since rotated away, fails the same way.
- */
-export async function verifyHeldSpec(
-  stored: { bytes: Uint8Array; signature?: Uint8Array },
-  trust: TrustBundle,
-  serverNow: number,
-): Promise<string | undefined> {
-  if (!enforcesSignatures(trust)) return undefined;
-  const sig = stored.signature;
-  if (sig === undefined || sig.length === 0) {
-    return "the journal's spec carries no signature (a merged patch, or taken while no roots were held)";
-  }
-  let at = serverNow;
-  try {
-    const env = decodeBoundedJson("envelope", sig, MAX_ENVELOPE_BYTES);
-    const cert = certificateFromJson(env.cert);
-    at = Math.min(Math.max(serverNow, cert.statement.notBefore), cert.statement.notAfter);
-  } catch (e) {
-    if (!(e instanceof PkiFormatError)) throw e;
-    // verifyEnvelope below reports the malformed envelope.
-  }
-  try {
-    await verifyEnvelope(trust.commandSigningRoots, "desired-state", stored.bytes, sig, at);
-    return undefined;
-  } catch (e) {
-    if (e instanceof SignatureError) return `its signature does not verify: ${e.message}`;
     throw e;
   }
 }

@@ -8,7 +8,6 @@ import {
   type IntakeContext,
   takeDesiredState,
   unknownSpecSections,
-  verifyHeldSpec,
 } from "./desired_state.ts";
 
 const body = (b: Props<typeof bcd.v1.DesiredStateBody>) => encodeMessage(bcd.v1.DesiredStateBody, b);
@@ -180,42 +179,4 @@ Deno.test("unknownSpecSections merges repeated occurrences of a field and refuse
   }]);
   assert.equal(u[0]!.records.length, SECTION_9.length + 2);
   assert.throws(() => unknownSpecSections(new Uint8Array([0x22, 0x03, 0x4a, 0x05, 0x00])), /runs past/);
-});
-
-Deno.test("verifyHeldSpec(): the journal's spec is enforced at start only when its signature chains to the held roots", async (t) => {
-  const NOW = Date.UTC(2027, 0, 1);
-  const pki = await makeTestPki({ notBefore: NOW - 10 * 3_600_000, notAfter: NOW - 3_600_000 });
-  const other = await makeTestPki();
-  const bytes = body({ node_id: "n-1", generation: 7, spec_hash: "h7", full: { telemetry: {} } });
-  const signed = await signEnvelope(pki.worker, "desired-state", bytes);
-  const rows: { name: string; trust: typeof pki.bundle; sig?: Uint8Array; bytes?: Uint8Array; ok: boolean }[] = [
-    { name: "no roots held: anything is enforced (v0.1)", trust: EMPTY_TRUST_BUNDLE, ok: true },
-    {
-      name: "signed by a worker of the held root (its certificate expired since) is enforced",
-      trust: pki.bundle,
-      sig: signed,
-      ok: true,
-    },
-    { name: "unsigned (a merged patch, or taken without roots) is not", trust: pki.bundle, ok: false },
-    { name: "signed under a root no longer held is not", trust: other.bundle, sig: signed, ok: false },
-    {
-      name: "a signature over other bytes is not",
-      trust: pki.bundle,
-      sig: signed,
-      bytes: body({ node_id: "n-1", generation: 8, full: {} }),
-      ok: false,
-    },
-    { name: "a malformed envelope is not", trust: pki.bundle, sig: new Uint8Array([1, 2, 3]), ok: false },
-  ];
-  for (const r of rows) {
-    await t.step(r.name, async () => {
-      const why = await verifyHeldSpec(
-        { bytes: r.bytes ?? bytes, ...(r.sig ? { signature: r.sig } : {}) },
-        r.trust,
-        NOW,
-      );
-      if (r.ok) assert.equal(why, undefined);
-      else assert.ok(typeof why === "string" && why.length > 0);
-    });
-  }
 });

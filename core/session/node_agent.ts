@@ -55,7 +55,8 @@ import {
   type SessionOut,
   SessionProtocolError,
 } from "./client.ts";
-import { type HeldDesiredState, heldFromJournal, takeDesiredState, verifyHeldSpec } from "./desired_state.ts";
+import { type HeldDesiredState, heldFromJournal, takeDesiredState } from "./desired_state.ts";
+import { extendProvenance, type StoredSpecRecord, verifyHeldSpec } from "./spec_provenance.ts";
 import { takeTrustBundle } from "./trust_rotation.ts";
 import { type NodeIdentity, saveTrustBundle, trustBundleFromWire, unbatchedFromWire } from "./identity.ts";
 import { signSessionProof } from "./proofs.ts";
@@ -126,6 +127,8 @@ export class NodeAgent implements SessionDelegate, EventSink {
   #trust: TrustBundle;
   #bundleUnbatched = 0;
   #held: HeldDesiredState | undefined;
+  /** What the journal holds for {@link #held}: its bytes and signature (or provenance chain). */
+  #heldRecord: StoredSpecRecord | undefined;
   #serverOffset = 0;
   /** The highest server time returned so far: {@link serverNow} never goes below it. */
   #serverFloor = 0;
@@ -193,7 +196,7 @@ export class NodeAgent implements SessionDelegate, EventSink {
     const stored = await o.journal.getSpec();
     if (stored) {
       a.#held = heldFromJournal(stored.bytes, o.identity.nodeId);
-      const refused = a.#held ? await verifyHeldSpec(stored, a.#trust, a.serverNow()) : undefined;
+      const refused = a.#held ? await verifyHeldSpec(stored, a.#trust, a.serverNow(), o.identity.nodeId) : undefined;
       if (refused !== undefined) {
         a.#log.error(
           { generation: a.#held?.generation, why: refused },
@@ -201,6 +204,7 @@ export class NodeAgent implements SessionDelegate, EventSink {
         );
         a.#held = undefined;
       } else if (a.#held) {
+        a.#heldRecord = stored;
         a.#log.info({ generation: a.#held.generation }, "converging the spec the journal holds");
         await a.loop.onSpec(a.#heldSpec(a.#held));
       } else a.#log.warn("the journal's spec is unusable; asking for the full spec once connected");
@@ -451,13 +455,17 @@ export class NodeAgent implements SessionDelegate, EventSink {
       case "request":
         this.#requestSpec(this.#held?.generation ?? 0, d.reason, d.why);
         return;
-      case "apply":
+      case "apply": {
+        // A merged patch journals its provenance (the signed spec and patches it came from) in place of a signature.
+        const signature = d.signature ??
+          (d.patch ? extendProvenance(this.#heldRecord, d.patch.bytes, d.patch.signature) : undefined);
         await this.journal.putSpec({
           generation: d.held.generation,
           bytes: d.bytes,
           hash: d.held.specHash,
-          ...(d.signature ? { signature: d.signature } : {}),
+          ...(signature ? { signature } : {}),
         });
+        this.#heldRecord = { bytes: d.bytes, ...(signature ? { signature } : {}) };
         await this.journal.setAppliedGeneration(d.held.generation);
         this.#held = d.held;
         this.#log.info({ generation: d.held.generation }, "desired state applied");
@@ -465,6 +473,7 @@ export class NodeAgent implements SessionDelegate, EventSink {
         await this.dispatcher.onSpecApplied();
         await this.loop.onSpec(this.#heldSpec(d.held));
         return;
+      }
     }
   }
 
