@@ -1,0 +1,104 @@
+/**
+ * In-memory {@link SysctlPort} and {@link HugepagePort} that keep the same rules the helper's real backends keep
+ * (originals recorded on first set, restores give them back, shrinks stop at pages in use, unknown keys read `null`),
+ * for converger tests and the ports' shared contract suite.
+ *
+ * @module
+ */
+import { type HugepageObserved, type HugepageSize, type HugepageStep, type ManagedPool, poolKey } from "./hugepages.ts";
+import type { HugepagePort, PoolResult, SysctlPort } from "./ports.ts";
+import type { ManagedSysctl, SysctlObserved, SysctlStep } from "./sysctl.ts";
+
+/** A fake kernel's sysctls and bcd's file. */
+export class FakeSysctl implements SysctlPort {
+  readonly live: Map<string, string>;
+  readonly managed = new Map<string, ManagedSysctl>();
+  readonly applied: SysctlStep[][] = [];
+  constructor(live: Record<string, string>) {
+    this.live = new Map(Object.entries(live));
+  }
+  read(keys: readonly string[]): Promise<SysctlObserved> {
+    const live: Record<string, string | null> = {};
+    for (const k of [...keys, ...this.managed.keys()]) live[k] = this.live.get(k) ?? null;
+    return Promise.resolve({ live, managed: Object.fromEntries(this.managed) });
+  }
+  apply(steps: readonly SysctlStep[]): Promise<Record<string, string | null>> {
+    this.applied.push([...steps]);
+    const back: Record<string, string | null> = {};
+    for (const s of steps) {
+      const cur = this.live.get(s.key);
+      if (cur === undefined) return Promise.reject(new Error(`sysctl ${s.key}: no such key`));
+      if (s.op === "set") {
+        this.managed.set(s.key, { value: s.value, original: this.managed.get(s.key)?.original ?? cur });
+        this.live.set(s.key, s.value);
+      } else {
+        const rec = this.managed.get(s.key);
+        if (rec) this.live.set(s.key, rec.original);
+        this.managed.delete(s.key);
+      }
+      back[s.key] = this.live.get(s.key) ?? null;
+    }
+    return Promise.resolve(back);
+  }
+}
+
+/** One fake pool: total and pages in use; `limit` caps what the kernel can reserve. */
+interface _Pool {
+  total: number;
+  used: number;
+  limit: number;
+}
+
+/** A fake host's huge page pools (host-wide pools only, plus NUMA node pools keyed `size@nodeN`). */
+export class FakeHugepages implements HugepagePort {
+  readonly pools = new Map<string, _Pool>();
+  readonly managed = new Map<string, ManagedPool>();
+  readonly applied: HugepageStep[][] = [];
+  /** `sizes`: the sizes the host offers, with the NUMA nodes each has. */
+  constructor(sizes: Partial<Record<HugepageSize, readonly number[]>>) {
+    for (const [size, nodes] of Object.entries(sizes) as [HugepageSize, number[]][]) {
+      this.pools.set(size, { total: 0, used: 0, limit: Infinity });
+      for (const n of nodes) this.pools.set(poolKey({ size, node: n }), { total: 0, used: 0, limit: Infinity });
+    }
+  }
+  pool(size: HugepageSize, node?: number): _Pool {
+    const p = this.pools.get(poolKey({ size, ...(node !== undefined ? { node } : {}) }));
+    if (!p) throw new Error(`no pool ${size} ${node}`);
+    return p;
+  }
+  read(): Promise<HugepageObserved> {
+    const sizes: HugepageObserved["sizes"] = {};
+    for (const size of ["2M", "1G"] as const) {
+      const host = this.pools.get(size);
+      if (!host) continue;
+      const nodes: Record<string, { total: number; free: number }> = {};
+      for (const [k, p] of this.pools) {
+        const m = k.match(/^(\w+)@node(\d+)$/);
+        if (m && m[1] === size) nodes[m[2]!] = { total: p.total, free: p.total - p.used };
+      }
+      (sizes as Record<string, unknown>)[size] = { total: host.total, free: host.total - host.used, nodes };
+    }
+    return Promise.resolve({ sizes, managed: [...this.managed.values()] });
+  }
+  apply(steps: readonly HugepageStep[]): Promise<PoolResult[]> {
+    this.applied.push([...steps]);
+    const out: PoolResult[] = [];
+    for (const s of steps) {
+      const key = poolKey(s);
+      const p = this.pools.get(key);
+      if (!p) return Promise.reject(new Error(`no pool ${key}`));
+      const node = s.node !== undefined ? { node: s.node } : {};
+      if (s.op === "set") {
+        const original = this.managed.get(key)?.original ?? p.total;
+        this.managed.set(key, { size: s.size, ...node, count: s.count, original });
+        p.total = Math.min(p.limit, Math.max(s.count, p.used));
+        out.push({ size: s.size, ...node, wanted: s.count, total: p.total });
+      } else {
+        const rec = this.managed.get(key);
+        if (rec) p.total = Math.max(rec.original, p.used);
+        this.managed.delete(key);
+      }
+    }
+    return Promise.resolve(out);
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * The `host` section (000 §NodeSpec, the `host` row; §Convergence and status): config units converged in a fixed
+ * order by {@link HostConverger}, each a {@link UnitDriver} that checks its settings against its own default-deny
+ * schema, observes the host through a port ({@link SysctlPort}, {@link HugepagePort}), plans the minimal steps and
+ * applies them; a unit dropped from the section undoes exactly what bcd did.
+ *
+ * | file              | what                                                                 |
+ * | ----------------- | -------------------------------------------------------------------- |
+ * | `units.ts`        | unit names, order, dependencies, the section's parse                 |
+ * | `schema.ts`       | default-deny settings checks (unknown keys refused with unit and key) |
+ * | `sysctl.ts`       | the `sysctl` unit's settings, allowlist and plan                     |
+ * | `hugepages.ts`    | the `hugepages` unit's settings and plan                             |
+ * | `unit.ts`         | the unit driver interface and the `sysctl` / `hugepages` drivers     |
+ * | `converger.ts`    | the converger, the stop rule, `RebootRequired`, `HostManagedExternally` |
+ *
+ * @example
+ * ```ts ignore
+ * const host = new HostConverger([sysctlUnit(sysctlPort), hugepagesUnit(hugepagePort)]);
+ * const converger = config.host.units ? hostSectionConverger(host) : externallyManagedHost();
+ * ```
+ *
+ * Not built yet (a section listing them is `FAILED` `UnitUnsupported:<unit>`): `kernel-modules`, `nvidia-driver`,
+ * `fabric-manager`, `mig-layout`, `gpu-sharing`, `container-toolkit`, `kubernetes-join`.
+ *
+ * @module
+ */
+export { externallyManagedHost, HostConverger, hostSectionConverger, REBOOT_REQUIRED } from "./converger.ts";
+export {
+  HUGEPAGE_SIZES,
+  type HugepageObserved,
+  type HugepagePool,
+  type HugepageSettings,
+  type HugepageSize,
+  type HugepageStep,
+  isHugepageSize,
+  type ManagedPool,
+  MAX_HUGEPAGES,
+  MAX_NUMA_NODE,
+  parseHugepageSettings,
+  planHugepages,
+  poolKey,
+  type PoolState,
+  type SizeState,
+} from "./hugepages.ts";
+export type { HugepagePort, PoolResult, SysctlPort } from "./ports.ts";
+export {
+  isAllowedSysctlKey,
+  isSysctlValue,
+  type ManagedSysctl,
+  MAX_SYSCTL_KEYS,
+  MAX_SYSCTL_VALUE,
+  normalizeSysctlValue,
+  parseSysctlSettings,
+  planSysctl,
+  SYSCTL_PREFIXES,
+  type SysctlObserved,
+  type SysctlSettings,
+  type SysctlStep,
+} from "./sysctl.ts";
+export { HostUnitError, hugepagesUnit, sysctlUnit, type UnitDriver, type UnitResult } from "./unit.ts";
+export {
+  canonical,
+  dependentsOf,
+  HostSettingsError,
+  isUnitName,
+  MAX_SETTINGS_BYTES,
+  parseHostSection,
+  UNIT_DEPENDS,
+  UNIT_ORDER,
+  type UnitName,
+} from "./units.ts";

@@ -1,0 +1,104 @@
+/**
+ * A unit driver: checks its settings, then observes, plans and applies in one go. Drivers for `sysctl` and
+ * `hugepages` over their ports; a unit is called with `undefined` settings when the section does not list it, so it
+ * undoes what bcd did before (and nothing else).
+ *
+ * @module
+ */
+import {
+  type HugepageSettings,
+  HugepageUnavailable,
+  parseHugepageSettings,
+  planHugepages,
+  poolKey,
+} from "./hugepages.ts";
+import type { HugepagePort, SysctlPort } from "./ports.ts";
+import {
+  normalizeSysctlValue,
+  parseSysctlSettings,
+  planSysctl,
+  sysctlKeysToRead,
+  type SysctlSettings,
+} from "./sysctl.ts";
+import type { UnitName } from "./units.ts";
+
+/** What one unit's pass came to. */
+export interface UnitResult {
+  /** Steps applied (0: the host already matched). */
+  readonly steps: number;
+  /** Set when the unit is not there yet and a later pass should try again (e.g. pages the kernel could not reserve). */
+  readonly pending?: string;
+  /** Set when the change takes effect only after a reboot; bcd never reboots by itself. */
+  readonly rebootRequired?: string;
+}
+
+/** A unit failure. `terminal`: it fails the section at this generation; otherwise the next pass retries. */
+export class HostUnitError extends Error {
+  override name = "HostUnitError";
+  constructor(readonly unit: UnitName, readonly terminal: boolean, message: string, options?: ErrorOptions) {
+    super(message, options);
+  }
+}
+
+/** A unit the converger can run. */
+export interface UnitDriver<S = unknown> {
+  readonly name: UnitName;
+  /** Checks the settings (throws `HostSettingsError` naming the unit and key). */
+  parse(raw: Record<string, unknown>): S;
+  /** Brings the host to `desired`, or undoes bcd's own changes when `undefined`. */
+  converge(desired: S | undefined): Promise<UnitResult>;
+}
+
+/** The `sysctl` unit over its port. */
+export function sysctlUnit(port: SysctlPort): UnitDriver<SysctlSettings> {
+  return {
+    name: "sysctl",
+    parse: parseSysctlSettings,
+    async converge(desired) {
+      const observed = await port.read(sysctlKeysToRead(desired, []));
+      const missing = Object.keys(desired?.values ?? {}).filter((k) => observed.live[k] == null);
+      if (missing.length) {
+        throw new HostUnitError("sysctl", true, `sysctl: this kernel has no key ${missing.join(", ")}`);
+      }
+      const steps = planSysctl(desired, observed);
+      if (steps.length === 0) return { steps: 0 };
+      const back = await port.apply(steps);
+      for (const s of steps) {
+        if (s.op !== "set") continue;
+        const got = back[s.key];
+        if (got == null || normalizeSysctlValue(got) !== s.value) {
+          throw new HostUnitError(
+            "sysctl",
+            true,
+            `sysctl: ${s.key} was written ${JSON.stringify(s.value)} but reads back ${JSON.stringify(got)}`,
+          );
+        }
+      }
+      return { steps: steps.length };
+    },
+  };
+}
+
+/** The `hugepages` unit over its port. */
+export function hugepagesUnit(port: HugepagePort): UnitDriver<HugepageSettings> {
+  return {
+    name: "hugepages",
+    parse: parseHugepageSettings,
+    async converge(desired) {
+      const observed = await port.read();
+      let steps;
+      try {
+        steps = planHugepages(desired, observed);
+      } catch (e) {
+        if (e instanceof HugepageUnavailable) throw new HostUnitError("hugepages", true, e.message, { cause: e });
+        throw e;
+      }
+      if (steps.length === 0) return { steps: 0 };
+      const results = await port.apply(steps);
+      // Fewer: the kernel could not reserve them; more: pages in use are never taken away.
+      const short = results.filter((r) => r.total !== r.wanted)
+        .map((r) => `${poolKey(r)}: ${r.total} pages, ${r.wanted} wanted`);
+      return { steps: steps.length, ...(short.length ? { pending: `hugepages ${short.join("; ")}` } : {}) };
+    },
+  };
+}
