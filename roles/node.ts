@@ -3,21 +3,31 @@
  * flags (`roles/permissions.ts`), beside the root `bcd-helper` (000 §privilege separation): everything under /proc,
  * /sys and /dev and every root-only write goes to the helper's socket (`[helper] socket`, default
  * `/run/bcd/helper.sock`) — the boot id, the host inventory and memory, the CDI/env hold files, the hold slices, the
- * GPUs' NUMA nodes, `gpu.reset` and `node.reboot`. The node still runs `nvidia-smi` itself for queries, does HTTPS log
+ * GPUs' NUMA nodes, the host section's sysctl and huge page units, `gpu.reset` and `node.reboot`. The node still runs `nvidia-smi` itself for queries, does HTTPS log
  * uploads and runs the image checks. It refuses to start when the helper cannot be reached.
  *
  * @module
  */
 import { HandlerRegistry } from "../core/commands/handlers.ts";
 import { DEFAULT_HELPER_SOCKET } from "../core/helper/mod.ts";
+import {
+  externallyManagedHost,
+  HostConverger,
+  hostSectionConverger,
+  hugepagesUnit,
+  sysctlUnit,
+} from "../core/host/mod.ts";
+import type { SectionConverger } from "../core/converge/engine.ts";
 import { hostKindHandlers } from "../runtimes/host/mod.ts";
 import {
   HelperGpuTool,
   HelperHoldStore,
   HelperHostInventory,
   HelperHostMemory,
+  HelperHugepages,
   HelperRebooter,
   HelperSliceManager,
+  HelperSysctl,
 } from "../runtimes/helper/mod.ts";
 import type { DevicePorts } from "./_devices.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
@@ -41,6 +51,18 @@ function _devices(ctx: WiringContext): DevicePorts {
   };
 }
 
+/**
+ * The `host` section: its units through the helper (`sysctl.*`, `hugepages.*` ops), or, with `[host] units = false`,
+ * no converger: a non-empty section is `UNSUPPORTED` `HostManagedExternally`.
+ */
+function _host(ctx: WiringContext): SectionConverger {
+  if (!ctx.config.host.units) return externallyManagedHost();
+  const helper = helperOf(ctx);
+  return hostSectionConverger(
+    new HostConverger([sysctlUnit(new HelperSysctl(helper)), hugepagesUnit(new HelperHugepages(helper))]),
+  );
+}
+
 /** The `node` role's subcommands beyond `version` and `help`. */
 export const COMMANDS: Record<string, Subcommand> = {
   ...agentCommands({
@@ -51,6 +73,7 @@ export const COMMANDS: Record<string, Subcommand> = {
     capabilities: ["devices.limits", "binding.kubernetes"],
     helperSocket: (config) => config.helper.socket ?? DEFAULT_HELPER_SOCKET,
     devices: _devices,
+    convergers: (ctx) => [_host(ctx)],
     handlers(ctx) {
       const helper = helperOf(ctx);
       const reg = new HandlerRegistry();

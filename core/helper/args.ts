@@ -14,6 +14,7 @@
  * | `gpu.reset`      | `gpuUuid`                             | `GPU-…` (a whole GPU's UUID, not a MIG device's)       |
  * | `node.reboot`    | `reason`                              | at most 512 characters, no control characters          |
  * | `nft.apply`, `nft.list` | `policy`; none                 | the network policy's own table (`args_nft.ts`)         |
+ * | `sysctl.*`, `hugepages.*` | `keys`, `steps`; none, `steps` | allowlisted sysctl keys, huge page sizes (`args_host.ts`) |
  *
  * Allocation ids are the devices section's (1–128 of `[A-Za-z0-9_.-]`, starting alphanumeric, no `..`). A CDI write
  * is a hold, not a file: devices of a known class whose atom has that class's shape, `gpuUuid` the atom's GPU,
@@ -26,6 +27,7 @@ import { isValidAllocationId } from "../converge/devices/assignment.ts";
 import { cdiDeviceName, classOfAtom, DEVICE_CLASSES, type DeviceClass } from "../converge/devices/classes.ts";
 import { ENV_LINE } from "../converge/devices/env.ts";
 import { allocationIdOfSlice, checkSliceRequest, sliceName, type SliceSettings } from "../converge/devices/slice.ts";
+import { HOST_ARG_CHECKS } from "./args_host.ts";
 import { NFT_ARG_CHECKS } from "./args_nft.ts";
 import { HelperError } from "./errors.ts";
 import {
@@ -257,6 +259,7 @@ const _CHECK: { readonly [O in HelperOp]: (raw: unknown) => HelperArgs[O] } = {
     return { reason: a.reason };
   },
   ...NFT_ARG_CHECKS,
+  ...HOST_ARG_CHECKS,
 };
 
 /**

@@ -50,6 +50,12 @@ const ARGS: { [O in HelperOp]: HelperArgs[O] } = {
     },
   },
   "nft.list": {},
+  "sysctl.read": { keys: ["net.ipv4.ip_forward"] },
+  "sysctl.apply": {
+    steps: [{ op: "set", key: "net.ipv4.ip_forward", value: "1" }, { op: "restore", key: "vm.swappiness" }],
+  },
+  "hugepages.read": {},
+  "hugepages.apply": { steps: [{ op: "set", size: "2M", node: 0, count: 512 }, { op: "restore", size: "1G" }] },
 };
 
 Deno.test("every op's request survives encode and decode unchanged, one line each", () => {

@@ -23,6 +23,9 @@ import type { SliceSettings } from "../converge/devices/slice.ts";
 import type { HostInventory } from "../commands/kind_handlers/mod.ts";
 import type { RuleCounts } from "../netpolicy/counts.ts";
 import type { NetPolicy } from "../netpolicy/policy.ts";
+import type { HugepageObserved, HugepageStep } from "../host/hugepages.ts";
+import type { PoolResult } from "../host/ports.ts";
+import type { SysctlObserved, SysctlStep } from "../host/sysctl.ts";
 
 /** The protocol's version, printed by `version` under `protocols.helper`. */
 export const HELPER_PROTOCOL_VERSION = 1;
@@ -53,6 +56,10 @@ export const HELPER_OPS = [
   "node.reboot",
   "nft.apply",
   "nft.list",
+  "sysctl.read",
+  "sysctl.apply",
+  "hugepages.read",
+  "hugepages.apply",
 ] as const;
 
 /** An operation name. */
@@ -112,6 +119,10 @@ export interface HelperArgs {
   "node.reboot": { readonly reason: string };
   "nft.apply": { readonly policy: NetPolicy };
   "nft.list": Record<never, never>;
+  "sysctl.read": { readonly keys: readonly string[] };
+  "sysctl.apply": { readonly steps: readonly SysctlStep[] };
+  "hugepages.read": Record<never, never>;
+  "hugepages.apply": { readonly steps: readonly HugepageStep[] };
 }
 
 /** Each operation's result. */
@@ -134,6 +145,13 @@ export interface HelperResults {
   "nft.apply": { readonly counts: RuleCounts };
   /** The figures of bcd's tables as the kernel holds them; a missing table is absent. */
   "nft.list": { readonly counts: RuleCounts };
+  /** The live values (`null`: no such key) and the keys bcd's file manages. */
+  "sysctl.read": SysctlObserved;
+  /** The live values read back after the steps. */
+  "sysctl.apply": { readonly live: Readonly<Record<string, string | null>> };
+  "hugepages.read": HugepageObserved;
+  /** Each set pool read back. */
+  "hugepages.apply": { readonly pools: readonly PoolResult[] };
 }
 
 /** A checked request: the closed union the helper dispatches on. */

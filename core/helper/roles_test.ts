@@ -28,6 +28,10 @@ const LINE: Record<HelperOp, string> = {
   "node.reboot": '{"reason":"kernel update"}',
   "nft.apply": '{"policy":{"nics":[]}}',
   "nft.list": "{}",
+  "sysctl.read": '{"keys":[]}',
+  "sysctl.apply": '{"steps":[{"op":"restore","key":"vm.swappiness"}]}',
+  "hugepages.read": "{}",
+  "hugepages.apply": '{"steps":[{"op":"restore","size":"2M"}]}',
 };
 
 Deno.test("each role's helper answers exactly its row of the table; the default is the node's", () => {

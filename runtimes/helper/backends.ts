@@ -8,6 +8,7 @@ import type { HostInventoryReader, Rebooter } from "../../core/commands/kind_han
 import type { HoldRecord } from "../../core/converge/devices/hold.ts";
 import type { HoldListing, HostMemorySource, SliceManager } from "../../core/converge/devices/ports.ts";
 import type { Nft } from "../../core/netpolicy/mod.ts";
+import type { HugepagePort, SysctlPort } from "../../core/host/mod.ts";
 
 /** The hold files, one at a time (the CDI/env store's halves: `runtimes/cdi`'s `CdiHoldStore`). */
 export interface HoldFiles {
@@ -37,4 +38,8 @@ export interface HelperBackends {
   readonly rebooter: Rebooter;
   /** bcd's nftables tables: the real `nft` on a host (it renders the policy against the bridges' addresses). */
   readonly nft: Nft;
+  /** The host section's sysctl unit: `/proc/sys` and `/etc/sysctl.d/90-bcd.conf`. */
+  readonly sysctl: SysctlPort;
+  /** The host section's hugepages unit: sysfs pools and bcd's record of them. */
+  readonly hugepages: HugepagePort;
 }

@@ -88,5 +88,13 @@ async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promi
       return { counts: await writes.run(() => b.nft.apply(req.args.policy)) };
     case "nft.list":
       return { counts: await b.nft.list() };
+    case "sysctl.read":
+      return await b.sysctl.read(req.args.keys);
+    case "sysctl.apply":
+      return { live: await writes.run(() => b.sysctl.apply(req.args.steps)) };
+    case "hugepages.read":
+      return await b.hugepages.read();
+    case "hugepages.apply":
+      return { pools: await writes.run(() => b.hugepages.apply(req.args.steps)) };
   }
 }

@@ -15,6 +15,8 @@ import { ProcHostMemory } from "../cgroup/host_memory.ts";
 import { SystemdSliceManager } from "../cgroup/systemd.ts";
 import { SysfsHostInventory } from "../host/inventory.ts";
 import { InitRebooter } from "../host/rebooter.ts";
+import { SysctlFiles } from "../host/sysctl_files.ts";
+import { SysfsHugepages } from "../host/sysfs_hugepages.ts";
 import { RealNft } from "../nft/real_nft.ts";
 import { NvidiaSmi, readPciNumaNode } from "../nvidia/nvidia_smi.ts";
 import type { HelperBackends } from "./backends.ts";
@@ -26,6 +28,10 @@ export interface HostBackendOptions {
   /** Whether systemd runs this host (default: `/run/systemd/system` is a directory). */
   readonly systemd?: boolean;
   readonly rebooter?: Rebooter;
+  /** Roots of the host units' files (default `/etc`, `/proc/sys`, `/sys`); tests redirect them. */
+  readonly etcRoot?: string;
+  readonly procSysRoot?: string;
+  readonly sysRoot?: string;
 }
 
 /** Whether systemd runs this host (its runtime directory exists). */
@@ -54,6 +60,14 @@ export function hostBackends(config: ResolvedAgentConfig, opts: HostBackendOptio
     gpuReset: (uuid) => smi.reset(uuid),
     rebooter: opts.rebooter ?? new InitRebooter(),
     nft: new RealNft(),
+    sysctl: new SysctlFiles({
+      ...(opts.etcRoot !== undefined ? { etc: opts.etcRoot } : {}),
+      ...(opts.procSysRoot !== undefined ? { procSys: opts.procSysRoot } : {}),
+    }),
+    hugepages: new SysfsHugepages({
+      ...(opts.etcRoot !== undefined ? { etc: opts.etcRoot } : {}),
+      ...(opts.sysRoot !== undefined ? { sys: opts.sysRoot } : {}),
+    }),
   };
 }
 

@@ -19,4 +19,5 @@ export {
   HelperRebooter,
   HelperSliceManager,
 } from "./ports.ts";
+export { HelperHugepages, HelperSysctl } from "./ports_host.ts";
 export { type HelperListener, HelperServer, type HelperServerOptions, type ListenOptions } from "./server.ts";

@@ -19,6 +19,9 @@ import type { HelperBackends } from "./backends.ts";
 import { HelperClient } from "./client.ts";
 import type { Nft } from "../../core/netpolicy/mod.ts";
 import { FakeNft } from "../nft/fake_nft.ts";
+import type { HugepagePort, SysctlPort } from "../../core/host/mod.ts";
+import { SysctlFiles } from "../host/sysctl_files.ts";
+import { SysfsHugepages } from "../host/sysfs_hugepages.ts";
 import { HelperSliceManager } from "./ports.ts";
 import { type HelperListener, HelperServer } from "./server.ts";
 
@@ -90,7 +93,14 @@ export async function writeFakeHost(root: string): Promise<{ proc: string; sys: 
 
 /** Starts a helper over temp roots and connects a client. */
 export async function startTestHelper(
-  opts: { maxInFlight?: number; log?: Logger; role?: KindRole; nft?: Nft } = {},
+  opts: {
+    maxInFlight?: number;
+    log?: Logger;
+    role?: KindRole;
+    nft?: Nft;
+    sysctl?: SysctlPort;
+    hugepages?: HugepagePort;
+  } = {},
 ): Promise<TestHelper> {
   const root = await Deno.makeTempDir({ prefix: "bcd-helper-" });
   const { proc, sys } = await writeFakeHost(root);
@@ -123,6 +133,8 @@ export async function startTestHelper(
       },
     },
     nft: opts.nft ?? new FakeNft(),
+    sysctl: opts.sysctl ?? new SysctlFiles({ procSys: `${proc}/sys`, etc: `${root}/etc` }),
+    hugepages: opts.hugepages ?? new SysfsHugepages({ sys, etc: `${root}/etc` }),
   };
   const mem = memoryLogger("debug");
   const server = new HelperServer(backends, {

@@ -1,0 +1,118 @@
+/**
+ * The helper's argument checks for the host section's units (000 §NodeSpec, the `host` row): the node names sysctl
+ * keys and huge page pools, never a path; root builds `/proc/sys/<key with / for .>`, its fixed file
+ * `/etc/sysctl.d/90-bcd.conf` and the sysfs `nr_hugepages` paths itself.
+ *
+ * | op                | fields  | rule                                                                          |
+ * | ----------------- | ------- | ----------------------------------------------------------------------------- |
+ * | `sysctl.read`     | `keys`  | at most 256 keys, each under an allowed prefix (`core/host/sysctl.ts`)        |
+ * | `sysctl.apply`    | `steps` | 1–256 of `{op: "set", key, value}` (one line, ≤ 256 chars) or `{op: "restore", key}` |
+ * | `hugepages.read`  | none    |                                                                               |
+ * | `hugepages.apply` | `steps` | 1–64 of `{op: "set", size, node?, count}` or `{op: "restore", size, node?}`; size `2M`/`1G`, node 0–1023 |
+ *
+ * @module
+ */
+import { HUGEPAGE_SIZES, type HugepageStep, isHugepageSize, MAX_HUGEPAGES, MAX_NUMA_NODE } from "../host/hugepages.ts";
+import { isAllowedSysctlKey, isSysctlValue, MAX_SYSCTL_KEYS, type SysctlStep } from "../host/sysctl.ts";
+import { HelperError } from "./errors.ts";
+import type { HelperArgs } from "./protocol.ts";
+
+function _show(v: unknown): string {
+  const s = JSON.stringify(v) ?? String(v);
+  return s.length > 80 ? `${s.slice(0, 77)}...` : s;
+}
+
+function _fields(op: string, path: string, raw: unknown, allowed: readonly string[], required = allowed) {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new HelperError("invalid-argument", `${op}: ${path} is not an object`);
+  }
+  const o = raw as Record<string, unknown>;
+  for (const k of Object.keys(o)) {
+    if (!allowed.includes(k)) throw new HelperError("unknown-field", `${op}: unknown field ${path}.${k}`);
+  }
+  for (const k of required) {
+    if (o[k] === undefined) throw new HelperError("invalid-argument", `${op}: ${path}.${k} is missing`);
+  }
+  return o;
+}
+
+function _refuse(op: string, field: string, v: unknown, why: string): never {
+  throw new HelperError("invalid-argument", `${op}: ${field} ${_show(v)} ${why}`);
+}
+
+function _list(op: string, v: unknown, min: number, max: number): unknown[] {
+  if (!Array.isArray(v) || v.length < min || v.length > max) {
+    _refuse(op, "steps", v, `is not a list of ${min} to ${max}`);
+  }
+  return v;
+}
+
+function _key(op: string, field: string, v: unknown): string {
+  if (typeof v !== "string" || !isAllowedSysctlKey(v)) _refuse(op, field, v, "is not an allowed sysctl key");
+  return v;
+}
+
+function _int(op: string, field: string, v: unknown, max: number): number {
+  if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0 || v > max) {
+    _refuse(op, field, v, `is not an integer from 0 to ${max}`);
+  }
+  return v;
+}
+
+function _sysctlStep(raw: unknown, i: number): SysctlStep {
+  const op = "sysctl.apply";
+  const path = `steps[${i}]`;
+  const head = _fields(op, path, raw, ["op", "key", "value"], ["op", "key"]);
+  if (head.op === "set") {
+    const s = _fields(op, path, raw, ["op", "key", "value"]);
+    if (typeof s.value !== "string" || !isSysctlValue(s.value)) {
+      _refuse(op, `${path}.value`, s.value, "is not one line");
+    }
+    return { op: "set", key: _key(op, `${path}.key`, s.key), value: s.value };
+  }
+  if (head.op === "restore") {
+    const s = _fields(op, path, raw, ["op", "key"]);
+    return { op: "restore", key: _key(op, `${path}.key`, s.key) };
+  }
+  _refuse(op, `${path}.op`, head.op, "is not set or restore");
+}
+
+function _hugeStep(raw: unknown, i: number): HugepageStep {
+  const op = "hugepages.apply";
+  const path = `steps[${i}]`;
+  const head = _fields(op, path, raw, ["op", "size", "node", "count"], ["op", "size"]);
+  const allowed = head.op === "set" ? ["op", "size", "node", "count"] : ["op", "size", "node"];
+  if (head.op !== "set" && head.op !== "restore") _refuse(op, `${path}.op`, head.op, "is not set or restore");
+  const s = _fields(op, path, raw, allowed, head.op === "set" ? ["op", "size", "count"] : ["op", "size"]);
+  if (!isHugepageSize(s.size)) {
+    _refuse(op, `${path}.size`, s.size, `is not one of ${Object.keys(HUGEPAGE_SIZES).join(", ")}`);
+  }
+  const node = s.node === undefined ? {} : { node: _int(op, `${path}.node`, s.node, MAX_NUMA_NODE) };
+  if (head.op === "restore") return { op: "restore", size: s.size, ...node };
+  return { op: "set", size: s.size, ...node, count: _int(op, `${path}.count`, s.count, MAX_HUGEPAGES) };
+}
+
+/** The checkers of the host unit ops, joined into the helper's argument table. */
+export const HOST_ARG_CHECKS: {
+  readonly "sysctl.read": (raw: unknown) => HelperArgs["sysctl.read"];
+  readonly "sysctl.apply": (raw: unknown) => HelperArgs["sysctl.apply"];
+  readonly "hugepages.read": (raw: unknown) => HelperArgs["hugepages.read"];
+  readonly "hugepages.apply": (raw: unknown) => HelperArgs["hugepages.apply"];
+} = {
+  "sysctl.read": (raw) => {
+    const a = _fields("sysctl.read", "args", raw, ["keys"]);
+    if (!Array.isArray(a.keys) || a.keys.length > MAX_SYSCTL_KEYS) {
+      _refuse("sysctl.read", "keys", a.keys, `is not a list of at most ${MAX_SYSCTL_KEYS} keys`);
+    }
+    return { keys: a.keys.map((k, i) => _key("sysctl.read", `keys[${i}]`, k)) };
+  },
+  "sysctl.apply": (raw) => {
+    const a = _fields("sysctl.apply", "args", raw, ["steps"]);
+    return { steps: _list("sysctl.apply", a.steps, 1, MAX_SYSCTL_KEYS).map(_sysctlStep) };
+  },
+  "hugepages.read": (raw) => (_fields("hugepages.read", "args", raw, []), {}),
+  "hugepages.apply": (raw) => {
+    const a = _fields("hugepages.apply", "args", raw, ["steps"]);
+    return { steps: _list("hugepages.apply", a.steps, 1, 64).map(_hugeStep) };
+  },
+};

@@ -1,0 +1,38 @@
+/**
+ * The host units' ports over the root helper: `sysctl.read`/`sysctl.apply` and `hugepages.read`/`hugepages.apply`.
+ * The node names keys and pools; the helper builds every path.
+ *
+ * @module
+ */
+import type {
+  HugepageObserved,
+  HugepagePort,
+  HugepageStep,
+  PoolResult,
+  SysctlObserved,
+  SysctlPort,
+  SysctlStep,
+} from "../../core/host/mod.ts";
+import type { HelperClient } from "./client.ts";
+
+/** {@link SysctlPort} through the helper. */
+export class HelperSysctl implements SysctlPort {
+  constructor(readonly helper: HelperClient) {}
+  read(keys: readonly string[]): Promise<SysctlObserved> {
+    return this.helper.call("sysctl.read", { keys });
+  }
+  async apply(steps: readonly SysctlStep[]): Promise<Readonly<Record<string, string | null>>> {
+    return (await this.helper.call("sysctl.apply", { steps })).live;
+  }
+}
+
+/** {@link HugepagePort} through the helper. */
+export class HelperHugepages implements HugepagePort {
+  constructor(readonly helper: HelperClient) {}
+  read(): Promise<HugepageObserved> {
+    return this.helper.call("hugepages.read", {});
+  }
+  async apply(steps: readonly HugepageStep[]): Promise<readonly PoolResult[]> {
+    return (await this.helper.call("hugepages.apply", { steps })).pools;
+  }
+}
