@@ -2,6 +2,11 @@
  * Newline-delimited lines from a byte stream, each at most a cap: a line that passes the cap is reported as soon as
  * it does (never buffered past the cap) and ends the stream, since nothing after it can be framed with trust.
  *
+ * What a partial line keeps is a copy of its own bytes, never a view on the chunk it came in: a chunk is often a
+ * window on a reader's 64 KiB buffer, and a line sent one byte per chunk would otherwise pin one such buffer per byte
+ * (2,000 bytes held ~98 MiB in the root helper). So the bytes retained for a partial line are at most the cap, and
+ * {@link LineReaderState.partialBytes} says how many there are right now.
+ *
  * @module
  */
 
@@ -11,15 +16,35 @@ export type LineEvent =
   | { readonly kind: "too-long"; readonly max: number }
   | { readonly kind: "not-utf8" };
 
-function _concat(parts: Uint8Array[], size: number): Uint8Array {
-  if (parts.length === 1) return parts[0]!;
-  const out = new Uint8Array(size);
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
+/** What a {@link boundedLines} iteration holds between lines (the helper's read deadline watches it). */
+export interface LineReaderState {
+  /** Bytes of a line begun but not yet ended, all copied out of their chunks. */
+  partialBytes: number;
+}
+
+/** A growable copy buffer for one partial line: doubles, never past `max`. */
+class _Partial {
+  #buf = new Uint8Array(0);
+  size = 0;
+  append(bytes: Uint8Array, max: number): void {
+    const need = this.size + bytes.length;
+    if (need > this.#buf.length) {
+      const grown = new Uint8Array(Math.min(max, Math.max(need, 256, this.#buf.length * 2)));
+      grown.set(this.#buf.subarray(0, this.size));
+      this.#buf = grown;
+    }
+    this.#buf.set(bytes, this.size);
+    this.size = need;
   }
-  return out;
+  /** The line so far plus `tail` (a view on the chunk: decoded at once, not kept), and resets. */
+  take(tail: Uint8Array): Uint8Array {
+    if (this.size === 0) return tail;
+    this.append(tail, this.size + tail.length);
+    const out = this.#buf.subarray(0, this.size);
+    this.#buf = new Uint8Array(0);
+    this.size = 0;
+    return out;
+  }
 }
 
 /**
@@ -27,11 +52,15 @@ function _concat(parts: Uint8Array[], size: number): Uint8Array {
  * `too-long` and ends the iteration; a line that is not UTF-8 yields `not-utf8` and the next line follows. Bytes after
  * the last newline at the end of the stream are dropped (a peer that went away mid-line).
  */
-export async function* boundedLines(stream: ReadableStream<Uint8Array>, maxBytes: number): AsyncGenerator<LineEvent> {
+export async function* boundedLines(
+  stream: ReadableStream<Uint8Array>,
+  maxBytes: number,
+  state: LineReaderState = { partialBytes: 0 },
+): AsyncGenerator<LineEvent> {
   const reader = stream.getReader();
   const dec = new TextDecoder("utf-8", { fatal: true });
-  let parts: Uint8Array[] = [];
-  let size = 0;
+  const partial = new _Partial();
+  state.partialBytes = 0;
   try {
     for (;;) {
       const { value, done } = await reader.read();
@@ -40,20 +69,17 @@ export async function* boundedLines(stream: ReadableStream<Uint8Array>, maxBytes
       while (chunk.length > 0) {
         const nl = chunk.indexOf(10);
         const take = nl < 0 ? chunk.length : nl;
-        if (size + take > maxBytes) {
+        if (partial.size + take > maxBytes) {
           yield { kind: "too-long", max: maxBytes };
           return;
         }
         if (nl < 0) {
-          parts.push(chunk);
-          size += chunk.length;
+          partial.append(chunk, maxBytes); // a copy: the chunk's buffer is not kept
+          state.partialBytes = partial.size;
           break;
         }
-        parts.push(chunk.subarray(0, nl));
-        size += nl;
-        const bytes = _concat(parts, size);
-        parts = [];
-        size = 0;
+        const bytes = partial.take(chunk.subarray(0, nl));
+        state.partialBytes = 0;
         chunk = chunk.subarray(nl + 1);
         let line: string;
         try {

@@ -46,3 +46,37 @@ Deno.test("a line that is not UTF-8 is reported and the next one still reads; a 
   const { stream } = streamOf([new Uint8Array([0xff, 0xfe, 10]), enc.encode("ok\npartial")]);
   assert.deepEqual(await all(stream, 64), [{ kind: "not-utf8" }, { kind: "line", line: "ok" }]);
 });
+
+Deno.test("a partial line is copied out of its chunk: the chunk's buffer is neither kept nor read again", async () => {
+  // Each chunk is a one-byte window on one 64 KiB buffer that the source reuses (as a socket reader does): a reader
+  // that kept views would see the later bytes, and would pin one such buffer per byte it keeps.
+  const shared = new Uint8Array(65536);
+  const text = '{"id":1}';
+  let i = 0;
+  const state = { partialBytes: 0 };
+  const seen: number[] = [];
+  const stream = new ReadableStream<Uint8Array>({
+    pull(c) {
+      if (i > text.length) return c.close();
+      shared[0] = i < text.length ? text.charCodeAt(i) : 10;
+      c.enqueue(shared.subarray(0, 1));
+      i++;
+    },
+  });
+  const out: LineEvent[] = [];
+  for await (const e of boundedLines(stream, 64, state)) {
+    out.push(e);
+    seen.push(state.partialBytes);
+  }
+  assert.deepEqual(out, [{ kind: "line", line: text }]);
+  assert.deepEqual(seen, [0], "no partial bytes are kept once the line ended");
+});
+
+Deno.test("the bytes kept for a partial line are counted, and never pass the cap", async () => {
+  const state = { partialBytes: 0 };
+  const { stream } = streamOf([enc.encode("abc"), enc.encode("de"), enc.encode("fghij")]);
+  const it = boundedLines(stream, 8, state);
+  const first = await it.next();
+  assert.deepEqual(first.value, { kind: "too-long", max: 8 });
+  assert.equal(state.partialBytes, 5, "abc + de were kept, fghij was refused before it was");
+});
