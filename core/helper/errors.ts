@@ -17,7 +17,8 @@
  * | `not-allowed`      | the op is the protocol's but not of the role this helper serves (`[helper] role`) |
  * | `unknown-field`    | the request or its `args` carry a field the op does not take (named)     |
  * | `invalid-argument` | an argument is refused (named, with its value)                           |
- * | `busy`             | too many requests in flight on this connection                           |
+ * | `busy`             | too many requests in flight on this connection, or connections (none idle) |
+ * | `closing`          | (id `null`) the helper ends this connection (idle, evicted for a newer peer, a line not finished in time); every request it had read is answered before this line, so one still unanswered was never read and may be sent again |
  * | `failed`           | the operation ran and failed; the message is the runtime's               |
  * | `unsupported`      | the operation cannot be done on this host and no retry fixes it (a huge page size it lacks) |
  * | `unreachable`      | (node side) the socket cannot be reached, or the connection dropped      |
@@ -31,6 +32,7 @@ export type HelperErrorCode =
   | "unknown-field"
   | "invalid-argument"
   | "busy"
+  | "closing"
   | "failed"
   | "unsupported"
   | "unreachable"
@@ -45,6 +47,7 @@ export const HELPER_ERROR_CODES: readonly HelperErrorCode[] = [
   "unknown-field",
   "invalid-argument",
   "busy",
+  "closing",
   "failed",
   "unsupported",
   "unreachable",

@@ -24,7 +24,7 @@ export {
   type ResultOf,
 } from "./codec.ts";
 export { HELPER_ERROR_CODES, HelperError, type HelperErrorCode } from "./errors.ts";
-export { boundedLines, type LineEvent } from "./line_reader.ts";
+export { boundedLines, type LineEvent, type LineReaderState } from "./line_reader.ts";
 export { loggedArgs } from "./log_args.ts";
 export { DEFAULT_HELPER_ROLE, HELPER_OPS_BY_ROLE, HELPER_ROLES, isHelperRole, opsOfRole } from "./roles.ts";
 export {

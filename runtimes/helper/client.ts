@@ -2,6 +2,9 @@
  * The node's side of the helper protocol: one connection to the helper's unix socket per process, opened on first
  * use and again after it drops; requests are pipelined and answers matched by id, each within a timeout. Every
  * refusal or failure is a {@link HelperError} whose message starts `helper: `; an unreachable socket is `unreachable`.
+ * When the helper ends the connection with its `closing` notice (idle, or evicted for a newer peer), every request
+ * still unanswered was never read by it (the notice follows every answer), so each is sent again, once, on a new
+ * connection.
  *
  * @module
  */
@@ -42,7 +45,10 @@ export interface HelperClientOptions {
 
 interface _Pending {
   readonly op: HelperOp;
-  readonly conn: Deno.Conn;
+  conn: Deno.Conn;
+  readonly line: Uint8Array;
+  /** Sent again after a `closing` notice already. */
+  resent: boolean;
   resolve(v: unknown): void;
   reject(e: Error): void;
   readonly timer: ReturnType<typeof setTimeout>;
@@ -82,12 +88,49 @@ export class HelperClient {
         this.#pending.delete(id);
         reject(new HelperError("timeout", `${op}: no answer from the helper in ${ms} ms`));
       }, ms);
-      this.#pending.set(id, { op, conn, resolve, reject, timer });
+      this.#pending.set(id, { op, conn, line, resent: false, resolve, reject, timer });
     });
+    this.#send(conn, op, line);
+    return await answer as HelperResults[O];
+  }
+
+  #send(conn: Deno.Conn, op: HelperOp, line: Uint8Array): void {
     this.#out = this.#out.then(() => _writeAll(conn, line)).catch((e) => {
       this.#fail(conn, `${op}: the request could not be sent: ${e instanceof Error ? e.message : String(e)}`);
     });
-    return await answer as HelperResults[O];
+  }
+
+  /** The helper ended `conn` with `closing`: its unanswered requests were not read; each is sent again once. */
+  async #resend(conn: Deno.Conn, why: string): Promise<void> {
+    const again = [...this.#pending].filter(([, p]) => p.conn === conn && !p.resent);
+    for (const [id, p] of again) {
+      p.resent = true;
+      this.#pending.delete(id);
+    }
+    this.#fail(conn, why); // the rest (already sent again once) fail
+    if (again.length === 0 || this.#closed) return;
+    this.#opts.log?.info(
+      { socket: this.socket, requests: again.length, why },
+      "helper closed the connection; resending",
+    );
+    for (const [id, p] of again) this.#pending.set(id, p);
+    let next: Deno.Conn;
+    try {
+      next = await this.#connection(again[0]![1].op);
+    } catch (e) {
+      for (const [id, p] of again) {
+        if (this.#pending.get(id) !== p) continue;
+        this.#pending.delete(id);
+        clearTimeout(p.timer);
+        p.reject(e instanceof HelperError ? e : new HelperError("unreachable", `${p.op}: ${String(e)}`));
+      }
+      return;
+    }
+    for (const [id, p] of again) {
+      if (this.#pending.get(id) !== p) continue; // timed out meanwhile
+      p.conn = next;
+      this.#send(next, p.op, p.line);
+    }
   }
 
   /** Connects now (the node checks the helper before it starts); throws `unreachable` when it cannot. */
@@ -134,6 +177,10 @@ export class HelperClient {
           break;
         }
         const a = decodeAnswer(ev.line);
+        if (a.id === null && !a.ok && a.error.code === "closing") {
+          await this.#resend(conn, `the helper closed the connection: ${a.error.message}`);
+          return;
+        }
         if (a.id === null) {
           why = `the helper refused a line: ${a.ok ? "" : a.error.message}`;
           break;

@@ -20,4 +20,17 @@ export {
   HelperSliceManager,
 } from "./ports.ts";
 export { HelperHugepages, HelperSysctl } from "./ports_host.ts";
-export { type HelperListener, HelperServer, type HelperServerOptions, type ListenOptions } from "./server.ts";
+export {
+  type HelperListener,
+  HelperServer,
+  type HelperServerOptions,
+  IDLE_TIMEOUT_MS,
+  type ListenOptions,
+  MAX_CONNECTIONS,
+  MAX_IN_FLIGHT,
+  PARTIAL_LINE_DEADLINE_MS,
+  REFUSAL_LOG_BURST,
+  WRITE_STALL_MS,
+} from "./server.ts";
+export { MAX_UNSENT_ANSWER_BYTES } from "./peer.ts";
+export { prepareSocketDir, SocketDirRefused } from "./socket_dir.ts";

@@ -23,7 +23,7 @@ import type { HugepagePort, SysctlPort } from "../../core/host/mod.ts";
 import { SysctlFiles } from "../host/sysctl_files.ts";
 import { SysfsHugepages } from "../host/sysfs_hugepages.ts";
 import { HelperSliceManager } from "./ports.ts";
-import { type HelperListener, HelperServer } from "./server.ts";
+import { type HelperListener, HelperServer, type HelperServerOptions } from "./server.ts";
 
 const FIX = new URL("../../fixtures/nvidia/", import.meta.url).pathname;
 
@@ -100,6 +100,7 @@ export async function startTestHelper(
     nft?: Nft;
     sysctl?: SysctlPort;
     hugepages?: HugepagePort;
+    server?: Partial<Pick<HelperServerOptions, "idleMs" | "partialLineMs" | "writeStallMs" | "maxConnections">>;
   } = {},
 ): Promise<TestHelper> {
   const root = await Deno.makeTempDir({ prefix: "bcd-helper-" });
@@ -141,6 +142,7 @@ export async function startTestHelper(
     log: opts.log ?? mem.logger,
     maxInFlight: opts.maxInFlight,
     ...(opts.role ? { role: opts.role } : {}),
+    ...opts.server,
   });
   const socket = `${root}/run/bcd/helper.sock`;
   const listener = await server.listen(socket);

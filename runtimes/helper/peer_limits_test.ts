@@ -1,0 +1,216 @@
+/**
+ * What one connection may cost the helper (issue 27, items 2–4 and 8's log): idle and partial-line deadlines with the
+ * `closing` notice, eviction of the least active peer past the connection cap, the write stall, the client sending
+ * again what a closed connection never had read, and the refusal log's burst. In process, with short deadlines; the
+ * same attacks on a real `bcd-helper` process are `fixtures/testbed/e2e_helper_attack_test.ts`.
+ */
+import assert from "node:assert/strict";
+import { HelperError } from "../../core/helper/mod.ts";
+import { HelperClient } from "./client.ts";
+import { REFUSAL_LOG_BURST } from "./server.ts";
+import { startTestHelper, TEST_BOOT_ID } from "./test_helper.ts";
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+/** Reads answer lines until the helper closes the connection. */
+async function readToEnd(
+  c: Deno.Conn,
+): Promise<{ id: unknown; ok: boolean; error?: { code: string; message: string } }[]> {
+  let text = "";
+  const buf = new Uint8Array(65536);
+  for (;;) {
+    let n: number | null;
+    try {
+      n = await c.read(buf);
+    } catch (e) {
+      if (e instanceof Deno.errors.ConnectionReset) break;
+      throw e;
+    }
+    if (n === null) break;
+    text += dec.decode(buf.subarray(0, n));
+  }
+  return text.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+}
+
+function closeQuietly(c: Deno.Conn): void {
+  try {
+    c.close();
+  } catch (e) {
+    if (!(e instanceof Deno.errors.BadResource)) throw e;
+  }
+}
+
+/** Waits (bounded by `ms`) for `cond`, checking on each timer turn; a state the helper reaches, not a sleep. */
+async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`not reached in ${ms} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+Deno.test("an idle connection is ended with the closing notice after the idle timeout", async () => {
+  const h = await startTestHelper({ server: { idleMs: 150 } });
+  try {
+    const c = await Deno.connect({ transport: "unix", path: h.socket });
+    await c.write(enc.encode('{"id":1,"op":"host.boot_id"}\n'));
+    const lines = await readToEnd(c);
+    closeQuietly(c);
+    assert.equal(lines.length, 2);
+    assert.deepEqual(lines[0], { id: 1, ok: true, result: { bootId: TEST_BOOT_ID } });
+    assert.equal(lines[1]!.id, null);
+    assert.equal(lines[1]!.error?.code, "closing");
+    assert.match(lines[1]!.error!.message, /idle for 150 ms/);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("a line begun and not finished within the deadline ends the connection", async () => {
+  const h = await startTestHelper({ server: { partialLineMs: 150 } });
+  try {
+    const c = await Deno.connect({ transport: "unix", path: h.socket });
+    await c.write(enc.encode('{"id":1,"op":"host.bo'));
+    const lines = await readToEnd(c);
+    closeQuietly(c);
+    assert.equal(lines.length, 1);
+    assert.equal(lines[0]!.error?.code, "closing");
+    assert.match(lines[0]!.error!.message, /a line begun was not finished in 150 ms/);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("past the connection cap the least recently active peer is evicted for a newcomer", async () => {
+  const h = await startTestHelper({ server: { maxConnections: 2 } });
+  try {
+    const older = await Deno.connect({ transport: "unix", path: h.socket });
+    await until(() => h.server.connections === 1, "the first peer is served");
+    const newer = await Deno.connect({ transport: "unix", path: h.socket });
+    await until(() => h.server.connections === 2, "the second peer is served");
+    // The node's call is a third connection: the oldest idle peer makes room, and the call is answered.
+    assert.equal((await h.client.call("host.boot_id", {})).bootId, TEST_BOOT_ID);
+    const evicted = await readToEnd(older);
+    assert.equal(evicted.length, 1);
+    assert.equal(evicted[0]!.error?.code, "closing");
+    assert.match(evicted[0]!.error!.message, /evicted/);
+    // The newer one is still served.
+    await newer.write(enc.encode('{"id":5,"op":"host.boot_id"}\n'));
+    const buf = new Uint8Array(4096);
+    const n = await newer.read(buf);
+    assert.deepEqual(JSON.parse(dec.decode(buf.subarray(0, n!)).trim()), {
+      id: 5,
+      ok: true,
+      result: { bootId: TEST_BOOT_ID },
+    });
+    closeQuietly(older);
+    closeQuietly(newer);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("a newcomer is answered busy only when every peer has a request running", async () => {
+  const h = await startTestHelper({ server: { maxConnections: 1 } });
+  let release!: () => void;
+  const gate = new Promise<void>((r) => release = r);
+  const orig = h.backends.rebooter.reboot;
+  (h.backends.rebooter as { reboot: (r: string) => Promise<void> }).reboot = async (r) => {
+    await gate;
+    return orig(r);
+  };
+  const other = new HelperClient({ socket: h.socket });
+  try {
+    const first = h.client.call("node.reboot", { reason: "held" });
+    await until(() => h.logs.some((l) => l.msg === "helper: op" && l.op === "node.reboot"), "the reboot running");
+    await assert.rejects(
+      other.call("host.boot_id", {}),
+      (e) => e instanceof HelperError && /busy|all busy/.test(e.message),
+    );
+    release();
+    await first;
+    assert.equal((await other.call("host.boot_id", {})).bootId, TEST_BOOT_ID, "the idle one is evicted now");
+  } finally {
+    release();
+    other.close();
+    await h.close();
+  }
+});
+
+Deno.test("a peer that never reads its answers is closed after the write stall, its queue dropped", async () => {
+  const h = await startTestHelper({ server: { writeStallMs: 200 } });
+  try {
+    const c = await Deno.connect({ transport: "unix", path: h.socket });
+    const flood = enc.encode("{}\n".repeat(200_000));
+    const writing = (async () => {
+      let o = 0;
+      while (o < flood.length) o += await c.write(flood.subarray(o));
+    })().catch((e) => {
+      // The helper closed it (EPIPE, reset), or the test did, below, while a write was pending.
+      if (
+        !(e instanceof Deno.errors.BrokenPipe || e instanceof Deno.errors.ConnectionReset ||
+          e instanceof Deno.errors.BadResource)
+      ) throw e;
+    });
+    await until(() => h.logs.some((l) => l.msg === "helper: peer does not read its answers; closing"), "the stall");
+    await until(() => h.server.connections === 0, "the peer closed");
+    closeQuietly(c);
+    await writing;
+    assert.equal((await h.client.call("host.boot_id", {})).bootId, TEST_BOOT_ID);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("refusals past the log burst are counted and logged once at close, not one line each", async () => {
+  const h = await startTestHelper();
+  try {
+    const c = await Deno.connect({ transport: "unix", path: h.socket });
+    await c.write(enc.encode("{}\n".repeat(50)));
+    await c.closeWrite();
+    const lines = await readToEnd(c);
+    closeQuietly(c);
+    assert.equal(lines.length, 50, "every refusal is still answered");
+    await until(() => h.logs.some((l) => l.msg === "helper: connection closed"), "the close");
+    assert.equal(h.logs.filter((l) => l.msg === "helper: refused").length, REFUSAL_LOG_BURST);
+    const summary = h.logs.find((l) => l.msg === "helper: refusals past the log burst were not logged");
+    assert.equal(summary?.suppressed, 50 - REFUSAL_LOG_BURST);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("the client sends again, once, a request on a connection the helper ended with closing before reading it", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "bcd-helper-closing-" });
+  const path = `${dir}/h.sock`;
+  const l = Deno.listen({ transport: "unix", path });
+  const seen: string[] = [];
+  const serving = (async () => {
+    for (const first of [true, false]) {
+      const c = await l.accept();
+      const buf = new Uint8Array(4096);
+      const r = await c.read(buf);
+      const line = dec.decode(buf.subarray(0, r ?? 0)).trim();
+      seen.push(line);
+      const id = (JSON.parse(line) as { id: number }).id;
+      // The first connection is ended as the helper ends an idle one: the request was "not read".
+      const answer = first
+        ? { id: null, ok: false, error: { code: "closing", message: "helper: idle for 1 ms" } }
+        : { id, ok: true, result: { bootId: "again" } };
+      await c.write(enc.encode(JSON.stringify(answer) + "\n"));
+      c.close();
+    }
+  })();
+  const client = new HelperClient({ socket: path, defaultTimeoutMs: 10_000 });
+  try {
+    assert.deepEqual(await client.call("host.boot_id", {}), { bootId: "again" });
+    assert.equal(seen.length, 2, "sent twice");
+    assert.equal(seen[0], seen[1], "the same request");
+  } finally {
+    client.close();
+    l.close();
+    await serving;
+    await Deno.remove(dir, { recursive: true });
+  }
+});
