@@ -1,7 +1,7 @@
 /**
  * `bcd-helper`: the agents' root helper (000 §privilege separation). It runs as root beside an unprivileged
  * `bcd-node`, `bcd-site` or `bcd-ramdisk` and answers that agent's requests on a unix socket (`[helper] socket`,
- * default `/run/bcd/helper.sock`; mode 0660 and group `[helper] node_group`, in a 0750 directory). `[helper] role`
+ * default `/run/bcd/helper.sock`; mode 0660 and group `[helper] node_group`, in a 0750 directory of its own: it refuses to start when that directory exists and is not root's alone, see `runtimes/helper/socket_dir.ts`). `[helper] role`
  * (default `node`) names the agent it serves and so the ops it answers (`core/helper/roles.ts`): for the node the boot
  * id, the host inventory and memory, GPUs' NUMA nodes, the CDI/env hold files, the hold slices, `gpu.reset` and
  * `node.reboot`; for a site the boot id, the inventory and `node.reboot`; for a ramdisk the boot id and the inventory.
@@ -15,8 +15,8 @@
 import { ConfigError, loadAgentConfig, type ResolvedAgentConfig } from "../core/config/mod.ts";
 import { DEFAULT_HELPER_ROLE, DEFAULT_HELPER_SOCKET, HELPER_OPS_BY_ROLE } from "../core/helper/mod.ts";
 import { createLogger, levelFromEnv } from "../core/log/mod.ts";
-import { groupId, HelperServer, hostBackends } from "../runtimes/helper/mod.ts";
-import { EXIT_OK, runCli, type Subcommand, UsageError } from "./_cli.ts";
+import { groupId, HelperServer, hostBackends, SocketDirRefused } from "../runtimes/helper/mod.ts";
+import { EXIT_OK, runCli, StartRefused, type Subcommand, UsageError } from "./_cli.ts";
 
 /** The config file: `--config`, else `BCD_CONFIG`, else `/etc/bcd/config.toml` when it exists, else the defaults. */
 async function _config(path: string | undefined): Promise<ResolvedAgentConfig> {
@@ -57,7 +57,13 @@ const SERVE: Subcommand = {
     const backends = hostBackends(config, { bootIdPath: Deno.env.get("BCD_BOOT_ID_PATH") });
     const role = config.helper.role ?? DEFAULT_HELPER_ROLE;
     const server = new HelperServer(backends, { log, role });
-    const listener = await server.listen(socket, { gid });
+    let listener;
+    try {
+      listener = await server.listen(socket, { gid });
+    } catch (e) {
+      if (e instanceof SocketDirRefused) throw new StartRefused(e.message, { cause: e });
+      throw e;
+    }
     const stop = () => void listener.close();
     Deno.addSignalListener("SIGTERM", stop);
     Deno.addSignalListener("SIGINT", stop);
