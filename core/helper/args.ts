@@ -18,14 +18,19 @@
  *
  * Allocation ids are the devices section's (1–128 of `[A-Za-z0-9_.-]`, starting alphanumeric, no `..`). A CDI write
  * is a hold, not a file: devices of a known class whose atom has that class's shape, `gpuUuid` the atom's GPU,
- * `cdiName` the atom with `/` as `_`, a minor number below 2^20; env lines `KEY=VALUE` carrying
- * `BCD_ALLOCATION_ID=<allocation id>`; a cgroup parent only of a `hold` binding and only its own slice.
+ * `cdiName` the atom with `/` as `_`, a minor number below 2^20; a cgroup parent only of a `hold` binding and only its
+ * own slice. Env lines (of both kinds of write) are checked again here, the boundary, by the seed's rules as
+ * `core/converge/devices/env.ts` states them (`holdEnvProblem`): well-formed lines whose values every env reader
+ * reads alike, no `LD_*` key, no key twice, `BCD_ALLOCATION_ID=<allocation id>`, and each other key bcd reserves
+ * exactly what bcd sets: `BCD_CGROUP_PARENT` only the hold's own slice, `CUDA_MPS_PIPE_DIRECTORY` only
+ * `/run/nvidia-mps`, `NVIDIA_VISIBLE_DEVICES` only GPU or MIG UUIDs (for a CDI write: the hold's own devices, present
+ * exactly for a `hold` binding).
  *
  * @module
  */
 import { isValidAllocationId } from "../converge/devices/assignment.ts";
 import { cdiDeviceName, classOfAtom, DEVICE_CLASSES, type DeviceClass } from "../converge/devices/classes.ts";
-import { ENV_LINE } from "../converge/devices/env.ts";
+import { type HoldEnvContext, holdEnvProblem } from "../converge/devices/env.ts";
 import { allocationIdOfSlice, checkSliceRequest, sliceName, type SliceSettings } from "../converge/devices/slice.ts";
 import { HOST_ARG_CHECKS } from "./args_host.ts";
 import { NFT_ARG_CHECKS } from "./args_nft.ts";
@@ -113,18 +118,12 @@ function _slice(op: HelperOp, v: unknown): string {
   return v as string;
 }
 
-function _env(op: HelperOp, v: unknown, allocationId: string): string[] {
+function _env(op: HelperOp, v: unknown, ctx: HoldEnvContext): string[] {
   if (!Array.isArray(v) || v.length > MAX_ENV_LINES) {
     _refuse(op, "env", v, `is not a list of at most ${MAX_ENV_LINES} lines`);
   }
-  for (const [i, line] of v.entries()) {
-    if (typeof line !== "string" || !ENV_LINE.test(line)) {
-      _refuse(op, `env[${i}]`, line, "is not KEY=VALUE on one line");
-    }
-  }
-  if (!v.includes(`BCD_ALLOCATION_ID=${allocationId}`)) {
-    _refuse(op, "env", v, `does not carry BCD_ALLOCATION_ID=${allocationId}`);
-  }
+  const why = holdEnvProblem(v, ctx);
+  if (why !== undefined) throw new HelperError("invalid-argument", `${op}: ${why}`);
   return [...v] as string[];
 }
 
@@ -171,7 +170,7 @@ function _fileWrite(raw: unknown): CdiWriteArgs | EnvWriteArgs {
   if (kind === "allocation-env") {
     const a = _object(op, "args", raw, ["kind", "allocationId", "env"]);
     const allocationId = _allocationId(op, a.allocationId);
-    return { kind, allocationId, env: _env(op, a.env, allocationId) };
+    return { kind, allocationId, env: _env(op, a.env, { allocationId, cgroupParent: sliceName(allocationId) }) };
   }
   const a = _object(op, "args", raw, ["kind", "allocationId", "binding", "devices", "env", "cgroupParent"], [
     "kind",
@@ -188,13 +187,22 @@ function _fileWrite(raw: unknown): CdiWriteArgs | EnvWriteArgs {
     _refuse(op, "devices", a.devices, `is not a list of 1 to ${MAX_WRITE_DEVICES} devices`);
   }
   const devices = a.devices.map((d, i) => _device(op, i, d));
-  const env = _env(op, a.env, allocationId);
   if (a.cgroupParent !== undefined) {
     if (a.binding === "kubernetes") _refuse(op, "cgroupParent", a.cgroupParent, "is set on a kubernetes hold");
     if (a.cgroupParent !== sliceName(allocationId)) {
       _refuse(op, "cgroupParent", a.cgroupParent, `is not the hold's own slice ${sliceName(allocationId)}`);
     }
   }
+  const env = _env(op, a.env, {
+    allocationId,
+    ...(a.cgroupParent !== undefined ? { cgroupParent: a.cgroupParent as string } : {}),
+    exact: {
+      binding: a.binding,
+      gpuUuids: devices.filter((d) => d.class !== "gpu.mig").map((d) => d.gpuUuid),
+      hasMig: devices.some((d) => d.class === "gpu.mig"),
+      hasSlot: devices.some((d) => d.class === "gpu.slot"),
+    },
+  });
   return {
     kind,
     allocationId,

@@ -59,16 +59,31 @@ Deno.test("checkArgs accepts one well-formed request of every op", () => {
     checkArgs("file.write", { kind: "allocation-env", allocationId: "a1", env: ENV }),
     { kind: "allocation-env", allocationId: "a1", env: ENV },
   );
-  assert.deepEqual(checkArgs("file.write", { ...CDI, cgroupParent: "bcd-alloc-a1.slice" }), {
-    ...CDI,
-    cgroupParent: "bcd-alloc-a1.slice",
-  });
+  const sliced = { ...CDI, env: [...ENV, "BCD_CGROUP_PARENT=bcd-alloc-a1.slice"], cgroupParent: "bcd-alloc-a1.slice" };
+  assert.deepEqual(checkArgs("file.write", sliced), sliced);
   const mig = { class: "gpu.mig", atom: MIG, gpuUuid: GPU, cdiName: MIG.replaceAll("/", "_") };
-  assert.doesNotThrow(() => checkArgs("file.write", { ...CDI, devices: [mig] }));
+  const migEnv = ["NVIDIA_VISIBLE_DEVICES=MIG-6f2a1c3e-3b1e-4f0a-9f3c-0d1e2f3a4b5c", "BCD_ALLOCATION_ID=a1"];
+  assert.doesNotThrow(() => checkArgs("file.write", { ...CDI, devices: [mig], env: migEnv }));
   assert.doesNotThrow(() => checkArgs("slice.usage", { name: sliceName("a-b") }), "a dash is escaped as \\x2d");
 });
 
 /** Every refusal: op, arguments, code, and what the message names. Nothing runs for any of these. */
+/** Env lines the helper itself refuses (issue 27 item 6): the reserved keys forged, and values env readers differ on. */
+const ENV_FORGERIES: readonly [string, string, RegExp][] = [
+  ["every GPU visible", "NVIDIA_VISIBLE_DEVICES=all", /NVIDIA_VISIBLE_DEVICES=all, not a list of GPU or MIG UUIDs/],
+  ["a slice outside bcd", "BCD_CGROUP_PARENT=system.slice", /BCD_CGROUP_PARENT=system.slice, not the hold's own slice/],
+  ["a second allocation id", "BCD_ALLOCATION_ID=a2", /sets BCD_ALLOCATION_ID a second time|BCD_ALLOCATION_ID=a1/],
+  [
+    "another MPS directory",
+    "CUDA_MPS_PIPE_DIRECTORY=/tmp/x",
+    /CUDA_MPS_PIPE_DIRECTORY=\/tmp\/x, not \/run\/nvidia-mps/,
+  ],
+  ["a loader preload", "LD_PRELOAD=/tmp/x.so", /sets LD_PRELOAD, a key of the dynamic loader/],
+  ["a command substitution", "A=$(reboot)", /carries "\$" \(U\+0024\)/],
+  ["a line separator", "A=x\u2028B=y", /\(U\+2028\)/],
+  ["an escape", "A=\u001b[2J", /\(U\+001B\)/],
+];
+
 const REFUSED: { why: string; op: HelperOp; args: unknown; code: string; names: RegExp }[] = [
   // unknown fields, by name
   {
@@ -284,6 +299,54 @@ const REFUSED: { why: string; op: HelperOp; args: unknown; code: string; names: 
     args: { ...CDI, env: [...ENV, ...Array.from({ length: 256 }, (_, i) => `K${i}=v`)] },
     code: "invalid-argument",
     names: /at most 256/,
+  },
+  ...ENV_FORGERIES.flatMap(([why, line, names]) => [
+    {
+      why: `an env file with ${why}`,
+      op: "file.write" as const,
+      args: {
+        kind: "allocation-env",
+        allocationId: "a1",
+        env: [...ENV.filter((l) => !l.startsWith(line.split("=")[0]! + "=")), line],
+      },
+      code: "invalid-argument",
+      names,
+    },
+    {
+      why: `a CDI spec with ${why}`,
+      op: "file.write" as const,
+      args: { ...CDI, env: [...ENV.filter((l) => !l.startsWith(line.split("=")[0]! + "=")), line] },
+      code: "invalid-argument",
+      names,
+    },
+  ]),
+  {
+    why: "an env file that sets a key twice",
+    op: "file.write",
+    args: { kind: "allocation-env", allocationId: "a1", env: [...ENV, "K=1", "K=2"] },
+    code: "invalid-argument",
+    names: /env\[3\] "K=2" sets K a second time|env\[3\] sets K a second time/,
+  },
+  {
+    why: "a CDI spec of a hold whose env names a GPU it does not hold",
+    op: "file.write",
+    args: { ...CDI, env: ["NVIDIA_VISIBLE_DEVICES=GPU-00000000-0000-0000-0000-000000000000", "BCD_ALLOCATION_ID=a1"] },
+    code: "invalid-argument",
+    names: /not one of the hold's devices/,
+  },
+  {
+    why: "a CDI spec with a cgroup parent whose env does not carry it",
+    op: "file.write",
+    args: { ...CDI, cgroupParent: "bcd-alloc-a1.slice" },
+    code: "invalid-argument",
+    names: /does not carry BCD_CGROUP_PARENT=bcd-alloc-a1.slice/,
+  },
+  {
+    why: "a kubernetes CDI spec whose env sets NVIDIA_VISIBLE_DEVICES",
+    op: "file.write",
+    args: { ...CDI, binding: "kubernetes" },
+    code: "invalid-argument",
+    names: /NVIDIA_VISIBLE_DEVICES on a kubernetes hold/,
   },
   {
     why: "a cgroup parent of another hold",

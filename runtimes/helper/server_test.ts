@@ -289,3 +289,29 @@ Deno.test("a helper that does not answer times the call out", async () => {
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("forged env lines sent on the socket are refused by the helper itself, and no file is written", async () => {
+  const h = await startTestHelper();
+  try {
+    const forged = [
+      ["NVIDIA_VISIBLE_DEVICES=all", "BCD_ALLOCATION_ID=a1"],
+      ["BCD_ALLOCATION_ID=a1", "BCD_CGROUP_PARENT=system.slice"],
+      ["BCD_ALLOCATION_ID=a1", "BCD_ALLOCATION_ID=a2"],
+      ["BCD_ALLOCATION_ID=a1", "LD_PRELOAD=/tmp/x.so"],
+      ["BCD_ALLOCATION_ID=a1", "A=$(reboot)"],
+      ["BCD_ALLOCATION_ID=a1", "A=x\u2028B=y"],
+      ["BCD_ALLOCATION_ID=a1", "A=\u001b[2J"],
+    ];
+    const lines = forged.map((env, i) =>
+      JSON.stringify({ id: i + 1, op: "file.write", args: { kind: "allocation-env", allocationId: "a1", env } })
+    );
+    const { lines: answers } = await raw(h.socket, enc.encode(lines.join("\n") + "\n"), forged.length);
+    for (const a of answers as { ok: boolean; error: { code: string } }[]) {
+      assert.equal(a.ok, false);
+      assert.equal(a.error.code, "invalid-argument");
+    }
+    await assert.rejects(Deno.stat(`${h.envDir}/a1.env`), Deno.errors.NotFound, "nothing was written");
+  } finally {
+    await h.close();
+  }
+});

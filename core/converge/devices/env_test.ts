@@ -57,3 +57,22 @@ Deno.test("extra env lines that are not KEY=VALUE on one line, or that set bcd's
     );
   }
 });
+
+Deno.test("extra env lines with a loader key, a value env readers differ on, or a key twice are refused", () => {
+  const d = [{ class: "gpu" as const, visibleId: G }];
+  for (
+    const [extra, why] of [
+      [["LD_PRELOAD=/tmp/x.so"], /dynamic loader/],
+      [["A=$(reboot)"], /U\+0024/],
+      [["A=x\u2028B=y"], /U\+2028/],
+      [["A=\u001b[2J"], /U\+001B/],
+      [["A=1", "A=2"], /sets A twice/],
+    ] as const
+  ) {
+    assert.throws(
+      () => holdEnv({ allocationId: "a", binding: "hold", devices: d, extra: [...extra] }),
+      (e) => e instanceof AllocationRefused && e.reason === "invalid-assignment" && why.test(e.message),
+      extra.join(" "),
+    );
+  }
+});
