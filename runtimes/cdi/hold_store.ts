@@ -3,6 +3,10 @@
  * `<env dir>/<allocation id>.env` (default `/run/bcd/allocations`), each written atomically; holds are read back from
  * the CDI directory on every pass. Specs of other vendors in the CDI directory are never read or touched.
  *
+ * A spec is read only as the regular file it was listed as: `lstat`, open, then `fstat` of the open file compared with
+ * the `lstat` (device and inode), so a link or another file swapped in after the listing is never followed (no
+ * `O_NOFOLLOW` in Deno's `open`); such a spec is reported unreadable, naming why.
+ *
  * @module
  */
 import { isValidAllocationId } from "../../core/converge/devices/assignment.ts";
@@ -21,6 +25,8 @@ export interface CdiHoldStoreOptions {
   readonly envMode?: number;
   /** Wall clock in ms, for the age of temp files a crashed write left (default `Date.now`). */
   readonly now?: () => number;
+  /** Test seam: runs after the directories were listed, before any spec is read (a swap's window). */
+  readonly afterListing?: () => Promise<void>;
 }
 
 /** A temp file of {@link atomicWrite} older than this was left by a write that did not finish: removed. */
@@ -36,11 +42,13 @@ export class CdiHoldStore implements HoldStore {
   readonly #specMode: number;
   readonly #envMode: number;
   readonly #now: () => number;
+  readonly #afterListing: (() => Promise<void>) | undefined;
   /** Parsed specs by file name, with the stat key they were parsed at. */
   readonly #parsed = new Map<string, { key: string; hold: ObservedHold }>();
 
   constructor(opts: CdiHoldStoreOptions = {}) {
     this.#now = opts.now ?? Date.now;
+    this.#afterListing = opts.afterListing;
     this.cdiDir = opts.cdiDir ?? "/etc/cdi";
     this.envDir = opts.envDir ?? "/run/bcd/allocations";
     this.#specMode = opts.specMode ?? 0o644;
@@ -64,6 +72,7 @@ export class CdiHoldStore implements HoldStore {
     const envNames = await _names(this.envDir);
     await this.#sweepTemps(this.cdiDir, cdiNames, /^\.bcd-.+\.json\.tmp-[0-9a-f-]{36}$/);
     await this.#sweepTemps(this.envDir, envNames, /^\..+\.env\.tmp-[0-9a-f-]{36}$/);
+    await this.#afterListing?.();
     const holds: ObservedHold[] = [];
     const unreadable: UnreadableHold[] = [];
     // Every spec is looked at on every pass: stat'ed, and read and parsed again whenever its inode, size or mtime
@@ -73,11 +82,12 @@ export class CdiHoldStore implements HoldStore {
     const read = await Promise.all(specs.map(async ([name, m]) => {
       const path = `${this.cdiDir}/${name}`;
       try {
-        const st = await Deno.stat(path);
+        const st = await Deno.lstat(path);
+        if (!st.isFile) throw new CdiSpecError(`${path} is not a regular file${st.isSymlink ? " (a link)" : ""}`);
         const key = `${st.ino}:${st.size}:${st.mtime?.getTime()}`;
         const hit = this.#parsed.get(name);
         if (hit?.key === key) return { hold: hit.hold };
-        const hold = parseCdiSpec(m![1]!, await _readBounded(path));
+        const hold = parseCdiSpec(m![1]!, await _readBounded(path, st));
         this.#parsed.set(name, { key, hold });
         return { hold };
       } catch (e) {
@@ -160,10 +170,15 @@ async function _names(dir: string): Promise<string[]> {
   return out.sort();
 }
 
-async function _readBounded(path: string): Promise<string> {
+/** Reads the regular file `path` that `listed` (its `lstat`) describes; refuses another file swapped in since. */
+async function _readBounded(path: string, listed: Deno.FileInfo): Promise<string> {
   const f = await Deno.open(path, { read: true });
   try {
-    const size = (await f.stat()).size;
+    const st = await f.stat();
+    if (!st.isFile || st.ino !== listed.ino || st.dev !== listed.dev) {
+      throw new CdiSpecError(`${path} was replaced after it was listed (a link or another file); not read`);
+    }
+    const size = st.size;
     if (size > MAX_SPEC_BYTES) throw new CdiSpecError(`spec exceeds ${MAX_SPEC_BYTES} bytes`);
     const buf = new Uint8Array(Math.min(size + 1, MAX_SPEC_BYTES + 1)); // one more: it grew since stat
     let n = 0;

@@ -187,3 +187,62 @@ Deno.test("CdiHoldStore reads a spec again whenever it changes on disk, and forg
     assert.equal(gone.holds.length + gone.unreadable.length, 0);
   });
 });
+
+Deno.test("a spec swapped for a link after the listing is not followed: it is reported unreadable, naming why", async () => {
+  const root = await Deno.makeTempDir({ prefix: "bcd-holds-swap-" });
+  try {
+    const cdiDir = `${root}/cdi`;
+    const rec = HOLD_RECORDS["a whole-GPU hold"]!;
+    const writer = new CdiHoldStore({ cdiDir, envDir: `${root}/env` });
+    await writer.write(rec);
+    // What the link points at: a spec-shaped file elsewhere (a secret, in an attack), and the swap in the window
+    // between the directory's listing and the read.
+    const outside = `${root}/outside.json`;
+    await Deno.copyFile(`${cdiDir}/bcd-a1.json`, outside);
+    const swapped = new CdiHoldStore({
+      cdiDir,
+      envDir: `${root}/env`,
+      afterListing: async () => {
+        await Deno.remove(`${cdiDir}/bcd-a1.json`);
+        await Deno.symlink(outside, `${cdiDir}/bcd-a1.json`);
+      },
+    });
+    const listing = await swapped.list();
+    assert.deepEqual(listing.holds, [], "nothing was read through the link");
+    assert.equal(listing.unreadable.length, 1);
+    assert.match(listing.unreadable[0]!.problem, /not a regular file \(a link\)/);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("a spec replaced by another file between its lstat and its open is not read", async () => {
+  const root = await Deno.makeTempDir({ prefix: "bcd-holds-swap-" });
+  try {
+    const cdiDir = `${root}/cdi`;
+    const rec = HOLD_RECORDS["a whole-GPU hold"]!;
+    await new CdiHoldStore({ cdiDir, envDir: `${root}/env` }).write(rec);
+    const path = `${cdiDir}/bcd-a1.json`;
+    const text = await Deno.readTextFile(path);
+    // A store that opens what it lstat'ed: the swap happens after the lstat, through a racing rename.
+    const origOpen = Deno.open;
+    let swapped = false;
+    (Deno as { open: typeof Deno.open }).open = async (p, o) => {
+      if (!swapped && String(p) === path) {
+        swapped = true;
+        await Deno.writeTextFile(`${root}/other.json`, text);
+        await Deno.rename(`${root}/other.json`, path);
+      }
+      return await origOpen(p, o);
+    };
+    try {
+      const listing = await new CdiHoldStore({ cdiDir, envDir: `${root}/env` }).list();
+      assert.deepEqual(listing.holds, []);
+      assert.match(listing.unreadable[0]!.problem, /replaced after it was listed/);
+    } finally {
+      (Deno as { open: typeof Deno.open }).open = origOpen;
+    }
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
