@@ -49,6 +49,8 @@ import {
 export const MAX_WRITE_DEVICES = 1024;
 /** The most env lines a hold carries. */
 export const MAX_ENV_LINES = 256;
+/** The most bytes of env lines one hold carries (its env file; the env of its CDI spec). */
+export const MAX_ENV_BYTES = 32 * 1024;
 /** The longest reboot reason. */
 export const MAX_REASON = 512;
 /** The largest minor number a device node may name (the kernel's 20-bit minor). */
@@ -122,6 +124,8 @@ function _env(op: HelperOp, v: unknown, ctx: HoldEnvContext): string[] {
   if (!Array.isArray(v) || v.length > MAX_ENV_LINES) {
     _refuse(op, "env", v, `is not a list of at most ${MAX_ENV_LINES} lines`);
   }
+  const bytes = v.reduce((n: number, l: unknown) => n + (typeof l === "string" ? l.length + 1 : 0), 0);
+  if (bytes > MAX_ENV_BYTES) _refuse(op, "env", v, `has ${bytes} bytes of lines, more than ${MAX_ENV_BYTES}`);
   const why = holdEnvProblem(v, ctx);
   if (why !== undefined) throw new HelperError("invalid-argument", `${op}: ${why}`);
   return [...v] as string[];

@@ -321,6 +321,17 @@ const REFUSED: { why: string; op: HelperOp; args: unknown; code: string; names: 
     },
   ]),
   {
+    why: "an env file of more bytes than the cap",
+    op: "file.write",
+    args: {
+      kind: "allocation-env",
+      allocationId: "a1",
+      env: [...ENV, ...Array.from({ length: 200 }, (_, i) => `K${i}=${"v".repeat(4000)}`)],
+    },
+    code: "invalid-argument",
+    names: /bytes of lines, more than 32768/,
+  },
+  {
     why: "an env file that sets a key twice",
     op: "file.write",
     args: { kind: "allocation-env", allocationId: "a1", env: [...ENV, "K=1", "K=2"] },

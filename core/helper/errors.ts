@@ -19,6 +19,7 @@
  * | `invalid-argument` | an argument is refused (named, with its value)                           |
  * | `busy`             | too many requests in flight on this connection, or connections (none idle) |
  * | `closing`          | (id `null`) the helper ends this connection (idle, evicted for a newer peer, a line not finished in time); every request it had read is answered before this line, so one still unanswered was never read and may be sent again |
+ * | `over-limit`       | a volume limit of the helper would be passed (how many hold files it keeps) |
  * | `failed`           | the operation ran and failed; the message is the runtime's               |
  * | `unsupported`      | the operation cannot be done on this host and no retry fixes it (a huge page size it lacks) |
  * | `unreachable`      | (node side) the socket cannot be reached, or the connection dropped      |
@@ -33,6 +34,7 @@ export type HelperErrorCode =
   | "invalid-argument"
   | "busy"
   | "closing"
+  | "over-limit"
   | "failed"
   | "unsupported"
   | "unreachable"
@@ -48,6 +50,7 @@ export const HELPER_ERROR_CODES: readonly HelperErrorCode[] = [
   "invalid-argument",
   "busy",
   "closing",
+  "over-limit",
   "failed",
   "unsupported",
   "unreachable",

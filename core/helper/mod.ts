@@ -12,7 +12,7 @@
  *
  * @module
  */
-export { checkArgs, MAX_ENV_LINES, MAX_MINOR, MAX_REASON, MAX_WRITE_DEVICES } from "./args.ts";
+export { checkArgs, MAX_ENV_BYTES, MAX_ENV_LINES, MAX_MINOR, MAX_REASON, MAX_WRITE_DEVICES } from "./args.ts";
 export {
   answerError,
   decodeAnswer,

@@ -149,6 +149,17 @@ export class CdiHoldStore implements HoldStore {
     return removeDurably(this.specPath(allocationId));
   }
 
+  /** The allocation ids with a spec (`cdi`) or an env file (`allocation-env`). */
+  async fileIds(kind: "cdi" | "allocation-env"): Promise<ReadonlySet<string>> {
+    const re = kind === "cdi" ? _SPEC : _ENV;
+    const out = new Set<string>();
+    for (const name of await _names(kind === "cdi" ? this.cdiDir : this.envDir)) {
+      const m = re.exec(name);
+      if (m && isValidAllocationId(m[1]!)) out.add(m[1]!);
+    }
+    return out;
+  }
+
   /** Removes the env file alone; true when there was one. */
   async removeEnv(allocationId: string): Promise<void> {
     await removeDurably(this.envPath(allocationId));

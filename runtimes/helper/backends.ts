@@ -21,6 +21,8 @@ export interface HoldFiles {
   removeSpec(allocationId: string): Promise<unknown>;
   /** Removes the env file; an absent one is not an error. */
   removeEnv(allocationId: string): Promise<unknown>;
+  /** The allocation ids that have a file of `kind` (for the helper's count limit). */
+  fileIds(kind: "cdi" | "allocation-env"): Promise<ReadonlySet<string>>;
 }
 
 /** The helper's runtimes. */

@@ -3,11 +3,48 @@
  * state (`file.*`, `slice.apply`, `slice.remove`) run one at a time; reads, `gpu.reset` and `node.reboot` do not
  * wait for them. A runtime's failure becomes {@link HelperError} `failed` with the runtime's message.
  *
+ * Volume limits (issue 27, item 8), checked here against the host before anything is written:
+ *
+ * | what | bound | refusal |
+ * | ---- | ----- | ------- |
+ * | hold files of one kind (CDI specs, env files) | {@link MAX_HOLD_FILES}; rewriting one that exists is always allowed | `over-limit` |
+ * | one env file / one hold's env lines | `MAX_ENV_BYTES` of lines (`core/helper/args.ts`) | `invalid-argument` |
+ * | slice settings | the host's CPUs, NUMA nodes, `MemTotal` and huge page pools (`sliceHostProblem`) | `invalid-argument` |
+ *
  * @module
  */
+import { type SliceHostLimits, sliceHostProblem } from "../../core/converge/devices/slice.ts";
 import { HelperError, type HelperRequest } from "../../core/helper/mod.ts";
 import { PageSizeUnsupported } from "../../core/converge/devices/ports.ts";
 import type { HelperBackends } from "./backends.ts";
+
+/** The most hold files of one kind the helper keeps (a host's GPUs, MIG instances and slots are far fewer). */
+export const MAX_HOLD_FILES = 512;
+
+/** The host's limits for slice settings: CPUs and NUMA nodes from the inventory, memory and pools from /proc, /sys. */
+export async function sliceHostLimits(b: HelperBackends): Promise<SliceHostLimits> {
+  const [inv, mem] = await Promise.all([b.inventory.read(), b.memory.read()]);
+  const numa = inv.numa_nodes ?? [];
+  const pool = (k: "hugepages_2mi_total" | "hugepages_1gi_total", size: number) =>
+    numa.length > 0 ? numa.reduce((n, x) => n + Number(x[k] ?? 0), 0) * size : mem.hugetlbBytes;
+  return {
+    cpus: Number(inv.cpu?.threads ?? 0),
+    numaNodes: numa.length > 0 ? numa.map((n) => Number(n.id ?? 0)) : [0],
+    memTotalBytes: mem.memTotalBytes,
+    hugetlb2MBBytes: pool("hugepages_2mi_total", 2 * 1024 * 1024),
+    hugetlb1GBBytes: pool("hugepages_1gi_total", 1024 * 1024 * 1024),
+  };
+}
+
+async function _roomFor(b: HelperBackends, kind: "cdi" | "allocation-env", allocationId: string): Promise<void> {
+  const ids = await b.holds.fileIds(kind);
+  if (!ids.has(allocationId) && ids.size >= MAX_HOLD_FILES) {
+    throw new HelperError(
+      "over-limit",
+      `file.write: ${ids.size} ${kind} files exist, the most the helper keeps is ${MAX_HOLD_FILES}`,
+    );
+  }
+}
 
 /** A one-at-a-time lock (a promise chain). */
 export class Mutex {
@@ -47,6 +84,7 @@ async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promi
     case "file.write": {
       const a = req.args;
       await writes.run(async () => {
+        await _roomFor(b, a.kind, a.allocationId);
         if (a.kind === "allocation-env") return await b.holds.writeEnv(a.allocationId, a.env);
         return await b.holds.writeSpec({
           allocationId: a.allocationId,
@@ -69,9 +107,12 @@ async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promi
       await writes.run(() => kind === "cdi" ? b.holds.removeSpec(allocationId) : b.holds.removeEnv(allocationId));
       return {};
     }
-    case "slice.apply":
+    case "slice.apply": {
+      const why = sliceHostProblem(req.args.settings, await sliceHostLimits(b));
+      if (why !== undefined) throw new HelperError("invalid-argument", `slice.apply: ${why}`);
       await writes.run(() => b.slices.apply(req.args.name, req.args.settings));
       return {};
+    }
     case "slice.remove":
       return { removal: await writes.run(() => b.slices.remove(req.args.name)) };
     case "slice.list":

@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { HelperError, MAX_REQUEST_LINE } from "../../core/helper/mod.ts";
 import { silentLogger } from "../../core/log/mod.ts";
+import { MAX_HOLD_FILES } from "./dispatch.ts";
 import { HelperServer } from "./server.ts";
 import { startTestHelper, TEST_BOOT_ID } from "./test_helper.ts";
 
@@ -311,6 +312,48 @@ Deno.test("forged env lines sent on the socket are refused by the helper itself,
       assert.equal(a.error.code, "invalid-argument");
     }
     await assert.rejects(Deno.stat(`${h.envDir}/a1.env`), Deno.errors.NotFound, "nothing was written");
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("slice.apply past the host's limits is refused by the helper, and no slice is made", async () => {
+  const h = await startTestHelper();
+  try {
+    for (
+      const settings of [
+        { allowedCpus: "0-99999" },
+        { memoryMaxBytes: 1 },
+        { memoryMaxBytes: 2 ** 30, memoryHighBytes: 2 ** 31 },
+        { cpuQuotaPercent: 2 ** 52 },
+      ]
+    ) {
+      await assert.rejects(
+        h.client.call("slice.apply", { name: "bcd-alloc-a1.slice", settings }),
+        (e) => e instanceof HelperError && e.code === "invalid-argument" && /^helper: slice\.apply: /.test(e.message),
+        JSON.stringify(settings),
+      );
+    }
+    assert.deepEqual((await h.client.call("slice.list", {})).names, []);
+    await h.client.call("slice.apply", { name: "bcd-alloc-a1.slice", settings: { allowedCpus: "0-3" } });
+    assert.deepEqual((await h.client.call("slice.list", {})).names, ["bcd-alloc-a1.slice"]);
+  } finally {
+    await h.close();
+  }
+});
+
+Deno.test("the helper keeps at most MAX_HOLD_FILES files of a kind: a new one past it is over-limit, a rewrite is not", async () => {
+  const h = await startTestHelper();
+  try {
+    await Deno.mkdir(h.envDir, { recursive: true });
+    for (let i = 0; i < MAX_HOLD_FILES; i++) await Deno.writeTextFile(`${h.envDir}/f${i}.env`, "BCD_ALLOCATION_ID=x\n");
+    await assert.rejects(
+      h.client.call("file.write", { kind: "allocation-env", allocationId: "new1", env: ["BCD_ALLOCATION_ID=new1"] }),
+      (e) => e instanceof HelperError && e.code === "over-limit" && /512 allocation-env files exist/.test(e.message),
+    );
+    await assert.rejects(Deno.stat(`${h.envDir}/new1.env`), Deno.errors.NotFound);
+    await h.client.call("file.write", { kind: "allocation-env", allocationId: "f7", env: ["BCD_ALLOCATION_ID=f7"] });
+    assert.equal(await Deno.readTextFile(`${h.envDir}/f7.env`), "BCD_ALLOCATION_ID=f7\n");
   } finally {
     await h.close();
   }

@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { type AssignmentLimits, isValidCpuList } from "./assignment.ts";
+import { type AssignmentLimits, isValidCpuList, parseCpuList } from "./assignment.ts";
 
 /** The parent slices, outermost first: `bcd.slice/bcd-alloc.slice`. */
 export const SLICE_PARENTS: readonly string[] = ["bcd.slice", "bcd-alloc.slice"];
@@ -106,4 +106,75 @@ export function checkSliceRequest(name: unknown, settings: unknown): { name: str
     out[k] = v as string | number;
   }
   return { name, settings: out as SliceSettings };
+}
+
+/** What the host has, for {@link sliceHostProblem}: the root helper reads it from /proc and /sys. */
+export interface SliceHostLimits {
+  /** Logical CPUs: ids `0` to `cpus - 1`. */
+  readonly cpus: number;
+  /** The NUMA node ids (`[0]` on a host without NUMA in sysfs). */
+  readonly numaNodes: readonly number[];
+  readonly memTotalBytes: number;
+  /** Bytes of the 2 MiB and 1 GiB huge page pools. */
+  readonly hugetlb2MBBytes: number;
+  readonly hugetlb1GBBytes: number;
+}
+
+/** The smallest `MemoryMax` a slice may get: below it no workload starts (the kernel would take `memory.max=1`). */
+export const MIN_SLICE_MEMORY_BYTES = 16 * 1024 * 1024;
+
+/** The largest id a cpulist names, without expanding it. */
+function _maxOfList(list: string): number {
+  let max = -1;
+  for (const part of list.split(",")) for (const n of part.split("-")) max = Math.max(max, Number(n));
+  return max;
+}
+
+/**
+ * Why `settings` do not fit this host, or `undefined` (the root helper's range check, issue 27 item 8): cpus only
+ * of the host's CPUs, memory nodes only of its NUMA nodes, a CPU quota of 1% to 100% per CPU, `MemoryMax` from
+ * {@link MIN_SLICE_MEMORY_BYTES} to `MemTotal`, `MemoryHigh` at most `MemoryMax` (or `MemTotal`), huge page limits
+ * whole pages and at most the host's pool of that size.
+ */
+export function sliceHostProblem(s: SliceSettings, host: SliceHostLimits): string | undefined {
+  if (s.allowedCpus !== undefined && _maxOfList(s.allowedCpus) >= host.cpus) {
+    return `allowedCpus ${s.allowedCpus} names a CPU this host does not have (it has ${host.cpus}: 0-${host.cpus - 1})`;
+  }
+  if (s.allowedMemoryNodes !== undefined) {
+    const max = _maxOfList(s.allowedMemoryNodes);
+    const nodes = max <= Math.max(...host.numaNodes, 0) ? parseCpuList(s.allowedMemoryNodes) : [max];
+    const missing = nodes.find((n) => !host.numaNodes.includes(n));
+    if (missing !== undefined) {
+      return `allowedMemoryNodes ${s.allowedMemoryNodes} names NUMA node ${missing}, which this host does not have (${
+        host.numaNodes.join(",")
+      })`;
+    }
+  }
+  if (s.cpuQuotaPercent !== undefined && (s.cpuQuotaPercent < 1 || s.cpuQuotaPercent > 100 * host.cpus)) {
+    return `cpuQuotaPercent ${s.cpuQuotaPercent} is not between 1 and ${100 * host.cpus} (100 per CPU)`;
+  }
+  if (
+    s.memoryMaxBytes !== undefined &&
+    (s.memoryMaxBytes < MIN_SLICE_MEMORY_BYTES || s.memoryMaxBytes > host.memTotalBytes)
+  ) {
+    return `memoryMaxBytes ${s.memoryMaxBytes} is not between ${MIN_SLICE_MEMORY_BYTES} and the host's MemTotal ${host.memTotalBytes}`;
+  }
+  const highCap = s.memoryMaxBytes ?? host.memTotalBytes;
+  if (s.memoryHighBytes !== undefined && s.memoryHighBytes > highCap) {
+    return `memoryHighBytes ${s.memoryHighBytes} is above ${
+      s.memoryMaxBytes !== undefined ? "memoryMaxBytes" : "MemTotal"
+    } ${highCap}`;
+  }
+  for (
+    const [k, page, pool] of [
+      ["hugetlb2MBMaxBytes", PAGE_2MI, host.hugetlb2MBBytes],
+      ["hugetlb1GBMaxBytes", PAGE_1GI, host.hugetlb1GBBytes],
+    ] as const
+  ) {
+    const v = s[k];
+    if (v === undefined) continue;
+    if (v % page !== 0) return `${k} ${v} is not a whole number of ${page}-byte pages`;
+    if (v > pool) return `${k} ${v} is above the host's pool of ${pool} bytes`;
+  }
+  return undefined;
 }

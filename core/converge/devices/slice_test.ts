@@ -1,5 +1,15 @@
 import assert from "node:assert/strict";
-import { allocationIdOfSlice, checkSliceRequest, PAGE_1GI, PAGE_2MI, sliceName, sliceSettings } from "./slice.ts";
+import {
+  allocationIdOfSlice,
+  checkSliceRequest,
+  MIN_SLICE_MEMORY_BYTES,
+  PAGE_1GI,
+  PAGE_2MI,
+  type SliceHostLimits,
+  sliceHostProblem,
+  sliceName,
+  sliceSettings,
+} from "./slice.ts";
 
 // One row per row of the seed's slice table.
 const ROWS = [
@@ -65,4 +75,44 @@ Deno.test("checkSliceRequest accepts only a hold slice name, cpulists and counts
     ["bcd-alloc-a.slice", null],
   ];
   for (const [n, st] of bad) assert.throws(() => checkSliceRequest(n, st), RangeError, JSON.stringify([n, st]));
+});
+
+const HOST: SliceHostLimits = {
+  cpus: 4,
+  numaNodes: [0, 1],
+  memTotalBytes: 64 * PAGE_1GI,
+  hugetlb2MBBytes: 512 * PAGE_2MI,
+  hugetlb1GBBytes: 2 * PAGE_1GI,
+};
+
+Deno.test("slice settings are bounded by the host's real limits, row by row, with the value and the limit", async (t) => {
+  assert.equal(
+    sliceHostProblem({
+      allowedCpus: "0-3",
+      allowedMemoryNodes: "0-1",
+      cpuQuotaPercent: 400,
+      memoryMaxBytes: PAGE_1GI,
+      memoryHighBytes: PAGE_1GI,
+      hugetlb2MBMaxBytes: 512 * PAGE_2MI,
+      hugetlb1GBMaxBytes: 2 * PAGE_1GI,
+    }, HOST),
+    undefined,
+    "the host's whole is allowed",
+  );
+  const rows: [string, Parameters<typeof sliceHostProblem>[0], RegExp][] = [
+    ["a CPU the host lacks", { allowedCpus: "0-99999" }, /allowedCpus 0-99999 names a CPU this host does not have \(it has 4/],
+    ["a NUMA node the host lacks", { allowedMemoryNodes: "0,2" }, /NUMA node 2/],
+    ["a far NUMA node, not expanded", { allowedMemoryNodes: "0-9999999" }, /NUMA node 9999999/],
+    ["a zero CPU quota", { cpuQuotaPercent: 0 }, /between 1 and 400/],
+    ["a quota past the CPUs", { cpuQuotaPercent: 2 ** 52 }, /between 1 and 400/],
+    ["memory.max=1", { memoryMaxBytes: 1 }, new RegExp(`between ${MIN_SLICE_MEMORY_BYTES}`)],
+    ["more memory than MemTotal", { memoryMaxBytes: 65 * PAGE_1GI }, /MemTotal/],
+    ["high above max", { memoryMaxBytes: PAGE_1GI, memoryHighBytes: PAGE_1GI + 1 }, /above memoryMaxBytes/],
+    ["high above MemTotal", { memoryHighBytes: 65 * PAGE_1GI }, /above MemTotal/],
+    ["part of a 2 MiB page", { hugetlb2MBMaxBytes: PAGE_2MI + 1 }, /whole number/],
+    ["more 1 GiB pages than the pool", { hugetlb1GBMaxBytes: 3 * PAGE_1GI }, /above the host's pool/],
+  ];
+  for (const [why, s, re] of rows) {
+    await t.step(why, () => assert.match(sliceHostProblem(s, HOST) ?? "(accepted)", re));
+  }
 });
