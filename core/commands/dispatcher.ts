@@ -335,7 +335,11 @@ export class Dispatcher {
         bootId: this.#o.bootId,
         logger: this.#log.child({ command_id: body.id, kind: body.kind, lane: spec.lane }),
       });
-      outcome = { state: "SUCCEEDED", ...(res.result ? { body: encodeAny(res.result) } : {}) };
+      outcome = {
+        state: "SUCCEEDED",
+        ...(res.result ? { body: encodeAny(res.result) } : {}),
+        ...(res.message ? { message: res.message } : {}),
+      };
     } catch (e) {
       if (e instanceof InvalidPayload) outcome = { state: "FAILED", code: "invalid-payload", message: e.message };
       else if (e instanceof CommandFailed) outcome = { state: "FAILED", code: e.code, message: e.message };

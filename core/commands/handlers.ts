@@ -23,6 +23,8 @@ export interface HandlerContext {
 export interface HandlerResult {
   /** The kind's result message (`<Kind>Result`). */
   readonly result?: AnyMessage;
+  /** A note on a success (what was left out and why, e.g. no GPUs on a host without a driver); never parsed. */
+  readonly message?: string;
 }
 
 /** One kind's implementation. */

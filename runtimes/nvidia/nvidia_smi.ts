@@ -5,7 +5,7 @@
  * @module
  */
 import type { GpuInventory } from "../../core/converge/devices/inventory.ts";
-import { type GpuTool, GpuToolError } from "../../core/converge/devices/ports.ts";
+import { type GpuTool, GpuToolError, NoGpuDriver } from "../../core/converge/devices/ports.ts";
 import { parseSmiList, withMigUuids } from "./smi_list.ts";
 import { parseSmiXml } from "./smi_xml.ts";
 
@@ -111,7 +111,15 @@ export class NvidiaSmi implements GpuTool {
   }
 
   async #smi(args: string[]): Promise<string> {
-    const r = await this.#run(this.#bin, args, { timeoutMs: this.#timeout });
+    let r: RunResult;
+    try {
+      r = await this.#run(this.#bin, args, { timeoutMs: this.#timeout });
+    } catch (e) {
+      if (e instanceof Deno.errors.NotFound) {
+        throw new NoGpuDriver(`no NVIDIA driver on this host: ${this.#bin} is not installed`, { cause: e });
+      }
+      throw e;
+    }
     if (r.code !== 0) throw new GpuToolError(_message(r) || `${this.#bin} ${args.join(" ")} exited ${r.code}`);
     return r.stdout;
   }

@@ -8,6 +8,7 @@
 import { packResult, type Props, unpackPayload, WireDecodeError } from "../../../proto/mod.ts";
 import type { bcd } from "../../../proto/mod.ts";
 import type { GpuInventory } from "../../converge/devices/inventory.ts";
+import { NoGpuDriver } from "../../converge/devices/ports.ts";
 import type { HandlerContext, HandlerResult, KindHandler } from "../handlers.ts";
 import { InvalidPayload } from "../rejection.ts";
 
@@ -61,13 +62,21 @@ export function inventoryRefreshHandler(ports: { host: HostInventoryReader; gpus
       const host = await ports.host.read();
       let gpus: Inventory["gpus"] = [];
       let driver = "";
+      let note: string | undefined;
       if (ports.gpus !== undefined) {
-        const inv = await ports.gpus.query();
-        gpus = gpusToWire(inv, includeHealth);
-        driver = inv.driverVersion ?? "";
+        try {
+          const inv = await ports.gpus.query();
+          gpus = gpusToWire(inv, includeHealth);
+          driver = inv.driverVersion ?? "";
+        } catch (e) {
+          // A CPU-only host answers with no GPUs and says why; any other failure of the tool fails the command.
+          if (!(e instanceof NoGpuDriver)) throw e;
+          note = `no GPUs: ${e.message}`;
+          ctx.logger.info({ reason: e.reason }, note);
+        }
       }
       const any = packResult("inventory.refresh", { inventory: { ...host, gpus, gpu_driver_version: driver } });
-      return { result: { typeUrl: any.type_url, value: any.value } };
+      return { result: { typeUrl: any.type_url, value: any.value }, ...(note ? { message: note } : {}) };
     },
   };
 }

@@ -13,7 +13,14 @@ import { applyDevices, type DevicesMemory, type DevicesOutcome } from "./apply.t
 import type { PassthroughGpu } from "./conflicts.ts";
 import { MPS_PIPE_DIRECTORY } from "./env.ts";
 import { type DevicesAction, type DevicesObserved, planDevices } from "./plan.ts";
-import type { EventSink, GpuTool, HoldStore, HostMemorySource, SliceManager } from "./ports.ts";
+import {
+  type EventSink,
+  type GpuTool,
+  type HoldStore,
+  type HostMemorySource,
+  NoGpuDriver,
+  type SliceManager,
+} from "./ports.ts";
 import { allocationIdOfSlice } from "./slice.ts";
 import { devicesSectionFromWire, type WireDevicesSection } from "./wire.ts";
 
@@ -70,8 +77,15 @@ export class DevicesConverger {
     try {
       inventory = await o.gpu.query();
     } catch (e) {
-      inventoryProblem = e instanceof Error ? e.message : String(e);
-      ctx.log.warn({ err: inventoryProblem }, "GPU inventory unreadable; new holds wait for it");
+      if (e instanceof NoGpuDriver) {
+        // A CPU-only host: no GPUs at all, not an unreadable inventory. An assignment naming one fails
+        // device-missing (terminal) instead of waiting for an inventory that will never come.
+        inventory = { gpus: [] };
+        ctx.log.debug({ reason: e.reason, err: e.message }, "no NVIDIA driver: no GPUs on this host");
+      } else {
+        inventoryProblem = e instanceof Error ? e.message : String(e);
+        ctx.log.warn({ err: inventoryProblem }, "GPU inventory unreadable; new holds wait for it");
+      }
     }
     let host: HostMemory | undefined;
     let hostProblem: string | undefined;

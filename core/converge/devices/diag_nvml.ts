@@ -8,7 +8,7 @@
  */
 import { findGpu, type GpuInfo, type GpuInventory, gpuProblems } from "./inventory.ts";
 import type { GpuTool } from "./ports.ts";
-import { GpuKindError } from "./gpu_reset.ts";
+import { GpuKindError, queryOrRefuse } from "./gpu_reset.ts";
 
 /** One GPU's diagnosis (`bcd.v1.GpuDiagnosis`). */
 export interface GpuDiagnosis {
@@ -99,5 +99,5 @@ export async function diagNvml(
   gpu: GpuTool,
   xids?: XidSource,
 ): Promise<DiagNvmlResult> {
-  return diagFromInventory(await gpu.query(), payload.gpu_uuids ?? [], xids);
+  return diagFromInventory(await queryOrRefuse(gpu, "diag.nvml"), payload.gpu_uuids ?? [], xids);
 }

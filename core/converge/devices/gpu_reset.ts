@@ -10,11 +10,21 @@
  */
 import type { PassthroughGpu } from "./conflicts.ts";
 import type { ObservedHold, UnreadableHold } from "./hold.ts";
-import { findGpu, gpuUnhealthyReason } from "./inventory.ts";
-import { type GpuTool, GpuToolError, type XidConditions } from "./ports.ts";
+import { findGpu, type GpuInventory, gpuUnhealthyReason } from "./inventory.ts";
+import { type GpuTool, GpuToolError, NO_GPU_DRIVER, NoGpuDriver, type XidConditions } from "./ports.ts";
 
 /** The reasons a GPU kind fails as a whole. */
-export type GpuKindFailure = "invalid-payload" | "gpu-busy";
+export type GpuKindFailure = "invalid-payload" | "gpu-busy" | typeof NO_GPU_DRIVER;
+
+/** The GPU tool's inventory; a host without an NVIDIA driver refuses the kind as a whole, `no-gpu-driver`. */
+export async function queryOrRefuse(gpu: Pick<GpuTool, "query">, kind: string): Promise<GpuInventory> {
+  try {
+    return await gpu.query();
+  } catch (e) {
+    if (e instanceof NoGpuDriver) throw new GpuKindError(NO_GPU_DRIVER, `${kind}: ${e.message}`, { cause: e });
+    throw e;
+  }
+}
 
 /** A GPU kind failed as a whole with a seed reason. */
 export class GpuKindError extends Error {
@@ -104,7 +114,7 @@ export async function gpuReset(payload: unknown, ports: GpuResetPorts): Promise<
     const who = gpuHolder(uuid, live.holds, live.unreadable, pt);
     if (who) throw new GpuKindError("gpu-busy", who);
   }
-  const before = await ports.gpu.query();
+  const before = await queryOrRefuse(ports.gpu, "gpu.reset");
   const out = new Map<string, GpuResetOutcome>();
   const reset: string[] = [];
   for (const uuid of gpu_uuids) {

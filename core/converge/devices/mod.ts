@@ -139,6 +139,8 @@ export {
   type HoldListing,
   type HoldStore,
   type HostMemorySource,
+  NO_GPU_DRIVER,
+  NoGpuDriver,
   PageSizeUnsupported,
   type SliceManager,
   type SliceRemoval,

@@ -69,6 +69,18 @@ export class GpuToolError extends Error {
   override name = "GpuToolError";
 }
 
+/**
+ * The host has no NVIDIA driver (`nvidia-smi` is not there): a CPU-only host, a first-class host with no GPUs. The
+ * inventory reports none and says so; every GPU path refuses with {@link NO_GPU_DRIVER}.
+ */
+export class NoGpuDriver extends GpuToolError {
+  override name = "NoGpuDriver";
+  readonly reason = NO_GPU_DRIVER;
+}
+
+/** The reason GPU paths refuse on a host without an NVIDIA driver (bcd's own; the seed names none). */
+export const NO_GPU_DRIVER = "no-gpu-driver";
+
 /** The GPU tool: `nvidia-smi` on a host, a file-backed fake in the sim role. */
 export interface GpuTool {
   /** A fresh inventory. */

@@ -100,7 +100,11 @@ Deno.test("slice settings are bounded by the host's real limits, row by row, wit
     "the host's whole is allowed",
   );
   const rows: [string, Parameters<typeof sliceHostProblem>[0], RegExp][] = [
-    ["a CPU the host lacks", { allowedCpus: "0-99999" }, /allowedCpus 0-99999 names a CPU this host does not have \(it has 4/],
+    [
+      "a CPU the host lacks",
+      { allowedCpus: "0-99999" },
+      /allowedCpus 0-99999 names a CPU this host does not have \(it has 4/,
+    ],
     ["a NUMA node the host lacks", { allowedMemoryNodes: "0,2" }, /NUMA node 2/],
     ["a far NUMA node, not expanded", { allowedMemoryNodes: "0-9999999" }, /NUMA node 9999999/],
     ["a zero CPU quota", { cpuQuotaPercent: 0 }, /between 1 and 400/],
