@@ -23,14 +23,21 @@ export const MAX_HOLD_FILES = 512;
 
 /** The host's limits for slice settings: CPUs and NUMA nodes from the inventory, memory and pools from /proc, /sys. */
 export async function sliceHostLimits(b: HelperBackends): Promise<SliceHostLimits> {
-  const [inv, mem] = await Promise.all([b.inventory.read(), b.memory.read()]);
+  const inv = await b.inventory.read();
+  let mem: Awaited<ReturnType<HelperBackends["memory"]["read"]>> | undefined;
+  try {
+    mem = await b.memory.read();
+  } catch (e) {
+    // Memory that cannot be read is not checked, as host admission binds without it (000 §Device assignments).
+    if (!(e instanceof Deno.errors.NotFound || e instanceof RangeError)) throw e;
+  }
   const numa = inv.numa_nodes ?? [];
   const pool = (k: "hugepages_2mi_total" | "hugepages_1gi_total", size: number) =>
-    numa.length > 0 ? numa.reduce((n, x) => n + Number(x[k] ?? 0), 0) * size : mem.hugetlbBytes;
+    numa.length > 0 ? numa.reduce((n, x) => n + Number(x[k] ?? 0), 0) * size : mem?.hugetlbBytes;
   return {
     cpus: Number(inv.cpu?.threads ?? 0),
     numaNodes: numa.length > 0 ? numa.map((n) => Number(n.id ?? 0)) : [0],
-    memTotalBytes: mem.memTotalBytes,
+    ...(mem !== undefined ? { memTotalBytes: mem.memTotalBytes } : {}),
     hugetlb2MBBytes: pool("hugepages_2mi_total", 2 * 1024 * 1024),
     hugetlb1GBBytes: pool("hugepages_1gi_total", 1024 * 1024 * 1024),
   };

@@ -110,14 +110,18 @@ export function checkSliceRequest(name: unknown, settings: unknown): { name: str
 
 /** What the host has, for {@link sliceHostProblem}: the root helper reads it from /proc and /sys. */
 export interface SliceHostLimits {
-  /** Logical CPUs: ids `0` to `cpus - 1`. */
+  /** Logical CPUs: ids `0` to `cpus - 1` (`0`: unknown, the CPU checks are skipped). */
   readonly cpus: number;
   /** The NUMA node ids (`[0]` on a host without NUMA in sysfs). */
   readonly numaNodes: readonly number[];
-  readonly memTotalBytes: number;
-  /** Bytes of the 2 MiB and 1 GiB huge page pools. */
-  readonly hugetlb2MBBytes: number;
-  readonly hugetlb1GBBytes: number;
+  /** `undefined`: the host's memory could not be read; memory and huge pages are then not checked (as admission). */
+  readonly memTotalBytes?: number;
+  /**
+   * Bytes of the 2 MiB and 1 GiB huge page pools. `0` or `undefined`: not checked here — a size the kernel lacks is
+   * the slice manager's refusal (`PageSizeUnsupported`, terminal), and a limit on an empty pool reserves nothing.
+   */
+  readonly hugetlb2MBBytes?: number;
+  readonly hugetlb1GBBytes?: number;
 }
 
 /** The smallest `MemoryMax` a slice may get: below it no workload starts (the kernel would take `memory.max=1`). */
@@ -137,7 +141,7 @@ function _maxOfList(list: string): number {
  * whole pages and at most the host's pool of that size.
  */
 export function sliceHostProblem(s: SliceSettings, host: SliceHostLimits): string | undefined {
-  if (s.allowedCpus !== undefined && _maxOfList(s.allowedCpus) >= host.cpus) {
+  if (s.allowedCpus !== undefined && host.cpus > 0 && _maxOfList(s.allowedCpus) >= host.cpus) {
     return `allowedCpus ${s.allowedCpus} names a CPU this host does not have (it has ${host.cpus}: 0-${host.cpus - 1})`;
   }
   if (s.allowedMemoryNodes !== undefined) {
@@ -150,16 +154,17 @@ export function sliceHostProblem(s: SliceSettings, host: SliceHostLimits): strin
       })`;
     }
   }
-  if (s.cpuQuotaPercent !== undefined && (s.cpuQuotaPercent < 1 || s.cpuQuotaPercent > 100 * host.cpus)) {
-    return `cpuQuotaPercent ${s.cpuQuotaPercent} is not between 1 and ${100 * host.cpus} (100 per CPU)`;
+  const maxQuota = host.cpus > 0 ? 100 * host.cpus : Number.MAX_SAFE_INTEGER;
+  if (s.cpuQuotaPercent !== undefined && (s.cpuQuotaPercent < 1 || s.cpuQuotaPercent > maxQuota)) {
+    return `cpuQuotaPercent ${s.cpuQuotaPercent} is not between 1 and ${maxQuota} (100 per CPU)`;
   }
-  if (
-    s.memoryMaxBytes !== undefined &&
-    (s.memoryMaxBytes < MIN_SLICE_MEMORY_BYTES || s.memoryMaxBytes > host.memTotalBytes)
-  ) {
-    return `memoryMaxBytes ${s.memoryMaxBytes} is not between ${MIN_SLICE_MEMORY_BYTES} and the host's MemTotal ${host.memTotalBytes}`;
+  const total = host.memTotalBytes ?? Number.MAX_SAFE_INTEGER;
+  if (s.memoryMaxBytes !== undefined && (s.memoryMaxBytes < MIN_SLICE_MEMORY_BYTES || s.memoryMaxBytes > total)) {
+    return `memoryMaxBytes ${s.memoryMaxBytes} is not between ${MIN_SLICE_MEMORY_BYTES} and the host's MemTotal ${
+      host.memTotalBytes ?? "(unread)"
+    }`;
   }
-  const highCap = s.memoryMaxBytes ?? host.memTotalBytes;
+  const highCap = s.memoryMaxBytes ?? total;
   if (s.memoryHighBytes !== undefined && s.memoryHighBytes > highCap) {
     return `memoryHighBytes ${s.memoryHighBytes} is above ${
       s.memoryMaxBytes !== undefined ? "memoryMaxBytes" : "MemTotal"
@@ -174,7 +179,7 @@ export function sliceHostProblem(s: SliceSettings, host: SliceHostLimits): strin
     const v = s[k];
     if (v === undefined) continue;
     if (v % page !== 0) return `${k} ${v} is not a whole number of ${page}-byte pages`;
-    if (v > pool) return `${k} ${v} is above the host's pool of ${pool} bytes`;
+    if (pool !== undefined && pool > 0 && v > pool) return `${k} ${v} is above the host's pool of ${pool} bytes`;
   }
   return undefined;
 }
