@@ -17,6 +17,11 @@
  * net.start();
  * ```
  *
+ * Not wired into `roles/node.ts` yet: the node gets it with its first instance runtime (the libvirt-kvm wiring), in
+ * that runtime's branch only, since the seed advertises these capabilities on hosts with a runtime. Before it is
+ * wired, the end-to-end tests that run a real `bcd-helper serve` as root must run that helper inside a network
+ * namespace they make (`ip netns exec`), or `prepare` would load bcd's tables into the test machine's own ruleset.
+ *
  * @module
  */
 import type { Logger } from "../../core/log/mod.ts";
