@@ -37,7 +37,7 @@ export interface AgentConfig {
   journal?: { max_bytes?: number; max_unacked_events?: number };
   commands?: { unbatched_destructive_per_hour?: number };
   devices?: { cdi_dir?: string; run_dir?: string; cgroup_root?: string; nvidia_smi?: string };
-  host?: { units?: boolean };
+  host?: { units?: boolean; etc_root?: string; sys_root?: string };
   instances?: { balloon_floor_percent?: number };
   helper?: { socket?: string; node_group?: string; role?: string; instance_bridges?: string[] };
   site?: { bmc_networks?: string[] };
@@ -58,7 +58,10 @@ export interface ResolvedAgentConfig {
   journal: { maxBytes: number; maxUnackedEvents: number };
   commands: { unbatchedDestructivePerHour: number };
   devices: { cdiDir: string; runDir: string; cgroupRoot: string; nvidiaSmi: string };
-  host: { units: boolean };
+  /** `units`: whether bcd converges the host section; `etcRoot`, `sysRoot`: the helper's roots for the units'
+   * files (`<etc>/sysctl.d/90-bcd.conf`, `<etc>/bcd/host/hugepages.json`, `<sys>/kernel/mm/hugepages`), `/etc` and
+   * `/sys` unless a test redirects them. */
+  host: { units: boolean; etcRoot: string; sysRoot: string };
   instances: { balloonFloorPercent: number };
   /** `socket`: where the root helper listens (the default `/run/bcd/helper.sock`); `nodeGroup`: the group the
    * helper gives its socket to (the agent's), a name or a gid; `role`: the agent role the helper serves, which decides
@@ -83,7 +86,7 @@ const SCHEMA: Schema = {
   journal: { max_bytes: "int", max_unacked_events: "int" },
   commands: { unbatched_destructive_per_hour: "int" },
   devices: { cdi_dir: "path", run_dir: "path", cgroup_root: "path", nvidia_smi: "string" },
-  host: { units: "bool" },
+  host: { units: "bool", etc_root: "path", sys_root: "path" },
   instances: { balloon_floor_percent: "int" },
   helper: { socket: "path", node_group: "string", role: "string", instance_bridges: "string[]" },
   site: { bmc_networks: "string[]" },
@@ -274,7 +277,11 @@ export function resolveAgentConfig(cfg: AgentConfig, source = ""): ResolvedAgent
       cgroupRoot: cfg.devices?.cgroup_root ?? "/sys/fs/cgroup",
       nvidiaSmi: cfg.devices?.nvidia_smi ?? "nvidia-smi",
     },
-    host: { units: cfg.host?.units ?? true },
+    host: {
+      units: cfg.host?.units ?? true,
+      etcRoot: cfg.host?.etc_root ?? "/etc",
+      sysRoot: cfg.host?.sys_root ?? "/sys",
+    },
     instances: { balloonFloorPercent: floor },
     helper: {
       socket: cfg.helper?.socket,

@@ -28,10 +28,8 @@ export interface HostBackendOptions {
   /** Whether systemd runs this host (default: `/run/systemd/system` is a directory). */
   readonly systemd?: boolean;
   readonly rebooter?: Rebooter;
-  /** Roots of the host units' files (default `/etc`, `/proc/sys`, `/sys`); tests redirect them. */
-  readonly etcRoot?: string;
+  /** Where live sysctls are read and written (default `/proc/sys`). */
   readonly procSysRoot?: string;
-  readonly sysRoot?: string;
 }
 
 /** Whether systemd runs this host (its runtime directory exists). */
@@ -61,13 +59,10 @@ export function hostBackends(config: ResolvedAgentConfig, opts: HostBackendOptio
     rebooter: opts.rebooter ?? new InitRebooter(),
     nft: new RealNft(),
     sysctl: new SysctlFiles({
-      ...(opts.etcRoot !== undefined ? { etc: opts.etcRoot } : {}),
+      etc: config.host.etcRoot,
       ...(opts.procSysRoot !== undefined ? { procSys: opts.procSysRoot } : {}),
     }),
-    hugepages: new SysfsHugepages({
-      ...(opts.etcRoot !== undefined ? { etc: opts.etcRoot } : {}),
-      ...(opts.sysRoot !== undefined ? { sys: opts.sysRoot } : {}),
-    }),
+    hugepages: new SysfsHugepages({ etc: config.host.etcRoot, sys: config.host.sysRoot }),
   };
 }
 
