@@ -10,6 +10,7 @@
  * | `schema.ts`       | default-deny settings checks (unknown keys refused with unit and key) |
  * | `sysctl.ts`       | the `sysctl` unit's settings, allowlist and plan                     |
  * | `hugepages.ts`    | the `hugepages` unit's settings and plan                             |
+ * | `kernel_modules.ts` | the `kernel-modules` unit's settings and plan (no driver yet)      |
  * | `unit.ts`         | the unit driver interface and the `sysctl` / `hugepages` drivers     |
  * | `converger.ts`    | the converger, the stop rule, `RebootRequired`, `HostManagedExternally` |
  *
@@ -42,6 +43,17 @@ export {
   type PoolState,
   type SizeState,
 } from "./hugepages.ts";
+export {
+  type KernelModuleSettings,
+  type KernelModulesObserved,
+  type KernelModuleStep,
+  type ManagedModule,
+  MAX_MODULES,
+  moduleKey,
+  type ModuleSpec,
+  parseKernelModuleSettings,
+  planKernelModules,
+} from "./kernel_modules.ts";
 export type { HugepagePort, PoolResult, SysctlPort } from "./ports.ts";
 export {
   isAllowedSysctlKey,
