@@ -1,0 +1,164 @@
+/**
+ * What the node asks a privileged libvirt host to define: a {@link DomainPlan} (instance id, sizes, the base image by
+ * digest, NICs, GPUs, placement, whether a seed ISO is attached) — never a path or a piece of XML. The root side
+ * (`runtimes/libvirt/libvirt_host.ts`, behind the helper's `libvirt.*` ops) builds every path from its own data dir and
+ * the instance id, renders the domain XML itself, and so can put nothing in it but bcd's devices.
+ *
+ * {@link LibvirtHostPort} is that side's interface, implemented in process (tests, a root node) and over the helper.
+ * A refusal no retry fixes (a bad image, a foreign domain, a start libvirt refuses for lack of memory) is a result,
+ * `{ refused }`, carrying its reason; a failure is a thrown error and is retried next pass.
+ *
+ * @module
+ */
+import type { ImageFormat } from "../../images/qcow2_header.ts";
+import type { DomainState } from "./runtime.ts";
+
+/** The huge page size of a placement. */
+export type HugePageSize = "none" | "2M" | "1G";
+
+/** `InstanceSpec.placement`, checked. */
+export interface PlanPlacement {
+  /** Host cpulist (`0-3,8`). */
+  readonly cpus: string;
+  /** NUMA node list for the memory (`0`), or empty. */
+  readonly mems: string;
+  readonly hugepages: HugePageSize;
+  readonly balloon: boolean;
+}
+
+/** A NIC: its MAC and bridge; the tap is `tapName(id, i)`. */
+export interface PlanNic {
+  readonly mac: string;
+  readonly bridge: string;
+}
+
+/** A GPU to pass through: its UUID and PCI bus id from the inventory. */
+export interface PlanGpu {
+  readonly uuid: string;
+  readonly pciBusId: string;
+}
+
+/** The domain bcd asks for. */
+export interface DomainPlan {
+  /** The instance id, which is also the domain name and the directory name under `instances/`. */
+  readonly id: string;
+  readonly allocationId: string;
+  readonly vcpus: number;
+  readonly memoryMiB: number;
+  /** The base image by digest and format; `null` for a disk restored from a snapshot (no backing file). */
+  readonly image: { readonly sha256: string; readonly format: ImageFormat } | null;
+  readonly nics: readonly PlanNic[];
+  readonly gpus: readonly PlanGpu[];
+  readonly placement: PlanPlacement | null;
+  /** Whether `instances/<id>/seed.iso` (the NoCloud user data) is attached. */
+  readonly seed: boolean;
+  /** The snapshot digest the disk came from, recorded in the metadata. */
+  readonly restoredFrom: string | null;
+}
+
+/** A domain the host lists; `plan` only for domains bcd defined (read back from its metadata). */
+export interface HostDomain {
+  readonly name: string;
+  readonly state: DomainState;
+  readonly plan: DomainPlan | undefined;
+}
+
+/** A refusal no retry fixes, with the seed's reason. */
+export interface Refusal {
+  readonly reason: string;
+  readonly message: string;
+}
+
+/** The outcome of a verb: done, or refused. */
+export type HostOutcome = { readonly refused?: Refusal };
+
+/** The privileged half of the `libvirt-kvm` runtime. Every verb names a domain by instance id. */
+export interface LibvirtHostPort {
+  list(): Promise<HostDomain[]>;
+  define(plan: DomainPlan): Promise<HostOutcome>;
+  start(id: string, paused: boolean): Promise<HostOutcome>;
+  suspend(id: string): Promise<HostOutcome>;
+  resume(id: string): Promise<HostOutcome>;
+  shutdown(id: string): Promise<HostOutcome>;
+  destroy(id: string): Promise<HostOutcome>;
+  undefine(id: string): Promise<HostOutcome>;
+  /** Grows the running domain's root disk (`vda`) to `bytes`. */
+  blockresize(id: string, bytes: number): Promise<HostOutcome>;
+}
+
+/** Instance ids a domain may carry: they name a directory and a domain. */
+export const INSTANCE_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+/** A unicast MAC in lowercase or uppercase hex. */
+export const MAC = /^[0-9A-Fa-f][02468ACEace](?::[0-9A-Fa-f]{2}){5}$/;
+/** A bridge name: a Linux interface name that is not an instance tap (`bc*`). */
+export const BRIDGE = /^(?!bc)[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$/;
+/** A PCI bus id as the inventory spells it. */
+export const PCI_BUS_ID = /^[0-9A-Fa-f]{4}(?:[0-9A-Fa-f]{4})?:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$/;
+/** A cpulist or NUMA node list (`0-3,8`). */
+export const CPULIST = /^\d{1,4}(?:-\d{1,4})?(?:,\d{1,4}(?:-\d{1,4})?){0,255}$/;
+/** A lowercase SHA-256. */
+export const SHA256 = /^[0-9a-f]{64}$/;
+/** The most vCPUs and MiB a plan may ask for (libvirt's own bounds are higher; these catch nonsense). */
+export const MAX_VCPUS = 1024;
+export const MAX_MEMORY_MIB = 16 * 1024 * 1024;
+export const MAX_NICS_PER_PLAN = 16;
+export const MAX_GPUS_PER_PLAN = 16;
+
+/** The CPUs a cpulist names, or `undefined` when a range runs backwards. */
+export function cpulistSize(list: string): number | undefined {
+  let n = 0;
+  for (const part of list.split(",")) {
+    const [a, b] = part.split("-").map(Number) as [number, number | undefined];
+    if (b !== undefined && b < a) return undefined;
+    n += b === undefined ? 1 : b - a + 1;
+  }
+  return n;
+}
+
+/**
+ * Checks a plan field by field, default-deny; returns the first problem as `[field, value, why]`, or `undefined`.
+ * Both sides run it: the node before it asks, the helper before it renders.
+ */
+export function planProblem(p: DomainPlan): [string, unknown, string] | undefined {
+  if (!INSTANCE_ID.test(p.id)) return ["id", p.id, "is not an instance id"];
+  if (!Number.isSafeInteger(p.vcpus) || p.vcpus < 1 || p.vcpus > MAX_VCPUS) {
+    return ["vcpus", p.vcpus, `is not 1 to ${MAX_VCPUS}`];
+  }
+  if (!Number.isSafeInteger(p.memoryMiB) || p.memoryMiB < 1 || p.memoryMiB > MAX_MEMORY_MIB) {
+    return ["memoryMiB", p.memoryMiB, `is not 1 to ${MAX_MEMORY_MIB} MiB`];
+  }
+  if (p.image !== null) {
+    if (!SHA256.test(p.image.sha256)) return ["image.sha256", p.image.sha256, "is not a lowercase SHA-256"];
+    if (!["qcow2", "raw", "iso"].includes(p.image.format)) {
+      return ["image.format", p.image.format, "is not qcow2, raw or iso"];
+    }
+  }
+  if (p.nics.length > MAX_NICS_PER_PLAN) return ["nics", p.nics.length, `is more than ${MAX_NICS_PER_PLAN} NICs`];
+  for (const [i, n] of p.nics.entries()) {
+    if (!MAC.test(n.mac)) return [`nics[${i}].mac`, n.mac, "is not a unicast MAC"];
+    if (!BRIDGE.test(n.bridge)) return [`nics[${i}].bridge`, n.bridge, "is not a bridge name (bc* is an instance tap)"];
+  }
+  if (p.gpus.length > MAX_GPUS_PER_PLAN) return ["gpus", p.gpus.length, `is more than ${MAX_GPUS_PER_PLAN} GPUs`];
+  for (const [i, g] of p.gpus.entries()) {
+    if (!PCI_BUS_ID.test(g.pciBusId)) return [`gpus[${i}].pciBusId`, g.pciBusId, "is not a PCI bus id"];
+  }
+  const pl = p.placement;
+  if (pl !== null) {
+    if (!CPULIST.test(pl.cpus)) return ["placement.cpus", pl.cpus, "is not a cpulist"];
+    const n = cpulistSize(pl.cpus);
+    if (n === undefined || n < p.vcpus) return ["placement.cpus", pl.cpus, `names fewer CPUs than ${p.vcpus} vCPUs`];
+    if (pl.mems !== "" && (!CPULIST.test(pl.mems) || cpulistSize(pl.mems) === undefined)) {
+      return ["placement.mems", pl.mems, "is not a NUMA node list"];
+    }
+    if (!["none", "2M", "1G"].includes(pl.hugepages)) {
+      return ["placement.hugepages", pl.hugepages, "is not none, 2M or 1G"];
+    }
+    if (pl.hugepages !== "none" && pl.balloon) return ["placement.balloon", true, "is set with huge pages"];
+    const page = pl.hugepages === "2M" ? 2 : pl.hugepages === "1G" ? 1024 : 1;
+    if (p.memoryMiB % page !== 0) return ["memoryMiB", p.memoryMiB, `is not whole ${pl.hugepages} pages`];
+  }
+  if (p.restoredFrom !== null && !SHA256.test(p.restoredFrom)) {
+    return ["restoredFrom", p.restoredFrom, "is not a lowercase SHA-256"];
+  }
+  return undefined;
+}

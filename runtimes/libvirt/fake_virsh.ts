@@ -1,0 +1,187 @@
+/**
+ * An in-memory `virsh`: domains are their XML (the name from `<name>`, the memory from `<memory>`) and a state. It
+ * follows libvirt where the contract suite can tell: a verb on a domain in the wrong state is `invalid`, an unknown
+ * name `no-domain`, a start past {@link FakeVirshOptions.memoryKiB} `no-memory` ("Cannot allocate memory"), and an
+ * undefine of a running domain leaves it running as a transient domain until it is destroyed.
+ *
+ * @module
+ */
+import { type Virsh, type VirshDomain, VirshError, type VirshState } from "./virsh.ts";
+
+/** Options of {@link FakeVirsh}. */
+export interface FakeVirshOptions {
+  /** Memory the fake host can give running and paused domains (default: unlimited). */
+  readonly memoryKiB?: number;
+  /** Whether a guest powers off when asked (default true; a guest without ACPI handling ignores it). */
+  readonly guestsHonourShutdown?: boolean;
+}
+
+interface _Dom {
+  xml: string | undefined;
+  uuid: string;
+  state: VirshState;
+  memoryKiB: number;
+  /** Bytes per disk target of a running domain (from blockresize). */
+  sizes: Map<string, number>;
+}
+
+function _tag(xml: string, tag: string): string | undefined {
+  return new RegExp(`<${tag}(?:\\s[^>]*)?>([^<]*)</${tag}>`).exec(xml)?.[1]?.trim();
+}
+
+/** The fake. `calls` records every verb with its domain name, for tests that assert what ran. */
+export class FakeVirsh implements Virsh {
+  readonly #doms = new Map<string, _Dom>();
+  readonly #opts: FakeVirshOptions;
+  readonly calls: string[] = [];
+
+  constructor(opts: FakeVirshOptions = {}) {
+    this.#opts = opts;
+  }
+
+  #get(name: string): _Dom {
+    const d = this.#doms.get(name);
+    if (!d) throw new VirshError("no-domain", `error: failed to get domain '${name}'`);
+    return d;
+  }
+
+  #need(name: string, d: _Dom, states: readonly VirshState[], what: string): void {
+    if (!states.includes(d.state)) {
+      throw new VirshError("invalid", `Requested operation is not valid: domain '${name}' is ${what}`);
+    }
+  }
+
+  list(): Promise<VirshDomain[]> {
+    const out = [...this.#doms.entries()].map(([name, d]) => ({ name, state: d.state }));
+    return Promise.resolve(out.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  dumpxml(name: string): Promise<string> {
+    try {
+      const d = this.#get(name);
+      if (d.xml === undefined) throw new VirshError("no-domain", `domain '${name}' is transient`);
+      return Promise.resolve(d.xml);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  define(xml: string): Promise<string> {
+    const name = _tag(xml, "name");
+    const mem = _tag(xml, "memory");
+    if (!/^<domain[\s>]/.test(xml.trimStart()) || !name || !mem || !/^\d+$/.test(mem)) {
+      return Promise.reject(new VirshError("invalid", "XML error: a domain needs <domain>, <name> and <memory>"));
+    }
+    this.calls.push(`define ${name}`);
+    const uuid = _tag(xml, "uuid");
+    const have = this.#doms.get(name);
+    if (have && uuid !== have.uuid) {
+      return Promise.reject(
+        new VirshError("invalid", `operation failed: domain '${name}' already exists with uuid ${have.uuid}`),
+      );
+    }
+    if (have) {
+      have.xml = xml;
+      if (have.state === "stopped") have.memoryKiB = Number(mem);
+    } else {
+      this.#doms.set(name, {
+        xml,
+        uuid: uuid ?? crypto.randomUUID(),
+        state: "stopped",
+        memoryKiB: Number(mem),
+        sizes: new Map(),
+      });
+    }
+    return Promise.resolve(name);
+  }
+
+  start(name: string, paused: boolean): Promise<void> {
+    this.calls.push(`start ${name}${paused ? " --paused" : ""}`);
+    return this.#sync(() => {
+      const d = this.#get(name);
+      this.#need(name, d, ["stopped"], "already active");
+      const used = [...this.#doms.values()].filter((o) => o.state !== "stopped").reduce((s, o) => s + o.memoryKiB, 0);
+      if (this.#opts.memoryKiB !== undefined && used + d.memoryKiB > this.#opts.memoryKiB) {
+        throw new VirshError("no-memory", `error: internal error: process exited: Cannot allocate memory`);
+      }
+      d.state = paused ? "paused" : "running";
+    });
+  }
+
+  suspend(name: string): Promise<void> {
+    this.calls.push(`suspend ${name}`);
+    return this.#sync(() => {
+      const d = this.#get(name);
+      this.#need(name, d, ["running", "paused"], "not running");
+      d.state = "paused";
+    });
+  }
+
+  resume(name: string): Promise<void> {
+    this.calls.push(`resume ${name}`);
+    return this.#sync(() => {
+      const d = this.#get(name);
+      this.#need(name, d, ["paused", "running"], "not running");
+      d.state = "running";
+    });
+  }
+
+  shutdown(name: string): Promise<void> {
+    this.calls.push(`shutdown ${name}`);
+    return this.#sync(() => {
+      const d = this.#get(name);
+      this.#need(name, d, ["running", "paused"], "not running");
+      if (this.#opts.guestsHonourShutdown !== false && d.state === "running") this.#off(name, d);
+    });
+  }
+
+  destroy(name: string): Promise<void> {
+    this.calls.push(`destroy ${name}`);
+    return this.#sync(() => {
+      const d = this.#get(name);
+      this.#need(name, d, ["running", "paused"], "not running");
+      this.#off(name, d);
+    });
+  }
+
+  undefine(name: string): Promise<void> {
+    this.calls.push(`undefine ${name}`);
+    return this.#sync(() => {
+      const d = this.#get(name);
+      if (d.xml === undefined) {
+        throw new VirshError("invalid", `Requested operation is not valid: '${name}' is transient`);
+      }
+      if (d.state === "stopped") this.#doms.delete(name);
+      else d.xml = undefined;
+    });
+  }
+
+  blockresize(name: string, target: string, bytes: number): Promise<void> {
+    this.calls.push(`blockresize ${name} ${target} ${bytes}`);
+    return this.#sync(() => {
+      const d = this.#get(name);
+      this.#need(name, d, ["running", "paused"], "not running");
+      d.sizes.set(target, bytes);
+    });
+  }
+
+  /** The size a running domain's disk was last grown to (tests). */
+  sizeOf(name: string, target: string): number | undefined {
+    return this.#doms.get(name)?.sizes.get(target);
+  }
+
+  #off(name: string, d: _Dom): void {
+    d.state = "stopped";
+    d.sizes.clear();
+    if (d.xml === undefined) this.#doms.delete(name);
+  }
+
+  #sync(f: () => void): Promise<void> {
+    try {
+      f();
+      return Promise.resolve();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+}

@@ -1,0 +1,212 @@
+/**
+ * The privileged half of the `libvirt-kvm` runtime, over a {@link Virsh}: what the root helper's `libvirt.*` ops run
+ * (and what a node running as root would run in process). It never takes a path: every path comes from its own
+ * `<data dir>/libvirt` and the instance id, and the domain XML is rendered here from a checked {@link DomainPlan}.
+ *
+ * Before a define it checks, as root, what the node prepared: the instance directory, the overlay and the seed are
+ * plain files (never a link or a device), the base image is one plain file named by its digest that names no backing
+ * or data file and is not encrypted, and the overlay names exactly that base (or none, for an iso install or a
+ * restored disk); the same overlay check runs again before every start. It adds `o+x` (search, never read) to each
+ * directory from the data dir down, so QEMU's user reaches the files libvirt relabels.
+ *
+ * A domain without bcd's metadata is foreign: listed with no plan, and every verb on it is refused
+ * `unmanaged-domain` before libvirt is asked. A start libvirt fails with "Cannot allocate memory" is refused
+ * `capacity` (a capacity failure of that instance, not a retry).
+ *
+ * @module
+ */
+import {
+  type DomainPlan,
+  type HostDomain,
+  type HostOutcome,
+  type LibvirtHostPort,
+  planProblem,
+} from "../../core/converge/instances/domain_plan.ts";
+import { checkImage, checkOverlay, ImageRefused } from "../../core/images/mod.ts";
+import type { Logger } from "../../core/log/mod.ts";
+import { type DomainPaths, type DomainType, imagePath, instanceDir, readPlan, renderDomainXml } from "./domain_xml.ts";
+import { type Virsh, VirshError } from "./virsh.ts";
+
+/** Options of {@link LibvirtHost}. */
+export interface LibvirtHostOptions {
+  readonly virsh: Virsh;
+  /** The agent's data dir; bcd's libvirt files live under `<dataDir>/libvirt`. */
+  readonly dataDir: string;
+  readonly domainType: DomainType;
+  /** PCI bus ids of the host's GPUs (the inventory's); a hostdev of anything else is refused. */
+  readonly hostGpus?: () => Promise<readonly string[]>;
+  /** Bridges instance NICs may join (`[helper] instance_bridges`); `undefined`: any bridge name. */
+  readonly bridges?: readonly string[];
+  readonly log?: Logger;
+}
+
+const _refused = (reason: string, message: string): HostOutcome => ({ refused: { reason, message } });
+const _OK: HostOutcome = {};
+
+/** The root side. */
+export class LibvirtHost implements LibvirtHostPort {
+  readonly #o: LibvirtHostOptions;
+  readonly paths: DomainPaths;
+
+  constructor(opts: LibvirtHostOptions) {
+    this.#o = opts;
+    this.paths = { libvirtDir: `${opts.dataDir}/libvirt` };
+  }
+
+  get domainType(): DomainType {
+    return this.#o.domainType;
+  }
+
+  async list(): Promise<HostDomain[]> {
+    const out: HostDomain[] = [];
+    for (const d of await this.#o.virsh.list()) {
+      out.push({ name: d.name, state: d.state, plan: await this.#planOf(d.name) });
+    }
+    return out;
+  }
+
+  /** The plan of a bcd domain, `undefined` for a foreign one or one that went away meanwhile. */
+  async #planOf(name: string): Promise<DomainPlan | undefined> {
+    let xml: string;
+    try {
+      xml = await this.#o.virsh.dumpxml(name);
+    } catch (e) {
+      if (e instanceof VirshError && e.code === "no-domain") return undefined;
+      throw e;
+    }
+    const plan = readPlan(xml);
+    if (!plan || plan.id !== name || planProblem(plan) !== undefined) return undefined;
+    return plan;
+  }
+
+  /** The domain's plan, or the refusal for a missing or foreign one. */
+  async #managed(id: string): Promise<DomainPlan | HostOutcome> {
+    const names = (await this.#o.virsh.list()).map((d) => d.name);
+    if (!names.includes(id)) return _refused("no-domain", `no domain ${id}`);
+    const plan = await this.#planOf(id);
+    if (!plan) return _refused("unmanaged-domain", `domain ${id} is not bcd's; never touched`);
+    return plan;
+  }
+
+  async define(plan: DomainPlan): Promise<HostOutcome> {
+    const bad = planProblem(plan);
+    if (bad) return _refused("invalid-plan", `${bad[0]} ${JSON.stringify(bad[1])} ${bad[2]}`);
+    const names = (await this.#o.virsh.list()).map((d) => d.name);
+    if (names.includes(plan.id) && !(await this.#planOf(plan.id))) {
+      return _refused("unmanaged-domain", `domain ${plan.id} exists and is not bcd's; never defined over`);
+    }
+    if (this.#o.bridges) {
+      const nic = plan.nics.find((n) => !this.#o.bridges!.includes(n.bridge));
+      if (nic) return _refused("invalid-plan", `bridge ${JSON.stringify(nic.bridge)} is not an instance bridge`);
+    }
+    if (plan.gpus.length > 0) {
+      const host = new Set((await this.#o.hostGpus?.() ?? []).map((b) => b.toLowerCase()));
+      const g = plan.gpus.find((g) => !host.has(g.pciBusId.toLowerCase()));
+      if (g) return _refused("invalid-plan", `PCI device ${g.pciBusId} is not one of this host's GPUs`);
+    }
+    const files = await this.#checkFiles(plan);
+    if (files.refused) return files;
+    await this.#searchable(plan);
+    await this.#o.virsh.define(renderDomainXml(plan, this.#o.domainType, this.paths));
+    this.#o.log?.info({ instance: plan.id, type: this.#o.domainType }, "libvirt: domain defined");
+    return _OK;
+  }
+
+  /** The files a define or start opens, checked as root. */
+  async #checkFiles(plan: DomainPlan): Promise<HostOutcome> {
+    const dir = instanceDir(this.paths, plan.id);
+    try {
+      const st = await Deno.lstat(dir);
+      if (!st.isDirectory) return _refused("bad-disk", `${dir} is not a directory`);
+      const plain = async (path: string, what: string): Promise<HostOutcome> => {
+        const s = await Deno.lstat(path);
+        return s.isFile ? _OK : _refused("bad-disk", `${what} ${path} is not a plain file`);
+      };
+      const disk = await plain(`${dir}/disk.qcow2`, "the disk");
+      if (disk.refused) return disk;
+      if (plan.seed) {
+        const seed = await plain(`${dir}/seed.iso`, "the seed");
+        if (seed.refused) return seed;
+      }
+      const img = plan.image;
+      if (img) {
+        const base = imagePath(this.paths, img.sha256, img.format);
+        const b = await plain(base, "the base image");
+        if (b.refused) return b;
+        await checkImage(base, img.format);
+      }
+      const backing = img && img.format !== "iso"
+        ? { path: imagePath(this.paths, img.sha256, img.format), format: img.format }
+        : null;
+      await checkOverlay(`${dir}/disk.qcow2`, backing);
+      return _OK;
+    } catch (e) {
+      if (e instanceof ImageRefused) return _refused(e.reason, e.message);
+      if (e instanceof Deno.errors.NotFound) {
+        return _refused("bad-disk", `a file of ${plan.id} is missing: ${e.message}`);
+      }
+      throw e;
+    }
+  }
+
+  /** `o+x` on each directory from the data dir down to the instance's and the images'. */
+  async #searchable(plan: DomainPlan): Promise<void> {
+    const l = this.paths.libvirtDir;
+    for (const d of [this.#o.dataDir, l, `${l}/images`, `${l}/instances`, instanceDir(this.paths, plan.id)]) {
+      let st: Deno.FileInfo;
+      try {
+        st = await Deno.lstat(d);
+      } catch (e) {
+        if (e instanceof Deno.errors.NotFound) continue;
+        throw e;
+      }
+      if (st.isDirectory && st.mode !== null && (st.mode & 0o001) === 0) {
+        await Deno.chmod(d, (st.mode & 0o7777) | 0o001);
+      }
+    }
+  }
+
+  async start(id: string, paused: boolean): Promise<HostOutcome> {
+    const plan = await this.#managed(id);
+    if ("refused" in plan) return plan;
+    const files = await this.#checkFiles(plan as DomainPlan);
+    if (files.refused) return files;
+    try {
+      await this.#o.virsh.start(id, paused);
+    } catch (e) {
+      if (e instanceof VirshError && e.code === "no-memory") return _refused("capacity", e.message);
+      throw e;
+    }
+    this.#o.log?.info({ instance: id, paused }, "libvirt: domain started");
+    return _OK;
+  }
+
+  async #verb(id: string, f: (virsh: Virsh) => Promise<void>): Promise<HostOutcome> {
+    const plan = await this.#managed(id);
+    if ("refused" in plan) return plan;
+    await f(this.#o.virsh);
+    return _OK;
+  }
+
+  suspend(id: string): Promise<HostOutcome> {
+    return this.#verb(id, (v) => v.suspend(id));
+  }
+  resume(id: string): Promise<HostOutcome> {
+    return this.#verb(id, (v) => v.resume(id));
+  }
+  shutdown(id: string): Promise<HostOutcome> {
+    return this.#verb(id, (v) => v.shutdown(id));
+  }
+  destroy(id: string): Promise<HostOutcome> {
+    return this.#verb(id, (v) => v.destroy(id));
+  }
+  undefine(id: string): Promise<HostOutcome> {
+    return this.#verb(id, (v) => v.undefine(id));
+  }
+  blockresize(id: string, bytes: number): Promise<HostOutcome> {
+    if (!Number.isSafeInteger(bytes) || bytes < 1) {
+      return Promise.resolve(_refused("invalid-plan", `size ${bytes} is not a positive byte count`));
+    }
+    return this.#verb(id, (v) => v.blockresize(id, "vda", bytes));
+  }
+}

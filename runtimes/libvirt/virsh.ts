@@ -1,0 +1,177 @@
+/**
+ * The `Virsh` port: the few `virsh` verbs the `libvirt-kvm` runtime uses, at the level of domain names and domain
+ * XML. {@link CommandVirsh} runs the real `virsh -c <uri>` (`qemu:///system` on a host); `fake_virsh.ts` keeps domains
+ * in memory. `virsh_contract_test.ts` runs one suite against both, the real one against a libvirtd the test starts.
+ *
+ * Failures are {@link VirshError} with a code callers branch on: `no-domain` (libvirt's "failed to get domain" /
+ * "Domain not found"), `no-memory` (a start that fails with "Cannot allocate memory": a capacity failure), `invalid`
+ * (libvirt refused the request: an XML it cannot parse, a state the verb does not apply to), `failed` (anything else,
+ * the tool's message kept).
+ *
+ * @module
+ */
+import { denoRunner, type RunResult } from "../nvidia/nvidia_smi.ts";
+
+/** A domain's state as `virsh list --all` prints it, folded to the three bcd knows. */
+export type VirshState = "running" | "paused" | "stopped";
+
+/** One row of `virsh list --all`. */
+export interface VirshDomain {
+  readonly name: string;
+  readonly state: VirshState;
+}
+
+/** Why a verb failed. */
+export type VirshErrorCode = "no-domain" | "no-memory" | "invalid" | "failed";
+
+/** A `virsh` verb that failed; `code` tells the cases apart, the message keeps libvirt's words. */
+export class VirshError extends Error {
+  override name = "VirshError";
+  constructor(readonly code: VirshErrorCode, message: string, options?: ErrorOptions) {
+    super(message, options);
+  }
+}
+
+/** The verbs. Every name is a domain name; bcd names its domains by instance id. */
+export interface Virsh {
+  /** Every domain of the connection, defined or transient, sorted by name. */
+  list(): Promise<VirshDomain[]>;
+  /** The domain's current definition (`dumpxml --inactive`). */
+  dumpxml(name: string): Promise<string>;
+  /** Defines (or redefines) a persistent domain from `xml`; returns the name it defined. */
+  define(xml: string): Promise<string>;
+  /** Starts a defined domain, paused when asked. */
+  start(name: string, paused: boolean): Promise<void>;
+  suspend(name: string): Promise<void>;
+  resume(name: string): Promise<void>;
+  /** Asks the guest to power off (ACPI); returns at once. */
+  shutdown(name: string): Promise<void>;
+  /** Pulls the plug. */
+  destroy(name: string): Promise<void>;
+  /** Removes the definition of a domain that is not running. */
+  undefine(name: string): Promise<void>;
+  /** Grows a running domain's disk `target` (`vda`) to `bytes`. */
+  blockresize(name: string, target: string, bytes: number): Promise<void>;
+}
+
+/** `virsh list --all`'s state words, folded. */
+const _STATES: Readonly<Record<string, VirshState>> = {
+  "running": "running",
+  "idle": "running",
+  "blocked": "running",
+  "in shutdown": "running",
+  "paused": "paused",
+  "pmsuspended": "paused",
+  "shut off": "stopped",
+  "crashed": "stopped",
+  "dying": "stopped",
+};
+
+/** Parses `virsh list --all` (the table with Id, Name, State columns). */
+export function parseVirshList(text: string): VirshDomain[] {
+  const out: VirshDomain[] = [];
+  for (const line of text.split("\n")) {
+    const m = /^\s*(\d+|-)\s+(\S+)\s+(\S.*?)\s*$/.exec(line);
+    if (!m) continue;
+    const state = _STATES[m[3]!];
+    if (state === undefined) throw new VirshError("failed", `virsh list: unknown state ${JSON.stringify(m[3])}`);
+    out.push({ name: m[2]!, state });
+  }
+  return out.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+}
+
+/** The code of a failed verb, from libvirt's message. */
+export function classifyVirshFailure(stderr: string): VirshErrorCode {
+  if (/failed to get domain|Domain not found|no domain with matching/i.test(stderr)) return "no-domain";
+  if (/Cannot allocate memory/i.test(stderr)) return "no-memory";
+  if (
+    /XML error|Failed to define domain|already exists|already active|invalid argument|Requested operation is not valid|unsupported configuration/i
+      .test(stderr)
+  ) {
+    return "invalid";
+  }
+  return "failed";
+}
+
+/** Options of {@link CommandVirsh}. */
+export interface CommandVirshOptions {
+  /** The connection (default `qemu:///system`). */
+  readonly uri?: string;
+  /** The program (default `virsh` on PATH). */
+  readonly binary?: string;
+  /** Per-verb timeout in ms (default 120 s). */
+  readonly timeoutMs?: number;
+  /** Where `define` stages its XML (default the system temp directory). */
+  readonly tmpDir?: string;
+  readonly run?: (cmd: string, args: readonly string[], opts: { timeoutMs: number }) => Promise<RunResult>;
+}
+
+/** The real `virsh -c <uri>`. */
+export class CommandVirsh implements Virsh {
+  readonly uri: string;
+  readonly #bin: string;
+  readonly #timeout: number;
+  readonly #tmp: string | undefined;
+  readonly #run: NonNullable<CommandVirshOptions["run"]>;
+
+  constructor(opts: CommandVirshOptions = {}) {
+    this.uri = opts.uri ?? "qemu:///system";
+    this.#bin = opts.binary ?? "virsh";
+    this.#timeout = opts.timeoutMs ?? 120_000;
+    this.#tmp = opts.tmpDir;
+    this.#run = opts.run ?? denoRunner;
+  }
+
+  async #virsh(...args: string[]): Promise<string> {
+    const r = await this.#run(this.#bin, ["-c", this.uri, ...args], { timeoutMs: this.#timeout });
+    if (r.code !== 0) {
+      const msg = (r.stderr.trim() || r.stdout.trim() || `exit ${r.code}`).replaceAll(/\s*\n\s*/g, "; ");
+      throw new VirshError(classifyVirshFailure(msg), `virsh ${args[0]}: ${msg}`);
+    }
+    return r.stdout;
+  }
+
+  async list(): Promise<VirshDomain[]> {
+    return parseVirshList(await this.#virsh("list", "--all"));
+  }
+
+  dumpxml(name: string): Promise<string> {
+    return this.#virsh("dumpxml", "--inactive", "--", name);
+  }
+
+  async define(xml: string): Promise<string> {
+    const dir = await Deno.makeTempDir({ dir: this.#tmp, prefix: "bcd-virsh-" });
+    try {
+      const file = `${dir}/domain.xml`;
+      await Deno.writeTextFile(file, xml, { mode: 0o600 });
+      const out = await this.#virsh("define", "--validate", file);
+      const m = /Domain '?(.+?)'? defined from/.exec(out);
+      if (!m) throw new VirshError("failed", `virsh define: unexpected answer ${JSON.stringify(out.slice(0, 200))}`);
+      return m[1]!;
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  }
+
+  async start(name: string, paused: boolean): Promise<void> {
+    await this.#virsh("start", ...(paused ? ["--paused"] : []), "--", name);
+  }
+  async suspend(name: string): Promise<void> {
+    await this.#virsh("suspend", "--", name);
+  }
+  async resume(name: string): Promise<void> {
+    await this.#virsh("resume", "--", name);
+  }
+  async shutdown(name: string): Promise<void> {
+    await this.#virsh("shutdown", "--", name);
+  }
+  async destroy(name: string): Promise<void> {
+    await this.#virsh("destroy", "--", name);
+  }
+  async undefine(name: string): Promise<void> {
+    await this.#virsh("undefine", "--", name);
+  }
+  async blockresize(name: string, target: string, bytes: number): Promise<void> {
+    await this.#virsh("blockresize", "--", name, target, `${bytes}B`);
+  }
+}
