@@ -98,7 +98,8 @@ export class FileRuntime implements InstanceRuntime {
     if (record.vcpus < 1 || record.memoryBytes < 1) {
       throw new RuntimeRefused("invalid-size", `instance ${record.id} needs at least 1 vCPU and some memory`);
     }
-    await this.#write(record.id, { state: have?.state ?? "stopped", record });
+    const { launch: _launch, ...kept } = record;
+    await this.#write(record.id, { state: have?.state ?? "stopped", record: kept });
   }
 
   async #set(id: string, state: DomainState): Promise<void> {

@@ -69,7 +69,9 @@ export class FakeVirsh implements Virsh {
   define(xml: string): Promise<string> {
     const name = _tag(xml, "name");
     const mem = _tag(xml, "memory");
-    if (!/^<domain[\s>]/.test(xml.trimStart()) || !name || !mem || !/^\d+$/.test(mem)) {
+    const unit = /<memory\s+unit=['"](\w+)['"]/.exec(xml)?.[1] ?? "KiB";
+    const perUnit: Record<string, number> = { KiB: 1, k: 1, MiB: 1024, M: 1024, GiB: 1024 * 1024, G: 1024 * 1024 };
+    if (!/^<domain[\s>]/.test(xml.trimStart()) || !name || !mem || !/^\d+$/.test(mem) || !perUnit[unit]) {
       return Promise.reject(new VirshError("invalid", "XML error: a domain needs <domain>, <name> and <memory>"));
     }
     this.calls.push(`define ${name}`);
@@ -82,13 +84,13 @@ export class FakeVirsh implements Virsh {
     }
     if (have) {
       have.xml = xml;
-      if (have.state === "stopped") have.memoryKiB = Number(mem);
+      if (have.state === "stopped") have.memoryKiB = Number(mem) * perUnit[unit]!;
     } else {
       this.#doms.set(name, {
         xml,
         uuid: uuid ?? crypto.randomUUID(),
         state: "stopped",
-        memoryKiB: Number(mem),
+        memoryKiB: Number(mem) * perUnit[unit]!,
         sizes: new Map(),
       });
     }

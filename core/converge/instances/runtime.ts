@@ -6,6 +6,9 @@
  * @module
  */
 
+import type { ImageFormat } from "../../images/qcow2_header.ts";
+import type { PlanGpu, PlanNic, PlanPlacement } from "./domain_plan.ts";
+
 /** A domain's power state. */
 export type DomainState = "running" | "paused" | "stopped";
 
@@ -17,6 +20,22 @@ export interface DomainRecord {
   readonly memoryBytes: number;
   readonly imageSha256: string;
   readonly gpus: readonly string[];
+  /** What a real hypervisor needs to build the domain (the sim's runtime ignores it and never stores it). */
+  readonly launch?: LaunchSpec;
+}
+
+/** The parts of `InstanceSpec` a hypervisor runtime builds a domain from. */
+export interface LaunchSpec {
+  /** The base image; `null` for a disk restored from a snapshot. */
+  readonly image: { readonly url: string; readonly sha256: string; readonly format: ImageFormat } | null;
+  /** The root disk's size; 0 keeps the base image's virtual size. */
+  readonly diskBytes: number;
+  readonly nics: readonly PlanNic[];
+  readonly gpus: readonly PlanGpu[];
+  readonly placement: PlanPlacement | null;
+  readonly hostname: string;
+  /** The user data fetched for the instance (never in the spec); `null` for none. */
+  readonly userData: Uint8Array | null;
 }
 
 /** A domain as the runtime lists it. */

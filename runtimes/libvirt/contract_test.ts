@@ -1,0 +1,385 @@
+/**
+ * The contracts of `runtimes/libvirt`, each run against the in-memory fake `virsh` and against the real `virsh` on a
+ * libvirtd this file starts (domains of type `qemu`, TCG): the `Virsh` port, then the `libvirt-kvm` `InstanceRuntime`
+ * over the root-side `LibvirtHost` (real qcow2 images made by qemu-img, served over loopback https). Without root,
+ * libvirtd, QEMU, qemu-img or openssl the real run is skipped with the reason printed.
+ */
+import assert from "node:assert/strict";
+import { RuntimeRefused } from "../../core/converge/instances/runtime.ts";
+import type { DomainRecord, LaunchSpec } from "../../core/converge/instances/runtime.ts";
+import { ensureLibvirtd } from "../../fixtures/libvirt/libvirtd.ts";
+import { type ImageServer, makeQcow2, sha256Hex, startImageServer } from "../../fixtures/libvirt/image_server.ts";
+import { FakeVirsh } from "./fake_virsh.ts";
+import { LibvirtHost } from "./libvirt_host.ts";
+import { LibvirtRuntime } from "./libvirt_runtime.ts";
+import { CommandVirsh, parseVirshList, type Virsh, VirshError, type VirshErrorCode } from "./virsh.ts";
+
+type Backend = { readonly virsh: Virsh; readonly real: boolean } | { readonly skip: string };
+
+let realStop: (() => Promise<void>) | undefined;
+let real: Promise<Backend> | undefined;
+function realBackend(): Promise<Backend> {
+  return real ??= (async () => {
+    const d = await ensureLibvirtd();
+    if ("skip" in d) return d;
+    realStop = d.stop;
+    return { virsh: new CommandVirsh({ uri: d.uri }), real: true };
+  })();
+}
+
+const BACKENDS: ReadonlyArray<[string, () => Promise<Backend>]> = [
+  ["fake", () => Promise.resolve({ virsh: new FakeVirsh(), real: false })],
+  ["real libvirtd, type qemu", realBackend],
+];
+
+function skipped(t: Deno.TestContext, why: string): Promise<boolean> {
+  console.log(`skipped: ${why}`);
+  return t.step({ name: `skipped: ${why}`, ignore: true, fn: () => {} });
+}
+
+const uuids = new Map<string, string>();
+function tinyDomain(name: string): string {
+  const uuid = uuids.get(name) ?? crypto.randomUUID();
+  uuids.set(name, uuid);
+  return `<domain type='qemu'><name>${name}</name><uuid>${uuid}</uuid><memory unit='MiB'>32</memory><vcpu>1</vcpu>` +
+    `<os><type arch='x86_64'>hvm</type></os><devices><memballoon model='none'/></devices></domain>`;
+}
+
+async function rejectsWith(p: Promise<unknown>, code: VirshErrorCode): Promise<void> {
+  await assert.rejects(p, (e) => e instanceof VirshError && e.code === code);
+}
+
+async function stateOf(v: Virsh, name: string) {
+  return (await v.list()).find((d) => d.name === name)?.state;
+}
+
+async function cleanup(v: Virsh, name: string): Promise<void> {
+  const s = await stateOf(v, name);
+  if (s === "running" || s === "paused") await v.destroy(name);
+  if (await stateOf(v, name) !== undefined) await v.undefine(name);
+}
+
+for (const [label, make] of BACKENDS) {
+  Deno.test(`Virsh contract (${label}): define, start, suspend, resume, destroy and undefine move a domain through its states`, async (t) => {
+    const b = await make();
+    if ("skip" in b) return void await skipped(t, b.skip);
+    const v = b.virsh;
+    const name = `bcd-ct-${crypto.randomUUID().slice(0, 8)}`;
+    try {
+      assert.equal(await v.define(tinyDomain(name)), name);
+      assert.equal(await stateOf(v, name), "stopped");
+      assert.match(await v.dumpxml(name), new RegExp(`<name>${name}</name>`));
+      await t.step("a second define of the same name and uuid redefines it; another uuid is invalid", async () => {
+        assert.equal(await v.define(tinyDomain(name)), name);
+        assert.equal((await v.list()).filter((d) => d.name === name).length, 1);
+        await rejectsWith(v.define(tinyDomain(name).replace(uuids.get(name)!, crypto.randomUUID())), "invalid");
+      });
+      await t.step("start runs it; a second start is invalid", async () => {
+        await v.start(name, false);
+        assert.equal(await stateOf(v, name), "running");
+        await rejectsWith(v.start(name, false), "invalid");
+      });
+      await t.step("suspend pauses, resume runs again", async () => {
+        await v.suspend(name);
+        assert.equal(await stateOf(v, name), "paused");
+        await v.resume(name);
+        assert.equal(await stateOf(v, name), "running");
+      });
+      await t.step("destroy stops it; destroying or growing a stopped domain is invalid", async () => {
+        await v.destroy(name);
+        assert.equal(await stateOf(v, name), "stopped");
+        await rejectsWith(v.destroy(name), "invalid");
+        await rejectsWith(v.blockresize(name, "vda", 1 << 30), "invalid");
+      });
+      await t.step("start --paused leaves it paused", async () => {
+        await v.start(name, true);
+        assert.equal(await stateOf(v, name), "paused");
+        await v.destroy(name);
+      });
+      await t.step("undefine removes a stopped domain", async () => {
+        await v.undefine(name);
+        assert.equal(await stateOf(v, name), undefined);
+      });
+    } finally {
+      await cleanup(v, name);
+    }
+  });
+
+  Deno.test(`Virsh contract (${label}): an unknown domain is no-domain and a broken definition invalid`, async (t) => {
+    const b = await make();
+    if ("skip" in b) return void await skipped(t, b.skip);
+    const v = b.virsh;
+    const ghost = `bcd-ct-none-${crypto.randomUUID().slice(0, 8)}`;
+    await rejectsWith(v.start(ghost, false), "no-domain");
+    await rejectsWith(v.dumpxml(ghost), "no-domain");
+    await rejectsWith(v.undefine(ghost), "no-domain");
+    await rejectsWith(v.define("<domain type='qemu'><name>x</name>"), "invalid");
+  });
+
+  Deno.test(`InstanceRuntime contract, libvirt-kvm (${label}): a domain is defined from a verified image, moves through its states and is deleted with its directory`, async (t) => {
+    const b = await make();
+    if ("skip" in b) return void await skipped(t, b.skip);
+    const env = await setup(b.virsh);
+    if ("skip" in env) return void await skipped(t, env.skip);
+    const { rt, srv, dir } = env;
+    const id = `bcd-rt-${crypto.randomUUID().slice(0, 8)}`;
+    try {
+      const base = await makeQcow2(dir, "base.qcow2", "64M");
+      const sha = await sha256Hex(base);
+      srv.put(`/base-${id}.qcow2`, base);
+      const rec = record(id, launch({ url: `${srv.origin}/base-${id}.qcow2`, sha256: sha, format: "qcow2" }));
+      await rt.define(rec);
+      await t.step("the domain is listed stopped, carrying bcd's record", async () => {
+        const d = (await rt.list()).find((x) => x.id === id);
+        assert.equal(d?.state, "stopped");
+        const { launch: _l, ...mark } = rec;
+        assert.deepEqual(d?.record, mark);
+      });
+      await t.step("the base image is kept as images/<sha256>.qcow2, 0644; the overlay names it", async () => {
+        const st = await Deno.stat(`${dir}/data/libvirt/images/${sha}.qcow2`);
+        assert.equal(st.mode! & 0o777, 0o644);
+        assert.ok((await Deno.stat(`${dir}/data/libvirt/instances/${id}/disk.qcow2`)).isFile);
+        assert.ok((await Deno.stat(`${dir}/data/libvirt/instances/${id}/seed.iso`)).isFile);
+      });
+      await t.step("start, pause, resume, stop", async () => {
+        await rt.start(id, false);
+        assert.equal(await state(rt, id), "running");
+        await rt.pause(id);
+        assert.equal(await state(rt, id), "paused");
+        await rt.resume(id);
+        assert.equal(await state(rt, id), "running");
+        await rt.stop(id);
+        assert.equal(await state(rt, id), "stopped");
+        await rt.start(id, true);
+        assert.equal(await state(rt, id), "paused");
+      });
+      await t.step("a second define of the same instance is idempotent", async () => {
+        await rt.define(rec);
+        assert.equal((await rt.list()).filter((x) => x.id === id).length, 1);
+      });
+      await t.step("delete destroys, undefines and removes the directory", async () => {
+        await rt.delete(id);
+        assert.equal(await state(rt, id), undefined);
+        await assert.rejects(Deno.stat(rt.instanceDir(id)), Deno.errors.NotFound);
+      });
+    } finally {
+      await cleanup(b.virsh, id);
+      await env.close();
+    }
+  });
+
+  Deno.test(`InstanceRuntime contract, libvirt-kvm (${label}): a domain bcd did not define is listed unmanaged and never touched`, async (t) => {
+    const b = await make();
+    if ("skip" in b) return void await skipped(t, b.skip);
+    const env = await setup(b.virsh);
+    if ("skip" in env) return void await skipped(t, env.skip);
+    const { rt } = env;
+    const name = `bcd-foreign-${crypto.randomUUID().slice(0, 8)}`;
+    try {
+      await b.virsh.define(tinyDomain(name));
+      await b.virsh.start(name, true);
+      const d = (await rt.list()).find((x) => x.id === name);
+      assert.equal(d?.record, undefined);
+      for (const f of [() => rt.stop(name), () => rt.pause(name), () => rt.delete(name), () => rt.start(name, false)]) {
+        await assert.rejects(f(), (e) => e instanceof RuntimeRefused && e.reason === "unmanaged-domain");
+      }
+      await assert.rejects(
+        rt.define(record(name, launch(null))),
+        (e) => e instanceof RuntimeRefused,
+      );
+      assert.equal(await stateOf(b.virsh, name), "paused");
+    } finally {
+      await cleanup(b.virsh, name);
+      await env.close();
+    }
+  });
+
+  Deno.test(`InstanceRuntime contract, libvirt-kvm (${label}): hostile images fail the instance with the seed's reason and no domain opens them`, async (t) => {
+    const b = await make();
+    if ("skip" in b) return void await skipped(t, b.skip);
+    const env = await setup(b.virsh);
+    if ("skip" in env) return void await skipped(t, env.skip);
+    const { rt, srv, dir } = env;
+    const ids: string[] = [];
+    try {
+      const cases: Array<[string, string[], string]> = [
+        ["a backing file (the host's disk)", ["-u", "-F", "raw", "-b", "/dev/sda"], "backing-file"],
+        ["an external data file", ["-o", `data_file=${dir}/ext.raw`], "data-file"],
+        [
+          "encryption",
+          ["--object", "secret,id=s0,data=pw", "-o", "encrypt.format=luks,encrypt.key-secret=s0,encrypt.iter-time=10"],
+          "encrypted",
+        ],
+      ];
+      for (const [what, extra, reason] of cases) {
+        await t.step(`a base with ${what} is refused ${reason}`, async () => {
+          const id = `bcd-bad-${crypto.randomUUID().slice(0, 8)}`;
+          ids.push(id);
+          const img = await makeQcow2(dir, `${id}.qcow2`, "16M", extra);
+          const sha = await sha256Hex(img);
+          srv.put(`/${id}.qcow2`, img);
+          await assert.rejects(
+            rt.define(record(id, launch({ url: `${srv.origin}/${id}.qcow2`, sha256: sha, format: "qcow2" }))),
+            (e) => e instanceof RuntimeRefused && e.reason === reason,
+          );
+          assert.equal(await stateOf(b.virsh, id), undefined);
+          await assert.rejects(Deno.stat(`${dir}/data/libvirt/images/${sha}.qcow2`), Deno.errors.NotFound);
+        });
+      }
+      await t.step("a digest mismatch and a plain http URL are refused before anything is kept", async () => {
+        const id = `bcd-bad-${crypto.randomUUID().slice(0, 8)}`;
+        srv.put(`/${id}.qcow2`, await makeQcow2(dir, `${id}.qcow2`, "16M"));
+        const url = `${srv.origin}/${id}.qcow2`;
+        await assert.rejects(
+          rt.define(record(id, launch({ url, sha256: "0".repeat(64), format: "qcow2" }))),
+          (e) => e instanceof RuntimeRefused && e.reason === "digest-mismatch",
+        );
+        srv.redirect(`/${id}-r.qcow2`, url.replace("https:", "http:"));
+        await assert.rejects(
+          rt.define(
+            record(id, launch({ url: `${srv.origin}/${id}-r.qcow2`, sha256: "0".repeat(64), format: "qcow2" })),
+          ),
+          (e) => e instanceof RuntimeRefused && e.reason === "not-https",
+        );
+        assert.equal(await stateOf(b.virsh, id), undefined);
+      });
+      await t.step(
+        "an overlay rewritten to another backing file after a run is refused at the next start",
+        async () => {
+          const id = `bcd-bad-${crypto.randomUUID().slice(0, 8)}`;
+          ids.push(id);
+          const base = await makeQcow2(dir, `${id}.qcow2`, "16M");
+          const sha = await sha256Hex(base);
+          srv.put(`/${id}.qcow2`, base);
+          await rt.define(record(id, launch({ url: `${srv.origin}/${id}.qcow2`, sha256: sha, format: "qcow2" })));
+          const disk = `${rt.instanceDir(id)}/disk.qcow2`;
+          const out = await new Deno.Command("qemu-img", {
+            args: ["rebase", "-u", "-f", "qcow2", "-F", "raw", "-b", "/etc/hostname", disk],
+          }).output();
+          assert.ok(out.success);
+          await assert.rejects(
+            rt.start(id, false),
+            (e) => e instanceof RuntimeRefused && e.reason === "backing-mismatch",
+          );
+          assert.equal(await stateOf(b.virsh, id), "stopped");
+        },
+      );
+    } finally {
+      for (const id of ids) await cleanup(b.virsh, id);
+      await env.close();
+    }
+  });
+}
+
+Deno.test("InstanceRuntime contract, libvirt-kvm (fake): a start libvirt fails for lack of memory is refused capacity", async (t) => {
+  const env = await setup(new FakeVirsh({ memoryKiB: 100 * 1024 }));
+  if ("skip" in env) return void await skipped(t, env.skip);
+  try {
+    const base = await makeQcow2(env.dir, "b.qcow2", "16M");
+    env.srv.put("/b.qcow2", base);
+    const img = { url: `${env.srv.origin}/b.qcow2`, sha256: await sha256Hex(base), format: "qcow2" as const };
+    await env.rt.define({ ...record("big", launch(img)), memoryBytes: 128 * 1024 * 1024 });
+    await assert.rejects(env.rt.start("big", false), (e) => e instanceof RuntimeRefused && e.reason === "capacity");
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("InstanceRuntime contract (fake): a guest that ignores the shutdown is destroyed once the grace has passed", async () => {
+  const virsh = new FakeVirsh({ guestsHonourShutdown: false });
+  const env = await setup(virsh, { shutdownGraceMs: 60_000 });
+  if ("skip" in env) return;
+  try {
+    const base = await makeQcow2(env.dir, "b.qcow2", "16M");
+    env.srv.put("/b.qcow2", base);
+    const img = { url: `${env.srv.origin}/b.qcow2`, sha256: await sha256Hex(base), format: "qcow2" as const };
+    await env.rt.define(record("deaf", launch(img)));
+    await env.rt.start("deaf", false);
+    await env.rt.stop("deaf");
+    assert.equal(await stateOf(virsh, "deaf"), "stopped");
+    assert.deepEqual(virsh.calls.filter((c) => /shutdown|destroy/.test(c)), ["shutdown deaf", "destroy deaf"]);
+    assert.ok(env.clock.t >= 60_000, "the destroy came only after 60 s of the injected clock");
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("parseVirshList() reads virsh's table and folds its states", () => {
+  const text =
+    ` Id   Name   State\n------\n 1    web-1   running\n 2    b       paused\n -    c       shut off\n -    d       in shutdown\n`;
+  assert.deepEqual(parseVirshList(text), [
+    { name: "b", state: "paused" },
+    { name: "c", state: "stopped" },
+    { name: "d", state: "running" },
+    { name: "web-1", state: "running" },
+  ]);
+  assert.throws(() => parseVirshList(" 1 x weird-state\n"), VirshError);
+});
+
+Deno.test("the real libvirtd this file started is stopped by its PID", async (t) => {
+  if (!real) return void await skipped(t, "no real libvirtd was asked for");
+  const b = await real;
+  if ("skip" in b) return void await skipped(t, b.skip);
+  await realStop?.();
+});
+
+// ---- helpers
+
+function launch(image: LaunchSpec["image"]): LaunchSpec {
+  return {
+    image,
+    diskBytes: 0,
+    nics: [],
+    gpus: [],
+    placement: null,
+    hostname: "",
+    userData: new TextEncoder().encode("#cloud-config\n"),
+  };
+}
+
+function record(id: string, l: LaunchSpec): DomainRecord {
+  return {
+    id,
+    allocationId: "alloc-1",
+    vcpus: 1,
+    memoryBytes: 64 * 1024 * 1024,
+    imageSha256: l.image?.sha256 ?? "",
+    gpus: [],
+    launch: l,
+  };
+}
+
+async function state(rt: LibvirtRuntime, id: string) {
+  return (await rt.list()).find((d) => d.id === id)?.state;
+}
+
+async function setup(virsh: Virsh, opts: { shutdownGraceMs?: number } = {}) {
+  const srv: ImageServer | { skip: string } = await startImageServer();
+  if ("skip" in srv) return srv;
+  const dir = await Deno.makeTempDir({ prefix: "bcd-libvirt-ct-" });
+  // The data dir's parent must let QEMU's user search it, as /var/lib does on a host.
+  await Deno.chmod(dir, 0o711);
+  const clock = { t: 0 };
+  const host = new LibvirtHost({ virsh, dataDir: `${dir}/data`, domainType: "qemu" });
+  const rt = new LibvirtRuntime({
+    host,
+    dataDir: `${dir}/data`,
+    fetch: srv.fetch,
+    shutdownGraceMs: opts.shutdownGraceMs ?? 5_000,
+    now: () => clock.t,
+    sleep: (ms) => {
+      clock.t += ms;
+      return new Promise((r) => setTimeout(r, 50));
+    },
+  });
+  return {
+    rt,
+    srv,
+    dir,
+    clock,
+    close: async () => {
+      await srv.close();
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
