@@ -16,6 +16,8 @@ import { ConfigError, loadAgentConfig, type ResolvedAgentConfig } from "../core/
 import { DEFAULT_HELPER_ROLE, DEFAULT_HELPER_SOCKET, HELPER_OPS_BY_ROLE } from "../core/helper/mod.ts";
 import { createLogger, levelFromEnv } from "../core/log/mod.ts";
 import { groupId, HelperServer, hostBackends, SocketDirRefused } from "../runtimes/helper/mod.ts";
+import { libvirtBackend } from "../runtimes/libvirt/host_setup.ts";
+import { NvidiaSmi } from "../runtimes/nvidia/nvidia_smi.ts";
 import { EXIT_OK, runCli, StartRefused, type Subcommand, UsageError } from "./_cli.ts";
 
 /** The config file: `--config`, else `BCD_CONFIG`, else `/etc/bcd/config.toml` when it exists, else the defaults. */
@@ -54,8 +56,16 @@ const SERVE: Subcommand = {
       }
     }
     const log = createLogger({ level: levelFromEnv(config.log.level), base: { role: "helper" } });
-    const backends = hostBackends(config, { bootIdPath: Deno.env.get("BCD_BOOT_ID_PATH") });
     const role = config.helper.role ?? DEFAULT_HELPER_ROLE;
+    const host = hostBackends(config, { bootIdPath: Deno.env.get("BCD_BOOT_ID_PATH") });
+    const libvirt = role === "node"
+      ? await libvirtBackend(config.dataDir, {
+        log,
+        hostGpus: async () =>
+          (await new NvidiaSmi({ binary: config.devices.nvidiaSmi }).query()).gpus.map((g) => g.pciBusId),
+      })
+      : undefined;
+    const backends = { ...host, ...(libvirt ? { libvirt } : {}) };
     const server = new HelperServer(backends, { log, role });
     let listener;
     try {

@@ -15,6 +15,7 @@
  * | `node.reboot`    | `reason`                              | at most 512 characters, no control characters          |
  * | `nft.apply`, `nft.list` | `policy`; none                 | the network policy's own table (`args_nft.ts`)         |
  * | `sysctl.*`, `hugepages.*` | `keys`, `steps`; none, `steps` | allowlisted sysctl keys, huge page sizes (`args_host.ts`) |
+ * | `libvirt.*`      | see `args_libvirt.ts`                 | instance ids and a domain plan; never a path or XML    |
  *
  * Allocation ids are the devices section's (1–128 of `[A-Za-z0-9_.-]`, starting alphanumeric, no `..`). A CDI write
  * is a hold, not a file: devices of a known class whose atom has that class's shape, `gpuUuid` the atom's GPU,
@@ -34,6 +35,7 @@ import { type HoldEnvContext, holdEnvProblem } from "../converge/devices/env.ts"
 import { allocationIdOfSlice, checkSliceRequest, sliceName, type SliceSettings } from "../converge/devices/slice.ts";
 import { HOST_ARG_CHECKS } from "./args_host.ts";
 import { NFT_ARG_CHECKS } from "./args_nft.ts";
+import { LIBVIRT_CHECKS } from "./args_libvirt.ts";
 import { HelperError } from "./errors.ts";
 import {
   type CdiWriteArgs,
@@ -272,6 +274,7 @@ const _CHECK: { readonly [O in HelperOp]: (raw: unknown) => HelperArgs[O] } = {
   },
   ...NFT_ARG_CHECKS,
   ...HOST_ARG_CHECKS,
+  ...LIBVIRT_CHECKS,
 };
 
 /**

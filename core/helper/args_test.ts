@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { LIBVIRT_VALID } from "./_libvirt_samples.ts";
 import { sliceName } from "../converge/devices/slice.ts";
 import { checkArgs } from "./args.ts";
 import { HelperError } from "./errors.ts";
@@ -50,6 +51,7 @@ const VALID: Record<HelperOp, unknown> = {
   },
   "hugepages.read": {},
   "hugepages.apply": { steps: [{ op: "set", size: "2M", node: 0, count: 512 }, { op: "restore", size: "1G" }] },
+  ...LIBVIRT_VALID,
 };
 
 Deno.test("checkArgs accepts one well-formed request of every op", () => {

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { LIBVIRT_VALID } from "./_libvirt_samples.ts";
 import {
   answerError,
   decodeAnswer,
@@ -56,6 +57,7 @@ const ARGS: { [O in HelperOp]: HelperArgs[O] } = {
   },
   "hugepages.read": {},
   "hugepages.apply": { steps: [{ op: "set", size: "2M", node: 0, count: 512 }, { op: "restore", size: "1G" }] },
+  ...LIBVIRT_VALID,
 };
 
 Deno.test("every op's request survives encode and decode unchanged, one line each", () => {

@@ -26,6 +26,7 @@ import type { NetPolicy } from "../netpolicy/policy.ts";
 import type { HugepageObserved, HugepageStep } from "../host/hugepages.ts";
 import type { PoolResult } from "../host/ports.ts";
 import type { SysctlObserved, SysctlStep } from "../host/sysctl.ts";
+import { LIBVIRT_OPS, type LibvirtArgs, type LibvirtResults } from "./args_libvirt.ts";
 
 /** The protocol's version, printed by `version` under `protocols.helper`. */
 export const HELPER_PROTOCOL_VERSION = 1;
@@ -60,6 +61,7 @@ export const HELPER_OPS = [
   "sysctl.apply",
   "hugepages.read",
   "hugepages.apply",
+  ...LIBVIRT_OPS,
 ] as const;
 
 /** An operation name. */
@@ -103,7 +105,7 @@ export interface EnvWriteArgs {
 }
 
 /** Each operation's arguments, after the helper checked them. */
-export interface HelperArgs {
+export interface HelperArgs extends LibvirtArgs {
   "host.boot_id": Record<never, never>;
   "host.inventory": Record<never, never>;
   "host.memory": Record<never, never>;
@@ -126,7 +128,7 @@ export interface HelperArgs {
 }
 
 /** Each operation's result. */
-export interface HelperResults {
+export interface HelperResults extends LibvirtResults {
   "host.boot_id": { readonly bootId: string };
   "host.inventory": HostInventory;
   "host.memory": HostMemory;

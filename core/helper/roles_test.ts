@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { LIBVIRT_LINES } from "./_libvirt_samples.ts";
 import { kindsForRole } from "../commands/kinds.ts";
 import { decodeRequest, RequestRefused } from "./codec.ts";
 import { HELPER_OPS, type HelperOp } from "./protocol.ts";
@@ -32,6 +33,7 @@ const LINE: Record<HelperOp, string> = {
   "sysctl.apply": '{"steps":[{"op":"restore","key":"vm.swappiness"}]}',
   "hugepages.read": "{}",
   "hugepages.apply": '{"steps":[{"op":"restore","size":"2M"}]}',
+  ...LIBVIRT_LINES,
 };
 
 Deno.test("each role's helper answers exactly its row of the table; the default is the node's", () => {

@@ -29,6 +29,13 @@ export const OP_TIMEOUTS_MS: Readonly<Partial<Record<HelperOp, number>>> = {
   "node.reboot": 60_000,
   "slice.apply": 60_000,
   "slice.remove": 60_000,
+  "libvirt.list": 60_000,
+  "libvirt.define": 120_000,
+  "libvirt.start": 120_000,
+  "libvirt.shutdown": 60_000,
+  "libvirt.destroy": 60_000,
+  "libvirt.undefine": 60_000,
+  "libvirt.blockresize": 60_000,
 };
 
 /** The timeout of ops not in {@link OP_TIMEOUTS_MS}. */

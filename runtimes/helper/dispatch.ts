@@ -144,5 +144,35 @@ async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promi
       return await b.hugepages.read();
     case "hugepages.apply":
       return { pools: await writes.run(() => b.hugepages.apply(req.args.steps)) };
+    default:
+      return await _libvirt(b, req);
+  }
+}
+
+/** The `libvirt.*` ops: refused `failed` on a host without virsh. */
+async function _libvirt(b: HelperBackends, req: HelperRequest): Promise<unknown> {
+  const l = b.libvirt;
+  if (!l) throw new HelperError("failed", `${req.op}: libvirt is not installed on this host`);
+  switch (req.op) {
+    case "libvirt.list":
+      return { domains: (await l.list()).map((d) => ({ name: d.name, state: d.state, plan: d.plan ?? null })) };
+    case "libvirt.define":
+      return await l.define(req.args.plan);
+    case "libvirt.start":
+      return await l.start(req.args.id, req.args.paused);
+    case "libvirt.suspend":
+      return await l.suspend(req.args.id);
+    case "libvirt.resume":
+      return await l.resume(req.args.id);
+    case "libvirt.shutdown":
+      return await l.shutdown(req.args.id);
+    case "libvirt.destroy":
+      return await l.destroy(req.args.id);
+    case "libvirt.undefine":
+      return await l.undefine(req.args.id);
+    case "libvirt.blockresize":
+      return await l.blockresize(req.args.id, req.args.bytes);
+    default:
+      throw new HelperError("unknown-op", `${req.op} has no runner`);
   }
 }

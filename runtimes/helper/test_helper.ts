@@ -7,6 +7,7 @@
  * @module
  */
 import type { KindRole } from "../../core/commands/kinds.ts";
+import type { LibvirtHostPort } from "../../core/converge/instances/domain_plan.ts";
 import { type Logger, memoryLogger } from "../../core/log/mod.ts";
 import { CdiHoldStore } from "../cdi/hold_store.ts";
 import { ProcHostMemory } from "../cgroup/host_memory.ts";
@@ -101,6 +102,7 @@ export async function startTestHelper(
     sysctl?: SysctlPort;
     hugepages?: HugepagePort;
     server?: Partial<Pick<HelperServerOptions, "idleMs" | "partialLineMs" | "writeStallMs" | "maxConnections">>;
+    libvirt?: LibvirtHostPort;
   } = {},
 ): Promise<TestHelper> {
   const root = await Deno.makeTempDir({ prefix: "bcd-helper-" });
@@ -136,6 +138,7 @@ export async function startTestHelper(
     nft: opts.nft ?? new FakeNft(),
     sysctl: opts.sysctl ?? new SysctlFiles({ procSys: `${proc}/sys`, etc: `${root}/etc` }),
     hugepages: opts.hugepages ?? new SysfsHugepages({ sys, etc: `${root}/etc` }),
+    ...(opts.libvirt ? { libvirt: opts.libvirt } : {}),
   };
   const mem = memoryLogger("debug");
   const server = new HelperServer(backends, {

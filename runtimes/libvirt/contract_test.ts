@@ -10,11 +10,15 @@ import type { DomainRecord, LaunchSpec } from "../../core/converge/instances/run
 import { ensureLibvirtd } from "../../fixtures/libvirt/libvirtd.ts";
 import { type ImageServer, makeQcow2, sha256Hex, startImageServer } from "../../fixtures/libvirt/image_server.ts";
 import { FakeVirsh } from "./fake_virsh.ts";
+import { startTestHelper } from "../helper/test_helper.ts";
+import { HelperLibvirtHost } from "./helper_port.ts";
 import { LibvirtHost } from "./libvirt_host.ts";
 import { LibvirtRuntime } from "./libvirt_runtime.ts";
 import { CommandVirsh, parseVirshList, type Virsh, VirshError, type VirshErrorCode } from "./virsh.ts";
 
-type Backend = { readonly virsh: Virsh; readonly real: boolean } | { readonly skip: string };
+type Backend = { readonly virsh: Virsh; readonly real: boolean; readonly viaHelper?: boolean } | {
+  readonly skip: string;
+};
 
 let realStop: (() => Promise<void>) | undefined;
 let real: Promise<Backend> | undefined;
@@ -29,6 +33,10 @@ function realBackend(): Promise<Backend> {
 
 const BACKENDS: ReadonlyArray<[string, () => Promise<Backend>]> = [
   ["fake", () => Promise.resolve({ virsh: new FakeVirsh(), real: false })],
+  [
+    "fake, through the root helper's libvirt.* ops",
+    () => Promise.resolve({ virsh: new FakeVirsh(), real: false, viaHelper: true }),
+  ],
   ["real libvirtd, type qemu", realBackend],
 ];
 
@@ -60,6 +68,11 @@ async function cleanup(v: Virsh, name: string): Promise<void> {
 }
 
 for (const [label, make] of BACKENDS) {
+  if (!label.includes("helper")) virshContract(label, make);
+  runtimeContract(label, make);
+}
+
+function virshContract(label: string, make: () => Promise<Backend>): void {
   Deno.test(`Virsh contract (${label}): define, start, suspend, resume, destroy and undefine move a domain through its states`, async (t) => {
     const b = await make();
     if ("skip" in b) return void await skipped(t, b.skip);
@@ -115,11 +128,13 @@ for (const [label, make] of BACKENDS) {
     await rejectsWith(v.undefine(ghost), "no-domain");
     await rejectsWith(v.define("<domain type='qemu'><name>x</name>"), "invalid");
   });
+}
 
+function runtimeContract(label: string, make: () => Promise<Backend>): void {
   Deno.test(`InstanceRuntime contract, libvirt-kvm (${label}): a domain is defined from a verified image, moves through its states and is deleted with its directory`, async (t) => {
     const b = await make();
     if ("skip" in b) return void await skipped(t, b.skip);
-    const env = await setup(b.virsh);
+    const env = await setup(b.virsh, { viaHelper: b.viaHelper });
     if ("skip" in env) return void await skipped(t, env.skip);
     const { rt, srv, dir } = env;
     const id = `bcd-rt-${crypto.randomUUID().slice(0, 8)}`;
@@ -171,7 +186,7 @@ for (const [label, make] of BACKENDS) {
   Deno.test(`InstanceRuntime contract, libvirt-kvm (${label}): a domain bcd did not define is listed unmanaged and never touched`, async (t) => {
     const b = await make();
     if ("skip" in b) return void await skipped(t, b.skip);
-    const env = await setup(b.virsh);
+    const env = await setup(b.virsh, { viaHelper: b.viaHelper });
     if ("skip" in env) return void await skipped(t, env.skip);
     const { rt } = env;
     const name = `bcd-foreign-${crypto.randomUUID().slice(0, 8)}`;
@@ -197,7 +212,7 @@ for (const [label, make] of BACKENDS) {
   Deno.test(`InstanceRuntime contract, libvirt-kvm (${label}): hostile images fail the instance with the seed's reason and no domain opens them`, async (t) => {
     const b = await make();
     if ("skip" in b) return void await skipped(t, b.skip);
-    const env = await setup(b.virsh);
+    const env = await setup(b.virsh, { viaHelper: b.viaHelper });
     if ("skip" in env) return void await skipped(t, env.skip);
     const { rt, srv, dir } = env;
     const ids: string[] = [];
@@ -206,8 +221,8 @@ for (const [label, make] of BACKENDS) {
         ["a backing file (the host's disk)", ["-u", "-F", "raw", "-b", "/dev/sda"], "backing-file"],
         ["an external data file", ["-o", `data_file=${dir}/ext.raw`], "data-file"],
         [
-          "encryption",
-          ["--object", "secret,id=s0,data=pw", "-o", "encrypt.format=luks,encrypt.key-secret=s0,encrypt.iter-time=10"],
+          "encryption (qcow2 AES)",
+          ["--object", "secret,id=s0,data=pw", "-o", "encrypt.format=aes,encrypt.key-secret=s0"],
           "encrypted",
         ],
       ];
@@ -353,14 +368,16 @@ async function state(rt: LibvirtRuntime, id: string) {
   return (await rt.list()).find((d) => d.id === id)?.state;
 }
 
-async function setup(virsh: Virsh, opts: { shutdownGraceMs?: number } = {}) {
+async function setup(virsh: Virsh, opts: { shutdownGraceMs?: number; viaHelper?: boolean } = {}) {
   const srv: ImageServer | { skip: string } = await startImageServer();
   if ("skip" in srv) return srv;
   const dir = await Deno.makeTempDir({ prefix: "bcd-libvirt-ct-" });
   // The data dir's parent must let QEMU's user search it, as /var/lib does on a host.
   await Deno.chmod(dir, 0o711);
   const clock = { t: 0 };
-  const host = new LibvirtHost({ virsh, dataDir: `${dir}/data`, domainType: "qemu" });
+  const root = new LibvirtHost({ virsh, dataDir: `${dir}/data`, domainType: "qemu" });
+  const helper = opts.viaHelper ? await startTestHelper({ libvirt: root }) : undefined;
+  const host = helper ? new HelperLibvirtHost(helper.client) : root;
   const rt = new LibvirtRuntime({
     host,
     dataDir: `${dir}/data`,
@@ -378,6 +395,7 @@ async function setup(virsh: Virsh, opts: { shutdownGraceMs?: number } = {}) {
     dir,
     clock,
     close: async () => {
+      await helper?.close();
       await srv.close();
       await Deno.remove(dir, { recursive: true });
     },

@@ -1,0 +1,203 @@
+/**
+ * The default-deny argument table of the helper's `libvirt.*` ops (000 §The runtimes, "Under bcd helper"). The node
+ * names a domain by instance id and describes a domain as a {@link DomainPlan}; it never sends a path or XML. The
+ * helper renders the XML itself from the checked plan and its own data dir, so only bcd's devices and only files
+ * under `<data dir>/libvirt/instances/<id>/` and `<data dir>/libvirt/images/` can appear in it.
+ *
+ * | op                                  | fields            | rule                                                  |
+ * | ----------------------------------- | ----------------- | ----------------------------------------------------- |
+ * | `libvirt.list`                      | none              |                                                       |
+ * | `libvirt.define`                    | `plan`            | every field of {@link DomainPlan}, no other, `planProblem` passes |
+ * | `libvirt.start`                     | `id`, `paused`    | instance id; boolean                                  |
+ * | `libvirt.suspend`, `libvirt.resume`, `libvirt.shutdown`, `libvirt.destroy`, `libvirt.undefine` | `id` | instance id |
+ * | `libvirt.blockresize`               | `id`, `bytes`     | instance id; a positive safe integer                  |
+ *
+ * @module
+ */
+import { type DomainPlan, INSTANCE_ID, planProblem } from "../converge/instances/domain_plan.ts";
+import { HelperError } from "./errors.ts";
+
+/** The libvirt ops, in the order the docs list them. */
+export const LIBVIRT_OPS = [
+  "libvirt.list",
+  "libvirt.define",
+  "libvirt.start",
+  "libvirt.suspend",
+  "libvirt.resume",
+  "libvirt.shutdown",
+  "libvirt.destroy",
+  "libvirt.undefine",
+  "libvirt.blockresize",
+] as const;
+
+/** A libvirt op. */
+export type LibvirtOp = typeof LIBVIRT_OPS[number];
+
+/** A domain verb's arguments. */
+export interface LibvirtIdArgs {
+  readonly id: string;
+}
+
+/** Each libvirt op's arguments, checked. */
+export interface LibvirtArgs {
+  "libvirt.list": Record<never, never>;
+  "libvirt.define": { readonly plan: DomainPlan };
+  "libvirt.start": { readonly id: string; readonly paused: boolean };
+  "libvirt.suspend": LibvirtIdArgs;
+  "libvirt.resume": LibvirtIdArgs;
+  "libvirt.shutdown": LibvirtIdArgs;
+  "libvirt.destroy": LibvirtIdArgs;
+  "libvirt.undefine": LibvirtIdArgs;
+  "libvirt.blockresize": { readonly id: string; readonly bytes: number };
+}
+
+/** What a verb answers: done, or a refusal with its reason (the node fails that instance). */
+export interface LibvirtOutcome {
+  readonly refused?: { readonly reason: string; readonly message: string };
+}
+
+/** Each libvirt op's result. */
+export interface LibvirtResults {
+  "libvirt.list": {
+    readonly domains: ReadonlyArray<{ name: string; state: string; plan: DomainPlan | null }>;
+  };
+  "libvirt.define": LibvirtOutcome;
+  "libvirt.start": LibvirtOutcome;
+  "libvirt.suspend": LibvirtOutcome;
+  "libvirt.resume": LibvirtOutcome;
+  "libvirt.shutdown": LibvirtOutcome;
+  "libvirt.destroy": LibvirtOutcome;
+  "libvirt.undefine": LibvirtOutcome;
+  "libvirt.blockresize": LibvirtOutcome;
+}
+
+type Fields = Record<string, unknown>;
+
+function _show(v: unknown): string {
+  const s = JSON.stringify(v) ?? String(v);
+  return s.length > 80 ? `${s.slice(0, 77)}...` : s;
+}
+
+function _refuse(op: string, field: string, v: unknown, why: string): never {
+  throw new HelperError("invalid-argument", `${op}: ${field} ${_show(v)} ${why}`);
+}
+
+function _object(op: string, path: string, raw: unknown, allowed: readonly string[], required = allowed): Fields {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new HelperError("invalid-argument", `${op}: ${path} is not an object`);
+  }
+  const o = raw as Fields;
+  for (const k of Object.keys(o)) {
+    if (!allowed.includes(k)) throw new HelperError("unknown-field", `${op}: unknown field ${path}.${k}`);
+  }
+  for (const k of required) {
+    if (o[k] === undefined) throw new HelperError("invalid-argument", `${op}: ${path}.${k} is missing`);
+  }
+  return o;
+}
+
+function _id(op: string, v: unknown): string {
+  if (typeof v !== "string" || !INSTANCE_ID.test(v)) _refuse(op, "id", v, "is not an instance id");
+  return v;
+}
+
+function _string(op: string, path: string, v: unknown): string {
+  if (typeof v !== "string") _refuse(op, path, v, "is not a string");
+  return v;
+}
+
+function _list(op: string, path: string, v: unknown, max: number): unknown[] {
+  if (!Array.isArray(v) || v.length > max) _refuse(op, path, v, `is not a list of at most ${max}`);
+  return v;
+}
+
+/** A plan, field by field: only {@link DomainPlan}'s fields, each of its type, then its rules. */
+function _plan(raw: unknown): DomainPlan {
+  const op = "libvirt.define";
+  const p = _object(op, "plan", raw, [
+    "id",
+    "allocationId",
+    "vcpus",
+    "memoryMiB",
+    "image",
+    "nics",
+    "gpus",
+    "placement",
+    "seed",
+    "restoredFrom",
+  ]);
+  let image: DomainPlan["image"] = null;
+  if (p.image !== null) {
+    const i = _object(op, "plan.image", p.image, ["sha256", "format"]);
+    image = {
+      sha256: _string(op, "plan.image.sha256", i.sha256),
+      format: _string(op, "plan.image.format", i.format) as "qcow2",
+    };
+  }
+  const nics = _list(op, "plan.nics", p.nics, 16).map((n, i) => {
+    const o = _object(op, `plan.nics[${i}]`, n, ["mac", "bridge"]);
+    return { mac: _string(op, `plan.nics[${i}].mac`, o.mac), bridge: _string(op, `plan.nics[${i}].bridge`, o.bridge) };
+  });
+  const gpus = _list(op, "plan.gpus", p.gpus, 16).map((g, i) => {
+    const o = _object(op, `plan.gpus[${i}]`, g, ["uuid", "pciBusId"]);
+    return {
+      uuid: _string(op, `plan.gpus[${i}].uuid`, o.uuid),
+      pciBusId: _string(op, `plan.gpus[${i}].pciBusId`, o.pciBusId),
+    };
+  });
+  let placement: DomainPlan["placement"] = null;
+  if (p.placement !== null) {
+    const o = _object(op, "plan.placement", p.placement, ["cpus", "mems", "hugepages", "balloon"]);
+    if (typeof o.balloon !== "boolean") _refuse(op, "plan.placement.balloon", o.balloon, "is not a boolean");
+    placement = {
+      cpus: _string(op, "plan.placement.cpus", o.cpus),
+      mems: _string(op, "plan.placement.mems", o.mems),
+      hugepages: _string(op, "plan.placement.hugepages", o.hugepages) as "none",
+      balloon: o.balloon,
+    };
+  }
+  if (typeof p.seed !== "boolean") _refuse(op, "plan.seed", p.seed, "is not a boolean");
+  if (typeof p.vcpus !== "number") _refuse(op, "plan.vcpus", p.vcpus, "is not a number");
+  if (typeof p.memoryMiB !== "number") _refuse(op, "plan.memoryMiB", p.memoryMiB, "is not a number");
+  const plan: DomainPlan = {
+    id: _id(op, p.id),
+    allocationId: _string(op, "plan.allocationId", p.allocationId),
+    vcpus: p.vcpus,
+    memoryMiB: p.memoryMiB,
+    image,
+    nics,
+    gpus,
+    placement,
+    seed: p.seed,
+    restoredFrom: p.restoredFrom === null ? null : _string(op, "plan.restoredFrom", p.restoredFrom),
+  };
+  if (plan.allocationId.length > 128 || /[\u0000-\u001f\u007f]/.test(plan.allocationId)) {
+    _refuse(op, "plan.allocationId", plan.allocationId, "is not one line of at most 128 characters");
+  }
+  const bad = planProblem(plan);
+  if (bad) _refuse(op, `plan.${bad[0]}`, bad[1], bad[2]);
+  return plan;
+}
+
+/** The checkers, one per libvirt op. */
+export const LIBVIRT_CHECKS: { readonly [O in LibvirtOp]: (raw: unknown) => LibvirtArgs[O] } = {
+  "libvirt.list": (raw) => (_object("libvirt.list", "args", raw, []), {}),
+  "libvirt.define": (raw) => ({ plan: _plan(_object("libvirt.define", "args", raw, ["plan"]).plan) }),
+  "libvirt.start": (raw) => {
+    const a = _object("libvirt.start", "args", raw, ["id", "paused"]);
+    if (typeof a.paused !== "boolean") _refuse("libvirt.start", "paused", a.paused, "is not a boolean");
+    return { id: _id("libvirt.start", a.id), paused: a.paused };
+  },
+  "libvirt.suspend": (raw) => ({ id: _id("libvirt.suspend", _object("libvirt.suspend", "args", raw, ["id"]).id) }),
+  "libvirt.resume": (raw) => ({ id: _id("libvirt.resume", _object("libvirt.resume", "args", raw, ["id"]).id) }),
+  "libvirt.shutdown": (raw) => ({ id: _id("libvirt.shutdown", _object("libvirt.shutdown", "args", raw, ["id"]).id) }),
+  "libvirt.destroy": (raw) => ({ id: _id("libvirt.destroy", _object("libvirt.destroy", "args", raw, ["id"]).id) }),
+  "libvirt.undefine": (raw) => ({ id: _id("libvirt.undefine", _object("libvirt.undefine", "args", raw, ["id"]).id) }),
+  "libvirt.blockresize": (raw) => {
+    const a = _object("libvirt.blockresize", "args", raw, ["id", "bytes"]);
+    if (typeof a.bytes !== "number" || !Number.isSafeInteger(a.bytes) || a.bytes < 1) {
+      _refuse("libvirt.blockresize", "bytes", a.bytes, "is not a positive byte count");
+    }
+    return { id: _id("libvirt.blockresize", a.id), bytes: a.bytes };
+  },
+};

@@ -1,0 +1,124 @@
+import assert from "node:assert/strict";
+import { SAMPLE_PLAN } from "./_libvirt_samples.ts";
+import { checkArgs } from "./args.ts";
+import { HelperError } from "./errors.ts";
+
+/** Every refusal of the libvirt ops: op, arguments, code, and what the message names. Nothing runs for any. */
+const REFUSED: { why: string; op: Parameters<typeof checkArgs>[0]; args: unknown; code: string; names: RegExp }[] = [
+  {
+    why: "a path instead of an id",
+    op: "libvirt.start",
+    args: { id: "/etc/passwd", paused: false },
+    code: "invalid-argument",
+    names: /id "\/etc\/passwd"/,
+  },
+  {
+    why: "a domain named like a traversal",
+    op: "libvirt.undefine",
+    args: { id: ".." },
+    code: "invalid-argument",
+    names: /id/,
+  },
+  {
+    why: "a field the op does not take (a path)",
+    op: "libvirt.destroy",
+    args: { id: "i-1", path: "/x" },
+    code: "unknown-field",
+    names: /args\.path/,
+  },
+  {
+    why: "paused that is not a boolean",
+    op: "libvirt.start",
+    args: { id: "i-1", paused: "yes" },
+    code: "invalid-argument",
+    names: /paused/,
+  },
+  {
+    why: "a size that is not a byte count",
+    op: "libvirt.blockresize",
+    args: { id: "i-1", bytes: -1 },
+    code: "invalid-argument",
+    names: /bytes/,
+  },
+  {
+    why: "XML instead of a plan",
+    op: "libvirt.define",
+    args: { xml: "<domain/>" },
+    code: "unknown-field",
+    names: /args\.xml/,
+  },
+  {
+    why: "a plan field bcd does not define (a disk path)",
+    op: "libvirt.define",
+    args: { plan: { ...SAMPLE_PLAN, disk: "/dev/sda" } },
+    code: "unknown-field",
+    names: /plan\.disk/,
+  },
+  {
+    why: "a qemu command line smuggled into the plan",
+    op: "libvirt.define",
+    args: { plan: { ...SAMPLE_PLAN, qemuCommandline: ["-drive"] } },
+    code: "unknown-field",
+    names: /plan\.qemuCommandline/,
+  },
+  {
+    why: "an image field beyond digest and format (a path)",
+    op: "libvirt.define",
+    args: { plan: { ...SAMPLE_PLAN, image: { sha256: "a".repeat(64), format: "qcow2", path: "/dev/sda" } } },
+    code: "unknown-field",
+    names: /plan\.image\.path/,
+  },
+  {
+    why: "a digest that is a path",
+    op: "libvirt.define",
+    args: { plan: { ...SAMPLE_PLAN, image: { sha256: "../../etc/shadow", format: "raw" } } },
+    code: "invalid-argument",
+    names: /plan\.image\.sha256/,
+  },
+  {
+    why: "a bridge with XML in it",
+    op: "libvirt.define",
+    args: { plan: { ...SAMPLE_PLAN, nics: [{ mac: "52:54:00:00:00:01", bridge: "br0'/><disk" }] } },
+    code: "invalid-argument",
+    names: /plan\.nics\[0\]\.bridge/,
+  },
+  {
+    why: "a GPU address that is a path",
+    op: "libvirt.define",
+    args: { plan: { ...SAMPLE_PLAN, gpus: [{ uuid: "GPU-1", pciBusId: "/dev/nvidia0" }] } },
+    code: "invalid-argument",
+    names: /plan\.gpus\[0\]\.pciBusId/,
+  },
+  {
+    why: "an allocation id with a newline",
+    op: "libvirt.define",
+    args: { plan: { ...SAMPLE_PLAN, allocationId: "a\n<x>" } },
+    code: "invalid-argument",
+    names: /plan\.allocationId/,
+  },
+  {
+    why: "a vCPU count that is a string",
+    op: "libvirt.define",
+    args: { plan: { ...SAMPLE_PLAN, vcpus: "2" } },
+    code: "invalid-argument",
+    names: /plan\.vcpus/,
+  },
+];
+
+Deno.test("libvirt.* arguments: every refusal names op, field and value; no path, XML or extra field passes", async (t) => {
+  for (const r of REFUSED) {
+    await t.step(r.why, () => {
+      assert.throws(() => checkArgs(r.op, r.args), (e) => {
+        assert.ok(e instanceof HelperError, String(e));
+        assert.equal(e.code, r.code);
+        assert.match(e.message, r.names);
+        assert.ok(e.message.includes(r.op), e.message);
+        return true;
+      });
+    });
+  }
+});
+
+Deno.test("libvirt.define returns the plan it checked, field by field", () => {
+  assert.deepEqual(checkArgs("libvirt.define", { plan: SAMPLE_PLAN }), { plan: SAMPLE_PLAN });
+});
