@@ -15,6 +15,7 @@
  * @module
  */
 import { type DomainPlan, INSTANCE_ID, planProblem } from "../converge/instances/domain_plan.ts";
+import { isValidAllocationId } from "../converge/devices/assignment.ts";
 import { HelperError } from "./errors.ts";
 
 /** The libvirt ops, in the order the docs list them. */
@@ -171,8 +172,8 @@ function _plan(raw: unknown): DomainPlan {
     seed: p.seed,
     restoredFrom: p.restoredFrom === null ? null : _string(op, "plan.restoredFrom", p.restoredFrom),
   };
-  if (plan.allocationId.length > 128 || /[\u0000-\u001f\u007f]/.test(plan.allocationId)) {
-    _refuse(op, "plan.allocationId", plan.allocationId, "is not one line of at most 128 characters");
+  if (!isValidAllocationId(plan.allocationId)) {
+    _refuse(op, "plan.allocationId", plan.allocationId, "is not an allocation id");
   }
   const bad = planProblem(plan);
   if (bad) _refuse(op, `plan.${bad[0]}`, bad[1], bad[2]);

@@ -78,6 +78,7 @@ export class LibvirtRuntime implements InstanceRuntime {
         memoryBytes: d.plan.memoryMiB * MiB,
         imageSha256: d.plan.image?.sha256 ?? "",
         gpus: d.plan.gpus.map((g) => g.uuid),
+        ...(d.plan.placement && d.plan.placement.hugepages !== "none" ? { hugepages: d.plan.placement.hugepages } : {}),
       },
     }));
   }

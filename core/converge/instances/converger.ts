@@ -10,11 +10,25 @@
  * and while no runtime's last listing failed. A runtime that cannot be listed does not hide what the others hold (they
  * are still reported), but the pass cannot plan without it, so the section stays `PROGRESSING` until it lists again.
  *
+ * A pass applies stops, pauses and deletes before defines, starts and resumes (448dc5f). With a host memory source,
+ * every start of a domain that is not running passes host-side admission first ({@link admitStart}): one that does
+ * not fit stays stopped with its `ResourcesExhausted: …` message, keeps the section `PROGRESSING` (not `ERROR`) and is
+ * tried again on the next pass. A host whose memory cannot be read starts without the check, with a warning. A
+ * non-empty section on a host with no runtime fails `this host runs no instance runtime`; an instance naming a
+ * runtime this host lacks fails `runtime is not installed on this host`.
+ *
+ * User data is never in the spec: an instance with a `user_data_ref` waits (`PROGRESSING`) for a SecretRequest broker,
+ * which this build does not have yet; one without gets a seed carrying only its NoCloud meta-data.
+ *
  * @module
  */
 import type { bcd } from "../../../proto/mod.ts";
 import type { ApplyContext, ApplyOutcome, SectionConverger } from "../engine.ts";
 import { type InstanceNetwork, NETWORK_POLICY_REASON } from "./network.ts";
+import type { HostMemory } from "../devices/admission.ts";
+import type { HostMemorySource } from "../devices/ports.ts";
+import { admitStart, normalCommitmentBytes } from "./admission.ts";
+import type { HugePageSize, PlanPlacement } from "./domain_plan.ts";
 import { type Domain, type DomainRecord, type DomainState, type InstanceRuntime, RuntimeRefused } from "./runtime.ts";
 
 type InstancesSection = bcd.v1.InstancesSection.$Properties;
@@ -31,7 +45,8 @@ export type InstanceAction =
   | { readonly op: "start" | "pause" | "resume" | "stop" | "delete"; readonly runtime: string; readonly id: string }
   | { readonly op: "fail"; readonly id: string; readonly reason: string; readonly message: string }
   /** Load the network rules (first of every plan when the converger has them, so they load before any start). */
-  | { readonly op: "network" };
+  | { readonly op: "network" }
+  | { readonly op: "wait"; readonly id: string; readonly message: string };
 
 /**
  * `StatusReport.instances` and `instances_complete`: what the runtimes hold, and whether that is everything (false
@@ -68,7 +83,17 @@ const WANT: Record<number, DomainState | "deleted" | undefined> = {
   4: "deleted",
 };
 
+const _HUGE: Record<number, HugePageSize> = { 0: "none", 1: "2M", 2: "1G" };
+
+function _placement(i: InstanceSpec): PlanPlacement | null {
+  const p = i.placement;
+  if (!p || (!p.cpus && !p.mems && !p.hugepages && !p.balloon)) return null;
+  return { cpus: p.cpus ?? "", mems: p.mems ?? "", hugepages: _HUGE[p.hugepages ?? 0] ?? "none", balloon: !!p.balloon };
+}
+
 function _record(i: InstanceSpec): DomainRecord {
+  const placement = _placement(i);
+  const fmt = i.image?.format ?? "";
   return {
     id: i.id ?? "",
     allocationId: i.allocation_id ?? "",
@@ -76,8 +101,43 @@ function _record(i: InstanceSpec): DomainRecord {
     memoryBytes: Number(i.memory_bytes ?? 0),
     imageSha256: i.image?.sha256 ?? "",
     gpus: (i.gpus ?? []).map((g) => g.uuid ?? ""),
+    ...(placement && placement.hugepages !== "none" ? { hugepages: placement.hugepages } : {}),
+    launch: {
+      image: i.image?.url
+        ? { url: i.image.url, sha256: i.image.sha256 ?? "", format: (fmt === "" ? "qcow2" : fmt) as "qcow2" }
+        : null,
+      diskBytes: Number(i.disk_bytes ?? 0),
+      nics: (i.nics ?? []).map((n) => ({ mac: n.mac ?? "", bridge: n.bridge ?? "" })),
+      gpus: (i.gpus ?? []).map((g) => ({ uuid: g.uuid ?? "", pciBusId: g.pci_bus_id ?? "" })),
+      placement,
+      hostname: i.hostname ?? "",
+      userData: new Uint8Array(0),
+    },
   };
 }
+
+/** Options of {@link InstancesConverger}. */
+export interface InstancesConvergerOptions {
+  /** The instances' nftables rules, loaded at the start of every apply, before any domain starts. */
+  readonly network?: InstanceNetwork;
+  /** The host's memory for start admission; without it starts are not admitted (a runtime that checks itself). */
+  readonly memory?: HostMemorySource;
+  /** Bytes the bound device holds committed (their memory limits), counted against normal memory. */
+  readonly holdsCommittedBytes?: () => Promise<number>;
+}
+
+/** Order of a pass: failures and waits, then what frees resources, then what takes them. */
+const _ORDER: Record<InstanceAction["op"], number> = {
+  network: 0,
+  fail: 0,
+  wait: 0,
+  delete: 1,
+  stop: 1,
+  pause: 1,
+  define: 2,
+  start: 2,
+  resume: 2,
+};
 
 /** Moves a domain from `have` to `want`. */
 function _transition(runtime: string, id: string, have: DomainState, want: DomainState): InstanceAction[] {
@@ -91,7 +151,10 @@ function _transition(runtime: string, id: string, have: DomainState, want: Domai
 export class InstancesConverger implements SectionConverger<InstancesSection, ObservedDomain[], InstanceAction> {
   readonly section = "instances" as const;
   readonly #runtimes: ReadonlyMap<string, InstanceRuntime>;
+  readonly #opts: InstancesConvergerOptions;
   #failed = new Map<string, { reason: string; message: string }>();
+  /** Instances waiting (admission, user data): their message, shown with their state. */
+  #waiting = new Map<string, string>();
   #observed: ObservedDomain[] = [];
   #desired: InstanceSpec[] = [];
   /** Runtimes whose last listing failed, with why; every runtime until it was first listed. */
@@ -100,10 +163,16 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
   readonly #network: InstanceNetwork | undefined;
 
   /** `network`: the instances' nftables rules, loaded at the start of every apply, before any domain starts. */
-  constructor(runtimes: readonly InstanceRuntime[], opts: { readonly network?: InstanceNetwork } = {}) {
+  constructor(runtimes: readonly InstanceRuntime[], opts: InstancesConvergerOptions = {}) {
     this.#runtimes = new Map(runtimes.map((r) => [r.name, r]));
     this.#network = opts.network;
     for (const r of runtimes) this.#unlisted.set(r.name, "not listed yet");
+    this.#opts = opts;
+  }
+
+  /** The runtimes this converger drives, by name (advertised in `Hello`). */
+  get runtimeNames(): string[] {
+    return [...this.#runtimes.keys()];
   }
 
   /**
@@ -156,7 +225,10 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
       const runtime = i.runtime ?? "";
       const have = byId.get(id);
       if (!this.#runtimes.has(runtime)) {
-        out.push({ op: "fail", id, reason: "unknown-runtime", message: `runtime "${runtime}" is not on this host` });
+        const message = this.#runtimes.size === 0
+          ? "this host runs no instance runtime"
+          : `runtime ${JSON.stringify(runtime)}: runtime is not installed on this host`;
+        out.push({ op: "fail", id, reason: "unknown-runtime", message });
         continue;
       }
       if (have && !have.record) {
@@ -172,13 +244,23 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
         if (have) out.push({ op: "delete", runtime: have.runtime, id });
         continue;
       }
+      if (!have && i.user_data_ref) {
+        out.push({
+          op: "wait",
+          id,
+          message: "waiting for the user data or snapshot: no SecretRequest broker in this build",
+        });
+        continue;
+      }
       if (!have) out.push({ op: "define", runtime, record: _record(i), then: target });
       else out.push(..._transition(have.runtime, id, have.state, target));
     }
     for (const d of observed) {
       if (d.record && !wanted.has(d.id)) out.push({ op: "delete", runtime: d.runtime, id: d.id });
     }
-    return this.#network === undefined ? out : [{ op: "network" }, ...out];
+    const sorted = out.map((a, n) => ({ a, n })).sort((x, y) => _ORDER[x.a.op] - _ORDER[y.a.op] || x.n - y.n)
+      .map((x) => x.a);
+    return this.#network === undefined ? sorted : [{ op: "network" }, ...sorted];
   }
 
   /**
@@ -209,6 +291,57 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
     return { actions: out, ...(v.loadError ? { retry: v.loadError } : {}) };
   }
 
+  /** Host memory and the normal memory committed now, or `undefined` when starts go unchecked. */
+  async #admissionBase(ctx: ApplyContext): Promise<{ host: HostMemory; committed: number } | undefined> {
+    if (!this.#opts.memory) return undefined;
+    let host: HostMemory;
+    try {
+      host = await this.#opts.memory.read();
+    } catch (e) {
+      ctx.log.warn(
+        { err: e instanceof Error ? e.message : String(e) },
+        "host memory unreadable; starting without admission",
+      );
+      return undefined;
+    }
+    let committed = (await this.#opts.holdsCommittedBytes?.()) ?? 0;
+    for (const d of this.#observed) {
+      if (d.record && d.state !== "stopped") {
+        committed += normalCommitmentBytes(d.record.memoryBytes, d.record.hugepages ?? "none");
+      }
+    }
+    return { host, committed };
+  }
+
+  /** A domain this pass stopped or deleted gives its commitment back to the starts after it. */
+  #release(base: { committed: number } | undefined, id: string): void {
+    const d = this.#observed.find((o) => o.id === id);
+    if (base && d?.record && d.state !== "stopped") {
+      base.committed -= normalCommitmentBytes(d.record.memoryBytes, d.record.hugepages ?? "none");
+    }
+  }
+
+  /** Admits a start of `rec` (host-side admission); records the wait and returns false when it does not fit. */
+  #admit(base: { host: HostMemory; committed: number } | undefined, rec: DomainRecord, id: string): boolean {
+    if (!base) return true;
+    const mems = (this.#desired.find((i) => i.id === id)?.placement?.mems ?? "").split(",").filter(Boolean)
+      .flatMap((part) => {
+        const [a, b] = part.split("-").map(Number) as [number, number | undefined];
+        return Array.from({ length: (b ?? a) - a + 1 }, (_, k) => a + k);
+      });
+    const r = admitStart(
+      { memoryBytes: rec.memoryBytes, hugepages: rec.hugepages ?? "none", mems },
+      base.host,
+      base.committed,
+    );
+    if (!r.ok) {
+      this.#waiting.set(id, r.message);
+      return false;
+    }
+    base.committed += r.bytes;
+    return true;
+  }
+
   async apply(
     planned: readonly InstanceAction[],
     desired: InstancesSection | undefined,
@@ -217,6 +350,11 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
     const { actions, retry } = await this.#withNetwork(planned, desired);
     const failed: string[] = [];
     let transient: string | undefined = retry === undefined ? undefined : `network rules did not load: ${retry}`;
+    const waits: string[] = [];
+    this.#waiting.clear();
+    const base = actions.some((a) => a.op === "start" || (a.op === "define" && a.then !== "stopped"))
+      ? await this.#admissionBase(ctx)
+      : undefined;
     for (const a of actions) {
       if (a.op === "fail") {
         this.#failed.set(a.id, { reason: a.reason, message: a.message });
@@ -224,17 +362,28 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
         continue;
       }
       if (a.op === "network") continue;
+      if (a.op === "wait") {
+        this.#waiting.set(a.id, a.message);
+        waits.push(`${a.id}: ${a.message}`);
+        continue;
+      }
       const rt = this.#runtimes.get(a.runtime)!;
       const id = a.op === "define" ? a.record.id : a.id;
       try {
         switch (a.op) {
           case "define":
             await rt.define(a.record);
-            if (a.then !== "stopped") await rt.start(a.record.id, a.then === "paused");
+            if (a.then !== "stopped") {
+              if (this.#admit(base, a.record, id)) await rt.start(a.record.id, a.then === "paused");
+              else waits.push(`${id}: ${this.#waiting.get(id)}`);
+            }
             break;
-          case "start":
-            await rt.start(a.id, false);
+          case "start": {
+            const rec = this.#observed.find((d) => d.id === a.id)?.record;
+            if (!rec || this.#admit(base, rec, id)) await rt.start(a.id, false);
+            else waits.push(`${id}: ${this.#waiting.get(id)}`);
             break;
+          }
           case "pause":
             await rt.pause(a.id);
             break;
@@ -243,9 +392,11 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
             break;
           case "stop":
             await rt.stop(a.id);
+            this.#release(base, a.id);
             break;
           case "delete":
             await rt.delete(a.id);
+            this.#release(base, a.id);
             break;
         }
         this.#failed.delete(id);
@@ -260,9 +411,13 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
         }
       }
     }
-    if (actions.some((a) => a.op !== "fail" && a.op !== "network")) await this.observe();
+    if (actions.some((a) => a.op !== "fail" && a.op !== "network" && a.op !== "wait")) await this.observe();
     if (transient) return { kind: "progressing", reason: "InstanceRetry", message: transient };
     if (failed.length > 0) return { kind: "failed", reason: "InstanceFailed", message: failed.join("; ") };
+    if (waits.length > 0) {
+      const reason = waits.some((w) => w.includes("ResourcesExhausted")) ? "ResourcesExhausted" : "InstanceWaiting";
+      return { kind: "progressing", reason, message: waits.join("; ") };
+    }
     return { kind: "converged" };
   }
 
@@ -278,13 +433,25 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
       runtime: d.runtime,
       state: STATE[d.state],
       managed: d.record !== undefined,
-      message: why(d.id),
+      message: this.#waiting.get(d.id) ?? why(d.id),
       vcpus: d.record?.vcpus ?? 0,
       memoryBytes: d.record?.memoryBytes ?? 0,
     }));
     const seen = new Set(out.map((r) => r.id));
     for (const i of this.#desired) {
       const f = this.#failed.get(i.id ?? "");
+      const w = this.#waiting.get(i.id ?? "");
+      if (!f && w && !seen.has(i.id ?? "")) {
+        out.push({
+          id: i.id ?? "",
+          runtime: i.runtime ?? "",
+          state: "PENDING",
+          managed: true,
+          message: w,
+          vcpus: Number(i.vcpus ?? 0),
+          memoryBytes: Number(i.memory_bytes ?? 0),
+        });
+      }
       if (f && !seen.has(i.id ?? "")) {
         out.push({
           id: i.id ?? "",

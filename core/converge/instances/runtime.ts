@@ -7,7 +7,7 @@
  */
 
 import type { ImageFormat } from "../../images/qcow2_header.ts";
-import type { PlanGpu, PlanNic, PlanPlacement } from "./domain_plan.ts";
+import type { HugePageSize, PlanGpu, PlanNic, PlanPlacement } from "./domain_plan.ts";
 
 /** A domain's power state. */
 export type DomainState = "running" | "paused" | "stopped";
@@ -20,6 +20,8 @@ export interface DomainRecord {
   readonly memoryBytes: number;
   readonly imageSha256: string;
   readonly gpus: readonly string[];
+  /** The huge page size the domain's memory is on (`none` when absent), for host admission. */
+  readonly hugepages?: HugePageSize;
   /** What a real hypervisor needs to build the domain (the sim's runtime ignores it and never stores it). */
   readonly launch?: LaunchSpec;
 }
