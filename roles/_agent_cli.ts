@@ -10,7 +10,7 @@ import { ConfigError, loadAgentConfig, type ResolvedAgentConfig } from "../core/
 import { ConditionSet } from "../core/converge/conditions.ts";
 import { type DevicePorts, devicesConverger, registerGpuKinds } from "./_devices.ts";
 import type { SectionConverger } from "../core/converge/engine.ts";
-import type { InstanceListing } from "../core/converge/instances/mod.ts";
+import type { InstanceListing, InstancesConverger } from "../core/converge/instances/mod.ts";
 import { boundsFromConfig, Journal, readBootId } from "../core/journal/mod.ts";
 import { createLogger, levelFromEnv, type Logger } from "../core/log/mod.ts";
 import { LogRing } from "../core/commands/kind_handlers/mod.ts";
@@ -56,6 +56,11 @@ export interface RoleWiring {
   convergers?(ctx: WiringContext, events: EventSink, conditions: ConditionSet): readonly SectionConverger[];
   /** Every VM the host runtimes know, and whether the listing is complete, for status reports. */
   instances?(ctx: WiringContext): () => InstanceListing;
+  /**
+   * The `instances` section's converger over the host's runtimes, decided at start (the node asks its helper whether
+   * libvirt is there); its runtimes are advertised in `Hello` with the `instance.*` capabilities they enforce.
+   */
+  instanceConverger?(ctx: WiringContext): Promise<{ converger: InstancesConverger; capabilities: readonly string[] }>;
   /** The devices section's host ports; with them the role converges holds and runs `gpu.reset` and `diag.nvml`. */
   devices?(ctx: WiringContext): DevicePorts;
   /** Where the boot id comes from when `BCD_BOOT_ID_PATH` is unset (the sim's simulated boot); the kernel's if absent. */
@@ -268,6 +273,7 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
         const handlers = w.handlers(ctx);
         if (devices) registerGpuKinds(handlers, devices, () => conditions);
         checkHandledKinds(w, handlers);
+        const inst = await w.instanceConverger?.(ctx);
         const url = (values.gateway as string | undefined) ?? config.gateway.url ?? identity.gatewayUrl;
         if (url) _checkUrl(url, "session");
         const caCerts = config.gateway.caFile ? [await Deno.readTextFile(config.gateway.caFile)] : undefined;
@@ -281,9 +287,11 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
           convergers: (events) => [
             ...(devices ? [devicesConverger(ctx, devices, events)] : []),
             ...(w.convergers?.(ctx, events, conditions) ?? []),
+            ...(inst ? [inst.converger] : []),
           ],
-          capabilities: w.capabilities,
-          instances: w.instances?.(ctx),
+          capabilities: [...(w.capabilities ?? []), ...(inst?.capabilities ?? [])],
+          ...(inst ? { runtimes: inst.converger.runtimeNames } : {}),
+          instances: inst ? () => inst.converger.listing() : w.instances?.(ctx),
           hostname: ctx.hostname,
           connect: values.offline || !url ? undefined : () => connectWebSocket(url, 10_000, { caCerts }),
           log,

@@ -29,6 +29,10 @@ import {
   HelperSliceManager,
   HelperSysctl,
 } from "../runtimes/helper/mod.ts";
+import { InstancesConverger } from "../core/converge/instances/mod.ts";
+import { HelperError } from "../core/helper/mod.ts";
+import { HelperLibvirtHost } from "../runtimes/libvirt/helper_port.ts";
+import { LibvirtRuntime } from "../runtimes/libvirt/libvirt_runtime.ts";
 import type { DevicePorts } from "./_devices.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
 import { agentCommands, helperOf, type WiringContext } from "./_agent_cli.ts";
@@ -63,6 +67,30 @@ function _host(ctx: WiringContext): SectionConverger {
   );
 }
 
+/**
+ * The `instances` converger: `libvirt-kvm` when the helper has virsh on its PATH (its `libvirt.list` answers), no
+ * runtime otherwise (a non-empty section then fails `this host runs no instance runtime`). Starts are admitted
+ * against the host's memory, read through the helper. The runtime enforces placement, so `Hello` advertises
+ * `instance.placement`; network policy, SSH-from-host-only and volumes are not enforced by this build.
+ */
+async function _instances(ctx: WiringContext): Promise<{ converger: InstancesConverger; capabilities: string[] }> {
+  const helper = helperOf(ctx);
+  const memory = new HelperHostMemory(helper);
+  try {
+    await helper.call("libvirt.list", {});
+  } catch (e) {
+    if (e instanceof HelperError && e.code === "failed" && e.detail.includes("libvirt is not installed")) {
+      ctx.log.info({}, "instances: the helper has no virsh; no instance runtime");
+      return { converger: new InstancesConverger([], { memory }), capabilities: [] };
+    }
+    if (!(e instanceof HelperError)) throw e;
+    ctx.log.warn({ err: e.message }, "instances: libvirt.list failed at start; libvirt-kvm stays on and retries");
+  }
+  const rt = new LibvirtRuntime({ host: new HelperLibvirtHost(helper), dataDir: ctx.dataDir, log: ctx.log });
+  ctx.log.info({ runtime: rt.name }, "instances: runtime on");
+  return { converger: new InstancesConverger([rt], { memory }), capabilities: ["instance.placement"] };
+}
+
 /** The `node` role's subcommands beyond `version` and `help`. */
 export const COMMANDS: Record<string, Subcommand> = {
   ...agentCommands({
@@ -74,6 +102,7 @@ export const COMMANDS: Record<string, Subcommand> = {
     helperSocket: (config) => config.helper.socket ?? DEFAULT_HELPER_SOCKET,
     devices: _devices,
     convergers: (ctx) => [_host(ctx)],
+    instanceConverger: _instances,
     handlers(ctx) {
       const helper = helperOf(ctx);
       const reg = new HandlerRegistry();

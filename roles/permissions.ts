@@ -91,9 +91,11 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, RolePermissions>> = {
   node: {
     // Privilege-separated: /proc, /sys, /dev and root-only writes go through the helper's socket. /run/nvidia-mps is
     // read for whether MPS runs (a slot hold's CUDA_MPS_PIPE_DIRECTORY); nvidia-smi runs here for queries only.
+    // qemu-img, genisoimage and xorriso build the libvirt-kvm runtime's overlays and seed ISOs in the data dir; every
+    // libvirt verb goes through the helper (libvirt.*), so virsh stays denied here.
     read: ["/var/lib/bcd", "/etc/bcd", "/run/nvidia-mps", DEFAULT_HELPER_SOCKET],
     write: ["/var/lib/bcd", DEFAULT_HELPER_SOCKET],
-    run: ["nvidia-smi"],
+    run: ["nvidia-smi", "qemu-img", "genisoimage", "xorriso"],
     denyRun: [],
     net: "all",
     env: DAEMON_ENV,
