@@ -34,6 +34,7 @@ export class FakeVirsh implements Virsh {
   readonly #doms = new Map<string, _Dom>();
   readonly #opts: FakeVirshOptions;
   readonly calls: string[] = [];
+  readonly #counts = new Map<string, number>();
 
   constructor(opts: FakeVirshOptions = {}) {
     this.#opts = opts;
@@ -56,7 +57,17 @@ export class FakeVirsh implements Virsh {
     return Promise.resolve(out.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
+  uuids(): Promise<Map<string, string>> {
+    return Promise.resolve(new Map([...this.#doms.entries()].map(([n, d]) => [n, d.uuid])));
+  }
+
+  /** How many times each verb ran (tests of caching). */
+  count(verb: string): number {
+    return this.#counts.get(verb) ?? 0;
+  }
+
   dumpxml(name: string): Promise<string> {
+    this.#counts.set("dumpxml", (this.#counts.get("dumpxml") ?? 0) + 1);
     try {
       const d = this.#get(name);
       if (d.xml === undefined) throw new VirshError("no-domain", `domain '${name}' is transient`);

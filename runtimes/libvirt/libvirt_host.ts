@@ -9,6 +9,9 @@
  * restored disk); the same overlay check runs again before every start. It adds `o+x` (search, never read) to each
  * directory from the data dir down, so QEMU's user reaches the files libvirt relabels.
  *
+ * Listing reads each domain's definition once per UUID and keeps its plan (an idle pass is two `virsh list` calls);
+ * every verb that changes a domain reads the definition again first, so what it touches is decided on fresh XML.
+ *
  * A domain without bcd's metadata is foreign: listed with no plan, and every verb on it is refused
  * `unmanaged-domain` before libvirt is asked. A start libvirt fails with "Cannot allocate memory" is refused
  * `capacity` (a capacity failure of that instance, not a retry).
@@ -47,6 +50,8 @@ const _OK: HostOutcome = {};
 export class LibvirtHost implements LibvirtHostPort {
   readonly #o: LibvirtHostOptions;
   readonly paths: DomainPaths;
+  /** Plans read back, by `name uuid`; `undefined` for a foreign domain. */
+  readonly #plans = new Map<string, DomainPlan | undefined>();
 
   constructor(opts: LibvirtHostOptions) {
     this.#o = opts;
@@ -59,10 +64,26 @@ export class LibvirtHost implements LibvirtHostPort {
 
   async list(): Promise<HostDomain[]> {
     const out: HostDomain[] = [];
-    for (const d of await this.#o.virsh.list()) {
-      out.push({ name: d.name, state: d.state, plan: await this.#planOf(d.name) });
+    const [domains, uuids] = await Promise.all([this.#o.virsh.list(), this.#o.virsh.uuids()]);
+    const seen = new Set<string>();
+    for (const d of domains) {
+      const key = `${d.name} ${uuids.get(d.name) ?? "?"}`;
+      seen.add(key);
+      let plan: DomainPlan | undefined;
+      if (this.#plans.has(key)) plan = this.#plans.get(key);
+      else {
+        plan = await this.#planOf(d.name);
+        if (uuids.has(d.name)) this.#plans.set(key, plan);
+      }
+      out.push({ name: d.name, state: d.state, plan });
     }
+    for (const k of this.#plans.keys()) if (!seen.has(k)) this.#plans.delete(k);
     return out;
+  }
+
+  /** Forgets what was read of `name` (it was defined or undefined here). */
+  #forget(name: string): void {
+    for (const k of this.#plans.keys()) if (k.startsWith(`${name} `)) this.#plans.delete(k);
   }
 
   /** The plan of a bcd domain, `undefined` for a foreign one or one that went away meanwhile. */
@@ -107,6 +128,7 @@ export class LibvirtHost implements LibvirtHostPort {
     const files = await this.#checkFiles(plan);
     if (files.refused) return files;
     await this.#searchable(plan);
+    this.#forget(plan.id);
     await this.#o.virsh.define(renderDomainXml(plan, this.#o.domainType, this.paths));
     this.#o.log?.info({ instance: plan.id, type: this.#o.domainType }, "libvirt: domain defined");
     return _OK;
@@ -201,6 +223,7 @@ export class LibvirtHost implements LibvirtHostPort {
     return this.#verb(id, (v) => v.destroy(id));
   }
   undefine(id: string): Promise<HostOutcome> {
+    this.#forget(id);
     return this.#verb(id, (v) => v.undefine(id));
   }
   blockresize(id: string, bytes: number): Promise<HostOutcome> {

@@ -36,6 +36,8 @@ export class VirshError extends Error {
 export interface Virsh {
   /** Every domain of the connection, defined or transient, sorted by name. */
   list(): Promise<VirshDomain[]>;
+  /** Every domain's UUID by name (`list --all --uuid --name`). */
+  uuids(): Promise<Map<string, string>>;
   /** The domain's current definition (`dumpxml --inactive`). */
   dumpxml(name: string): Promise<string>;
   /** Defines (or redefines) a persistent domain from `xml`; returns the name it defined. */
@@ -133,6 +135,15 @@ export class CommandVirsh implements Virsh {
 
   async list(): Promise<VirshDomain[]> {
     return parseVirshList(await this.#virsh("list", "--all"));
+  }
+
+  async uuids(): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    for (const line of (await this.#virsh("list", "--all", "--uuid", "--name")).split("\n")) {
+      const m = /^([0-9a-f-]{36})\s+(\S+)\s*$/.exec(line.trim());
+      if (m) out.set(m[2]!, m[1]!);
+    }
+    return out;
   }
 
   dumpxml(name: string): Promise<string> {

@@ -1,0 +1,108 @@
+import assert from "node:assert/strict";
+import type { DomainPlan } from "../../core/converge/instances/domain_plan.ts";
+import { FakeVirsh } from "./fake_virsh.ts";
+import { LibvirtHost } from "./libvirt_host.ts";
+import { makeQcow2, sha256Hex } from "../../fixtures/libvirt/image_server.ts";
+
+async function hostWithDomains(n: number) {
+  const dir = await Deno.makeTempDir({ prefix: "bcd-lvhost-" });
+  const virsh = new FakeVirsh();
+  const host = new LibvirtHost({ virsh, dataDir: dir, domainType: "qemu" });
+  const base = await makeQcow2(dir, "b.qcow2", "16M");
+  const sha = await sha256Hex(base);
+  await Deno.mkdir(`${dir}/libvirt/images`, { recursive: true });
+  await Deno.writeFile(`${dir}/libvirt/images/${sha}.qcow2`, base);
+  const plan = (id: string): DomainPlan => ({
+    id,
+    allocationId: "a1",
+    vcpus: 1,
+    memoryMiB: 64,
+    image: { sha256: sha, format: "qcow2" },
+    nics: [],
+    gpus: [],
+    placement: null,
+    seed: false,
+    restoredFrom: null,
+  });
+  for (let i = 0; i < n; i++) {
+    const id = `d${i}`;
+    await Deno.mkdir(`${dir}/libvirt/instances/${id}`, { recursive: true });
+    const out = await new Deno.Command("qemu-img", {
+      args: [
+        "create",
+        "-q",
+        "-f",
+        "qcow2",
+        "-u",
+        "-F",
+        "qcow2",
+        "-b",
+        `${dir}/libvirt/images/${sha}.qcow2`,
+        `${dir}/libvirt/instances/${id}/disk.qcow2`,
+        "16M",
+      ],
+    }).output();
+    assert.ok(out.success);
+    assert.deepEqual(await host.define(plan(id)), {});
+  }
+  return { dir, virsh, host, plan };
+}
+
+Deno.test("LibvirtHost.list() reads each domain's definition once; an idle listing is two virsh lists", async () => {
+  const { dir, virsh, host, plan } = await hostWithDomains(3);
+  try {
+    await virsh.define("<domain type='qemu'><name>foreign</name><memory unit='MiB'>32</memory></domain>");
+    const first = await host.list();
+    assert.deepEqual(first.map((d) => [d.name, d.plan?.id]), [["d0", "d0"], ["d1", "d1"], ["d2", "d2"], [
+      "foreign",
+      undefined,
+    ]]);
+    const reads = virsh.count("dumpxml");
+    assert.deepEqual(await host.list(), first);
+    assert.equal(virsh.count("dumpxml"), reads, "no definition read again");
+    await host.define({ ...plan("d1"), vcpus: 2 });
+    assert.equal((await host.list()).find((d) => d.name === "d1")?.plan?.vcpus, 2, "a redefinition is read again");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a define repeated after a crash between define and start names the same domain: no duplicate", async () => {
+  const { dir, virsh, plan } = await hostWithDomains(1);
+  try {
+    // A new process: a new LibvirtHost over the same libvirt and data dir defines the same instance again.
+    const again = new LibvirtHost({ virsh, dataDir: dir, domainType: "qemu" });
+    assert.deepEqual(await again.define(plan("d0")), {});
+    assert.deepEqual(await again.start("d0", false), {});
+    assert.deepEqual((await virsh.list()).map((d) => [d.name, d.state]), [["d0", "running"]]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("every verb on a foreign domain is refused unmanaged-domain before libvirt is asked", async () => {
+  const { dir, virsh, host, plan } = await hostWithDomains(0);
+  try {
+    await virsh.define("<domain type='qemu'><name>x1</name><memory unit='MiB'>32</memory></domain>");
+    await virsh.start("x1", true);
+    const before = virsh.calls.length;
+    for (
+      const o of [
+        host.start("x1", false),
+        host.suspend("x1"),
+        host.resume("x1"),
+        host.shutdown("x1"),
+        host.destroy("x1"),
+        host.undefine("x1"),
+        host.blockresize("x1", 2 ** 30),
+        host.define(plan("x1")),
+      ]
+    ) {
+      assert.equal((await o).refused?.reason, "unmanaged-domain");
+    }
+    assert.equal(virsh.calls.length, before, "no verb reached libvirt");
+    assert.equal((await virsh.list())[0]?.state, "paused");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
