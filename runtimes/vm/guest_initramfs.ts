@@ -1,0 +1,49 @@
+/**
+ * The guest agent in place of the base initramfs's agents (seed 002 §"The guest agent in place of NVX's agents"): a
+ * second newc archive, appended to a copy of the base initramfs at a 4-byte boundary, which Linux unpacks over the
+ * first. The base's `/init` hands a VM with `nvx_sandbox=1` to `/sbin/bcd-init-agent` (no arguments) and any other
+ * to `/sbin/bcd-managed-agent /dev/hvc0 …`; the archive replaces both with links to its own launchers:
+ *
+ * - `/opt/bcd/guest.js` (the bundled guest agent) and `/sbin/bcd-guest`, which runs it with the base's Deno under
+ *   the guest role's flags;
+ * - `/sbin/bcd-guest-init`: `bcd-guest init "$1"` (the control tty, the first argument `/init` passes);
+ * - `/sbin/bcd-guest-layered`: `bcd-guest init /dev/hvc0 layered` (it names the tty itself: `/init` passes none);
+ * - the links `/sbin/bcd-managed-agent` → `bcd-guest-init` and `/sbin/bcd-init-agent` → `bcd-guest-layered`.
+ *
+ * Linux removes a file whose type an archive changes before creating the new one, so each link replaces the base's
+ * agent without writing to its file. The base stays as it is.
+ *
+ * @module
+ */
+import { type NewcEntry, writeInitramfs } from "../../core/images/newc.ts";
+
+/** The entries of the appended archive for a bundled guest agent. */
+export function guestAgentEntries(agentJs: Uint8Array, guestFlags: readonly string[]): NewcEntry[] {
+  const sh = (body: string) => new TextEncoder().encode(`#!/bin/sh\n${body}\n`);
+  return [
+    { type: "dir", path: "opt", mode: 0o755 },
+    { type: "dir", path: "opt/bcd", mode: 0o755 },
+    { type: "dir", path: "sbin", mode: 0o755 },
+    { type: "file", path: "opt/bcd/guest.js", data: agentJs, mode: 0o644 },
+    {
+      type: "file",
+      path: "sbin/bcd-guest",
+      data: sh(`exec /bin/deno run ${guestFlags.join(" ")} /opt/bcd/guest.js "$@"`),
+      mode: 0o755,
+    },
+    { type: "file", path: "sbin/bcd-guest-init", data: sh('exec /sbin/bcd-guest init "$1"'), mode: 0o755 },
+    { type: "file", path: "sbin/bcd-guest-layered", data: sh("exec /sbin/bcd-guest init /dev/hvc0 layered"), mode: 0o755 },
+    { type: "symlink", path: "sbin/bcd-managed-agent", target: "bcd-guest-init" },
+    { type: "symlink", path: "sbin/bcd-init-agent", target: "bcd-guest-layered" },
+  ];
+}
+
+/** Writes the VM's initramfs: a copy of `base` with the guest agent's archive appended. Returns its offset. */
+export async function writeGuestInitramfs(
+  base: string,
+  dest: string,
+  agentJs: Uint8Array,
+  guestFlags: readonly string[],
+): Promise<number> {
+  return await writeInitramfs(base, dest, guestAgentEntries(agentJs, guestFlags), 0o600);
+}
