@@ -14,7 +14,7 @@
 import { parseArgs } from "node:util";
 import type { OverlayMode, ScratchJournal } from "../core/framing/mod.ts";
 import { AGENT_VERSION, BUILD, PROTOCOLS } from "../core/version.ts";
-import { ArtifactsInvalid, ARTIFACTS_VAR, loadArtifacts } from "../runtimes/vm/artifacts.ts";
+import { ARTIFACTS_VAR, ArtifactsInvalid, loadArtifacts } from "../runtimes/vm/artifacts.ts";
 import { probe, reattach, stage, stop } from "../runtimes/vm/control.ts";
 import { EXIT_FAILED, EXIT_USAGE, formatKeyValues, type HostResult } from "../runtimes/vm/key_value.ts";
 import { launch, type LayeredOptions } from "../runtimes/vm/launch.ts";
@@ -58,7 +58,9 @@ function _distro(v: unknown): { format: DistroFormat; path: string } {
 
 function _oneOf<T extends string>(v: unknown, allowed: readonly T[], flag: string): T | undefined {
   if (v === undefined) return undefined;
-  if (!(allowed as readonly unknown[]).includes(v)) throw new VmUsage(`${flag} ${JSON.stringify(v)} is not ${allowed.join(" or ")}`);
+  if (!(allowed as readonly unknown[]).includes(v)) {
+    throw new VmUsage(`${flag} ${JSON.stringify(v)} is not ${allowed.join(" or ")}`);
+  }
   return v as T;
 }
 
@@ -76,22 +78,35 @@ function _vmm(name: unknown): Vmm {
 }
 
 function _layered(v: Record<string, unknown>): LayeredOptions | undefined {
-  const given = ["distro", "distro-identity", "upper", "runtime-dir", "overlay-mode", "scratch-journal",
-    "first-partition-bound"].filter((k) => v[k] !== undefined);
+  const given = [
+    "distro",
+    "distro-identity",
+    "upper",
+    "runtime-dir",
+    "overlay-mode",
+    "scratch-journal",
+    "first-partition-bound",
+  ].filter((k) => v[k] !== undefined);
   if (given.length === 0) return undefined;
-  for (const k of ["distro", "distro-identity", "upper"]) if (v[k] === undefined) throw new VmUsage(`a layered launch needs --${k}`);
+  for (const k of ["distro", "distro-identity", "upper"]) {
+    if (v[k] === undefined) throw new VmUsage(`a layered launch needs --${k}`);
+  }
   const distro = _distro(v.distro);
   const up = String(v.upper);
   let upper: LayeredOptions["upper"];
   if (up === "ram") upper = "ram";
   else if (up.startsWith("scratch:/")) upper = { scratch: up.slice("scratch:".length) };
   else throw new VmUsage(`--upper ${JSON.stringify(up)} is not scratch:/PATH or ram`);
-  if (upper === "ram" && v["scratch-journal"] !== undefined) throw new VmUsage("--scratch-journal takes a scratch upper");
+  if (upper === "ram" && v["scratch-journal"] !== undefined) {
+    throw new VmUsage("--scratch-journal takes a scratch upper");
+  }
   if (distro.format !== "gpt" && v["first-partition-bound"] !== undefined) {
     throw new VmUsage("--first-partition-bound takes a gpt image");
   }
   const bound = v["first-partition-bound"];
-  if (bound !== undefined && !/^[1-9]\d*$/.test(String(bound))) throw new VmUsage(`--first-partition-bound ${bound} is not a positive number`);
+  if (bound !== undefined && !/^[1-9]\d*$/.test(String(bound))) {
+    throw new VmUsage(`--first-partition-bound ${bound} is not a positive number`);
+  }
   const overlayMode = _oneOf<OverlayMode>(v["overlay-mode"], ["trusted-lowers", "untrusted-lowers"], "--overlay-mode");
   const scratchJournal = _oneOf<ScratchJournal>(v["scratch-journal"], ["allowed", "forbidden"], "--scratch-journal");
   return {
@@ -143,26 +158,41 @@ export async function runVm(argv: readonly string[], deps: VmCliDeps = {}): Prom
   if (cmd !== "probe" && more.length > 0) throw new VmUsage(`${cmd} takes one STORE, not ${parsed.positionals.length}`);
   if (cmd === "probe" && more.length === 0) throw new VmUsage("probe needs at least one PROBE");
   const timeoutMs = v["timeout-ms"] !== undefined ? Number(v["timeout-ms"]) : deps.timeoutMs ?? 300_000;
-  if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) throw new VmUsage(`--timeout-ms ${v["timeout-ms"]} is not a positive integer`);
+  if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) {
+    throw new VmUsage(`--timeout-ms ${v["timeout-ms"]} is not a positive integer`);
+  }
 
   if (cmd === "stage") {
-    if (v.distro === undefined || v["distro-identity"] === undefined) throw new VmUsage("stage needs --distro and --distro-identity");
+    if (v.distro === undefined || v["distro-identity"] === undefined) {
+      throw new VmUsage("stage needs --distro and --distro-identity");
+    }
     const up = v.upper === undefined ? null : String(v.upper);
-    if (up !== null && !up.startsWith("scratch:/")) throw new VmUsage(`--upper ${JSON.stringify(up)} is not scratch:/PATH`);
+    if (up !== null && !up.startsWith("scratch:/")) {
+      throw new VmUsage(`--upper ${JSON.stringify(up)} is not scratch:/PATH`);
+    }
     try {
-      return await stage(storeDir, _distro(v.distro), String(v["distro-identity"]), up?.slice("scratch:".length) ?? null);
+      return await stage(
+        storeDir,
+        _distro(v.distro),
+        String(v["distro-identity"]),
+        up?.slice("scratch:".length) ?? null,
+      );
     } catch (e) {
       if (e instanceof BindingRefused) return { code: EXIT_FAILED, out: [], problem: e.message };
       throw e;
     }
   }
   const dir = Deno.env.get(ARTIFACTS_VAR);
-  if (dir === undefined) return { code: EXIT_FAILED, out: [], problem: `${ARTIFACTS_VAR} names no artifacts directory` };
+  if (dir === undefined) {
+    return { code: EXIT_FAILED, out: [], problem: `${ARTIFACTS_VAR} names no artifacts directory` };
+  }
   let artifacts;
   try {
     artifacts = await loadArtifacts(dir, String(v["guest-build"] ?? AGENT_VERSION));
   } catch (e) {
-    if (e instanceof ArtifactsInvalid || e instanceof RangeError) return { code: EXIT_FAILED, out: [], problem: e.message };
+    if (e instanceof ArtifactsInvalid || e instanceof RangeError) {
+      return { code: EXIT_FAILED, out: [], problem: e.message };
+    }
     throw e;
   }
   const attach = { store: storeDir, artifacts, timeoutMs };
@@ -203,7 +233,11 @@ export async function runVm(argv: readonly string[], deps: VmCliDeps = {}): Prom
 export async function vmMain(argv: readonly string[], deps: VmCliDeps = {}): Promise<number> {
   const enc = new TextEncoder();
   if (argv.length === 0) {
-    Deno.stdout.writeSync(enc.encode(JSON.stringify({ program: "bcd-vm", version: AGENT_VERSION, build: BUILD, protocols: PROTOCOLS }) + "\n"));
+    Deno.stdout.writeSync(
+      enc.encode(
+        JSON.stringify({ program: "bcd-vm", version: AGENT_VERSION, build: BUILD, protocols: PROTOCOLS }) + "\n",
+      ),
+    );
     return 0;
   }
   let r: HostResult;

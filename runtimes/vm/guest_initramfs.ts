@@ -32,7 +32,12 @@ export function guestAgentEntries(agentJs: Uint8Array, guestFlags: readonly stri
       mode: 0o755,
     },
     { type: "file", path: "sbin/bcd-guest-init", data: sh('exec /sbin/bcd-guest init "$1"'), mode: 0o755 },
-    { type: "file", path: "sbin/bcd-guest-layered", data: sh("exec /sbin/bcd-guest init /dev/hvc0 layered"), mode: 0o755 },
+    {
+      type: "file",
+      path: "sbin/bcd-guest-layered",
+      data: sh("exec /sbin/bcd-guest init /dev/hvc0 layered"),
+      mode: 0o755,
+    },
     { type: "symlink", path: "sbin/bcd-managed-agent", target: "bcd-guest-init" },
     { type: "symlink", path: "sbin/bcd-init-agent", target: "bcd-guest-layered" },
   ];

@@ -28,17 +28,17 @@ import { FramingClient } from "../guest/framing_client.ts";
 import type { Artifacts } from "./artifacts.ts";
 import { EXIT_FAILED, EXIT_OK, EXIT_ROOT_FAILED, type HostResult, type KeyValue } from "./key_value.ts";
 import { writeGuestInitramfs } from "./guest_initramfs.ts";
-import { isAlive, type ProcessIdentity, identify } from "./process_identity.ts";
-import { BindingRefused, checkBinding, type DistroFormat, STAGED_FILE, decodeStaged } from "./staged.ts";
+import { identify, isAlive, type ProcessIdentity } from "./process_identity.ts";
+import { BindingRefused, checkBinding, decodeStaged, type DistroFormat, STAGED_FILE } from "./staged.ts";
 import type { StepHook } from "./step_hook.ts";
 import {
+  claimScratch,
   CONTROL_SOCKET,
   INITRAMFS_FILE,
   LAUNCH_JOURNAL,
   LAUNCH_RECORD,
-  RUNTIME_RECORD,
-  claimScratch,
   releaseScratch,
+  RUNTIME_RECORD,
   SandboxStore,
   selfIdentity,
   VMM_LOG,
@@ -126,7 +126,9 @@ async function prepare(store: SandboxStore, l: LayeredOptions): Promise<Checked>
     throw new BindingRefused(`the store stages no image at ${l.distro.path} (it stages ${staged.distro.path})`);
   }
   const b = staged.distro.binding;
-  if (b.format !== l.distro.format) throw new BindingRefused(`the image was staged as ${b.format}, not ${l.distro.format}`);
+  if (b.format !== l.distro.format) {
+    throw new BindingRefused(`the image was staged as ${b.format}, not ${l.distro.format}`);
+  }
   if (b.identity.toLowerCase() !== l.identity.toLowerCase()) {
     throw new BindingRefused(`the image was staged with identity ${b.identity}, not ${l.identity}`);
   }
@@ -273,7 +275,13 @@ export async function launch(o: LaunchOptions): Promise<HostResult> {
     await o.hook.at("commit");
     await store.write(
       RUNTIME_RECORD,
-      JSON.stringify({ format: 1, vmm, identity: o.artifacts.identity, mode: o.layered ? "layered" : "blockless", epoch: 1 }),
+      JSON.stringify({
+        format: 1,
+        vmm,
+        identity: o.artifacts.identity,
+        mode: o.layered ? "layered" : "blockless",
+        epoch: 1,
+      }),
     );
     await store.remove(LAUNCH_JOURNAL);
     client.close();
@@ -296,6 +304,8 @@ export async function launch(o: LaunchOptions): Promise<HostResult> {
 
 /** Removes what a launch that did not commit wrote (the VMM's log stays, for the diagnostic). */
 async function abandon(store: SandboxStore, scratch: string | null): Promise<void> {
-  for (const f of [LAUNCH_JOURNAL, LAUNCH_RECORD, RUNTIME_RECORD, INITRAMFS_FILE, CONTROL_SOCKET]) await store.remove(f);
+  for (const f of [LAUNCH_JOURNAL, LAUNCH_RECORD, RUNTIME_RECORD, INITRAMFS_FILE, CONTROL_SOCKET]) {
+    await store.remove(f);
+  }
   if (scratch !== null) await releaseScratch(scratch, store.dir);
 }

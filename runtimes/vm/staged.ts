@@ -5,6 +5,9 @@
  * it from metadata: its device, inode, size, modification and change times in nanoseconds. A launch never hashes: it
  * opens each image once, checks the opened file's metadata against the binding and hands that very file to the VMM.
  *
+ * The times are the kernel's coarse file times (a tick of a few milliseconds): a write in the very tick of the staging
+ * keeps them, and only a change of size, device or inode shows it then, as for the seed's modification-time check.
+ *
  * The record, `runtime-adapter-staged.json` in the sandbox store (format 1), is read strictly: another format, a
  * missing or extra member, or a binding that does not decode is refused.
  *
@@ -97,7 +100,9 @@ async function _sha256(path: string): Promise<string> {
  * manifest's name, digest and (when given) UUID; without one, binds it unhashed.
  */
 export async function bindDistro(path: string, format: DistroFormat, identity: string): Promise<DistroBinding> {
-  if (format !== "erofs" && format !== "gpt") throw new BindingRefused(`format ${JSON.stringify(format)} is not erofs or gpt`);
+  if (format !== "erofs" && format !== "gpt") {
+    throw new BindingRefused(`format ${JSON.stringify(format)} is not erofs or gpt`);
+  }
   if (!UUID.test(identity)) throw new BindingRefused(`identity ${JSON.stringify(identity)} is not a UUID`);
   const before = _meta(_statPath(path), path);
   let sha256: string | null = null;
@@ -149,7 +154,9 @@ export function checkBinding(fd: number, path: string, binding: FileBinding): vo
 }
 
 function _expectKeys(o: unknown, keys: readonly string[], what: string): Record<string, unknown> {
-  if (typeof o !== "object" || o === null || Array.isArray(o)) throw new StagedRecordInvalid(`${what} is not an object`);
+  if (typeof o !== "object" || o === null || Array.isArray(o)) {
+    throw new StagedRecordInvalid(`${what} is not an object`);
+  }
   const have = Object.keys(o).sort();
   const want = [...keys].sort();
   if (have.join(",") !== want.join(",")) {
@@ -174,7 +181,9 @@ function _fileBinding(o: unknown, extra: readonly string[], what: string): Recor
 export function decodeDistroBinding(o: unknown, what = "distro binding"): DistroBinding {
   const r = _fileBinding(o, ["format", "identity", "sha256"], what);
   if (r.format !== "erofs" && r.format !== "gpt") throw new StagedRecordInvalid(`${what}.format is not erofs or gpt`);
-  if (typeof r.identity !== "string" || !UUID.test(r.identity)) throw new StagedRecordInvalid(`${what}.identity is not a UUID`);
+  if (typeof r.identity !== "string" || !UUID.test(r.identity)) {
+    throw new StagedRecordInvalid(`${what}.identity is not a UUID`);
+  }
   if (r.sha256 !== null && (typeof r.sha256 !== "string" || !/^[0-9a-f]{64}$/.test(r.sha256))) {
     throw new StagedRecordInvalid(`${what}.sha256 is not null or a hex digest`);
   }

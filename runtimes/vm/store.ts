@@ -171,7 +171,10 @@ interface Claim {
   readonly holder: ProcessIdentity;
 }
 
-async function _withClaimFile<T>(scratch: string, fn: (read: () => Promise<Claim | null>, write: (c: Claim | null) => Promise<void>) => Promise<T>): Promise<T> {
+async function _withClaimFile<T>(
+  scratch: string,
+  fn: (read: () => Promise<Claim | null>, write: (c: Claim | null) => Promise<void>) => Promise<T>,
+): Promise<T> {
   const f = await Deno.open(claimPath(scratch), { create: true, read: true, write: true, mode: 0o600 });
   try {
     await f.lock(true);
