@@ -33,6 +33,7 @@ import { type LinuxProbeContext, runLinuxProbe } from "./linux_probe_runner.ts";
 import { LinuxFs } from "./mapping/linux_fs.ts";
 import { RootMapper } from "./mapping/mapper.ts";
 import { isRelativePath } from "./probe_table.ts";
+import { isKernelThread } from "./kernel_thread.ts";
 
 /** Options of a {@link LinuxRoot}. */
 export interface LinuxRootOptions {
@@ -61,14 +62,26 @@ async function run(cmd: string, args: string[]): Promise<string> {
   return new TextDecoder().decode(out.stdout);
 }
 
-/** The block device whose sysfs path names `address` as a virtio-mmio device, waiting for it to appear. */
+/**
+ * The block device at `address`, waiting for it to appear: the one whose sysfs path names it as a virtio-mmio device,
+ * or, on a PCI machine (QEMU's `pc`, where `bcd-vm` launches), the virtio disk whose serial is the address's hex
+ * digits (`virtio-blk-pci,serial=d0003000`).
+ */
 export async function virtioDevice(address: bigint, timeoutMs: number): Promise<string> {
   const tag = `${address.toString(16)}.virtio_mmio`;
+  const serial = address.toString(16);
   const end = Date.now() + timeoutMs;
   for (;;) {
     for await (const e of Deno.readDir("/sys/class/block")) {
       const link = await Deno.realPath(`/sys/class/block/${e.name}`).catch(() => "");
       if (link.includes(tag) && !/\d$/.test(e.name.replace(/^vd[a-z]+/, ""))) return `/dev/${e.name}`;
+      if (/^vd[a-z]+$/.test(e.name)) {
+        const s = await Deno.readTextFile(`/sys/class/block/${e.name}/serial`).catch((err) => {
+          if (err instanceof Deno.errors.NotFound) return "";
+          throw err;
+        });
+        if (s.trim() === serial) return `/dev/${e.name}`;
+      }
     }
     if (Date.now() >= end) throw new Error(`no block device at ${tag} within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 50));
@@ -116,6 +129,7 @@ export class LinuxRoot implements RootOperations {
       await Deno.mkdir(config.workloadCgroup, { recursive: true });
       const procs = (await Deno.readTextFile(join(parent, "cgroup.procs"))).split("\n").filter((l) => l !== "");
       for (const pid of procs) {
+        if (await isKernelThread(pid)) continue; // the root cgroup lists them; cgroup2 refuses to move them
         await Deno.writeTextFile(join(config.agentCgroup, "cgroup.procs"), pid).catch((e) => {
           if (!(e instanceof Deno.errors.NotFound) && !/ESRCH|No such process/.test(String(e))) throw e;
         });

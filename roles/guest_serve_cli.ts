@@ -52,11 +52,35 @@ function serveFlags(values: Record<string, unknown>): string[] {
   return typeof values["guest-root"] === "string" ? ["--guest-root", values["guest-root"]] : [];
 }
 
-/** How to run this program again: the compiled binary itself, or `deno run` with the guest role's flags. */
+/**
+ * Set by a VM's initramfs launcher (`runtimes/vm/guest_initramfs.ts`) for PID 1 of a layered root, which runs with
+ * `--allow-all`: its worker mounts the root and writes cgroupfs, which Deno grants only to `--allow-all`, so the
+ * children it starts run with the same flags.
+ */
+export const ALLOW_ALL_VAR = "BCD_GUEST_ALLOW_ALL";
+
+function _allowAll(): boolean {
+  try {
+    return Deno.env.get(ALLOW_ALL_VAR) === "1";
+  } catch (e) {
+    if (e instanceof Deno.errors.NotCapable || e instanceof Deno.errors.PermissionDenied) return false;
+    throw e;
+  }
+}
+
+/**
+ * How to run this program again: the compiled binary itself, or `deno run` of its main module (the source entry,
+ * or the bundle a VM carries) with the guest role's flags, or `--allow-all` where {@link ALLOW_ALL_VAR} says so.
+ */
 function selfCommand(args: string[]): { cmd: string; args: string[] } {
   const exe = Deno.execPath();
   if (!/(^|\/)deno$/.test(exe)) return { cmd: exe, args };
-  return { cmd: exe, args: ["run", ...roleFlags("guest"), new URL("./guest.ts", import.meta.url).pathname, ...args] };
+  const main = Deno.mainModule.startsWith("file:") ? new URL(Deno.mainModule).pathname : null;
+  const entry = main !== null && /(^|\/)guest\.(ts|js)$/.test(main)
+    ? main
+    : new URL("./guest.ts", import.meta.url).pathname;
+  const flags = _allowAll() ? ["--quiet", "--no-prompt", "--allow-all"] : roleFlags("guest");
+  return { cmd: exe, args: ["run", ...flags, entry, ...args] };
 }
 
 /** `serve`: the guest agent on standard input and output. */

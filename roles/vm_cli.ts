@@ -21,7 +21,6 @@ import { launch, type LayeredOptions } from "../runtimes/vm/launch.ts";
 import { BindingRefused, type DistroFormat } from "../runtimes/vm/staged.ts";
 import { StepHook, StepHookUsage } from "../runtimes/vm/step_hook.ts";
 import { QemuVmm, type Vmm } from "../runtimes/vm/vmm.ts";
-import { roleFlags } from "./permissions.ts";
 
 /** A command line that this program refuses (exit 2). */
 export class VmUsage extends Error {
@@ -211,7 +210,8 @@ export async function runVm(argv: readonly string[], deps: VmCliDeps = {}): Prom
       return await launch({
         store: storeDir,
         guestAgent: String(v["guest-agent"]),
-        guestFlags: roleFlags("guest"),
+        // PID 1 of the VM: it mounts the layered root and writes cgroupfs and /proc/sysrq-trigger (guest_initramfs.ts).
+        guestFlags: ["--quiet", "--no-prompt", "--allow-all"],
         artifacts,
         vmm: deps.vmm ?? _vmm(v.hypervisor),
         hook,

@@ -5,7 +5,9 @@
  * to `/sbin/bcd-managed-agent /dev/hvc0 …`; the archive replaces both with links to its own launchers:
  *
  * - `/opt/bcd/guest.js` (the bundled guest agent) and `/sbin/bcd-guest`, which runs it with the base's Deno under
- *   the guest role's flags;
+ *   the flags the launch names — `--allow-all`: PID 1 of a layered root mounts it and writes cgroupfs and
+ *   `/proc/sysrq-trigger`, which Deno grants only to `--allow-all` — and `BCD_GUEST_ALLOW_ALL=1`, so that the
+ *   worker and idle child it starts run with the same;
  * - `/sbin/bcd-guest-init`: `bcd-guest init "$1"` (the control tty, the first argument `/init` passes);
  * - `/sbin/bcd-guest-layered`: `bcd-guest init /dev/hvc0 layered` (it names the tty itself: `/init` passes none);
  * - the links `/sbin/bcd-managed-agent` → `bcd-guest-init` and `/sbin/bcd-init-agent` → `bcd-guest-layered`.
@@ -28,7 +30,7 @@ export function guestAgentEntries(agentJs: Uint8Array, guestFlags: readonly stri
     {
       type: "file",
       path: "sbin/bcd-guest",
-      data: sh(`exec /bin/deno run ${guestFlags.join(" ")} /opt/bcd/guest.js "$@"`),
+      data: sh(`export BCD_GUEST_ALLOW_ALL=1\nexec /bin/deno run ${guestFlags.join(" ")} /opt/bcd/guest.js "$@"`),
       mode: 0o755,
     },
     { type: "file", path: "sbin/bcd-guest-init", data: sh('exec /sbin/bcd-guest init "$1"'), mode: 0o755 },

@@ -35,6 +35,12 @@ export interface VmmSpec {
 /** A VMM: how to run one. */
 export interface Vmm {
   readonly name: string;
+  /**
+   * The line of the VMM's log after which the guest's control console takes the host's bytes as they are, if the
+   * host must wait for one. There is no broker between the host and a virtio console: bytes that reach the guest's
+   * tty before it is raw would be echoed and edited, so the launch connects only once the base's `/init` said so.
+   */
+  readonly consoleReady?: RegExp;
   /** The program and its arguments; disk `i` is `/proc/self/fd/${3 + i}`. */
   command(spec: VmmSpec): { cmd: string; args: string[]; env?: Record<string, string> };
 }
@@ -57,7 +63,10 @@ export function spawnVmm(vmm: Vmm, spec: VmmSpec): number {
   }
 }
 
-/** Whether this host can run KVM (`/dev/kvm` opens read-write). */
+/**
+ * Whether this host offers KVM: `/dev/kvm` opens read-write. That it opens does not prove that it runs a guest (the
+ * project's CI machines have such a /dev/kvm), so `--hypervisor qemu-tcg` pins TCG where it does not.
+ */
 export function kvmUsable(): boolean {
   try {
     fs.closeSync(fs.openSync("/dev/kvm", "r+"));
@@ -71,6 +80,7 @@ export function kvmUsable(): boolean {
 /** `qemu-system-x86_64`: virtio disks whose serial is the boot token's address, the control port on hvc0. */
 export class QemuVmm implements Vmm {
   readonly name = "qemu";
+  readonly consoleReady = /^bcd-base: control console ready/m;
   constructor(readonly opts: { accel?: "kvm" | "tcg"; binary?: string } = {}) {}
 
   command(spec: VmmSpec): { cmd: string; args: string[] } {
