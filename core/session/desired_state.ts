@@ -4,7 +4,9 @@
  * valid `desired-state` signature is refused (the 'always' rule); a patch applies against `base_generation` — each
  * section it sets replaces that section wholesale, an empty section clears it, unset sections stay — or the daemon
  * asks for the full spec (`PATCH_BASE_MISMATCH`). `spec_hash` is echoed, never recomputed. The result is the full
- * spec to hold, encoded as a full `DesiredStateBody` for the journal.
+ * spec to hold, encoded as a full `DesiredStateBody` for the journal. A spec whose `access` section breaks a rule of
+ * `core/access/section.ts` (a control character, a CA key that is not exactly one OpenSSH public key, a principal
+ * with whitespace) is refused whole, signed or not: the previous spec stays in force (000 §Break-glass SSH).
  *
  * Seed reading (000 §Convergence and status: "A section number bcd does not know is `UNSUPPORTED`"): protobufjs drops
  * unknown fields, so the NodeSpec's fields this build's schema does not declare are read off the wire
@@ -21,6 +23,7 @@ import { enforcesSignatures, SignatureError, type TrustBundle, verifyEnvelope } 
 import { SECTION_ORDER } from "../converge/section.ts";
 import { MessageBudgetError } from "../../proto/message_budget.ts";
 import { isDefaultWireValue, unknownFields, wireFields } from "../../proto/unknown_fields.ts";
+import { AccessSpecInvalid, checkAccessSection } from "../access/section.ts";
 
 /** The spec the daemon holds. */
 export interface HeldDesiredState {
@@ -110,6 +113,8 @@ export async function takeDesiredState(
     throw e;
   }
   if (body.full) {
+    const bad = _accessRefusal(body.full, generation);
+    if (bad) return bad;
     return {
       action: "apply",
       held: { generation, specHash: body.spec_hash, spec: body.full, unknownSections: unknown },
@@ -127,6 +132,8 @@ export async function takeDesiredState(
     };
   }
   const merged = mergePatch(ctx.held.spec, body.patch);
+  const bad = _accessRefusal(merged, generation);
+  if (bad) return bad;
   const patched = new Set(unknown.map((u) => u.field));
   const mergedUnknown = [...ctx.held.unknownSections.filter((u) => !patched.has(u.field)), ...unknown]
     .sort((a, b) => a.field - b.field);
@@ -199,6 +206,19 @@ function _concat(parts: readonly Uint8Array[]): Uint8Array {
     at += p.length;
   }
   return out;
+}
+
+/** A refusal when the spec's `access` section breaks a rule; `undefined` when it keeps them all. */
+function _accessRefusal(spec: bcd.v1.NodeSpec.$Properties, generation: number): IntakeDecision | undefined {
+  try {
+    checkAccessSection(spec.access);
+    return undefined;
+  } catch (e) {
+    if (e instanceof AccessSpecInvalid) {
+      return { action: "refuse", why: `spec generation ${generation} refused (${e.reason}): ${e.message}` };
+    }
+    throw e;
+  }
 }
 
 /** Every section the patch sets replaces the held one wholesale (an empty section clears it); unset ones stay. */
