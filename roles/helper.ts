@@ -57,7 +57,7 @@ const SERVE: Subcommand = {
     }
     const log = createLogger({ level: levelFromEnv(config.log.level), base: { role: "helper" } });
     const role = config.helper.role ?? DEFAULT_HELPER_ROLE;
-    const host = hostBackends(config, { bootIdPath: Deno.env.get("BCD_BOOT_ID_PATH") });
+    const host = hostBackends(config, { bootIdPath: Deno.env.get("BCD_BOOT_ID_PATH"), log });
     const libvirt = role === "node"
       ? await libvirtBackend(config.dataDir, {
         log,
@@ -85,6 +85,7 @@ const SERVE: Subcommand = {
         cdi_dir: config.devices.cdiDir,
         run_dir: config.devices.runDir,
         cgroup_root: config.devices.cgroupRoot,
+        ssh_dir: config.access.sshDir,
       },
       "helper started",
     );

@@ -3,7 +3,7 @@
  * flags (`roles/permissions.ts`), beside the root `bcd-helper` (000 §privilege separation): everything under /proc,
  * /sys and /dev and every root-only write goes to the helper's socket (`[helper] socket`, default
  * `/run/bcd/helper.sock`) — the boot id, the host inventory and memory, the CDI/env hold files, the hold slices, the
- * GPUs' NUMA nodes, the host section's sysctl and huge page units, `gpu.reset` and `node.reboot`. The node still runs `nvidia-smi` itself for queries, does HTTPS log
+ * GPUs' NUMA nodes, the host section's sysctl and huge page units, `gpu.reset`, `node.reboot` and sshd's access files (`access.*`). The node still runs `nvidia-smi` itself for queries, does HTTPS log
  * uploads and runs the image checks. It refuses to start when the helper cannot be reached.
  *
  * @module
@@ -19,6 +19,8 @@ import {
 } from "../core/host/mod.ts";
 import type { SectionConverger } from "../core/converge/engine.ts";
 import { hostKindHandlers } from "../runtimes/host/mod.ts";
+import { AccessConverger } from "../core/access/mod.ts";
+import { HelperAccessHost } from "../runtimes/helper/access_port.ts";
 import {
   HelperGpuTool,
   HelperHoldStore,
@@ -101,7 +103,10 @@ export const COMMANDS: Record<string, Subcommand> = {
     capabilities: ["devices.limits", "binding.kubernetes"],
     helperSocket: (config) => config.helper.socket ?? DEFAULT_HELPER_SOCKET,
     devices: _devices,
-    convergers: (ctx) => [_host(ctx)],
+    convergers: (ctx) => [
+      _host(ctx),
+      new AccessConverger({ host: new HelperAccessHost(helperOf(ctx)), nodeId: ctx.identity.nodeId }),
+    ],
     instanceConverger: _instances,
     handlers(ctx) {
       const helper = helperOf(ctx);

@@ -46,7 +46,8 @@ export class FakeAccessHost implements AccessHost {
     });
   }
 
-  apply(f: AccessFiles): Promise<AccessApplied> {
+  // deno-lint-ignore require-await
+  async apply(f: AccessFiles): Promise<AccessApplied> {
     checkAccessFiles(f);
     const want = new Map<string, string>();
     if (!isNoAccess(f)) {
@@ -60,7 +61,7 @@ export class FakeAccessHost implements AccessHost {
     if (dropInChanges && want.has(FAKE_NAMES.dropIn) && this.failNextCheck !== undefined) {
       const msg = this.failNextCheck;
       this.failNextCheck = undefined;
-      return Promise.reject(new Error(`sshd -t refused the drop-in: ${msg}`));
+      throw new Error(`sshd -t refused the drop-in: ${msg}`);
     }
     const written: string[] = [];
     const removed: string[] = [];
@@ -77,6 +78,6 @@ export class FakeAccessHost implements AccessHost {
       }
     }
     if (dropInChanges) this.reloads++;
-    return Promise.resolve({ written, removed, reloaded: dropInChanges });
+    return { written, removed, reloaded: dropInChanges };
   }
 }

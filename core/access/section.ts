@@ -26,8 +26,8 @@ export const MAX_CA_KEYS = 64;
 export const MAX_PRINCIPALS = 1024;
 /** The longest principal. */
 export const MAX_PRINCIPAL = 256;
-/** The most revoked serials a section may carry. */
-export const MAX_REVOKED_SERIALS = 100_000;
+/** The most revoked serials a section may carry (with the other bounds, an `access.apply` request fits the helper's 1 MiB line). */
+export const MAX_REVOKED_SERIALS = 20_000;
 /** The largest exec-ticket JWKS accepted. */
 export const MAX_JWKS_BYTES = 256 * 1024;
 

@@ -41,6 +41,14 @@ export interface AgentConfig {
   instances?: { balloon_floor_percent?: number };
   helper?: { socket?: string; node_group?: string; role?: string; instance_bridges?: string[] };
   site?: { bmc_networks?: string[] };
+  access?: {
+    ssh_dir?: string;
+    sshd_config?: string;
+    sshd?: string;
+    ssh_keygen?: string;
+    sshd_pid_file?: string;
+    reload_command?: string[];
+  };
 }
 
 /** The configuration the agent runs with. */
@@ -73,6 +81,17 @@ export interface ResolvedAgentConfig {
     instanceBridges: string[];
   };
   site: { bmcNetworks: string[] };
+  /** The helper's sshd access files (`runtimes/access/sshd_files.ts`): the ssh directory the files and the drop-in go
+   * under, the sshd config the drop-in is checked with, the tools, and how sshd is reloaded (SIGHUP to the pid in
+   * `sshdPidFile`, or `reloadCommand` when set). */
+  access: {
+    sshDir: string;
+    sshdConfig: string;
+    sshd: string;
+    sshKeygen: string;
+    sshdPidFile: string;
+    reloadCommand: string[] | undefined;
+  };
 }
 
 type Kind = "string" | "path" | "int" | "bool" | "string[]" | "loglevel" | "url";
@@ -90,6 +109,14 @@ const SCHEMA: Schema = {
   instances: { balloon_floor_percent: "int" },
   helper: { socket: "path", node_group: "string", role: "string", instance_bridges: "string[]" },
   site: { bmc_networks: "string[]" },
+  access: {
+    ssh_dir: "path",
+    sshd_config: "path",
+    sshd: "string",
+    ssh_keygen: "string",
+    sshd_pid_file: "path",
+    reload_command: "string[]",
+  },
 };
 
 /** Finds the 1-based line where a dotted key is set, by scanning table headers and `key =` lines. */
@@ -290,6 +317,23 @@ export function resolveAgentConfig(cfg: AgentConfig, source = ""): ResolvedAgent
       instanceBridges: cfg.helper?.instance_bridges ?? [],
     },
     site: { bmcNetworks: cfg.site?.bmc_networks ?? [] },
+    access: _access(cfg, source),
+  };
+}
+
+function _access(cfg: AgentConfig, source: string): ResolvedAgentConfig["access"] {
+  const a = cfg.access ?? {};
+  const sshDir = a.ssh_dir ?? "/etc/ssh";
+  if (a.reload_command !== undefined && a.reload_command.length === 0) {
+    _fail(source, "access.reload_command", "must name a program (or be left out to SIGHUP the sshd pid)");
+  }
+  return {
+    sshDir,
+    sshdConfig: a.sshd_config ?? `${sshDir}/sshd_config`,
+    sshd: a.sshd ?? "sshd",
+    sshKeygen: a.ssh_keygen ?? "ssh-keygen",
+    sshdPidFile: a.sshd_pid_file ?? "/run/sshd.pid",
+    reloadCommand: a.reload_command,
   };
 }
 

@@ -16,6 +16,7 @@
  * | `nft.apply`, `nft.list` | `policy`; none                 | the network policy's own table (`args_nft.ts`)         |
  * | `sysctl.*`, `hugepages.*` | `keys`, `steps`; none, `steps` | allowlisted sysctl keys, huge page sizes (`args_host.ts`) |
  * | `libvirt.*`      | see `args_libvirt.ts`                 | instance ids and a domain plan; never a path or XML    |
+ * | `access.observe`, `access.apply` | see `args_access.ts`  | sshd's access files as content, never a path           |
  *
  * Allocation ids are the devices section's (1–128 of `[A-Za-z0-9_.-]`, starting alphanumeric, no `..`). A CDI write
  * is a hold, not a file: devices of a known class whose atom has that class's shape, `gpuUuid` the atom's GPU,
@@ -36,6 +37,7 @@ import { allocationIdOfSlice, checkSliceRequest, sliceName, type SliceSettings }
 import { HOST_ARG_CHECKS } from "./args_host.ts";
 import { NFT_ARG_CHECKS } from "./args_nft.ts";
 import { LIBVIRT_CHECKS } from "./args_libvirt.ts";
+import { checkAccessApply, checkAccessObserve } from "./args_access.ts";
 import { HelperError } from "./errors.ts";
 import {
   type CdiWriteArgs,
@@ -275,6 +277,8 @@ const _CHECK: { readonly [O in HelperOp]: (raw: unknown) => HelperArgs[O] } = {
   ...NFT_ARG_CHECKS,
   ...HOST_ARG_CHECKS,
   ...LIBVIRT_CHECKS,
+  "access.observe": checkAccessObserve,
+  "access.apply": checkAccessApply,
 };
 
 /**

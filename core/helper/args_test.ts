@@ -52,6 +52,12 @@ const VALID: Record<HelperOp, unknown> = {
   "hugepages.read": {},
   "hugepages.apply": { steps: [{ op: "set", size: "2M", node: 0, count: 512 }, { op: "restore", size: "1G" }] },
   ...LIBVIRT_VALID,
+  "access.observe": {},
+  "access.apply": {
+    caKeys: ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcH"],
+    principals: [{ account: "root", principals: ["root@n1"] }],
+    revokedSerials: [5],
+  },
 };
 
 Deno.test("checkArgs accepts one well-formed request of every op", () => {

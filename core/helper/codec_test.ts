@@ -58,6 +58,12 @@ const ARGS: { [O in HelperOp]: HelperArgs[O] } = {
   "hugepages.read": {},
   "hugepages.apply": { steps: [{ op: "set", size: "2M", node: 0, count: 512 }, { op: "restore", size: "1G" }] },
   ...LIBVIRT_VALID,
+  "access.observe": {},
+  "access.apply": {
+    caKeys: ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcH"],
+    principals: [{ account: "root", principals: ["root@n1"] }],
+    revokedSerials: [5],
+  },
 };
 
 Deno.test("every op's request survives encode and decode unchanged, one line each", () => {

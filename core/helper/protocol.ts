@@ -27,6 +27,7 @@ import type { HugepageObserved, HugepageStep } from "../host/hugepages.ts";
 import type { PoolResult } from "../host/ports.ts";
 import type { SysctlObserved, SysctlStep } from "../host/sysctl.ts";
 import { LIBVIRT_OPS, type LibvirtArgs, type LibvirtResults } from "./args_libvirt.ts";
+import type { AccessApplied, AccessFiles, AccessObserved } from "../access/mod.ts";
 
 /** The protocol's version, printed by `version` under `protocols.helper`. */
 export const HELPER_PROTOCOL_VERSION = 1;
@@ -62,6 +63,8 @@ export const HELPER_OPS = [
   "hugepages.read",
   "hugepages.apply",
   ...LIBVIRT_OPS,
+  "access.observe",
+  "access.apply",
 ] as const;
 
 /** An operation name. */
@@ -125,6 +128,8 @@ export interface HelperArgs extends LibvirtArgs {
   "sysctl.apply": { readonly steps: readonly SysctlStep[] };
   "hugepages.read": Record<never, never>;
   "hugepages.apply": { readonly steps: readonly HugepageStep[] };
+  "access.observe": Record<never, never>;
+  "access.apply": AccessFiles;
 }
 
 /** Each operation's result. */
@@ -154,6 +159,8 @@ export interface HelperResults extends LibvirtResults {
   "hugepages.read": HugepageObserved;
   /** Each set pool read back. */
   "hugepages.apply": { readonly pools: readonly PoolResult[] };
+  "access.observe": AccessObserved;
+  "access.apply": AccessApplied;
 }
 
 /** A checked request: the closed union the helper dispatches on. */

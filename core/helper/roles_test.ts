@@ -34,6 +34,9 @@ const LINE: Record<HelperOp, string> = {
   "hugepages.read": "{}",
   "hugepages.apply": '{"steps":[{"op":"restore","size":"2M"}]}',
   ...LIBVIRT_LINES,
+  "access.observe": "{}",
+  "access.apply":
+    '{"caKeys":["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcH"],"principals":[{"account":"root","principals":["root@n1"]}],"revokedSerials":[5]}',
 };
 
 Deno.test("each role's helper answers exactly its row of the table; the default is the node's", () => {

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { AccessHost } from "../../core/access/mod.ts";
 import type { HostInventoryReader, Rebooter } from "../../core/commands/kind_handlers/mod.ts";
 import type { HoldRecord } from "../../core/converge/devices/hold.ts";
 import type { HoldListing, HostMemorySource, SliceManager } from "../../core/converge/devices/ports.ts";
@@ -47,4 +48,6 @@ export interface HelperBackends {
   readonly hugepages: HugepagePort;
   /** The `libvirt-kvm` runtime's root half (`runtimes/libvirt/libvirt_host.ts`); absent where virsh is not installed. */
   readonly libvirt?: LibvirtHostPort;
+  /** sshd's access files (`access.*`); absent where the helper is not configured for them (the ops then fail). */
+  readonly access?: AccessHost;
 }

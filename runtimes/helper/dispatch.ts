@@ -16,6 +16,7 @@
 import { type SliceHostLimits, sliceHostProblem } from "../../core/converge/devices/slice.ts";
 import { HelperError, type HelperRequest } from "../../core/helper/mod.ts";
 import { PageSizeUnsupported } from "../../core/converge/devices/ports.ts";
+import { runAccessOp } from "./access_ops.ts";
 import type { HelperBackends } from "./backends.ts";
 
 /** The most hold files of one kind the helper keeps (a host's GPUs, MIG instances and slots are far fewer). */
@@ -144,6 +145,9 @@ async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promi
       return await b.hugepages.read();
     case "hugepages.apply":
       return { pools: await writes.run(() => b.hugepages.apply(req.args.steps)) };
+    case "access.observe":
+    case "access.apply":
+      return await runAccessOp(b, req, writes);
     default:
       return await _libvirt(b, req);
   }

@@ -20,6 +20,8 @@ import { SysfsHugepages } from "../host/sysfs_hugepages.ts";
 import { RealNft } from "../nft/real_nft.ts";
 import { NvidiaSmi, readPciNumaNode } from "../nvidia/nvidia_smi.ts";
 import type { HelperBackends } from "./backends.ts";
+import type { Logger } from "../../core/log/mod.ts";
+import { sshdAccessFiles } from "../access/sshd_files.ts";
 
 /** Options of {@link hostBackends}. */
 export interface HostBackendOptions {
@@ -30,6 +32,7 @@ export interface HostBackendOptions {
   readonly rebooter?: Rebooter;
   /** Where live sysctls are read and written (default `/proc/sys`). */
   readonly procSysRoot?: string;
+  readonly log?: Logger;
 }
 
 /** Whether systemd runs this host (its runtime directory exists). */
@@ -63,6 +66,7 @@ export function hostBackends(config: ResolvedAgentConfig, opts: HostBackendOptio
       ...(opts.procSysRoot !== undefined ? { procSys: opts.procSysRoot } : {}),
     }),
     hugepages: new SysfsHugepages({ etc: config.host.etcRoot, sys: config.host.sysRoot }),
+    access: sshdAccessFiles(config, opts.log),
   };
 }
 

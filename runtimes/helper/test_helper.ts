@@ -6,6 +6,7 @@
  *
  * @module
  */
+import type { AccessHost } from "../../core/access/mod.ts";
 import type { KindRole } from "../../core/commands/kinds.ts";
 import type { LibvirtHostPort } from "../../core/converge/instances/domain_plan.ts";
 import { type Logger, memoryLogger } from "../../core/log/mod.ts";
@@ -103,6 +104,7 @@ export async function startTestHelper(
     hugepages?: HugepagePort;
     server?: Partial<Pick<HelperServerOptions, "idleMs" | "partialLineMs" | "writeStallMs" | "maxConnections">>;
     libvirt?: LibvirtHostPort;
+    access?: AccessHost;
   } = {},
 ): Promise<TestHelper> {
   const root = await Deno.makeTempDir({ prefix: "bcd-helper-" });
@@ -139,6 +141,7 @@ export async function startTestHelper(
     sysctl: opts.sysctl ?? new SysctlFiles({ procSys: `${proc}/sys`, etc: `${root}/etc` }),
     hugepages: opts.hugepages ?? new SysfsHugepages({ sys, etc: `${root}/etc` }),
     ...(opts.libvirt ? { libvirt: opts.libvirt } : {}),
+    ...(opts.access ? { access: opts.access } : {}),
   };
   const mem = memoryLogger("debug");
   const server = new HelperServer(backends, {
