@@ -20,6 +20,8 @@ import { join, loadIdentity, type NodeIdentity } from "../core/session/identity.
 import { type EventSink, NodeAgent } from "../core/session/node_agent.ts";
 import { connectWebSocket } from "../core/session/transport.ts";
 import { checkTransportUrl, type TransportUse, UrlRefused } from "../core/session/url_policy.ts";
+import type { TunnelPort } from "../core/session/tunnel_frames.ts";
+import type { DialInstance } from "../runtimes/access/instance_dialer.ts";
 import { AGENT_VERSION } from "../core/version.ts";
 import { HelperError } from "../core/helper/mod.ts";
 import { helperBootId, HelperClient } from "../runtimes/helper/mod.ts";
@@ -71,6 +73,16 @@ export interface RoleWiring {
    * the helper cannot be reached, or when `[helper] role` names another role than its own.
    */
   helperSocket?(config: ResolvedAgentConfig): string;
+  /** Exec tunnels; `agent` gives the server time (floored at the mark) and the spec held once the agent runs. */
+  tunnels?(ctx: WiringContext, agent: TunnelAgentView): TunnelPort;
+}
+
+/** What a role's tunnels read from the running agent. */
+export interface TunnelAgentView {
+  /** Server time, ms: the agent's clock plus the `Welcome` offset, never before the journal's server time mark. */
+  serverNow(): Promise<number>;
+  /** The instances of the spec held now. */
+  instances(): readonly DialInstance[];
 }
 
 /**
@@ -277,7 +289,12 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
         const url = (values.gateway as string | undefined) ?? config.gateway.url ?? identity.gatewayUrl;
         if (url) _checkUrl(url, "session");
         const caCerts = config.gateway.caFile ? [await Deno.readTextFile(config.gateway.caFile)] : undefined;
-        const agent = await NodeAgent.start({
+        let started: NodeAgent | undefined;
+        const tunnels = w.tunnels?.(ctx, {
+          serverNow: async () => Math.max(started?.serverNow() ?? Date.now(), (await journal.meta()).serverTimeMark),
+          instances: () => started?.held?.spec.instances?.instances ?? [],
+        });
+        const agent = started = await NodeAgent.start({
           role: w.role,
           identity,
           journal,
@@ -292,6 +309,7 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
           capabilities: [...(w.capabilities ?? []), ...(inst?.capabilities ?? [])],
           ...(inst ? { runtimes: inst.converger.runtimeNames } : {}),
           instances: inst ? () => inst.converger.listing() : w.instances?.(ctx),
+          ...(tunnels ? { tunnels } : {}),
           hostname: ctx.hostname,
           connect: values.offline || !url ? undefined : () => connectWebSocket(url, 10_000, { caCerts }),
           log,

@@ -19,7 +19,9 @@ import {
 } from "../core/host/mod.ts";
 import type { SectionConverger } from "../core/converge/engine.ts";
 import { hostKindHandlers } from "../runtimes/host/mod.ts";
-import { AccessConverger } from "../core/access/mod.ts";
+import { AccessConverger, JwksHolder } from "../core/access/mod.ts";
+import { Tunnels } from "../core/access/tunnels.ts";
+import { InstanceDialer } from "../runtimes/access/instance_dialer.ts";
 import { HelperAccessHost } from "../runtimes/helper/access_port.ts";
 import {
   HelperGpuTool,
@@ -44,6 +46,15 @@ import { JOURNAL_COMMAND } from "./node_journal_cli.ts";
 /** `nvidia-smi` for queries, NUMA nodes and resets through the helper. */
 function _gpu(ctx: WiringContext): HelperGpuTool {
   return new HelperGpuTool(helperOf(ctx), { binary: ctx.config.devices.nvidiaSmi });
+}
+
+const _jwksByCtx = new WeakMap<WiringContext, JwksHolder>();
+
+/** The exec-ticket JWKS the access converger takes and the tunnels verify against: one per daemon. */
+function _jwks(ctx: WiringContext): JwksHolder {
+  let j = _jwksByCtx.get(ctx);
+  if (!j) _jwksByCtx.set(ctx, j = new JwksHolder());
+  return j;
 }
 
 /** The host's devices, through the helper: CDI specs and env files, the hold slices, host memory. */
@@ -105,9 +116,18 @@ export const COMMANDS: Record<string, Subcommand> = {
     devices: _devices,
     convergers: (ctx) => [
       _host(ctx),
-      new AccessConverger({ host: new HelperAccessHost(helperOf(ctx)), nodeId: ctx.identity.nodeId }),
+      new AccessConverger({ host: new HelperAccessHost(helperOf(ctx)), nodeId: ctx.identity.nodeId, jwks: _jwks(ctx) }),
     ],
     instanceConverger: _instances,
+    tunnels: (ctx, agent) =>
+      new Tunnels({
+        nodeId: ctx.identity.nodeId,
+        jwks: _jwks(ctx),
+        ledger: ctx.journal,
+        dialer: new InstanceDialer({ instances: agent.instances }),
+        serverNow: agent.serverNow,
+        log: ctx.log,
+      }),
     handlers(ctx) {
       const helper = helperOf(ctx);
       const reg = new HandlerRegistry();

@@ -99,8 +99,9 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, RolePermissions>> = {
     denyRun: [],
     net: "all",
     env: DAEMON_ENV,
-    // The hostname for Hello; the inventory's interfaces and memory come from the helper.
-    sys: ["hostname"],
+    // The hostname for Hello; the host's addresses on the instances' bridges, which exec tunnels dial from; the
+    // inventory's interfaces and memory come from the helper.
+    sys: ["hostname", "networkInterfaces"],
   },
   site: {
     // Privilege-separated like the node: the boot id, the inventory and node.reboot go through the helper's socket.

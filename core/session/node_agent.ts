@@ -61,6 +61,7 @@ import { takeTrustBundle } from "./trust_rotation.ts";
 import { type NodeIdentity, saveTrustBundle, trustBundleFromWire, unbatchedFromWire } from "./identity.ts";
 import { signSessionProof } from "./proofs.ts";
 import type { FrameTransport } from "./transport.ts";
+import { routeTunnelFrame, type TunnelPort } from "./tunnel_frames.ts";
 
 /** An event as convergers emit it; the journal assigns `seq`. */
 export type EventInit = Omit<Props<typeof bcd.v1.Event>, "seq" | "event_class" | "age_ms">;
@@ -96,6 +97,8 @@ export interface NodeAgentOptions {
   readonly driftMs?: number;
   /** Every VM the host runtimes know, and whether that is all of them, for `StatusReport.instances(_complete)`. */
   readonly instances?: () => InstanceListing;
+  /** Exec tunnels (`OpenTunnel`, `TunnelData`, `TunnelClose`); absent: every `OpenTunnel` is refused. */
+  readonly tunnels?: TunnelPort;
 }
 
 const CLASS: Record<EventClass, bcd.v1.Event.Class> = {
@@ -325,6 +328,7 @@ export class NodeAgent implements SessionDelegate, EventSink {
   }
 
   async frame(f: GatewayFrame, _out: SessionOut): Promise<void> {
+    if (routeTunnelFrame(f, this.#o.tunnels, { send: (t) => this.#send(t) }, this.#log)) return;
     if (f.desired_state) await this.#desiredState(f.desired_state);
     else if (f.command) await this.#command(f.command);
     else if (f.cancel) await this.#cancel(f.cancel);
@@ -350,6 +354,7 @@ export class NodeAgent implements SessionDelegate, EventSink {
 
   disconnected(reason: string): void {
     this.#out = undefined;
+    this.#o.tunnels?.closeAll(`session closed: ${reason}`);
     this.#log.info({ reason }, "session closed");
   }
 

@@ -2897,7 +2897,9 @@ export namespace bcd {
             spec_request?: (bcd.v1.SpecRequest.$Properties|null);
             secret_request?: (bcd.v1.SecretRequest.$Properties|null);
             close?: (bcd.v1.SessionClose.$Properties|null);
-            frame?: ("hello"|"heartbeat"|"status"|"command_update"|"event_batch"|"spec_request"|"secret_request"|"close");
+            tunnel_data?: (bcd.v1.TunnelData.$Properties|null);
+            tunnel_close?: (bcd.v1.TunnelClose.$Properties|null);
+            frame?: ("hello"|"heartbeat"|"status"|"command_update"|"event_batch"|"spec_request"|"secret_request"|"close"|"tunnel_data"|"tunnel_close");
             static create(properties: bcd.v1.NodeFrame.$Shape): bcd.v1.NodeFrame & bcd.v1.NodeFrame.$Shape;
             static create(properties?: bcd.v1.NodeFrame.$Properties): bcd.v1.NodeFrame;
             static encode(message: bcd.v1.NodeFrame.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
@@ -2918,7 +2920,9 @@ export namespace bcd {
                 spec_request?: (bcd.v1.SpecRequest.$Properties|null);
                 secret_request?: (bcd.v1.SecretRequest.$Properties|null);
                 close?: (bcd.v1.SessionClose.$Properties|null);
-                frame?: ("hello"|"heartbeat"|"status"|"command_update"|"event_batch"|"spec_request"|"secret_request"|"close");
+                tunnel_data?: (bcd.v1.TunnelData.$Properties|null);
+                tunnel_close?: (bcd.v1.TunnelClose.$Properties|null);
+                frame?: ("hello"|"heartbeat"|"status"|"command_update"|"event_batch"|"spec_request"|"secret_request"|"close"|"tunnel_data"|"tunnel_close");
                 $unknowns?: Uint8Array[];
             }
             type $Shape = {
@@ -2930,9 +2934,11 @@ export namespace bcd {
               spec_request?: bcd.v1.SpecRequest.$Shape|null;
               secret_request?: bcd.v1.SecretRequest.$Shape|null;
               close?: bcd.v1.SessionClose.$Shape|null;
+              tunnel_data?: bcd.v1.TunnelData.$Shape|null;
+              tunnel_close?: bcd.v1.TunnelClose.$Shape|null;
               $unknowns?: Uint8Array[];
             } & (
-              ({ frame?: undefined; hello?: null; heartbeat?: null; status?: null; command_update?: null; event_batch?: null; spec_request?: null; secret_request?: null; close?: null }|{ frame?: "hello"; hello: bcd.v1.Hello.$Shape; heartbeat?: null; status?: null; command_update?: null; event_batch?: null; spec_request?: null; secret_request?: null; close?: null }|{ frame?: "heartbeat"; hello?: null; heartbeat: bcd.v1.Heartbeat.$Shape; status?: null; command_update?: null; event_batch?: null; spec_request?: null; secret_request?: null; close?: null }|{ frame?: "status"; hello?: null; heartbeat?: null; status: bcd.v1.StatusReport.$Shape; command_update?: null; event_batch?: null; spec_request?: null; secret_request?: null; close?: null }|{ frame?: "command_update"; hello?: null; heartbeat?: null; status?: null; command_update: bcd.v1.CommandUpdate.$Shape; event_batch?: null; spec_request?: null; secret_request?: null; close?: null }|{ frame?: "event_batch"; hello?: null; heartbeat?: null; status?: null; command_update?: null; event_batch: bcd.v1.EventBatch.$Shape; spec_request?: null; secret_request?: null; close?: null }|{ frame?: "spec_request"; hello?: null; heartbeat?: null; status?: null; command_update?: null; event_batch?: null; spec_request: bcd.v1.SpecRequest.$Shape; secret_request?: null; close?: null }|{ frame?: "secret_request"; hello?: null; heartbeat?: null; status?: null; command_update?: null; event_batch?: null; spec_request?: null; secret_request: bcd.v1.SecretRequest.$Shape; close?: null }|{ frame?: "close"; hello?: null; heartbeat?: null; status?: null; command_update?: null; event_batch?: null; spec_request?: null; secret_request?: null; close: bcd.v1.SessionClose.$Shape })
+              ({ frame?: undefined; hello?: null; heartbeat?: null; status?: null; command_update?: null; event_batch?: null; spec_request?: null; secret_request?: null; close?: null; tunnel_data?: null; tunnel_close?: null }|{ frame?: "hello"; hello: bcd.v1.Hello.$Shape; heartbeat?: null; status?: null; command_update?: null; event_batch?: null; spec_request?: null; secret_request?: null; close?: null; tunnel_data?: null; tunnel_close?: null }|{ frame?: "heartbeat"; hello?: null; heartbeat: bcd.v1.Heartbeat.$Shape; status?: null; command_update?: null; event_batch?: null; spec_request?: null; secret_request?: null; close?: null; tunnel_data?: null; tunnel_close?: null }|{ frame?: "status"; hello?: null; heartbeat?: null; status: bcd.v1.StatusReport.$Shape; command_update?: null; event_batch?: null; spec_request?: null; secret_request?: null; close?: null; tunnel_data?: null; tunnel_close?: null }|{ frame?: "command_update"; hello?: null; heartbeat?: null; status?: null; command_update: bcd.v1.CommandUpdate.$Shape; event_batch?: null; spec_request?: null; secret_request?: null; close?: null; tunnel_data?: null; tunnel_close?: null }|{ frame?: "event_batch"; hello?: null; heartbeat?: null; status?: null; command_update?: null; event_batch: bcd.v1.EventBatch.$Shape; spec_request?: null; secret_request?: null; close?: null; tunnel_data?: null; tunnel_close?: null }|{ frame?: "spec_request"; hello?: null; heartbeat?: null; status?: null; command_update?: null; event_batch?: null; spec_request: bcd.v1.SpecRequest.$Shape; secret_request?: null; close?: null; tunnel_data?: null; tunnel_close?: null }|{ frame?: "secret_request"; hello?: null; heartbeat?: null; status?: null; command_update?: null; event_batch?: null; spec_request?: null; secret_request: bcd.v1.SecretRequest.$Shape; close?: null; tunnel_data?: null; tunnel_close?: null }|{ frame?: "close"; hello?: null; heartbeat?: null; status?: null; command_update?: null; event_batch?: null; spec_request?: null; secret_request?: null; close: bcd.v1.SessionClose.$Shape; tunnel_data?: null; tunnel_close?: null }|{ frame?: "tunnel_data"; hello?: null; heartbeat?: null; status?: null; command_update?: null; event_batch?: null; spec_request?: null; secret_request?: null; close?: null; tunnel_data: bcd.v1.TunnelData.$Shape; tunnel_close?: null }|{ frame?: "tunnel_close"; hello?: null; heartbeat?: null; status?: null; command_update?: null; event_batch?: null; spec_request?: null; secret_request?: null; close?: null; tunnel_data?: null; tunnel_close: bcd.v1.TunnelClose.$Shape })
             );
         }
 
@@ -2951,7 +2957,10 @@ export namespace bcd {
             ack?: (bcd.v1.Ack.$Properties|null);
             secret_response?: (bcd.v1.SecretResponse.$Properties|null);
             close?: (bcd.v1.SessionClose.$Properties|null);
-            frame?: ("challenge"|"welcome"|"heartbeat"|"desired_state"|"command"|"cancel"|"ack"|"secret_response"|"close");
+            open_tunnel?: (bcd.v1.OpenTunnel.$Properties|null);
+            tunnel_data?: (bcd.v1.TunnelData.$Properties|null);
+            tunnel_close?: (bcd.v1.TunnelClose.$Properties|null);
+            frame?: ("challenge"|"welcome"|"heartbeat"|"desired_state"|"command"|"cancel"|"ack"|"secret_response"|"close"|"open_tunnel"|"tunnel_data"|"tunnel_close");
             static create(properties: bcd.v1.GatewayFrame.$Shape): bcd.v1.GatewayFrame & bcd.v1.GatewayFrame.$Shape;
             static create(properties?: bcd.v1.GatewayFrame.$Properties): bcd.v1.GatewayFrame;
             static encode(message: bcd.v1.GatewayFrame.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
@@ -2973,7 +2982,10 @@ export namespace bcd {
                 ack?: (bcd.v1.Ack.$Properties|null);
                 secret_response?: (bcd.v1.SecretResponse.$Properties|null);
                 close?: (bcd.v1.SessionClose.$Properties|null);
-                frame?: ("challenge"|"welcome"|"heartbeat"|"desired_state"|"command"|"cancel"|"ack"|"secret_response"|"close");
+                open_tunnel?: (bcd.v1.OpenTunnel.$Properties|null);
+                tunnel_data?: (bcd.v1.TunnelData.$Properties|null);
+                tunnel_close?: (bcd.v1.TunnelClose.$Properties|null);
+                frame?: ("challenge"|"welcome"|"heartbeat"|"desired_state"|"command"|"cancel"|"ack"|"secret_response"|"close"|"open_tunnel"|"tunnel_data"|"tunnel_close");
                 $unknowns?: Uint8Array[];
             }
             type $Shape = {
@@ -2986,9 +2998,12 @@ export namespace bcd {
               ack?: bcd.v1.Ack.$Shape|null;
               secret_response?: bcd.v1.SecretResponse.$Shape|null;
               close?: bcd.v1.SessionClose.$Shape|null;
+              open_tunnel?: bcd.v1.OpenTunnel.$Shape|null;
+              tunnel_data?: bcd.v1.TunnelData.$Shape|null;
+              tunnel_close?: bcd.v1.TunnelClose.$Shape|null;
               $unknowns?: Uint8Array[];
             } & (
-              ({ frame?: undefined; challenge?: null; welcome?: null; heartbeat?: null; desired_state?: null; command?: null; cancel?: null; ack?: null; secret_response?: null; close?: null }|{ frame?: "challenge"; challenge: bcd.v1.Challenge.$Shape; welcome?: null; heartbeat?: null; desired_state?: null; command?: null; cancel?: null; ack?: null; secret_response?: null; close?: null }|{ frame?: "welcome"; challenge?: null; welcome: bcd.v1.Welcome.$Shape; heartbeat?: null; desired_state?: null; command?: null; cancel?: null; ack?: null; secret_response?: null; close?: null }|{ frame?: "heartbeat"; challenge?: null; welcome?: null; heartbeat: bcd.v1.Heartbeat.$Shape; desired_state?: null; command?: null; cancel?: null; ack?: null; secret_response?: null; close?: null }|{ frame?: "desired_state"; challenge?: null; welcome?: null; heartbeat?: null; desired_state: bcd.v1.DesiredState.$Shape; command?: null; cancel?: null; ack?: null; secret_response?: null; close?: null }|{ frame?: "command"; challenge?: null; welcome?: null; heartbeat?: null; desired_state?: null; command: bcd.v1.Command.$Shape; cancel?: null; ack?: null; secret_response?: null; close?: null }|{ frame?: "cancel"; challenge?: null; welcome?: null; heartbeat?: null; desired_state?: null; command?: null; cancel: bcd.v1.Cancel.$Shape; ack?: null; secret_response?: null; close?: null }|{ frame?: "ack"; challenge?: null; welcome?: null; heartbeat?: null; desired_state?: null; command?: null; cancel?: null; ack: bcd.v1.Ack.$Shape; secret_response?: null; close?: null }|{ frame?: "secret_response"; challenge?: null; welcome?: null; heartbeat?: null; desired_state?: null; command?: null; cancel?: null; ack?: null; secret_response: bcd.v1.SecretResponse.$Shape; close?: null }|{ frame?: "close"; challenge?: null; welcome?: null; heartbeat?: null; desired_state?: null; command?: null; cancel?: null; ack?: null; secret_response?: null; close: bcd.v1.SessionClose.$Shape })
+              ({ frame?: undefined; challenge?: null; welcome?: null; heartbeat?: null; desired_state?: null; command?: null; cancel?: null; ack?: null; secret_response?: null; close?: null; open_tunnel?: null; tunnel_data?: null; tunnel_close?: null }|{ frame?: "challenge"; challenge: bcd.v1.Challenge.$Shape; welcome?: null; heartbeat?: null; desired_state?: null; command?: null; cancel?: null; ack?: null; secret_response?: null; close?: null; open_tunnel?: null; tunnel_data?: null; tunnel_close?: null }|{ frame?: "welcome"; challenge?: null; welcome: bcd.v1.Welcome.$Shape; heartbeat?: null; desired_state?: null; command?: null; cancel?: null; ack?: null; secret_response?: null; close?: null; open_tunnel?: null; tunnel_data?: null; tunnel_close?: null }|{ frame?: "heartbeat"; challenge?: null; welcome?: null; heartbeat: bcd.v1.Heartbeat.$Shape; desired_state?: null; command?: null; cancel?: null; ack?: null; secret_response?: null; close?: null; open_tunnel?: null; tunnel_data?: null; tunnel_close?: null }|{ frame?: "desired_state"; challenge?: null; welcome?: null; heartbeat?: null; desired_state: bcd.v1.DesiredState.$Shape; command?: null; cancel?: null; ack?: null; secret_response?: null; close?: null; open_tunnel?: null; tunnel_data?: null; tunnel_close?: null }|{ frame?: "command"; challenge?: null; welcome?: null; heartbeat?: null; desired_state?: null; command: bcd.v1.Command.$Shape; cancel?: null; ack?: null; secret_response?: null; close?: null; open_tunnel?: null; tunnel_data?: null; tunnel_close?: null }|{ frame?: "cancel"; challenge?: null; welcome?: null; heartbeat?: null; desired_state?: null; command?: null; cancel: bcd.v1.Cancel.$Shape; ack?: null; secret_response?: null; close?: null; open_tunnel?: null; tunnel_data?: null; tunnel_close?: null }|{ frame?: "ack"; challenge?: null; welcome?: null; heartbeat?: null; desired_state?: null; command?: null; cancel?: null; ack: bcd.v1.Ack.$Shape; secret_response?: null; close?: null; open_tunnel?: null; tunnel_data?: null; tunnel_close?: null }|{ frame?: "secret_response"; challenge?: null; welcome?: null; heartbeat?: null; desired_state?: null; command?: null; cancel?: null; ack?: null; secret_response: bcd.v1.SecretResponse.$Shape; close?: null; open_tunnel?: null; tunnel_data?: null; tunnel_close?: null }|{ frame?: "close"; challenge?: null; welcome?: null; heartbeat?: null; desired_state?: null; command?: null; cancel?: null; ack?: null; secret_response?: null; close: bcd.v1.SessionClose.$Shape; open_tunnel?: null; tunnel_data?: null; tunnel_close?: null }|{ frame?: "open_tunnel"; challenge?: null; welcome?: null; heartbeat?: null; desired_state?: null; command?: null; cancel?: null; ack?: null; secret_response?: null; close?: null; open_tunnel: bcd.v1.OpenTunnel.$Shape; tunnel_data?: null; tunnel_close?: null }|{ frame?: "tunnel_data"; challenge?: null; welcome?: null; heartbeat?: null; desired_state?: null; command?: null; cancel?: null; ack?: null; secret_response?: null; close?: null; open_tunnel?: null; tunnel_data: bcd.v1.TunnelData.$Shape; tunnel_close?: null }|{ frame?: "tunnel_close"; challenge?: null; welcome?: null; heartbeat?: null; desired_state?: null; command?: null; cancel?: null; ack?: null; secret_response?: null; close?: null; open_tunnel?: null; tunnel_data?: null; tunnel_close: bcd.v1.TunnelClose.$Shape })
             );
         }
 
@@ -3242,6 +3257,95 @@ export namespace bcd {
                 $unknowns?: Uint8Array[];
             }
             type $Shape = bcd.v1.SessionClose.$Properties;
+        }
+
+        interface IOpenTunnel extends bcd.v1.OpenTunnel.$Properties {
+        }
+
+        class OpenTunnel {
+            constructor(properties?: bcd.v1.OpenTunnel.$Properties);
+            $unknowns?: Uint8Array[];
+            tunnel_id: string;
+            ticket: string;
+            instance_id: string;
+            port: number;
+            static create(properties: bcd.v1.OpenTunnel.$Shape): bcd.v1.OpenTunnel & bcd.v1.OpenTunnel.$Shape;
+            static create(properties?: bcd.v1.OpenTunnel.$Properties): bcd.v1.OpenTunnel;
+            static encode(message: bcd.v1.OpenTunnel.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.OpenTunnel & bcd.v1.OpenTunnel.$Shape;
+            static fromObject(object: { [k: string]: any }): bcd.v1.OpenTunnel;
+            static toObject(message: bcd.v1.OpenTunnel, options?: $protobuf.IConversionOptions): { [k: string]: any };
+            toJSON(): { [k: string]: any };
+            static getTypeUrl(prefix?: string): string;
+        }
+
+        namespace OpenTunnel {
+            interface $Properties {
+                tunnel_id?: (string|null);
+                ticket?: (string|null);
+                instance_id?: (string|null);
+                port?: (number|null);
+                $unknowns?: Uint8Array[];
+            }
+            type $Shape = bcd.v1.OpenTunnel.$Properties;
+        }
+
+        interface ITunnelData extends bcd.v1.TunnelData.$Properties {
+        }
+
+        class TunnelData {
+            constructor(properties?: bcd.v1.TunnelData.$Properties);
+            $unknowns?: Uint8Array[];
+            tunnel_id: string;
+            data: Uint8Array;
+            ack: number;
+            static create(properties: bcd.v1.TunnelData.$Shape): bcd.v1.TunnelData & bcd.v1.TunnelData.$Shape;
+            static create(properties?: bcd.v1.TunnelData.$Properties): bcd.v1.TunnelData;
+            static encode(message: bcd.v1.TunnelData.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.TunnelData & bcd.v1.TunnelData.$Shape;
+            static fromObject(object: { [k: string]: any }): bcd.v1.TunnelData;
+            static toObject(message: bcd.v1.TunnelData, options?: $protobuf.IConversionOptions): { [k: string]: any };
+            toJSON(): { [k: string]: any };
+            static getTypeUrl(prefix?: string): string;
+        }
+
+        namespace TunnelData {
+            interface $Properties {
+                tunnel_id?: (string|null);
+                data?: (Uint8Array|null);
+                ack?: (number|null);
+                $unknowns?: Uint8Array[];
+            }
+            type $Shape = bcd.v1.TunnelData.$Properties;
+        }
+
+        interface ITunnelClose extends bcd.v1.TunnelClose.$Properties {
+        }
+
+        class TunnelClose {
+            constructor(properties?: bcd.v1.TunnelClose.$Properties);
+            $unknowns?: Uint8Array[];
+            tunnel_id: string;
+            reason: string;
+            message: string;
+            static create(properties: bcd.v1.TunnelClose.$Shape): bcd.v1.TunnelClose & bcd.v1.TunnelClose.$Shape;
+            static create(properties?: bcd.v1.TunnelClose.$Properties): bcd.v1.TunnelClose;
+            static encode(message: bcd.v1.TunnelClose.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.TunnelClose & bcd.v1.TunnelClose.$Shape;
+            static fromObject(object: { [k: string]: any }): bcd.v1.TunnelClose;
+            static toObject(message: bcd.v1.TunnelClose, options?: $protobuf.IConversionOptions): { [k: string]: any };
+            toJSON(): { [k: string]: any };
+            static getTypeUrl(prefix?: string): string;
+        }
+
+        namespace TunnelClose {
+            interface $Properties {
+                tunnel_id?: (string|null);
+                reason?: (string|null);
+                message?: (string|null);
+                $unknowns?: Uint8Array[];
+            }
+            type $Shape = bcd.v1.TunnelClose.$Properties;
         }
 
         interface IJoinRequest extends bcd.v1.JoinRequest.$Properties {

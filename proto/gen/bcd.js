@@ -18106,11 +18106,13 @@ export const bcd = $root.bcd = (() => {
             NodeFrame.prototype.spec_request = null;
             NodeFrame.prototype.secret_request = null;
             NodeFrame.prototype.close = null;
+            NodeFrame.prototype.tunnel_data = null;
+            NodeFrame.prototype.tunnel_close = null;
 
             let $oneOfFields;
 
             $Object.defineProperty(NodeFrame.prototype, "frame", {
-                get: $util.oneOfGetter($oneOfFields = ["hello", "heartbeat", "status", "command_update", "event_batch", "spec_request", "secret_request", "close"]),
+                get: $util.oneOfGetter($oneOfFields = ["hello", "heartbeat", "status", "command_update", "event_batch", "spec_request", "secret_request", "close", "tunnel_data", "tunnel_close"]),
                 set: $util.oneOfSetter($oneOfFields)
             });
 
@@ -18141,6 +18143,10 @@ export const bcd = $root.bcd = (() => {
                     $root.bcd.v1.SecretRequest.encode(message.secret_request, writer.uint32(58).fork(), _depth + 1).ldelim();
                 if (message.close != null && $Object.hasOwnProperty.call(message, "close"))
                     $root.bcd.v1.SessionClose.encode(message.close, writer.uint32(66).fork(), _depth + 1).ldelim();
+                if (message.tunnel_data != null && $Object.hasOwnProperty.call(message, "tunnel_data"))
+                    $root.bcd.v1.TunnelData.encode(message.tunnel_data, writer.uint32(74).fork(), _depth + 1).ldelim();
+                if (message.tunnel_close != null && $Object.hasOwnProperty.call(message, "tunnel_close"))
+                    $root.bcd.v1.TunnelClose.encode(message.tunnel_close, writer.uint32(82).fork(), _depth + 1).ldelim();
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -18230,6 +18236,20 @@ export const bcd = $root.bcd = (() => {
                             message.frame = "close";
                             continue;
                         }
+                    case 9: {
+                            if (wireType !== 2)
+                                break;
+                            message.tunnel_data = $root.bcd.v1.TunnelData.decode(reader, reader.size(), $undefined, _depth + 1, message.tunnel_data);
+                            message.frame = "tunnel_data";
+                            continue;
+                        }
+                    case 10: {
+                            if (wireType !== 2)
+                                break;
+                            message.tunnel_close = $root.bcd.v1.TunnelClose.decode(reader, reader.size(), $undefined, _depth + 1, message.tunnel_close);
+                            message.frame = "tunnel_close";
+                            continue;
+                        }
                     }
                     reader.skipType(wireType, _depth, tag);
                     if (!reader.discardUnknown) {
@@ -18297,6 +18317,16 @@ export const bcd = $root.bcd = (() => {
                         throw $TypeError(".bcd.v1.NodeFrame.close: object expected");
                     message.close = $root.bcd.v1.SessionClose.fromObject(object.close, _depth + 1);
                 }
+                if (object.tunnel_data != null) {
+                    if (!$util.isObject(object.tunnel_data))
+                        throw $TypeError(".bcd.v1.NodeFrame.tunnel_data: object expected");
+                    message.tunnel_data = $root.bcd.v1.TunnelData.fromObject(object.tunnel_data, _depth + 1);
+                }
+                if (object.tunnel_close != null) {
+                    if (!$util.isObject(object.tunnel_close))
+                        throw $TypeError(".bcd.v1.NodeFrame.tunnel_close: object expected");
+                    message.tunnel_close = $root.bcd.v1.TunnelClose.fromObject(object.tunnel_close, _depth + 1);
+                }
                 return message;
             };
 
@@ -18348,6 +18378,16 @@ export const bcd = $root.bcd = (() => {
                     if (options.oneofs)
                         object.frame = "close";
                 }
+                if (message.tunnel_data != null && $Object.hasOwnProperty.call(message, "tunnel_data")) {
+                    object.tunnel_data = $root.bcd.v1.TunnelData.toObject(message.tunnel_data, options, _depth + 1);
+                    if (options.oneofs)
+                        object.frame = "tunnel_data";
+                }
+                if (message.tunnel_close != null && $Object.hasOwnProperty.call(message, "tunnel_close")) {
+                    object.tunnel_close = $root.bcd.v1.TunnelClose.toObject(message.tunnel_close, options, _depth + 1);
+                    if (options.oneofs)
+                        object.frame = "tunnel_close";
+                }
                 return object;
             };
 
@@ -18382,11 +18422,14 @@ export const bcd = $root.bcd = (() => {
             GatewayFrame.prototype.ack = null;
             GatewayFrame.prototype.secret_response = null;
             GatewayFrame.prototype.close = null;
+            GatewayFrame.prototype.open_tunnel = null;
+            GatewayFrame.prototype.tunnel_data = null;
+            GatewayFrame.prototype.tunnel_close = null;
 
             let $oneOfFields;
 
             $Object.defineProperty(GatewayFrame.prototype, "frame", {
-                get: $util.oneOfGetter($oneOfFields = ["challenge", "welcome", "heartbeat", "desired_state", "command", "cancel", "ack", "secret_response", "close"]),
+                get: $util.oneOfGetter($oneOfFields = ["challenge", "welcome", "heartbeat", "desired_state", "command", "cancel", "ack", "secret_response", "close", "open_tunnel", "tunnel_data", "tunnel_close"]),
                 set: $util.oneOfSetter($oneOfFields)
             });
 
@@ -18419,6 +18462,12 @@ export const bcd = $root.bcd = (() => {
                     $root.bcd.v1.SecretResponse.encode(message.secret_response, writer.uint32(66).fork(), _depth + 1).ldelim();
                 if (message.close != null && $Object.hasOwnProperty.call(message, "close"))
                     $root.bcd.v1.SessionClose.encode(message.close, writer.uint32(74).fork(), _depth + 1).ldelim();
+                if (message.open_tunnel != null && $Object.hasOwnProperty.call(message, "open_tunnel"))
+                    $root.bcd.v1.OpenTunnel.encode(message.open_tunnel, writer.uint32(82).fork(), _depth + 1).ldelim();
+                if (message.tunnel_data != null && $Object.hasOwnProperty.call(message, "tunnel_data"))
+                    $root.bcd.v1.TunnelData.encode(message.tunnel_data, writer.uint32(90).fork(), _depth + 1).ldelim();
+                if (message.tunnel_close != null && $Object.hasOwnProperty.call(message, "tunnel_close"))
+                    $root.bcd.v1.TunnelClose.encode(message.tunnel_close, writer.uint32(98).fork(), _depth + 1).ldelim();
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -18515,6 +18564,27 @@ export const bcd = $root.bcd = (() => {
                             message.frame = "close";
                             continue;
                         }
+                    case 10: {
+                            if (wireType !== 2)
+                                break;
+                            message.open_tunnel = $root.bcd.v1.OpenTunnel.decode(reader, reader.size(), $undefined, _depth + 1, message.open_tunnel);
+                            message.frame = "open_tunnel";
+                            continue;
+                        }
+                    case 11: {
+                            if (wireType !== 2)
+                                break;
+                            message.tunnel_data = $root.bcd.v1.TunnelData.decode(reader, reader.size(), $undefined, _depth + 1, message.tunnel_data);
+                            message.frame = "tunnel_data";
+                            continue;
+                        }
+                    case 12: {
+                            if (wireType !== 2)
+                                break;
+                            message.tunnel_close = $root.bcd.v1.TunnelClose.decode(reader, reader.size(), $undefined, _depth + 1, message.tunnel_close);
+                            message.frame = "tunnel_close";
+                            continue;
+                        }
                     }
                     reader.skipType(wireType, _depth, tag);
                     if (!reader.discardUnknown) {
@@ -18587,6 +18657,21 @@ export const bcd = $root.bcd = (() => {
                         throw $TypeError(".bcd.v1.GatewayFrame.close: object expected");
                     message.close = $root.bcd.v1.SessionClose.fromObject(object.close, _depth + 1);
                 }
+                if (object.open_tunnel != null) {
+                    if (!$util.isObject(object.open_tunnel))
+                        throw $TypeError(".bcd.v1.GatewayFrame.open_tunnel: object expected");
+                    message.open_tunnel = $root.bcd.v1.OpenTunnel.fromObject(object.open_tunnel, _depth + 1);
+                }
+                if (object.tunnel_data != null) {
+                    if (!$util.isObject(object.tunnel_data))
+                        throw $TypeError(".bcd.v1.GatewayFrame.tunnel_data: object expected");
+                    message.tunnel_data = $root.bcd.v1.TunnelData.fromObject(object.tunnel_data, _depth + 1);
+                }
+                if (object.tunnel_close != null) {
+                    if (!$util.isObject(object.tunnel_close))
+                        throw $TypeError(".bcd.v1.GatewayFrame.tunnel_close: object expected");
+                    message.tunnel_close = $root.bcd.v1.TunnelClose.fromObject(object.tunnel_close, _depth + 1);
+                }
                 return message;
             };
 
@@ -18642,6 +18727,21 @@ export const bcd = $root.bcd = (() => {
                     object.close = $root.bcd.v1.SessionClose.toObject(message.close, options, _depth + 1);
                     if (options.oneofs)
                         object.frame = "close";
+                }
+                if (message.open_tunnel != null && $Object.hasOwnProperty.call(message, "open_tunnel")) {
+                    object.open_tunnel = $root.bcd.v1.OpenTunnel.toObject(message.open_tunnel, options, _depth + 1);
+                    if (options.oneofs)
+                        object.frame = "open_tunnel";
+                }
+                if (message.tunnel_data != null && $Object.hasOwnProperty.call(message, "tunnel_data")) {
+                    object.tunnel_data = $root.bcd.v1.TunnelData.toObject(message.tunnel_data, options, _depth + 1);
+                    if (options.oneofs)
+                        object.frame = "tunnel_data";
+                }
+                if (message.tunnel_close != null && $Object.hasOwnProperty.call(message, "tunnel_close")) {
+                    object.tunnel_close = $root.bcd.v1.TunnelClose.toObject(message.tunnel_close, options, _depth + 1);
+                    if (options.oneofs)
+                        object.frame = "tunnel_close";
                 }
                 return object;
             };
@@ -20344,6 +20444,525 @@ export const bcd = $root.bcd = (() => {
             };
 
             return SessionClose;
+        })();
+
+        v1.OpenTunnel = (function() {
+
+            const OpenTunnel = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            OpenTunnel.prototype.tunnel_id = "";
+            OpenTunnel.prototype.ticket = "";
+            OpenTunnel.prototype.instance_id = "";
+            OpenTunnel.prototype.port = 0;
+
+            OpenTunnel.create = function(properties) {
+                return new OpenTunnel(properties);
+            };
+
+            OpenTunnel.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.tunnel_id != null && $Object.hasOwnProperty.call(message, "tunnel_id") && message.tunnel_id !== "")
+                    writer.uint32(10).string(message.tunnel_id);
+                if (message.ticket != null && $Object.hasOwnProperty.call(message, "ticket") && message.ticket !== "")
+                    writer.uint32(18).string(message.ticket);
+                if (message.instance_id != null && $Object.hasOwnProperty.call(message, "instance_id") && message.instance_id !== "")
+                    writer.uint32(26).string(message.instance_id);
+                if (message.port != null && $Object.hasOwnProperty.call(message, "port") && message.port !== 0)
+                    writer.uint32(32).uint32(message.port);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            OpenTunnel.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.bcd.v1.OpenTunnel();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.tunnel_id = value;
+                            else
+                                delete message.tunnel_id;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.ticket = value;
+                            else
+                                delete message.ticket;
+                            continue;
+                        }
+                    case 3: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.instance_id = value;
+                            else
+                                delete message.instance_id;
+                            continue;
+                        }
+                    case 4: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.port = value;
+                            else
+                                delete message.port;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            OpenTunnel.fromObject = function (object, _depth) {
+                if (object instanceof $root.bcd.v1.OpenTunnel)
+                    return object;
+                if (!$util.isObject(object))
+                    throw $TypeError(".bcd.v1.OpenTunnel: object expected");
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let message = new $root.bcd.v1.OpenTunnel();
+                if (object.tunnel_id != null)
+                    if (typeof object.tunnel_id !== "string" || object.tunnel_id.length)
+                        message.tunnel_id = $String(object.tunnel_id);
+                if (object.ticket != null)
+                    if (typeof object.ticket !== "string" || object.ticket.length)
+                        message.ticket = $String(object.ticket);
+                if (object.instance_id != null)
+                    if (typeof object.instance_id !== "string" || object.instance_id.length)
+                        message.instance_id = $String(object.instance_id);
+                if (object.port != null)
+                    if ($Number(object.port) !== 0)
+                        message.port = object.port >>> 0;
+                return message;
+            };
+
+            OpenTunnel.toObject = function (message, options, _depth) {
+                if (!options)
+                    options = {};
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let object = {};
+                if (options.defaults) {
+                    object.tunnel_id = "";
+                    object.ticket = "";
+                    object.instance_id = "";
+                    object.port = 0;
+                }
+                if (message.tunnel_id != null && $Object.hasOwnProperty.call(message, "tunnel_id"))
+                    object.tunnel_id = message.tunnel_id;
+                if (message.ticket != null && $Object.hasOwnProperty.call(message, "ticket"))
+                    object.ticket = message.ticket;
+                if (message.instance_id != null && $Object.hasOwnProperty.call(message, "instance_id"))
+                    object.instance_id = message.instance_id;
+                if (message.port != null && $Object.hasOwnProperty.call(message, "port"))
+                    object.port = message.port;
+                return object;
+            };
+
+            OpenTunnel.prototype.toJSON = function() {
+                return OpenTunnel.toObject(this, $protobuf.util.toJSONOptions);
+            };
+
+            OpenTunnel.getTypeUrl = function(prefix) {
+                if (prefix === $undefined)
+                    prefix = "type.googleapis.com";
+                return prefix + "/bcd.v1.OpenTunnel";
+            };
+
+            return OpenTunnel;
+        })();
+
+        v1.TunnelData = (function() {
+
+            const TunnelData = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            TunnelData.prototype.tunnel_id = "";
+            TunnelData.prototype.data = $util.newBuffer([]);
+            TunnelData.prototype.ack = 0;
+
+            TunnelData.create = function(properties) {
+                return new TunnelData(properties);
+            };
+
+            TunnelData.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.tunnel_id != null && $Object.hasOwnProperty.call(message, "tunnel_id") && message.tunnel_id !== "")
+                    writer.uint32(10).string(message.tunnel_id);
+                if (message.data != null && $Object.hasOwnProperty.call(message, "data") && message.data.length)
+                    writer.uint32(18).bytes(message.data);
+                if (message.ack != null && $Object.hasOwnProperty.call(message, "ack") && message.ack !== 0)
+                    writer.uint32(24).uint32(message.ack);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            TunnelData.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.bcd.v1.TunnelData();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.tunnel_id = value;
+                            else
+                                delete message.tunnel_id;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.data = value;
+                            else
+                                delete message.data;
+                            continue;
+                        }
+                    case 3: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.ack = value;
+                            else
+                                delete message.ack;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            TunnelData.fromObject = function (object, _depth) {
+                if (object instanceof $root.bcd.v1.TunnelData)
+                    return object;
+                if (!$util.isObject(object))
+                    throw $TypeError(".bcd.v1.TunnelData: object expected");
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let message = new $root.bcd.v1.TunnelData();
+                if (object.tunnel_id != null)
+                    if (typeof object.tunnel_id !== "string" || object.tunnel_id.length)
+                        message.tunnel_id = $String(object.tunnel_id);
+                if (object.data != null)
+                    if (object.data.length)
+                        if (typeof object.data === "string")
+                            $util.base64.decode(object.data, message.data = $util.newBuffer($util.base64.length(object.data)), 0);
+                        else if (object.data.length >= 0)
+                            message.data = object.data;
+                if (object.ack != null)
+                    if ($Number(object.ack) !== 0)
+                        message.ack = object.ack >>> 0;
+                return message;
+            };
+
+            TunnelData.toObject = function (message, options, _depth) {
+                if (!options)
+                    options = {};
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let object = {};
+                if (options.defaults) {
+                    object.tunnel_id = "";
+                    if (options.bytes === $String)
+                        object.data = "";
+                    else {
+                        object.data = [];
+                        if (options.bytes !== $Array)
+                            object.data = $util.newBuffer(object.data);
+                    }
+                    object.ack = 0;
+                }
+                if (message.tunnel_id != null && $Object.hasOwnProperty.call(message, "tunnel_id"))
+                    object.tunnel_id = message.tunnel_id;
+                if (message.data != null && $Object.hasOwnProperty.call(message, "data"))
+                    object.data = options.bytes === $String ? $util.base64.encode(message.data, 0, message.data.length) : options.bytes === $Array ? $Array.prototype.slice.call(message.data) : message.data;
+                if (message.ack != null && $Object.hasOwnProperty.call(message, "ack"))
+                    object.ack = message.ack;
+                return object;
+            };
+
+            TunnelData.prototype.toJSON = function() {
+                return TunnelData.toObject(this, $protobuf.util.toJSONOptions);
+            };
+
+            TunnelData.getTypeUrl = function(prefix) {
+                if (prefix === $undefined)
+                    prefix = "type.googleapis.com";
+                return prefix + "/bcd.v1.TunnelData";
+            };
+
+            return TunnelData;
+        })();
+
+        v1.TunnelClose = (function() {
+
+            const TunnelClose = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            TunnelClose.prototype.tunnel_id = "";
+            TunnelClose.prototype.reason = "";
+            TunnelClose.prototype.message = "";
+
+            TunnelClose.create = function(properties) {
+                return new TunnelClose(properties);
+            };
+
+            TunnelClose.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.tunnel_id != null && $Object.hasOwnProperty.call(message, "tunnel_id") && message.tunnel_id !== "")
+                    writer.uint32(10).string(message.tunnel_id);
+                if (message.reason != null && $Object.hasOwnProperty.call(message, "reason") && message.reason !== "")
+                    writer.uint32(18).string(message.reason);
+                if (message.message != null && $Object.hasOwnProperty.call(message, "message") && message.message !== "")
+                    writer.uint32(26).string(message.message);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            TunnelClose.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.bcd.v1.TunnelClose();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.tunnel_id = value;
+                            else
+                                delete message.tunnel_id;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.reason = value;
+                            else
+                                delete message.reason;
+                            continue;
+                        }
+                    case 3: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.message = value;
+                            else
+                                delete message.message;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            TunnelClose.fromObject = function (object, _depth) {
+                if (object instanceof $root.bcd.v1.TunnelClose)
+                    return object;
+                if (!$util.isObject(object))
+                    throw $TypeError(".bcd.v1.TunnelClose: object expected");
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let message = new $root.bcd.v1.TunnelClose();
+                if (object.tunnel_id != null)
+                    if (typeof object.tunnel_id !== "string" || object.tunnel_id.length)
+                        message.tunnel_id = $String(object.tunnel_id);
+                if (object.reason != null)
+                    if (typeof object.reason !== "string" || object.reason.length)
+                        message.reason = $String(object.reason);
+                if (object.message != null)
+                    if (typeof object.message !== "string" || object.message.length)
+                        message.message = $String(object.message);
+                return message;
+            };
+
+            TunnelClose.toObject = function (message, options, _depth) {
+                if (!options)
+                    options = {};
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let object = {};
+                if (options.defaults) {
+                    object.tunnel_id = "";
+                    object.reason = "";
+                    object.message = "";
+                }
+                if (message.tunnel_id != null && $Object.hasOwnProperty.call(message, "tunnel_id"))
+                    object.tunnel_id = message.tunnel_id;
+                if (message.reason != null && $Object.hasOwnProperty.call(message, "reason"))
+                    object.reason = message.reason;
+                if (message.message != null && $Object.hasOwnProperty.call(message, "message"))
+                    object.message = message.message;
+                return object;
+            };
+
+            TunnelClose.prototype.toJSON = function() {
+                return TunnelClose.toObject(this, $protobuf.util.toJSONOptions);
+            };
+
+            TunnelClose.getTypeUrl = function(prefix) {
+                if (prefix === $undefined)
+                    prefix = "type.googleapis.com";
+                return prefix + "/bcd.v1.TunnelClose";
+            };
+
+            return TunnelClose;
         })();
 
         v1.JoinRequest = (function() {
