@@ -19,3 +19,21 @@ Deno.test("loggedArgs(): an op's arguments as they are, nft.apply's policy as co
   assert.match(String(a.sha256), /^[0-9a-f]{64}$/);
   assert.deepEqual(loggedArgs({ id: 3, op: "nft.apply", args: { policy: structuredClone(policy) } }), a);
 });
+
+Deno.test("loggedArgs(): access.apply's files as counts and a digest, not 20,000 serials on one log line", () => {
+  const files = {
+    caKeys: ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcH"],
+    principals: [{ account: "ops", principals: ["ops@n1"] }, { account: "root", principals: ["root@n1"] }],
+    revokedSerials: Array.from({ length: 20_000 }, (_, i) => i + 1),
+  };
+  const a = loggedArgs({ id: 4, op: "access.apply", args: files }) as Record<string, unknown>;
+  assert.deepEqual({ ...a, sha256: undefined }, {
+    caKeys: 1,
+    accounts: 2,
+    principals: 2,
+    revokedSerials: 20_000,
+    sha256: undefined,
+  });
+  assert.match(String(a.sha256), /^[0-9a-f]{64}$/);
+  assert.ok(JSON.stringify(a).length < 200);
+});
