@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { FsError } from "./fs_ops.ts";
 import { LinuxFs } from "./linux_fs.ts";
 
 async function canMount(): Promise<string | null> {
@@ -58,13 +59,41 @@ async function race(fs: LinuxFs, dir: string, rounds: number) {
   await Deno.writeTextFile(source, "source");
   await Deno.writeTextFile(target, "");
   const writer = await fs.startWriter(target, source);
-  for (let i = 0; i < rounds; i++) {
-    await fs.attach(source, target, true);
-    await fs.detach(target);
+  let result: Awaited<ReturnType<typeof writer.stop>>;
+  try {
+    for (let i = 0; i < rounds; i++) {
+      await fs.attach(source, target, true);
+      await detachRacing(fs, target);
+    }
+  } finally {
+    result = await writer.stop();
+    await fs.close();
   }
-  const result = await writer.stop();
-  await fs.close();
   return { ...result, source: await Deno.readTextFile(source) };
+}
+
+/**
+ * An unmount that lands in the instant the writer thread holds the target open is EBUSY (the kernel's answer, not a
+ * fault of the attach under test): try again while the writer keeps going, a bounded number of times.
+ */
+async function detachRacing(fs: LinuxFs, target: string): Promise<void> {
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await fs.detach(target);
+    } catch (e) {
+      if (!(e instanceof FsError) || e.code !== "EBUSY" || attempt >= 500) throw e;
+      await new Promise((r) => setTimeout(r, 2));
+    }
+  }
+}
+
+/** Lazily unmounts whatever a failed test left mounted under `dir` (deepest first), so removing it cannot fail EBUSY
+ * and hide the test's own failure, and no mount outlives the test. */
+async function unmountUnder(dir: string): Promise<void> {
+  const points = (await Deno.readTextFile("/proc/self/mountinfo")).split("\n")
+    .map((l) => l.split(" ")[4] ?? "").filter((p) => p === dir || p.startsWith(`${dir}/`))
+    .sort((a, b) => b.length - a.length);
+  for (const p of points) await new Deno.Command("umount", { args: ["-l", p], stderr: "null" }).output();
 }
 
 Deno.test({
@@ -84,6 +113,7 @@ Deno.test({
         false,
       );
     } finally {
+      await unmountUnder(dir);
       await Deno.remove(dir, { recursive: true });
     }
   },
