@@ -38,6 +38,7 @@ import { HOST_ARG_CHECKS } from "./args_host.ts";
 import { NFT_ARG_CHECKS } from "./args_nft.ts";
 import { LIBVIRT_CHECKS } from "./args_libvirt.ts";
 import { checkAccessApply, checkAccessObserve } from "./args_access.ts";
+import { argObject as _object, refuseArg as _refuse, showArg as _show } from "./arg_fields.ts";
 import { HelperError } from "./errors.ts";
 import {
   type CdiWriteArgs,
@@ -70,38 +71,6 @@ const _SETTINGS = [
   "hugetlb2MBMaxBytes",
   "hugetlb1GBMaxBytes",
 ];
-
-type Fields = Record<string, unknown>;
-
-/** A value for a message: JSON, cut at 80 characters. */
-function _show(v: unknown): string {
-  let s: string;
-  try {
-    s = JSON.stringify(v) ?? String(v);
-  } catch {
-    s = String(v);
-  }
-  return s.length > 80 ? `${s.slice(0, 77)}...` : s;
-}
-
-function _refuse(op: HelperOp, field: string, v: unknown, why: string): never {
-  throw new HelperError("invalid-argument", `${op}: ${field} ${_show(v)} ${why}`);
-}
-
-/** The object at `path`, with only `allowed` fields (unknown ones refused by name) and `required` present. */
-function _object(op: HelperOp, path: string, raw: unknown, allowed: readonly string[], required = allowed): Fields {
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    throw new HelperError("invalid-argument", `${op}: ${path} is not an object`);
-  }
-  const o = raw as Fields;
-  for (const k of Object.keys(o)) {
-    if (!allowed.includes(k)) throw new HelperError("unknown-field", `${op}: unknown field ${path}.${k}`);
-  }
-  for (const k of required) {
-    if (o[k] === undefined) throw new HelperError("invalid-argument", `${op}: ${path}.${k} is missing`);
-  }
-  return o;
-}
 
 function _allocationId(op: HelperOp, v: unknown): string {
   if (typeof v !== "string" || !isValidAllocationId(v)) _refuse(op, "allocationId", v, "is not an allocation id");

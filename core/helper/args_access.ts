@@ -14,22 +14,8 @@
 import { type AccessFiles, checkAccessFiles } from "../access/files.ts";
 import { MAX_CA_KEYS, MAX_PRINCIPALS, MAX_REVOKED_SERIALS } from "../access/section.ts";
 import { SshKeyError } from "../access/ssh_public_key.ts";
+import { argObject as _object } from "./arg_fields.ts";
 import { HelperError } from "./errors.ts";
-
-type Fields = Record<string, unknown>;
-
-function _object(op: string, path: string, raw: unknown, allowed: readonly string[]): Fields {
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    throw new HelperError("invalid-argument", `${op}: ${path} is not an object`);
-  }
-  for (const k of Object.keys(raw)) {
-    if (!allowed.includes(k)) throw new HelperError("unknown-field", `${op}: unknown field ${path}.${k}`);
-  }
-  for (const k of allowed) {
-    if ((raw as Fields)[k] === undefined) throw new HelperError("invalid-argument", `${op}: ${path}.${k} is missing`);
-  }
-  return raw as Fields;
-}
 
 function _list(op: string, field: string, v: unknown, max: number, each: "string" | "number"): unknown[] {
   if (!Array.isArray(v) || v.length > max || v.some((x) => typeof x !== each)) {

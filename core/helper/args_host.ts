@@ -14,31 +14,8 @@
  */
 import { HUGEPAGE_SIZES, type HugepageStep, isHugepageSize, MAX_HUGEPAGES, MAX_NUMA_NODE } from "../host/hugepages.ts";
 import { isAllowedSysctlKey, isSysctlValue, MAX_SYSCTL_KEYS, type SysctlStep } from "../host/sysctl.ts";
-import { HelperError } from "./errors.ts";
+import { argObject as _fields, refuseArg as _refuse } from "./arg_fields.ts";
 import type { HelperArgs } from "./protocol.ts";
-
-function _show(v: unknown): string {
-  const s = JSON.stringify(v) ?? String(v);
-  return s.length > 80 ? `${s.slice(0, 77)}...` : s;
-}
-
-function _fields(op: string, path: string, raw: unknown, allowed: readonly string[], required = allowed) {
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    throw new HelperError("invalid-argument", `${op}: ${path} is not an object`);
-  }
-  const o = raw as Record<string, unknown>;
-  for (const k of Object.keys(o)) {
-    if (!allowed.includes(k)) throw new HelperError("unknown-field", `${op}: unknown field ${path}.${k}`);
-  }
-  for (const k of required) {
-    if (o[k] === undefined) throw new HelperError("invalid-argument", `${op}: ${path}.${k} is missing`);
-  }
-  return o;
-}
-
-function _refuse(op: string, field: string, v: unknown, why: string): never {
-  throw new HelperError("invalid-argument", `${op}: ${field} ${_show(v)} ${why}`);
-}
 
 function _list(op: string, v: unknown, min: number, max: number): unknown[] {
   if (!Array.isArray(v) || v.length < min || v.length > max) {

@@ -16,7 +16,7 @@
  */
 import { type DomainPlan, INSTANCE_ID, planProblem } from "../converge/instances/domain_plan.ts";
 import { isValidAllocationId } from "../converge/devices/assignment.ts";
-import { HelperError } from "./errors.ts";
+import { argObject as _object, refuseArg as _refuse, showArg as _show } from "./arg_fields.ts";
 
 /** The libvirt ops, in the order the docs list them. */
 export const LIBVIRT_OPS = [
@@ -70,31 +70,6 @@ export interface LibvirtResults {
   "libvirt.destroy": LibvirtOutcome;
   "libvirt.undefine": LibvirtOutcome;
   "libvirt.blockresize": LibvirtOutcome;
-}
-
-type Fields = Record<string, unknown>;
-
-function _show(v: unknown): string {
-  const s = JSON.stringify(v) ?? String(v);
-  return s.length > 80 ? `${s.slice(0, 77)}...` : s;
-}
-
-function _refuse(op: string, field: string, v: unknown, why: string): never {
-  throw new HelperError("invalid-argument", `${op}: ${field} ${_show(v)} ${why}`);
-}
-
-function _object(op: string, path: string, raw: unknown, allowed: readonly string[], required = allowed): Fields {
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    throw new HelperError("invalid-argument", `${op}: ${path} is not an object`);
-  }
-  const o = raw as Fields;
-  for (const k of Object.keys(o)) {
-    if (!allowed.includes(k)) throw new HelperError("unknown-field", `${op}: unknown field ${path}.${k}`);
-  }
-  for (const k of required) {
-    if (o[k] === undefined) throw new HelperError("invalid-argument", `${op}: ${path}.${k} is missing`);
-  }
-  return o;
 }
 
 function _id(op: string, v: unknown): string {
