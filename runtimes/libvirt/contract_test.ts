@@ -209,6 +209,42 @@ function runtimeContract(label: string, make: () => Promise<Backend>): void {
     }
   });
 
+  Deno.test(`InstanceRuntime contract, libvirt-kvm (${label}): two nodes sharing one libvirtd never list, touch or delete each other's domains`, async (t) => {
+    const b = await make();
+    if ("skip" in b) return void await skipped(t, b.skip);
+    const a = await setup(b.virsh, { viaHelper: b.viaHelper, owner: "node-a" });
+    if ("skip" in a) return void await skipped(t, a.skip);
+    const other = await setup(b.virsh, { viaHelper: b.viaHelper, owner: "node-b" });
+    if ("skip" in other) {
+      await a.close();
+      return void await skipped(t, other.skip);
+    }
+    const id = `bcd-own-${crypto.randomUUID().slice(0, 8)}`;
+    try {
+      const base = await makeQcow2(a.dir, "base.qcow2", "16M");
+      a.srv.put(`/${id}.qcow2`, base);
+      await a.rt.define(
+        record(id, launch({ url: `${a.srv.origin}/${id}.qcow2`, sha256: await sha256Hex(base), format: "qcow2" })),
+      );
+      await a.rt.start(id, true);
+      assert.equal((await a.rt.list()).find((x) => x.id === id)?.record?.id, id, "node-a manages its domain");
+      const seen = (await other.rt.list()).find((x) => x.id === id);
+      assert.equal(seen?.state, "paused", "node-b lists it");
+      assert.equal(seen?.record, undefined, "as unmanaged");
+      for (const f of [() => other.rt.stop(id), () => other.rt.delete(id), () => other.rt.resume(id)]) {
+        await assert.rejects(f(), (e) => e instanceof RuntimeRefused && e.reason === "unmanaged-domain");
+      }
+      await assert.rejects(other.rt.define(record(id, launch(null))), (e) => e instanceof RuntimeRefused);
+      assert.equal(await stateOf(b.virsh, id), "paused", "node-a's domain is untouched");
+      await a.rt.delete(id);
+      assert.equal(await stateOf(b.virsh, id), undefined);
+    } finally {
+      await cleanup(b.virsh, id);
+      await other.close();
+      await a.close();
+    }
+  });
+
   Deno.test(`InstanceRuntime contract, libvirt-kvm (${label}): hostile images fail the instance with the seed's reason and no domain opens them`, async (t) => {
     const b = await make();
     if ("skip" in b) return void await skipped(t, b.skip);
@@ -368,14 +404,17 @@ async function state(rt: LibvirtRuntime, id: string) {
   return (await rt.list()).find((d) => d.id === id)?.state;
 }
 
-async function setup(virsh: Virsh, opts: { shutdownGraceMs?: number; viaHelper?: boolean } = {}) {
+async function setup(
+  virsh: Virsh,
+  opts: { shutdownGraceMs?: number; viaHelper?: boolean; owner?: string } = {},
+) {
   const srv: ImageServer | { skip: string } = await startImageServer();
   if ("skip" in srv) return srv;
   const dir = await Deno.makeTempDir({ prefix: "bcd-libvirt-ct-" });
   // The data dir's parent must let QEMU's user search it, as /var/lib does on a host.
   await Deno.chmod(dir, 0o711);
   const clock = { t: 0 };
-  const root = new LibvirtHost({ virsh, dataDir: `${dir}/data`, domainType: "qemu" });
+  const root = new LibvirtHost({ virsh, dataDir: `${dir}/data`, domainType: "qemu", owner: opts.owner ?? "node-a" });
   const helper = opts.viaHelper ? await startTestHelper({ libvirt: root }) : undefined;
   const host = helper ? new HelperLibvirtHost(helper.client) : root;
   const rt = new LibvirtRuntime({

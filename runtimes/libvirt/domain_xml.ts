@@ -4,7 +4,9 @@
  * overlay with its backing chain spelled out so libvirt never probes it, the base iso and the NoCloud seed as
  * read-only cdroms, virtio NICs on taps named `tapName(id, i)`, a serial pty logged to `console.log`, managed VFIO
  * hostdevs for GPUs, an explicit memballoon), and nothing else (no `<qemu:commandline>`, no host block device).
- * bcd's ownership mark is the metadata element in namespace {@link BCD_NS}, which carries the plan as JSON.
+ * bcd's ownership mark is the metadata element in namespace {@link BCD_NS}, which carries the plan as JSON and the
+ * node that defined the domain (`<bcd:node>`, its node id): a domain another node on the same libvirtd defined is
+ * foreign to this one, as is a domain whose mark names no node.
  *
  * The CPU is `host-passthrough` on `kvm`; TCG (`qemu`) cannot pass the host CPU through, so there the element is
  * left out and QEMU's default model runs (a judgement call: the same code runs on hosts without working KVM).
@@ -66,7 +68,7 @@ function _pciAddress(busId: string): string {
 }
 
 /** The domain XML of `plan` (checked by `planProblem` before). */
-export function renderDomainXml(plan: DomainPlan, type: DomainType, paths: DomainPaths): string {
+export function renderDomainXml(plan: DomainPlan, type: DomainType, paths: DomainPaths, node: string): string {
   const dir = instanceDir(paths, plan.id);
   const e = xmlEscape;
   const pl = plan.placement;
@@ -76,6 +78,7 @@ export function renderDomainXml(plan: DomainPlan, type: DomainType, paths: Domai
   lines.push(`  <uuid>${domainUuid(plan.id)}</uuid>`);
   lines.push(`  <metadata>`);
   lines.push(`    <bcd:instance xmlns:bcd="${BCD_NS}">`);
+  lines.push(`      <bcd:node>${e(node)}</bcd:node>`);
   lines.push(`      <bcd:allocation>${e(plan.allocationId)}</bcd:allocation>`);
   if (plan.image) lines.push(`      <bcd:image sha256="${plan.image.sha256}" format="${plan.image.format}"/>`);
   if (plan.restoredFrom) lines.push(`      <bcd:restored-from sha256="${plan.restoredFrom}"/>`);
@@ -173,19 +176,31 @@ function _expand(list: string): number[] {
 /** The most bytes of `<bcd:plan>` read back (a plan with every field at its bound fits). */
 export const MAX_PLAN_JSON = 64 * 1024;
 
+/** bcd's mark read back: the plan and the node that defined the domain. */
+export interface DomainMark {
+  readonly plan: DomainPlan;
+  readonly node: string;
+}
+
+/** Node ids a mark may carry (the gateway's ids: no markup, no whitespace). */
+export const NODE_ID = /^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$/;
+
 /**
- * The plan in a domain's bcd metadata, or `undefined` for a domain without it (not bcd's). A malformed mark is
- * `undefined` too: such a domain is unmanaged and never touched.
+ * bcd's mark in a domain's metadata, or `undefined` for a domain without it (not bcd's). A malformed mark, or one that
+ * names no node, is `undefined` too: such a domain is unmanaged and never touched.
  */
-export function readPlan(xml: string): DomainPlan | undefined {
+export function readMark(xml: string): DomainMark | undefined {
   const ns = /xmlns:([A-Za-z_][\w.-]*)=["']https:\/\/better-compute\.dev\/libvirt\/1["']/.exec(xml);
   if (!ns) return undefined;
   const p = ns[1]!;
   const m = new RegExp(`<${p}:plan>([^<]{1,${MAX_PLAN_JSON}})</${p}:plan>`).exec(xml);
-  if (!m) return undefined;
+  const n = new RegExp(`<${p}:node>([^<]{1,256})</${p}:node>`).exec(xml);
+  if (!m || !n) return undefined;
+  const node = _unescape(n[1]!);
+  if (!NODE_ID.test(node)) return undefined;
   try {
     const v = JSON.parse(_unescape(m[1]!)) as DomainPlan;
-    return typeof v === "object" && v !== null && typeof v.id === "string" ? v : undefined;
+    return typeof v === "object" && v !== null && typeof v.id === "string" ? { plan: v, node } : undefined;
   } catch (e) {
     if (e instanceof SyntaxError) return undefined;
     throw e;

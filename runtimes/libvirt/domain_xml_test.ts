@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { type DomainPlan, planProblem } from "../../core/converge/instances/domain_plan.ts";
 import { tapName } from "../../core/converge/instances/tap_name.ts";
-import { BCD_NS, domainUuid, readPlan, renderDomainXml } from "./domain_xml.ts";
+import { BCD_NS, domainUuid, readMark, renderDomainXml } from "./domain_xml.ts";
 
 const PATHS = { libvirtDir: "/var/lib/bcd/libvirt" };
 const SHA = "a".repeat(64);
@@ -23,7 +23,7 @@ function plan(over: Partial<DomainPlan> = {}): DomainPlan {
 }
 
 Deno.test("renderDomainXml() names only bcd's files and devices: overlay with its backing chain, seed cdrom, taps, serial log", () => {
-  const xml = renderDomainXml(plan(), "kvm", PATHS);
+  const xml = renderDomainXml(plan(), "kvm", PATHS, "node-a");
   const files = [...xml.matchAll(/file='([^']+)'/g)].map((m) => m[1]);
   assert.deepEqual(files, [
     "/var/lib/bcd/libvirt/instances/i-1/disk.qcow2",
@@ -41,7 +41,7 @@ Deno.test("renderDomainXml() names only bcd's files and devices: overlay with it
 });
 
 Deno.test("renderDomainXml() leaves the CPU element out under TCG and boots an iso from a cdrom onto a blank disk", () => {
-  const xml = renderDomainXml(plan({ image: { sha256: SHA, format: "iso" }, seed: false }), "qemu", PATHS);
+  const xml = renderDomainXml(plan({ image: { sha256: SHA, format: "iso" }, seed: false }), "qemu", PATHS, "node-a");
   assert.match(xml, /<domain type='qemu'>/);
   assert.doesNotMatch(xml, /<cpu /);
   assert.match(xml, /disk\.qcow2'\/>\s*<backingStore\/>/);
@@ -54,6 +54,7 @@ Deno.test("renderDomainXml() maps placement: vcpupin for one CPU per vCPU, a flo
       plan({ placement: { cpus: "4-5", mems: "0", hugepages: "2M", balloon: false } }),
       "kvm",
       PATHS,
+      "node-a",
     );
     assert.match(xml, /<vcpupin vcpu='0' cpuset='4'\/>\s*<vcpupin vcpu='1' cpuset='5'\/>/);
     assert.match(xml, /<numatune><memory mode='strict' nodeset='0'\/><\/numatune>/);
@@ -64,13 +65,19 @@ Deno.test("renderDomainXml() maps placement: vcpupin for one CPU per vCPU, a flo
       plan({ placement: { cpus: "0-7", mems: "", hugepages: "none", balloon: true } }),
       "kvm",
       PATHS,
+      "node-a",
     );
     assert.match(xml, /<vcpu placement='static' cpuset='0-7'>2<\/vcpu>/);
     assert.doesNotMatch(xml, /<vcpupin|<numatune|<hugepages/);
     assert.match(xml, /<memballoon model='virtio'\/>/);
   });
   await t.step("a GPU is a managed PCI hostdev at its inventory address", () => {
-    const xml = renderDomainXml(plan({ gpus: [{ uuid: "GPU-1", pciBusId: "00000000:17:00.0" }] }), "kvm", PATHS);
+    const xml = renderDomainXml(
+      plan({ gpus: [{ uuid: "GPU-1", pciBusId: "00000000:17:00.0" }] }),
+      "kvm",
+      PATHS,
+      "node-a",
+    );
     assert.match(
       xml,
       /<hostdev mode='subsystem' type='pci' managed='yes'>\s*<source><address domain='0x0000' bus='0x17' slot='0x00' function='0x0'\/>/,
@@ -78,15 +85,22 @@ Deno.test("renderDomainXml() maps placement: vcpupin for one CPU per vCPU, a flo
   });
 });
 
-Deno.test("readPlan() reads bcd's mark back as libvirt rewrites it, and finds none in a foreign domain", () => {
+Deno.test("readMark() reads bcd's mark back as libvirt rewrites it, and finds none in a foreign domain", () => {
   const p = plan({ allocationId: `a<&>"'b` });
-  const xml = renderDomainXml(p, "qemu", PATHS);
-  assert.deepEqual(readPlan(xml), p);
+  const xml = renderDomainXml(p, "qemu", PATHS, "node-a");
+  assert.deepEqual(readMark(xml), { plan: p, node: "node-a" });
   const rewritten = xml.replace(`xmlns:bcd="${BCD_NS}"`, `xmlns:x='${BCD_NS}'`).replaceAll("bcd:", "x:")
     .replaceAll("&quot;", "&#34;");
-  assert.deepEqual(readPlan(rewritten), p);
-  assert.equal(readPlan("<domain type='qemu'><name>x</name><metadata><other/></metadata></domain>"), undefined);
-  assert.equal(readPlan(xml.replace("<bcd:plan>{", "<bcd:plan>{broken")), undefined);
+  assert.deepEqual(readMark(rewritten), { plan: p, node: "node-a" });
+  assert.equal(readMark("<domain type='qemu'><name>x</name><metadata><other/></metadata></domain>"), undefined);
+  assert.equal(readMark(xml.replace("<bcd:plan>{", "<bcd:plan>{broken")), undefined);
+});
+
+Deno.test("readMark() finds no owner, and so no mark, where the node is missing or not a node id", () => {
+  const xml = renderDomainXml(plan(), "qemu", PATHS, "node-a");
+  assert.equal(readMark(xml.replace("<bcd:node>node-a</bcd:node>", "")), undefined);
+  assert.equal(readMark(xml.replace("<bcd:node>node-a</bcd:node>", "<bcd:node>node a</bcd:node>")), undefined);
+  assert.equal(readMark(xml.replace("<bcd:node>node-a</bcd:node>", "<bcd:node></bcd:node>")), undefined);
 });
 
 Deno.test("planProblem() refuses, field by field, what no domain of bcd's may carry", () => {

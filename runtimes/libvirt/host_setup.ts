@@ -9,6 +9,7 @@
 import type { Logger } from "../../core/log/mod.ts";
 import type { DomainType } from "./domain_xml.ts";
 import { LibvirtHost } from "./libvirt_host.ts";
+import { identityOwner } from "./node_owner.ts";
 import { CommandVirsh } from "./virsh.ts";
 
 /** Whether `cmd` is on PATH (its `--version` runs). */
@@ -89,6 +90,7 @@ export async function libvirtBackend(
     virsh: new CommandVirsh(),
     dataDir,
     domainType: type,
+    owner: identityOwner(dataDir, opts.log),
     hostGpus: opts.hostGpus,
     bridges: opts.bridges,
     log: opts.log,

@@ -40,7 +40,12 @@ if ("skip" in srv) {
 const dir = await Deno.makeTempDir({ prefix: "bcd-bench-instances-" });
 await Deno.chmod(dir, 0o711);
 const virsh = new CommandVirsh({ uri: lv.uri });
-const host = new LibvirtHost({ virsh, dataDir: `${dir}/data`, domainType: "qemu" });
+const host = new LibvirtHost({
+  virsh,
+  dataDir: `${dir}/data`,
+  domainType: "qemu",
+  owner: `bench-${crypto.randomUUID()}`,
+});
 const rt = new LibvirtRuntime({ host, dataDir: `${dir}/data`, fetch: srv.fetch, shutdownGraceMs: 0 });
 const tag = crypto.randomUUID().slice(0, 6);
 const made: string[] = [];
@@ -97,6 +102,7 @@ try {
       },
       "qemu",
       host.paths,
+      "bench-direct",
     );
     t = performance.now();
     await virsh.define(xml);

@@ -13,7 +13,9 @@
  * every verb that changes a domain reads the definition again first, so what it touches is decided on fresh XML.
  *
  * A domain without bcd's metadata is foreign: listed with no plan, and every verb on it is refused
- * `unmanaged-domain` before libvirt is asked. A start libvirt fails with "Cannot allocate memory" is refused
+ * `unmanaged-domain` before libvirt is asked. So is a domain whose mark names another node: two nodes sharing one
+ * libvirtd each manage only what they defined ({@link LibvirtHostOptions.owner}); until this node's id is known
+ * (before it joined) every domain is foreign and a define is refused `no-node-identity`. A start libvirt fails with "Cannot allocate memory" is refused
  * `capacity` (a capacity failure of that instance, not a retry).
  *
  * @module
@@ -27,7 +29,15 @@ import {
 } from "../../core/converge/instances/domain_plan.ts";
 import { checkImage, checkOverlay, ImageRefused } from "../../core/images/mod.ts";
 import type { Logger } from "../../core/log/mod.ts";
-import { type DomainPaths, type DomainType, imagePath, instanceDir, readPlan, renderDomainXml } from "./domain_xml.ts";
+import {
+  type DomainMark,
+  type DomainPaths,
+  type DomainType,
+  imagePath,
+  instanceDir,
+  readMark,
+  renderDomainXml,
+} from "./domain_xml.ts";
 import { type Virsh, VirshError } from "./virsh.ts";
 
 /** Options of {@link LibvirtHost}. */
@@ -36,6 +46,11 @@ export interface LibvirtHostOptions {
   /** The agent's data dir; bcd's libvirt files live under `<dataDir>/libvirt`. */
   readonly dataDir: string;
   readonly domainType: DomainType;
+  /**
+   * The node this host defines domains for (its node id, written in each domain's mark), or how to find it (the
+   * helper reads the node's `identity.json`); `undefined` until the node has joined.
+   */
+  readonly owner: string | (() => Promise<string | undefined>);
   /** PCI bus ids of the host's GPUs (the inventory's); a hostdev of anything else is refused. */
   readonly hostGpus?: () => Promise<readonly string[]>;
   /** Bridges instance NICs may join (`[helper] instance_bridges`); `undefined`: any bridge name. */
@@ -50,8 +65,8 @@ const _OK: HostOutcome = {};
 export class LibvirtHost implements LibvirtHostPort {
   readonly #o: LibvirtHostOptions;
   readonly paths: DomainPaths;
-  /** Plans read back, by `name uuid`; `undefined` for a foreign domain. */
-  readonly #plans = new Map<string, DomainPlan | undefined>();
+  /** Marks read back, by `name uuid`; `undefined` for a domain without one. */
+  readonly #marks = new Map<string, DomainMark | undefined>();
 
   constructor(opts: LibvirtHostOptions) {
     this.#o = opts;
@@ -62,32 +77,45 @@ export class LibvirtHost implements LibvirtHostPort {
     return this.#o.domainType;
   }
 
+  /** This node's id, or `undefined` before it joined. */
+  async #owner(): Promise<string | undefined> {
+    const o = this.#o.owner;
+    return typeof o === "string" ? o : await o();
+  }
+
+  /** The plan when `mark` is this node's, else `undefined` (a foreign domain). */
+  #mine(mark: DomainMark | undefined, owner: string | undefined, name: string): DomainPlan | undefined {
+    if (!mark || owner === undefined || mark.node !== owner) return undefined;
+    if (mark.plan.id !== name || planProblem(mark.plan) !== undefined) return undefined;
+    return mark.plan;
+  }
+
   async list(): Promise<HostDomain[]> {
     const out: HostDomain[] = [];
-    const [domains, uuids] = await Promise.all([this.#o.virsh.list(), this.#o.virsh.uuids()]);
+    const [domains, uuids, owner] = await Promise.all([this.#o.virsh.list(), this.#o.virsh.uuids(), this.#owner()]);
     const seen = new Set<string>();
     for (const d of domains) {
       const key = `${d.name} ${uuids.get(d.name) ?? "?"}`;
       seen.add(key);
-      let plan: DomainPlan | undefined;
-      if (this.#plans.has(key)) plan = this.#plans.get(key);
+      let mark: DomainMark | undefined;
+      if (this.#marks.has(key)) mark = this.#marks.get(key);
       else {
-        plan = await this.#planOf(d.name);
-        if (uuids.has(d.name)) this.#plans.set(key, plan);
+        mark = await this.#markOf(d.name);
+        if (uuids.has(d.name)) this.#marks.set(key, mark);
       }
-      out.push({ name: d.name, state: d.state, plan });
+      out.push({ name: d.name, state: d.state, plan: this.#mine(mark, owner, d.name) });
     }
-    for (const k of this.#plans.keys()) if (!seen.has(k)) this.#plans.delete(k);
+    for (const k of this.#marks.keys()) if (!seen.has(k)) this.#marks.delete(k);
     return out;
   }
 
   /** Forgets what was read of `name` (it was defined or undefined here). */
   #forget(name: string): void {
-    for (const k of this.#plans.keys()) if (k.startsWith(`${name} `)) this.#plans.delete(k);
+    for (const k of this.#marks.keys()) if (k.startsWith(`${name} `)) this.#marks.delete(k);
   }
 
-  /** The plan of a bcd domain, `undefined` for a foreign one or one that went away meanwhile. */
-  async #planOf(name: string): Promise<DomainPlan | undefined> {
+  /** The mark of a domain, `undefined` for one without (or one that went away meanwhile). */
+  async #markOf(name: string): Promise<DomainMark | undefined> {
     let xml: string;
     try {
       xml = await this.#o.virsh.dumpxml(name);
@@ -95,9 +123,12 @@ export class LibvirtHost implements LibvirtHostPort {
       if (e instanceof VirshError && e.code === "no-domain") return undefined;
       throw e;
     }
-    const plan = readPlan(xml);
-    if (!plan || plan.id !== name || planProblem(plan) !== undefined) return undefined;
-    return plan;
+    return readMark(xml);
+  }
+
+  /** The plan of this node's domain `name`, read fresh; `undefined` for a foreign one or one that went away. */
+  async #planOf(name: string): Promise<DomainPlan | undefined> {
+    return this.#mine(await this.#markOf(name), await this.#owner(), name);
   }
 
   /** The domain's plan, or the refusal for a missing or foreign one. */
@@ -105,16 +136,20 @@ export class LibvirtHost implements LibvirtHostPort {
     const names = (await this.#o.virsh.list()).map((d) => d.name);
     if (!names.includes(id)) return _refused("no-domain", `no domain ${id}`);
     const plan = await this.#planOf(id);
-    if (!plan) return _refused("unmanaged-domain", `domain ${id} is not bcd's; never touched`);
+    if (!plan) return _refused("unmanaged-domain", `domain ${id} is not this node's; never touched`);
     return plan;
   }
 
   async define(plan: DomainPlan): Promise<HostOutcome> {
     const bad = planProblem(plan);
     if (bad) return _refused("invalid-plan", `${bad[0]} ${JSON.stringify(bad[1])} ${bad[2]}`);
+    const owner = await this.#owner();
+    if (owner === undefined) {
+      return _refused("no-node-identity", `the node has not joined yet; ${plan.id} is not defined without its owner`);
+    }
     const names = (await this.#o.virsh.list()).map((d) => d.name);
     if (names.includes(plan.id) && !(await this.#planOf(plan.id))) {
-      return _refused("unmanaged-domain", `domain ${plan.id} exists and is not bcd's; never defined over`);
+      return _refused("unmanaged-domain", `domain ${plan.id} exists and is not this node's; never defined over`);
     }
     if (this.#o.bridges) {
       const nic = plan.nics.find((n) => !this.#o.bridges!.includes(n.bridge));
@@ -129,7 +164,7 @@ export class LibvirtHost implements LibvirtHostPort {
     if (files.refused) return files;
     await this.#searchable(plan);
     this.#forget(plan.id);
-    await this.#o.virsh.define(renderDomainXml(plan, this.#o.domainType, this.paths));
+    await this.#o.virsh.define(renderDomainXml(plan, this.#o.domainType, this.paths, owner));
     this.#o.log?.info({ instance: plan.id, type: this.#o.domainType }, "libvirt: domain defined");
     return _OK;
   }

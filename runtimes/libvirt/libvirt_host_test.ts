@@ -7,7 +7,7 @@ import { makeQcow2, sha256Hex } from "../../fixtures/libvirt/image_server.ts";
 async function hostWithDomains(n: number) {
   const dir = await Deno.makeTempDir({ prefix: "bcd-lvhost-" });
   const virsh = new FakeVirsh();
-  const host = new LibvirtHost({ virsh, dataDir: dir, domainType: "qemu" });
+  const host = new LibvirtHost({ virsh, dataDir: dir, domainType: "qemu", owner: "node-a" });
   const base = await makeQcow2(dir, "b.qcow2", "16M");
   const sha = await sha256Hex(base);
   await Deno.mkdir(`${dir}/libvirt/images`, { recursive: true });
@@ -71,7 +71,7 @@ Deno.test("a define repeated after a crash between define and start names the sa
   const { dir, virsh, plan } = await hostWithDomains(1);
   try {
     // A new process: a new LibvirtHost over the same libvirt and data dir defines the same instance again.
-    const again = new LibvirtHost({ virsh, dataDir: dir, domainType: "qemu" });
+    const again = new LibvirtHost({ virsh, dataDir: dir, domainType: "qemu", owner: "node-a" });
     assert.deepEqual(await again.define(plan("d0")), {});
     assert.deepEqual(await again.start("d0", false), {});
     assert.deepEqual((await virsh.list()).map((d) => [d.name, d.state]), [["d0", "running"]]);
@@ -102,6 +102,38 @@ Deno.test("every verb on a foreign domain is refused unmanaged-domain before lib
     }
     assert.equal(virsh.calls.length, before, "no verb reached libvirt");
     assert.equal((await virsh.list())[0]?.state, "paused");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("two nodes on one libvirtd: each lists the other's domains as foreign and never touches them", async () => {
+  const { dir, virsh, host, plan } = await hostWithDomains(1);
+  try {
+    const other = new LibvirtHost({ virsh, dataDir: dir, domainType: "qemu", owner: "node-b" });
+    assert.deepEqual((await other.list()).map((d) => [d.name, d.plan]), [["d0", undefined]]);
+    assert.equal((await host.list())[0]?.plan?.id, "d0");
+    const before = virsh.calls.length;
+    for (const o of [other.start("d0", false), other.undefine("d0"), other.define(plan("d0"))]) {
+      assert.equal((await o).refused?.reason, "unmanaged-domain");
+    }
+    assert.equal(virsh.calls.length, before, "no verb reached libvirt");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("before the node has joined every domain is foreign and a define is refused no-node-identity", async () => {
+  const { dir, virsh, plan } = await hostWithDomains(1);
+  try {
+    const unjoined = new LibvirtHost({
+      virsh,
+      dataDir: dir,
+      domainType: "qemu",
+      owner: () => Promise.resolve(undefined),
+    });
+    assert.equal((await unjoined.list())[0]?.plan, undefined);
+    assert.equal((await unjoined.define(plan("d9"))).refused?.reason, "no-node-identity");
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -185,7 +185,7 @@ export class LibvirtRuntime implements InstanceRuntime {
 
   async delete(id: string): Promise<void> {
     const d = (await this.#o.host.list()).find((x) => x.name === id);
-    if (d && !d.plan) throw new RuntimeRefused("unmanaged-domain", `domain ${id} is not bcd's; never removed`);
+    if (d && !d.plan) throw new RuntimeRefused("unmanaged-domain", `domain ${id} is not this node's; never removed`);
     if (d) {
       if (d.state !== "stopped") _check(await this.#o.host.destroy(id), id);
       _check(await this.#o.host.undefine(id), id);
