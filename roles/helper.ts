@@ -61,6 +61,7 @@ const SERVE: Subcommand = {
     const libvirt = role === "node"
       ? await libvirtBackend(config.dataDir, {
         log,
+        bridges: config.helper.instanceBridges,
         hostGpus: async () =>
           (await new NvidiaSmi({ binary: config.devices.nvidiaSmi }).query()).gpus.map((g) => g.pciBusId),
       })

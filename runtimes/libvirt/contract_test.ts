@@ -245,6 +245,41 @@ function runtimeContract(label: string, make: () => Promise<Backend>): void {
     }
   });
 
+  Deno.test(`InstanceRuntime contract, libvirt-kvm (${label}): a NIC on a bridge outside [helper] instance_bridges is refused, and every NIC without the key`, async (t) => {
+    const b = await make();
+    if ("skip" in b) return void await skipped(t, b.skip);
+    for (const [bridges, what] of [[["br-inst"], "listed"], [[], "missing"]] as const) {
+      await t.step(`instance_bridges ${what}`, async () => {
+        const env = await setup(b.virsh, { viaHelper: b.viaHelper, bridges });
+        if ("skip" in env) return void await skipped(t, env.skip);
+        const id = `bcd-nic-${crypto.randomUUID().slice(0, 8)}`;
+        try {
+          const base = await makeQcow2(env.dir, "base.qcow2", "16M");
+          env.srv.put(`/${id}.qcow2`, base);
+          const img = { url: `${env.srv.origin}/${id}.qcow2`, sha256: await sha256Hex(base), format: "qcow2" as const };
+          const nics = [{ mac: "52:54:00:12:34:56", bridge: "br-inst" }, {
+            mac: "52:54:00:12:34:57",
+            bridge: "br-other",
+          }];
+          await assert.rejects(
+            env.rt.define(record(id, { ...launch(img), nics })),
+            (e) =>
+              e instanceof RuntimeRefused && e.reason === "bridge-not-allowed" &&
+              e.message.includes(bridges.length ? `nics[1] is on bridge "br-other"` : "instance_bridges is not set"),
+          );
+          assert.equal(await stateOf(b.virsh, id), undefined, "no domain was defined");
+          if (bridges.length) {
+            await env.rt.define(record(id, { ...launch(img), nics: nics.slice(0, 1) }));
+            assert.equal(await stateOf(b.virsh, id), "stopped", "a NIC on a listed bridge is defined");
+          }
+        } finally {
+          await cleanup(b.virsh, id);
+          await env.close();
+        }
+      });
+    }
+  });
+
   Deno.test(`InstanceRuntime contract, libvirt-kvm (${label}): hostile images fail the instance with the seed's reason and no domain opens them`, async (t) => {
     const b = await make();
     if ("skip" in b) return void await skipped(t, b.skip);
@@ -406,7 +441,7 @@ async function state(rt: LibvirtRuntime, id: string) {
 
 async function setup(
   virsh: Virsh,
-  opts: { shutdownGraceMs?: number; viaHelper?: boolean; owner?: string } = {},
+  opts: { shutdownGraceMs?: number; viaHelper?: boolean; owner?: string; bridges?: readonly string[] } = {},
 ) {
   const srv: ImageServer | { skip: string } = await startImageServer();
   if ("skip" in srv) return srv;
@@ -414,7 +449,13 @@ async function setup(
   // The data dir's parent must let QEMU's user search it, as /var/lib does on a host.
   await Deno.chmod(dir, 0o711);
   const clock = { t: 0 };
-  const root = new LibvirtHost({ virsh, dataDir: `${dir}/data`, domainType: "qemu", owner: opts.owner ?? "node-a" });
+  const root = new LibvirtHost({
+    virsh,
+    dataDir: `${dir}/data`,
+    domainType: "qemu",
+    owner: opts.owner ?? "node-a",
+    bridges: opts.bridges ?? [],
+  });
   const helper = opts.viaHelper ? await startTestHelper({ libvirt: root }) : undefined;
   const host = helper ? new HelperLibvirtHost(helper.client) : root;
   const rt = new LibvirtRuntime({

@@ -78,7 +78,7 @@ export async function probeDomainType(
 /** The root half of `libvirt-kvm` for the helper, or `undefined` when virsh is not on PATH. */
 export async function libvirtBackend(
   dataDir: string,
-  opts: { log?: Logger; hostGpus?: () => Promise<readonly string[]>; bridges?: readonly string[] } = {},
+  opts: { log?: Logger; hostGpus?: () => Promise<readonly string[]>; bridges: readonly string[] },
 ): Promise<LibvirtHost | undefined> {
   if (!(await onPath("virsh"))) {
     opts.log?.info({}, "libvirt-kvm: virsh is not on PATH; runtime off");
@@ -86,6 +86,9 @@ export async function libvirtBackend(
   }
   const { type, why } = await probeDomainType();
   opts.log?.info({ domain_type: type, why }, "libvirt-kvm: domain type chosen");
+  if (opts.bridges.length === 0) {
+    opts.log?.warn({}, "libvirt-kvm: [helper] instance_bridges is not set; the helper refuses every instance tap");
+  } else opts.log?.info({ instance_bridges: opts.bridges }, "libvirt-kvm: instance NICs may join these bridges");
   return new LibvirtHost({
     virsh: new CommandVirsh(),
     dataDir,

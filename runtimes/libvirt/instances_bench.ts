@@ -45,6 +45,7 @@ const host = new LibvirtHost({
   dataDir: `${dir}/data`,
   domainType: "qemu",
   owner: `bench-${crypto.randomUUID()}`,
+  bridges: [],
 });
 const rt = new LibvirtRuntime({ host, dataDir: `${dir}/data`, fetch: srv.fetch, shutdownGraceMs: 0 });
 const tag = crypto.randomUUID().slice(0, 6);

@@ -53,13 +53,32 @@ export interface LibvirtHostOptions {
   readonly owner: string | (() => Promise<string | undefined>);
   /** PCI bus ids of the host's GPUs (the inventory's); a hostdev of anything else is refused. */
   readonly hostGpus?: () => Promise<readonly string[]>;
-  /** Bridges instance NICs may join (`[helper] instance_bridges`); `undefined`: any bridge name. */
-  readonly bridges?: readonly string[];
+  /** Bridges instance NICs may join (`[helper] instance_bridges`); empty: every instance tap is refused. */
+  readonly bridges: readonly string[];
   readonly log?: Logger;
 }
 
 const _refused = (reason: string, message: string): HostOutcome => ({ refused: { reason, message } });
 const _OK: HostOutcome = {};
+
+/** The reason a NIC on a bridge outside `[helper] instance_bridges` is refused with. */
+export const BRIDGE_REFUSED = "bridge-not-allowed";
+
+/**
+ * The refusal of a plan with a NIC on a bridge `[helper] instance_bridges` does not list (every NIC when the list is
+ * empty or missing), or `undefined` when every NIC's bridge is listed.
+ */
+export function bridgeRefusal(plan: DomainPlan, bridges: readonly string[]): HostOutcome | undefined {
+  const nic = plan.nics.findIndex((n) => !bridges.includes(n.bridge));
+  if (nic < 0) return undefined;
+  const b = JSON.stringify(plan.nics[nic]!.bridge);
+  return _refused(
+    BRIDGE_REFUSED,
+    bridges.length === 0
+      ? `nics[${nic}] is on bridge ${b}, but [helper] instance_bridges is not set: the helper refuses every instance tap`
+      : `nics[${nic}] is on bridge ${b}, which is not one of [helper] instance_bridges (${bridges.join(", ")})`,
+  );
+}
 
 /** The root side. */
 export class LibvirtHost implements LibvirtHostPort {
@@ -151,10 +170,8 @@ export class LibvirtHost implements LibvirtHostPort {
     if (names.includes(plan.id) && !(await this.#planOf(plan.id))) {
       return _refused("unmanaged-domain", `domain ${plan.id} exists and is not this node's; never defined over`);
     }
-    if (this.#o.bridges) {
-      const nic = plan.nics.find((n) => !this.#o.bridges!.includes(n.bridge));
-      if (nic) return _refused("invalid-plan", `bridge ${JSON.stringify(nic.bridge)} is not an instance bridge`);
-    }
+    const bridge = bridgeRefusal(plan, this.#o.bridges);
+    if (bridge) return bridge;
     if (plan.gpus.length > 0) {
       const host = new Set((await this.#o.hostGpus?.() ?? []).map((b) => b.toLowerCase()));
       const g = plan.gpus.find((g) => !host.has(g.pciBusId.toLowerCase()));

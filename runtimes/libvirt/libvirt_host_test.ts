@@ -7,7 +7,7 @@ import { makeQcow2, sha256Hex } from "../../fixtures/libvirt/image_server.ts";
 async function hostWithDomains(n: number) {
   const dir = await Deno.makeTempDir({ prefix: "bcd-lvhost-" });
   const virsh = new FakeVirsh();
-  const host = new LibvirtHost({ virsh, dataDir: dir, domainType: "qemu", owner: "node-a" });
+  const host = new LibvirtHost({ virsh, dataDir: dir, domainType: "qemu", owner: "node-a", bridges: [] });
   const base = await makeQcow2(dir, "b.qcow2", "16M");
   const sha = await sha256Hex(base);
   await Deno.mkdir(`${dir}/libvirt/images`, { recursive: true });
@@ -71,7 +71,7 @@ Deno.test("a define repeated after a crash between define and start names the sa
   const { dir, virsh, plan } = await hostWithDomains(1);
   try {
     // A new process: a new LibvirtHost over the same libvirt and data dir defines the same instance again.
-    const again = new LibvirtHost({ virsh, dataDir: dir, domainType: "qemu", owner: "node-a" });
+    const again = new LibvirtHost({ virsh, dataDir: dir, domainType: "qemu", owner: "node-a", bridges: [] });
     assert.deepEqual(await again.define(plan("d0")), {});
     assert.deepEqual(await again.start("d0", false), {});
     assert.deepEqual((await virsh.list()).map((d) => [d.name, d.state]), [["d0", "running"]]);
@@ -110,7 +110,7 @@ Deno.test("every verb on a foreign domain is refused unmanaged-domain before lib
 Deno.test("two nodes on one libvirtd: each lists the other's domains as foreign and never touches them", async () => {
   const { dir, virsh, host, plan } = await hostWithDomains(1);
   try {
-    const other = new LibvirtHost({ virsh, dataDir: dir, domainType: "qemu", owner: "node-b" });
+    const other = new LibvirtHost({ virsh, dataDir: dir, domainType: "qemu", owner: "node-b", bridges: [] });
     assert.deepEqual((await other.list()).map((d) => [d.name, d.plan]), [["d0", undefined]]);
     assert.equal((await host.list())[0]?.plan?.id, "d0");
     const before = virsh.calls.length;
@@ -131,6 +131,7 @@ Deno.test("before the node has joined every domain is foreign and a define is re
       dataDir: dir,
       domainType: "qemu",
       owner: () => Promise.resolve(undefined),
+      bridges: [],
     });
     assert.equal((await unjoined.list())[0]?.plan, undefined);
     assert.equal((await unjoined.define(plan("d9"))).refused?.reason, "no-node-identity");
