@@ -14,6 +14,7 @@ import {
   encodeInstallResult,
   encodeProblem,
   type Frame,
+  frameParts,
   FramingError,
   isExecKind,
   Kind,
@@ -44,7 +45,8 @@ export async function serve(t: Transport, opts: ServeOptions): Promise<ServeEnd>
         await t.write(encodeFrame(Kind.Pong));
         return null;
       case Kind.Echo:
-        await t.write(encodeFrame(Kind.Echo, f.body));
+        // The body is a view into the decoder's buffer, valid until the next message is taken: written before that.
+        for (const part of frameParts(Kind.Echo, f.body)) await t.write(part);
         return null;
       case Kind.Probe:
         await t.write(encodeFrame(Kind.ProbeFailed, encodeProblem(NO_LAYERED_ROOT)));

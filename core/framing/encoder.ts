@@ -33,3 +33,19 @@ export function encodeFrame(kind: number, body: Uint8Array = new Uint8Array(0)):
   out.set(body, HEADER_BYTES);
   return out;
 }
+
+/** Bodies up to this size are copied behind their header into one buffer; larger ones are written as they are. */
+export const COPY_BELOW = 16 * 1024;
+
+/**
+ * One message as the buffers to write in order: a single buffer (header and body) for a small body, where one write
+ * is cheaper than two, or the header and the caller's body itself for a large one, where a second write is cheaper
+ * than allocating and copying the body. The body must stay unchanged until the writes are done.
+ */
+export function frameParts(kind: number, body: Uint8Array = new Uint8Array(0)): Uint8Array[] {
+  if (body.length < COPY_BELOW) return [encodeFrame(kind, body)];
+  checkOutgoing(kind, body.length);
+  const header = new Uint8Array(HEADER_BYTES);
+  writeHeader(header, 0, kind, body.length);
+  return [header, body];
+}

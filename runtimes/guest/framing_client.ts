@@ -7,7 +7,9 @@
  *
  * @module
  */
+import { Buffer } from "node:buffer";
 import {
+  checkOutgoing,
   decodeFacts,
   decodeGuestMessage,
   decodeInstallResult,
@@ -23,6 +25,7 @@ import {
   type ExecKey,
   type ExecStart,
   type Facts,
+  frameParts,
   FramingError,
   type HostMessage,
   type InstallResult,
@@ -80,7 +83,11 @@ function withTimeout<T>(p: Promise<T>, ms: number, onTimeout: () => Error): Prom
   return Promise.race([p, t]).finally(() => clearTimeout(timer));
 }
 
-const bytesEqual = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((x, i) => x === b[i]);
+/** memcmp through node:buffer (a JS loop costs ~450 µs at 256 KiB, this ~13 µs). */
+function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length &&
+    Buffer.from(a.buffer, a.byteOffset, a.length).equals(Buffer.from(b.buffer, b.byteOffset, b.length));
+}
 
 /** The host program's client of one attachment. */
 export class FramingClient {
@@ -148,9 +155,11 @@ export class FramingClient {
   }
 
   async #readLoop(): Promise<void> {
+    // One read buffer for the client's life: the decoder copies what it holds across reads, and every message is
+    // copied out (or decoded) before the next read.
+    const buf = new Uint8Array(this.#readSize);
     try {
       for (;;) {
-        const buf = new Uint8Array(this.#readSize);
         const n = await this.#conn.read(buf);
         if (this.#ended) return;
         if (n === null) {
@@ -216,13 +225,15 @@ export class FramingClient {
   /** Sends one message; refuses (without ending) a message beyond its kind's limit. */
   send(kind: number, body: Uint8Array = new Uint8Array(0)): Promise<void> {
     if (this.#ended) return Promise.reject(this.#ended);
-    const frame = encodeFrame(kind, body); // throws FramingError for a message the framing refuses
+    const parts = frameParts(kind, body); // throws FramingError for a message the framing refuses
     const p = this.#sending.then(() => {
       if (this.#ended) throw this.#ended;
       return withTimeout(
         (async () => {
-          let o = 0;
-          while (o < frame.length) o += await this.#conn.write(frame.subarray(o));
+          for (const part of parts) {
+            let o = 0;
+            while (o < part.length) o += await this.#conn.write(part.subarray(o));
+          }
         })(),
         this.#sendMs,
         () => this.end("send", `a send of kind ${kind} timed out after ${this.#sendMs} ms`),
@@ -257,7 +268,7 @@ export class FramingClient {
 
   /** Sends a request and returns its answer; any failure after the framing accepted it ends the client. */
   async #request(kind: number, body: Uint8Array, answers: readonly number[], what: string): Promise<Message> {
-    encodeFrame(kind, body);
+    checkOutgoing(kind, body.length); // a message the framing refuses throws before anything is sent
     try {
       await this.send(kind, body);
       const m = await this.receive(this.#requestMs);
