@@ -1,12 +1,19 @@
 /**
  * `deno task bench:commands`: accept → `ACKED` latency (p50, p99) and throughput with 8 control-lane commands in
- * flight, through the real dispatcher, journal (SQLite, WAL + synchronous=FULL) and signature check, each figure set
- * against the raw fsync latency of the same disk measured in the same run.
+ * flight, through the real dispatcher, journal (SQLite, WAL, the journal's own fdatasync of it after each group commit)
+ * and signature check, each figure set against the raw fsync latency of the same disk measured in the same run.
+ *
+ * The machine this runs on is shared, and its fsync latency moves by 10× within a minute, so the anchor is measured
+ * in every round, right before that round's commands, and each ratio is taken per round; the figures printed are
+ * medians over rounds.
  *
  * Each client of 8 keeps one `inventory.refresh` in flight: it delivers a signed protobuf `Command` (decoded as the
- * session decodes it), notes when `ACKED` arrives
- * (the `accepted` entry is durable), waits for the terminal result, and delivers the next. A command costs two
- * journal writes (accepted, done; `running` is journaled for self-terminating kinds only); concurrent writes share an fsync (group commit).
+ * session decodes it), notes when `ACKED` arrives (the `accepted` entry is durable), waits for the terminal result,
+ * and delivers the next. The commands of a round are encoded and signed before it starts (that is the gateway's
+ * work, not the node's); decoding them is timed. A command costs two journal writes (accepted, done; `running` is
+ * journaled for self-terminating kinds only); concurrent writes share an fsync (group commit).
+ *
+ * Goals (issue 24): `ACKED` p50 ≤ 2× one fsync p50; settled commands/s ≥ 3× the serial fsync rate.
  *
  * @module
  */
@@ -14,16 +21,16 @@ import { Journal } from "../journal/mod.ts";
 import { signEnvelope } from "../pki/envelope.ts";
 import { makeTestPki } from "../pki/test_pki.ts";
 import { bcd, decodeMessage, encodeMessage, packPayload } from "../../proto/mod.ts";
-import type { IncomingCommand } from "./command.ts";
 import { incomingFromWire } from "./wire.ts";
 import { Dispatcher } from "./dispatcher.ts";
 import { HandlerRegistry } from "./handlers.ts";
 import type { CommandUpdate } from "./results.ts";
 
 const DIR = Deno.env.get("BCD_BENCH_DIR") ?? "/var/tmp";
-const COMMANDS = Number(Deno.env.get("BCD_BENCH_COMMANDS") ?? 480);
+const ROUNDS = Number(Deno.env.get("BCD_BENCH_ROUNDS") ?? 7);
+const PER_ROUND = Number(Deno.env.get("BCD_BENCH_COMMANDS") ?? 160);
 const IN_FLIGHT = 8;
-const FSYNC_SAMPLES = 300;
+const FSYNC_SAMPLES = 60;
 
 function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -48,26 +55,31 @@ async function rawFsync(dir: string): Promise<number[]> {
 }
 
 /** A journal `accept` alone, one at a time: the floor an `ACKED` cannot beat. */
-async function journalAccept(dir: string): Promise<number[]> {
-  const j = await Journal.open({ dataDir: dir, bootId: "bench-boot" });
+async function journalAccept(j: Journal, round: number): Promise<number[]> {
   const out: number[] = [];
-  try {
-    for (let i = 0; i < 100; i++) {
+  {
+    for (let i = 0; i < 20; i++) {
       const t = performance.now();
-      await j.accept(`01ALONE${i}`, { kind: "inventory.refresh", retrySafe: true, selfTerminating: false });
+      await j.accept(`01ALONE${round}-${i}`, { kind: "inventory.refresh", retrySafe: true, selfTerminating: false });
       out.push(performance.now() - t);
     }
-  } finally {
-    await j.close();
   }
   return out;
+}
+
+interface Round {
+  fsyncP50: number;
+  fsyncP99: number;
+  aloneP50: number;
+  ackedP50: number;
+  ackedP99: number;
+  rate: number;
 }
 
 async function main(): Promise<void> {
   const dir = await Deno.makeTempDir({ dir: DIR, prefix: "bcd-bench-commands-" });
   try {
-    const fsyncs = await rawFsync(dir);
-    const alone = await journalAccept(`${dir}/alone`);
+    const alone = await Journal.open({ dataDir: `${dir}/alone`, bootId: "bench-boot" });
     const journal = await Journal.open({ dataDir: `${dir}/data`, bootId: "bench-boot" });
     const pki = await makeTestPki();
     const acked = new Map<string, number>();
@@ -95,64 +107,87 @@ async function main(): Promise<void> {
       },
     });
     let n = 0;
-    /** A signed wire Command (what the gateway sends), decoded as the session does. */
-    const make = async (): Promise<IncomingCommand> => {
+    /** A signed wire Command, as the gateway sends it. */
+    const make = async (): Promise<Uint8Array> => {
       const body = encodeMessage(bcd.v1.CommandBody, {
         id: `01BENCH${String(n++).padStart(19, "0")}`,
         node_id: "bench-node",
         kind: "inventory.refresh",
         lane: "control",
         payload: packPayload("inventory.refresh", {}),
-        not_after: { seconds: Math.floor(Date.now() / 1000) + 60, nanos: 0 },
+        not_after: { seconds: Math.floor(Date.now() / 1000) + 600, nanos: 0 },
         retry_safe: true,
       });
-      const frame = encodeMessage(bcd.v1.Command, {
+      return encodeMessage(bcd.v1.Command, {
         body,
         signature: await signEnvelope(pki.worker, "command", body),
         attempt: 1,
       });
-      return incomingFromWire(decodeMessage(bcd.v1.Command, frame));
     };
-    const latencies: number[] = [];
-    let issued = 0;
-    const client = async () => {
-      while (issued < COMMANDS) {
-        issued++;
-        const cmd = await make();
-        const done = new Promise<void>((r) => waiters.set(cmd.body.id, r));
-        const t0 = performance.now(); // after encoding and signing (the gateway's side), before the daemon sees it
-        await d.deliver(cmd);
-        const a = acked.get(cmd.body.id);
-        if (a === undefined) throw new Error(`command ${cmd.body.id} was not ACKED`);
-        latencies.push(a - t0);
-        await done;
-      }
-    };
-    const t0 = performance.now();
-    await Promise.all(Array.from({ length: IN_FLIGHT }, client));
-    const seconds = (performance.now() - t0) / 1000;
+    const rounds: Round[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const fsyncs = await rawFsync(dir);
+      const aloneMs = await journalAccept(alone, round);
+      const frames: Uint8Array[] = [];
+      for (let i = 0; i < PER_ROUND; i++) frames.push(await make());
+      const latencies: number[] = [];
+      let next = 0;
+      const client = async () => {
+        while (next < frames.length) {
+          const cmd = incomingFromWire(decodeMessage(bcd.v1.Command, frames[next++]!)); // as the session decodes
+          const done = new Promise<void>((r) => waiters.set(cmd.body.id, r));
+          const t0 = performance.now();
+          await d.deliver(cmd);
+          const a = acked.get(cmd.body.id);
+          if (a === undefined) throw new Error(`command ${cmd.body.id} was not ACKED`);
+          latencies.push(a - t0);
+          await done;
+        }
+      };
+      const t0 = performance.now();
+      await Promise.all(Array.from({ length: IN_FLIGHT }, client));
+      const seconds = (performance.now() - t0) / 1000;
+      rounds.push({
+        fsyncP50: pct(fsyncs, 50),
+        fsyncP99: pct(fsyncs, 99),
+        aloneP50: pct(aloneMs, 50),
+        ackedP50: pct(latencies, 50),
+        ackedP99: pct(latencies, 99),
+        rate: latencies.length / seconds,
+      });
+    }
+    const stats = { ...journal.stats };
     await d.stop();
     await journal.close();
+    await alone.close();
 
-    const f50 = pct(fsyncs, 50);
-    const f99 = pct(fsyncs, 99);
-    const a50 = pct(latencies, 50);
-    const a99 = pct(latencies, 99);
-    const rate = latencies.length / seconds;
-    const fsyncRate = 1000 / f50;
+    const med = (f: (r: Round) => number) => pct(rounds.map(f), 50);
     const r = (x: number) => x.toFixed(2);
-    console.log(`bench:commands  dir=${DIR}  commands=${latencies.length}  in flight=${IN_FLIGHT} (control lane)`);
-    console.log(`raw fsync (4 KiB write + fsync, ${FSYNC_SAMPLES} samples): p50 ${r(f50)} ms  p99 ${r(f99)} ms`);
+    const fsyncRate = med((x) => 1000 / x.fsyncP50);
+    const load = Deno.loadavg().map((x) => x.toFixed(2)).join(" ");
     console.log(
-      `journal accept alone (sequential, 100): p50 ${r(pct(alone, 50))} ms (${r(pct(alone, 50) / f50)}x fsync p50)  ` +
-        `p99 ${r(pct(alone, 99))} ms`,
+      `bench:commands  dir=${DIR}  ${ROUNDS} rounds of ${PER_ROUND} commands, ${IN_FLIGHT} in flight (control lane); ` +
+        `medians over rounds, ratios per round; load average ${load}`,
     );
     console.log(
-      `accept -> ACKED: p50 ${r(a50)} ms (${r(a50 / f50)}x fsync p50)  p99 ${r(a99)} ms (${r(a99 / f99)}x fsync p99)`,
+      `raw fsync (4 KiB write + fsync, ${FSYNC_SAMPLES} per round): p50 ${r(med((x) => x.fsyncP50))} ms  ` +
+        `p99 ${r(med((x) => x.fsyncP99))} ms (anchor)`,
     );
     console.log(
-      `throughput: ${rate.toFixed(0)} commands/s settled (2 journal writes each) = ${r(rate / fsyncRate)}x ` +
-        `the serial fsync rate (${fsyncRate.toFixed(0)}/s)`,
+      `journal accept alone (sequential, 20 per round): p50 ${r(med((x) => x.aloneP50))} ms ` +
+        `(${r(med((x) => x.aloneP50 / x.fsyncP50))}x fsync p50)`,
+    );
+    console.log(
+      `accept -> ACKED: p50 ${r(med((x) => x.ackedP50))} ms (${r(med((x) => x.ackedP50 / x.fsyncP50))}x fsync p50, ` +
+        `goal ≤ 2x)  p99 ${r(med((x) => x.ackedP99))} ms (${r(med((x) => x.ackedP99 / x.fsyncP99))}x fsync p99)`,
+    );
+    console.log(
+      `throughput: ${med((x) => x.rate).toFixed(0)} commands/s settled (2 journal writes each) = ` +
+        `${r(med((x) => x.rate * x.fsyncP50 / 1000))}x the serial fsync rate (${fsyncRate.toFixed(0)}/s; goal ≥ 3x)`,
+    );
+    console.log(
+      `group commit: ${stats.ops} journal calls in ${stats.commits} commits (${r(stats.ops / stats.commits)} per ` +
+        `commit, largest ${stats.maxGroup})`,
     );
   } finally {
     await Deno.remove(dir, { recursive: true });

@@ -40,7 +40,7 @@ import { type AcceptanceContext, runAcceptanceChecks } from "./acceptance.ts";
 import type { CommandBody, IncomingCommand } from "./command.ts";
 import type { KindHandler } from "./handlers.ts";
 import { type KindSpec, type Lane, lookupKind } from "./kinds.ts";
-import { LANE_LIMITS, LanePool } from "./lanes.ts";
+import { LANE_LIMITS, LanePool, LaneStopped } from "./lanes.ts";
 import { ResourceLocks } from "./locks.ts";
 import { CommandFailed, InvalidPayload, type TerminalRejectReason } from "./rejection.ts";
 import { type CommandUpdate, terminalUpdate, updateFromEntry, type UpdateSink } from "./results.ts";
@@ -244,24 +244,39 @@ export class Dispatcher {
     const accepted = this.#accept(body, input, verdict.quorum);
     let settle!: () => void;
     flight.done = new Promise<void>((r) => settle = r);
-    lane.submit({
+    const release = () => {
+      this.#flights.delete(body.id);
+      lane.releaseCredit();
+      settle();
+    };
+    // The next delivery may take its credit now; its `accepted` joins this one's group commit.
+    open();
+    // The command enters its lane once `accepted` is durable, so a worker is never held waiting for that fsync (the
+    // control lane has 4 workers for 8 credits). Accepts resolve in the order they were submitted, so commands still
+    // enter their lane in delivery order.
+    let ok: boolean;
+    try {
+      ok = await accepted;
+    } catch (e) {
+      release(); // only the journal can fail here (a stopped journal ends the daemon through its onStop)
+      throw e;
+    }
+    if (!ok) return release();
+    const job = {
       id: body.id,
       resources,
       run: async () => {
         try {
-          if (await accepted) await this.#run(flight, verdict.spec, verdict.handler, invalid);
+          await this.#run(flight, verdict.spec, verdict.handler, invalid);
         } catch (e) {
           // Only the journal can fail here (a stopped journal ends the daemon through its onStop).
           this.#log.error({ command_id: body.id, err: String(e) }, "command could not be settled");
         } finally {
-          this.#flights.delete(body.id);
-          lane.releaseCredit();
-          settle();
+          release();
         }
       },
       dropped: async () => {
         try {
-          if (!(await accepted)) return;
           if (flight.cancelRequested) await this.#finish(body, { state: "CANCELLED", message: flight.cancelReason });
           else {
             // The lane stopped (a graceful stop): nobody cancelled it, so it stays `accepted` in the journal, for
@@ -271,14 +286,18 @@ export class Dispatcher {
         } catch (e) {
           this.#log.error({ command_id: body.id, err: String(e) }, "cancelled command could not be settled");
         } finally {
-          this.#flights.delete(body.id);
-          lane.releaseCredit();
-          settle();
+          release();
         }
       },
-    });
-    open();
-    if (await accepted) this.#send({ commandId: body.id, kind: body.kind, state: "ACKED", bootId: this.#o.bootId });
+    };
+    try {
+      lane.submit(job);
+    } catch (e) {
+      if (!(e instanceof LaneStopped)) throw e;
+      // Stopped while its `accepted` was being made durable: left accepted, as a queued command is at a stop.
+      return await job.dropped();
+    }
+    this.#send({ commandId: body.id, kind: body.kind, state: "ACKED", bootId: this.#o.bootId });
   }
 
   /** Records the quorum ticket and journals `accepted`; false (answered `BUSY` or rejected) when it cannot. */

@@ -6,8 +6,8 @@
  * Two things in `@libsql/client` 0.18's local client shape this file: it pools connections and rolls back
  * whatever a borrowed connection left open when it returns it, so a transaction must go through
  * `client.transaction("write")` (`BEGIN IMMEDIATE`), not a bare `BEGIN`; and a pragma applies to the one
- * connection that ran it, so the pool is limited to one connection (`concurrency: 1`) for `synchronous=FULL` to
- * hold for every statement.
+ * connection that ran it, so the pool is limited to one connection (`concurrency: 1`) for the journal's
+ * `synchronous` setting to hold for every statement.
  *
  * @module
  */

@@ -77,7 +77,7 @@ export class ServerTimeAhead extends JournalRefusal {
   }
 }
 
-/** The journal refuses to open with durability weaker than WAL + `synchronous=FULL`. */
+/** The journal refuses to open with durability weaker than WAL + `synchronous=NORMAL` (plus its own WAL sync). */
 export class JournalDurabilityError extends JournalError {
   override name = "JournalDurabilityError";
   constructor(message: string) {

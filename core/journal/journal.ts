@@ -57,6 +57,7 @@ import type {
 } from "./types.ts";
 import { colBytesOrNull, colNum, colStr } from "./sql_driver.ts";
 import { type QueueStats, WriteQueue } from "./write_queue.ts";
+import type { WalSync } from "./wal_sync.ts";
 
 export { JOURNAL_FILE, type JournalLogger, type OpenReport } from "./open.ts";
 
@@ -92,6 +93,7 @@ export class Journal {
   readonly bounds: JournalBounds;
   readonly opened: OpenReport;
   readonly #db: SqlDriver;
+  readonly #wal: WalSync;
   readonly #queue: WriteQueue;
   readonly #lock: DataDirLock;
   readonly #now: () => number;
@@ -111,6 +113,7 @@ export class Journal {
       incarnation: string;
       journalId: string;
       opened: OpenReport;
+      wal: WalSync;
       now: () => number;
       log: JournalLogger;
     },
@@ -122,6 +125,7 @@ export class Journal {
     this.bounds = init.opts.bounds ?? DEFAULT_BOUNDS;
     this.opened = init.opened;
     this.#db = init.db;
+    this.#wal = init.wal;
     this.#lock = init.lock;
     this.#now = init.now;
     this.#log = init.log;
@@ -133,13 +137,14 @@ export class Journal {
         "journal write failed; journal stopped (fail-stop)",
       );
       void this.#db.close().catch(() => undefined);
+      this.#wal.close();
       onStop?.(e);
-    });
+    }, () => this.#wal.sync());
   }
 
   /**
    * Opens (or creates) the journal of `opts.dataDir`: takes the one-writer lock, verifies WAL +
-   * `synchronous=FULL`, checks integrity, quarantines a damaged journal and starts a new `journal_id` (logged at
+   * `synchronous=NORMAL` (the journal syncs the WAL itself), checks integrity, quarantines a damaged journal and starts a new `journal_id` (logged at
    * error level), and restores the server time mark from the identity.json mirror. Call {@link recover} next.
    */
   static async open(opts: JournalOptions): Promise<Journal> {
@@ -182,8 +187,14 @@ export class Journal {
    * Resolves a delivered command against its entry (the seed's six rows, see resolve.ts). The `rebooted` and
    * `interrupted` rows are settled durably before this returns; their `result` is what to report.
    */
-  resolve(commandId: string, flags: ResolveFlags): Promise<Resolution> {
-    return this.#op(async (db, now) => {
+  async resolve(commandId: string, flags: ResolveFlags): Promise<Resolution> {
+    if (this.#closed) throw new JournalError("journal-closed", "the journal is closed");
+    // The common case, a command never seen, is answered from a read outside the queue: it waits for no group and
+    // no fsync. Acting on "no entry" needs no durability (accept checks the entry again inside its own group).
+    // Any entry is resolved again inside the queue, where what the row says is durable before it is acted on.
+    const seen = await this.#queue.read((db) => readEntry(db, commandId));
+    if (seen === null) return resolveEntry(null, flags, this.#ctx());
+    return await this.#op(async (db, now) => {
       const r = resolveEntry(await readEntry(db, commandId), flags, this.#ctx());
       if (r.action === "rebooted" || r.action === "interrupted") await settleOp(db, commandId, r.result, now);
       return r;
@@ -440,6 +451,7 @@ export class Journal {
     await this.#db.close().catch((e) => {
       if (this.#queue.stopped === null) throw e;
     });
+    this.#wal.close();
     this.#lock.release();
   }
 }

@@ -15,11 +15,14 @@
  *
  * ## Durability
  *
- * WAL with `synchronous=FULL`, read back after open: the journal refuses to open with anything weaker
- * ({@link JournalDurabilityError}). Every method resolves only after the transaction that ran it is committed,
- * and SQLite fsyncs the WAL on every commit in that mode, so `accepted` is on disk before any side effect.
- * Concurrent calls are committed together (group commit, one fsync). A failed write or fsync stops the journal
- * (fail-stop, {@link JournalStopped}): no retry, every later call rejects, `onStop` lets the daemon exit.
+ * WAL with `synchronous=NORMAL`, read back after open: the journal refuses to open with anything weaker
+ * ({@link JournalDurabilityError}). Every method resolves only after the transaction that ran it is committed and
+ * the journal's own fdatasync of the WAL after that commit returned (`wal_sync.ts`: the same order on disk as
+ * `synchronous=FULL`, with the fsync run off the event loop instead of inside `COMMIT` on it), so `accepted` is on
+ * disk before any side effect. Concurrent calls are committed together (group commit, one fsync); calls made while
+ * a sync runs form the next group. A failed write or fsync stops the journal (fail-stop, {@link JournalStopped}): no
+ * retry, every later call rejects, `onStop` lets the daemon exit. `resolve` of a command never journaled reads
+ * outside the queue (no group, no fsync): acting on "no entry" needs no durability.
  *
  * ## Using it (the command path)
  *

@@ -13,6 +13,7 @@ import { acquireLock, type DataDirLock } from "./lock.ts";
 import { getMeta, setMeta } from "./meta.ts";
 import { type Quarantined, quarantineJournal } from "./quarantine.ts";
 import { checkIntegrity, enforceDurability, ensureSchema } from "./schema.ts";
+import { WalSync } from "./wal_sync.ts";
 import type { SqlDriver, SqlDriverFactory } from "./sql_driver.ts";
 
 /** The database file's name inside the data directory. */
@@ -51,6 +52,8 @@ export interface OpenStore {
   readonly lock: DataDirLock;
   readonly journalId: string;
   readonly opened: OpenReport;
+  /** The WAL, synced by the journal after each commit (SQLite runs with synchronous=NORMAL). */
+  readonly wal: WalSync;
 }
 
 /** SQLite's words for a file that is not (or no longer) a database. */
@@ -92,7 +95,14 @@ export async function openStore(opts: StoreOptions): Promise<OpenStore> {
           meta = await getMeta(db);
         }
         await db.exec("COMMIT");
-        if (fresh) await fsyncDir(dataDir);
+        const wal = await WalSync.open(dbPath);
+        try {
+          await wal.sync(); // what this open wrote (a new schema, the time mark) is durable before it returns
+          if (fresh) await fsyncDir(dataDir);
+        } catch (e) {
+          wal.close();
+          throw e;
+        }
         if (quarantined) {
           log.error(
             { journal_id: meta.journalId, quarantined: quarantined.path, reason: quarantined.reason },
@@ -100,7 +110,7 @@ export async function openStore(opts: StoreOptions): Promise<OpenStore> {
           );
         } else if (fresh) log.warn({ journal_id: meta.journalId }, "started a new journal");
         const opened: OpenReport = { created: fresh, ...(quarantined ? { quarantined } : {}) };
-        return { db, lock, journalId: meta.journalId, opened };
+        return { db, lock, journalId: meta.journalId, opened, wal };
       } catch (e) {
         await db.close().catch(() => undefined);
         const damaged = e instanceof JournalDamaged ||

@@ -1,7 +1,12 @@
 /**
  * Group commit with fail-stop. Every journal call is an operation submitted here; operations submitted while a
  * commit is in flight (or in the same tick) run together in one transaction, each under its own savepoint, and
- * none of them resolves before the transaction's `COMMIT` (and with it SQLite's fsync of the WAL) returned.
+ * none of them resolves before the transaction's `COMMIT` and the sync after it (`afterCommit`: the journal's
+ * fdatasync of the WAL, off the event loop, see `wal_sync.ts`) returned. While that sync runs, the event loop runs
+ * and new operations gather into the next group.
+ *
+ * {@link WriteQueue.read} runs a read-only look-up at once, outside any group (between two groups' transactions),
+ * for callers that act on what is committed only where what they see needs no durability (`Journal.resolve`).
  *
  * A {@link JournalRefusal} (or a TypeError/RangeError from argument checks) thrown by an operation rolls back that
  * operation's savepoint only and rejects its caller. Any other error
@@ -39,11 +44,17 @@ export class WriteQueue {
   #running = false;
   #stopped: JournalStopped | null = null;
   #onStop: (e: JournalStopped) => void;
+  #afterCommit: () => Promise<void>;
+  /** Between a group's BEGIN and its COMMIT (or rollback): reads wait for the end of it. */
+  #inTx = false;
+  #readers: Pending[] = [];
   readonly stats: QueueStats = { commits: 0, ops: 0, maxGroup: 0 };
 
-  constructor(db: SqlDriver, onStop: (e: JournalStopped) => void) {
+  /** `afterCommit` makes a committed group durable; its failure stops the journal like a failed write. */
+  constructor(db: SqlDriver, onStop: (e: JournalStopped) => void, afterCommit: () => Promise<void> = _nothing) {
     this.#db = db;
     this.#onStop = onStop;
+    this.#afterCommit = afterCommit;
   }
 
   /** The error that stopped the journal, or null while it runs. */
@@ -61,6 +72,26 @@ export class WriteQueue {
         queueMicrotask(() => void this.#drain());
       }
     });
+  }
+
+  /**
+   * Runs the read-only `op` at once on the connection, outside any group (after the transaction in progress, if
+   * one is): it sees what is committed, which may not be durable yet, so a caller acts on it only where that is
+   * harmless. Never writes; never waits for a sync.
+   */
+  read<T>(op: Op<T>): Promise<T> {
+    if (this.#stopped !== null) return Promise.reject(this.#stopped);
+    if (!this.#inTx) return op(this.#db);
+    return new Promise<T>((resolve, reject) => {
+      this.#readers.push({ op: op as Op<unknown>, resolve: resolve as (v: unknown) => void, reject });
+    });
+  }
+
+  #runReaders(): void {
+    for (const r of this.#readers.splice(0)) {
+      if (this.#stopped !== null) r.reject(this.#stopped);
+      else r.op(this.#db).then(r.resolve, r.reject);
+    }
   }
 
   /** Waits until every queued operation has run (the journal stops submitting before it calls this). */
@@ -84,6 +115,7 @@ export class WriteQueue {
   async #runGroup(group: Pending[]): Promise<void> {
     const outcomes: { ok: boolean; value: unknown }[] = [];
     try {
+      this.#inTx = true;
       await this.#db.exec("BEGIN IMMEDIATE");
       for (const p of group) {
         await this.#db.exec("SAVEPOINT op");
@@ -98,8 +130,13 @@ export class WriteQueue {
         }
       }
       await this.#db.exec("COMMIT");
+      this.#inTx = false;
+      this.#runReaders();
+      await this.#afterCommit();
     } catch (e) {
+      this.#inTx = false;
       this.#stop(e);
+      this.#runReaders();
       for (const p of group) p.reject(this.#stopped);
       for (const p of this.#pending.splice(0)) p.reject(this.#stopped);
       return;
@@ -124,6 +161,10 @@ export class WriteQueue {
     // Outside the queue's own flow: a throwing callback must not leave callers of this group unanswered.
     queueMicrotask(() => this.#onStop(stopped));
   }
+}
+
+function _nothing(): Promise<void> {
+  return Promise.resolve();
 }
 
 /** Errors that concern one operation's request, not the storage: they roll back that operation only. */

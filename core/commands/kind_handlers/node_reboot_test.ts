@@ -50,11 +50,14 @@ Deno.test("node.reboot journals running{boot_id} before the rebooter is asked, a
     const journal = await Journal.open({ dataDir: dir, bootId: "boot-1", now: () => NOW });
     const seen: string[] = [];
     let stateAtReboot = "";
+    let rebooted!: () => void;
+    const asked = new Promise<void>((r) => rebooted = r);
     const registry = new HandlerRegistry().register(nodeRebootHandler({
       rebooter: {
         reboot: async (reason) => {
-          seen.push(reason);
           stateAtReboot = (await journal.get("01REBOOT"))?.state ?? "none";
+          seen.push(reason);
+          rebooted();
         },
       },
       sleep: () => new Promise<void>(() => {}), // the process "dies" here: the handler never returns
@@ -62,7 +65,7 @@ Deno.test("node.reboot journals running{boot_id} before the rebooter is asked, a
     const updates: CommandUpdate[] = [];
     const d = dispatcher(journal, registry, updates, "boot-1");
     await d.deliver(reboot("01REBOOT"));
-    for (let i = 0; i < 200 && seen.length === 0; i++) await new Promise((r) => setTimeout(r, 1));
+    await asked; // the journal's state as the rebooter read it when it was asked
     assert.deepEqual(seen, ["XID 79"]);
     assert.equal(stateAtReboot, "running");
     assert.deepEqual(updates.map((u) => u.state), ["ACKED", "RUNNING"]);

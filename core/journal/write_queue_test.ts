@@ -1,0 +1,110 @@
+import assert from "node:assert/strict";
+import { JournalStopped } from "./errors.ts";
+import type { SqlDriver } from "./sql_driver.ts";
+import { WriteQueue } from "./write_queue.ts";
+
+/** A connection that records what runs on it. */
+function recorder(): SqlDriver & { log: string[] } {
+  const log: string[] = [];
+  return {
+    name: "recorder",
+    log,
+    exec: (sql) => (log.push(sql), Promise.resolve()),
+    run: (sql) => (log.push(sql), Promise.resolve(1)),
+    all: (sql) => (log.push(sql), Promise.resolve([])),
+    close: () => Promise.resolve(),
+  };
+}
+
+/** An afterCommit the test releases by hand, one sync at a time. */
+function heldSyncs() {
+  const waiting: (() => void)[] = [];
+  let started = 0;
+  return {
+    get started() {
+      return started;
+    },
+    sync: () => {
+      started++;
+      return new Promise<void>((r) => waiting.push(r));
+    },
+    release: () => waiting.shift()?.(),
+  };
+}
+
+const tick = () => new Promise<void>((r) => setTimeout(r, 0));
+
+async function until(f: () => boolean): Promise<void> {
+  while (!f()) await tick();
+}
+
+Deno.test("no operation resolves before the sync after its group's COMMIT returned", async () => {
+  const db = recorder();
+  const syncs = heldSyncs();
+  const q = new WriteQueue(db, () => {}, syncs.sync);
+  let done = false;
+  const p = q.submit((d) => d.run("INSERT 1")).then(() => done = true);
+  await until(() => syncs.started === 1);
+  assert.ok(db.log.includes("COMMIT"), "committed");
+  await tick();
+  assert.equal(done, false, "resolved only after the sync");
+  syncs.release();
+  await p;
+  assert.equal(done, true);
+});
+
+Deno.test("while a group's sync runs, the event loop runs: new operations gather into the next group", async () => {
+  const db = recorder();
+  const syncs = heldSyncs();
+  const q = new WriteQueue(db, () => {}, syncs.sync);
+  const first = q.submit((d) => d.run("INSERT a"));
+  await until(() => syncs.started === 1);
+  const later = [q.submit((d) => d.run("INSERT b")), q.submit((d) => d.run("INSERT c"))];
+  await tick(); // a timer fired while the sync was in flight
+  assert.equal(db.log.filter((s) => s === "BEGIN IMMEDIATE").length, 1, "the next group waits for the sync");
+  syncs.release();
+  await first;
+  await until(() => syncs.started === 2);
+  syncs.release();
+  await Promise.all(later);
+  assert.equal(q.stats.commits, 2);
+  assert.equal(q.stats.maxGroup, 2, "b and c shared one commit and one sync");
+});
+
+Deno.test("read() answers at once while a group's sync is in flight, without a transaction", async () => {
+  const db = recorder();
+  const syncs = heldSyncs();
+  const q = new WriteQueue(db, () => {}, syncs.sync);
+  const w = q.submit((d) => d.run("INSERT a"));
+  await until(() => syncs.started === 1);
+  const before = db.log.length;
+  const rows = await q.read((d) => d.all("SELECT x"));
+  assert.deepEqual(rows, []);
+  assert.deepEqual(db.log.slice(before), ["SELECT x"], "no BEGIN, no COMMIT, no sync for a read");
+  syncs.release();
+  await w;
+});
+
+Deno.test("read() submitted inside a group's transaction runs after its COMMIT", async () => {
+  const db = recorder();
+  const q = new WriteQueue(db, () => {});
+  let read: Promise<unknown> | undefined;
+  await q.submit(async (d) => {
+    read = q.read((x) => x.all("SELECT inside"));
+    await d.run("INSERT a");
+  });
+  await read;
+  assert.ok(db.log.indexOf("SELECT inside") > db.log.indexOf("COMMIT"), db.log.join(", "));
+});
+
+Deno.test("a failed sync stops the journal: the group and every later call reject JournalStopped", async () => {
+  const db = recorder();
+  let stopped: JournalStopped | undefined;
+  const q = new WriteQueue(db, (e) => stopped = e, () => Promise.reject(new Error("EIO")));
+  await assert.rejects(q.submit((d) => d.run("INSERT a")), JournalStopped);
+  await assert.rejects(q.submit((d) => d.run("INSERT b")), JournalStopped);
+  await assert.rejects(q.read((d) => d.all("SELECT 1")), JournalStopped);
+  await tick();
+  assert.ok(stopped instanceof JournalStopped);
+  assert.match(stopped.message, /EIO/);
+});
