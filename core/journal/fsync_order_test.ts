@@ -15,7 +15,7 @@ const STRACE = await hasStrace();
 if (!STRACE) console.log("fsync_order_test: skipped, strace is not installed (apt-get install strace)");
 
 Deno.test({
-  name: "accepted, running and done are each fsynced to the WAL before the call returns (strace)",
+  name: "accepted, running and done are each fsynced to the WAL before the call returns, reads cost no fsync (strace)",
   ignore: !STRACE,
   async fn() {
     await using tmp = await tempDataDir();
@@ -44,6 +44,7 @@ Deno.test({
     let walSyncs = 0;
     let dirty = false;
     const marks: string[] = [];
+    let readOnly = false;
     for (const l of lines) {
       if (/pwrite64\(\d+<[^>]*journal\.db-wal>/.test(l)) {
         walWrites++;
@@ -53,7 +54,10 @@ Deno.test({
         dirty = false;
       } else {
         const m = /write\(1<[^>]*>, "MARK ([^"\\]*)/.exec(l);
-        if (m) {
+        if (m?.[1] === "read-only") {
+          assert.equal(walWrites + walSyncs, 0, "calls that only read wrote or synced the WAL");
+          readOnly = true;
+        } else if (m) {
           assert.ok(!dirty, `"${m[1]}" returned with WAL writes not yet fsynced`);
           assert.ok(walWrites > 0 && walSyncs > 0, `"${m[1]}" returned before anything reached the WAL`);
           marks.push(m[1]!);
@@ -63,5 +67,6 @@ Deno.test({
       }
     }
     assert.equal(marks.length, 9, `markers seen: ${marks}`);
+    assert.ok(readOnly, "the read-only marker was seen");
   },
 });

@@ -94,6 +94,8 @@ export class Journal {
   readonly opened: OpenReport;
   readonly #db: SqlDriver;
   readonly #wal: WalSync;
+  /** `total_changes()` at the last WAL sync (what the open synced counts as synced). */
+  #syncedChanges = -1;
   readonly #queue: WriteQueue;
   readonly #lock: DataDirLock;
   readonly #now: () => number;
@@ -139,7 +141,20 @@ export class Journal {
       void this.#db.close().catch(() => undefined);
       this.#wal.close();
       onStop?.(e);
-    }, () => this.#wal.sync());
+    }, () => this.#syncWrites());
+  }
+
+  /**
+   * After a group's COMMIT: fdatasyncs the WAL when the group changed a row. Every journal write is an INSERT, UPDATE
+   * or DELETE, which `total_changes()` counts (triggers included); a group that only read wrote no WAL frame, and
+   * costs no fsync (as with `synchronous=FULL`, where a read-only commit synced nothing).
+   */
+  async #syncWrites(): Promise<void> {
+    const row = (await this.#db.all("SELECT total_changes() AS n"))[0];
+    const changes = row === undefined ? NaN : colNum(row, "n");
+    if (changes === this.#syncedChanges) return;
+    await this.#wal.sync();
+    this.#syncedChanges = changes;
   }
 
   /**
