@@ -24,7 +24,9 @@ import type { TunnelPort } from "../core/session/tunnel_frames.ts";
 import type { DialInstance } from "../runtimes/access/instance_dialer.ts";
 import { AGENT_VERSION } from "../core/version.ts";
 import { HelperError } from "../core/helper/mod.ts";
-import { helperBootId, HelperClient } from "../runtimes/helper/mod.ts";
+// The helper's client alone: runtimes/helper/mod.ts also loads its server and host backends (nft, sshd, libvirt).
+import { HelperClient } from "../runtimes/helper/client.ts";
+import { helperBootId } from "../runtimes/helper/ports.ts";
 import { EXIT_INTERNAL, EXIT_OK, printOut, StartRefused, type Subcommand, UsageError, versionCommand } from "./_cli.ts";
 
 /** What the wiring of a role gets. */

@@ -23,16 +23,17 @@ import { AccessConverger, JwksHolder } from "../core/access/mod.ts";
 import { Tunnels } from "../core/access/tunnels.ts";
 import { InstanceDialer } from "../runtimes/access/instance_dialer.ts";
 import { HelperAccessHost } from "../runtimes/helper/access_port.ts";
+// The helper's client-side ports, not runtimes/helper/mod.ts: that also loads the helper's server and host backends
+// (nft, sshd, libvirt), which this process never runs.
 import {
   HelperGpuTool,
   HelperHoldStore,
   HelperHostInventory,
   HelperHostMemory,
-  HelperHugepages,
   HelperRebooter,
   HelperSliceManager,
-  HelperSysctl,
-} from "../runtimes/helper/mod.ts";
+} from "../runtimes/helper/ports.ts";
+import { HelperHugepages, HelperSysctl } from "../runtimes/helper/ports_host.ts";
 import { InstancesConverger } from "../core/converge/instances/mod.ts";
 import { HelperError } from "../core/helper/mod.ts";
 import { HelperLibvirtHost } from "../runtimes/libvirt/helper_port.ts";

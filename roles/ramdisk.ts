@@ -15,7 +15,7 @@ import { HandlerRegistry } from "../core/commands/handlers.ts";
 import { kindsForRole } from "../core/commands/kinds.ts";
 import { DEFAULT_HELPER_SOCKET } from "../core/helper/mod.ts";
 import { hostKindHandlers } from "../runtimes/host/mod.ts";
-import { HelperHostInventory } from "../runtimes/helper/mod.ts";
+import { HelperHostInventory } from "../runtimes/helper/ports.ts"; // not mod.ts: the helper server stays out
 import { agentCommands, helperOf } from "./_agent_cli.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
 
