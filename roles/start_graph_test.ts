@@ -1,0 +1,47 @@
+/**
+ * What an agent loads at start: the static module graph of each agent role's entry leaves out what only the root
+ * helper runs (its server and host backends: nft rulesets, sshd files, libvirt XML). Loading them cost the node ~26
+ * modules at every start (issue 24).
+ */
+import assert from "node:assert/strict";
+
+const ROOT = new URL("../", import.meta.url);
+const HELPER_ONLY = [
+  "runtimes/helper/server.ts",
+  "runtimes/helper/host_backends.ts",
+  "runtimes/helper/dispatch.ts",
+  "runtimes/nft/real_nft.ts",
+  "runtimes/access/sshd_files.ts",
+];
+
+async function staticGraph(entry: string): Promise<string[]> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", new URL(entry, ROOT).pathname],
+    cwd: ROOT.pathname,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.ok(out.success, new TextDecoder().decode(out.stderr));
+  const g = JSON.parse(new TextDecoder().decode(out.stdout)) as {
+    roots: string[];
+    modules: { specifier: string; dependencies?: { code?: { specifier?: string }; isDynamic?: boolean }[] }[];
+  };
+  const deps = new Map(g.modules.map((m) => [m.specifier, m.dependencies ?? []]));
+  const seen = new Set<string>();
+  const todo = [...g.roots];
+  while (todo.length > 0) {
+    const s = todo.pop()!;
+    if (seen.has(s)) continue;
+    seen.add(s);
+    for (const d of deps.get(s) ?? []) if (!d.isDynamic && d.code?.specifier) todo.push(d.code.specifier);
+  }
+  return [...seen].map((s) => s.replace(ROOT.href, ""));
+}
+
+for (const role of ["node", "sim", "site", "ramdisk"]) {
+  Deno.test(`the ${role} role does not load the root helper's server or host backends at start`, async () => {
+    const graph = await staticGraph(`roles/${role}.ts`);
+    assert.ok(graph.includes("runtimes/helper/client.ts") || role === "sim", "the graph was read");
+    assert.deepEqual(HELPER_ONLY.filter((m) => graph.includes(m)), []);
+  });
+}
