@@ -14,10 +14,10 @@
  * @module
  */
 import { join } from "node:path";
-import { openLibsql } from "../driver_libsql.ts";
-import { openNodeSqlite } from "../driver_node_sqlite.ts";
-import { Journal } from "../journal.ts";
-import type { SqlDriver, SqlDriverFactory } from "../sql_driver.ts";
+import { openLibsql } from "../core/journal/driver_libsql.ts";
+import { openNodeSqlite } from "../core/journal/driver_node_sqlite.ts";
+import { Journal } from "../core/journal/journal.ts";
+import type { SqlDriver, SqlDriverFactory } from "../core/journal/sql_driver.ts";
 
 const SLICE = Number(Deno.env.get("BCD_BENCH_SLICE") ?? "0.4");
 const ROUNDS = Number(Deno.env.get("BCD_BENCH_ROUNDS") ?? "7");

@@ -17,14 +17,14 @@
  *
  * @module
  */
-import { Journal } from "../journal/mod.ts";
-import { signEnvelope } from "../pki/envelope.ts";
-import { makeTestPki } from "../pki/test_pki.ts";
-import { bcd, decodeMessage, encodeMessage, packPayload } from "../../proto/mod.ts";
-import { incomingFromWire } from "./wire.ts";
-import { Dispatcher } from "./dispatcher.ts";
-import { HandlerRegistry } from "./handlers.ts";
-import type { CommandUpdate } from "./results.ts";
+import { Journal } from "../core/journal/mod.ts";
+import { signEnvelope } from "../core/pki/envelope.ts";
+import { makeTestPki } from "../core/pki/test_pki.ts";
+import { bcd, decodeMessage, encodeMessage, packPayload } from "../proto/mod.ts";
+import { incomingFromWire } from "../core/commands/wire.ts";
+import { Dispatcher } from "../core/commands/dispatcher.ts";
+import { HandlerRegistry } from "../core/commands/handlers.ts";
+import type { CommandUpdate } from "../core/commands/results.ts";
 
 const DIR = Deno.env.get("BCD_BENCH_DIR") ?? "/var/tmp";
 const ROUNDS = Number(Deno.env.get("BCD_BENCH_ROUNDS") ?? 7);

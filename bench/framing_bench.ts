@@ -11,9 +11,9 @@
  *
  * @module
  */
-import { Decoder, encodeFrame, Kind } from "../../core/framing/mod.ts";
-import { childConn } from "./framing_conn.ts";
-import { FramingClient } from "./framing_client.ts";
+import { Decoder, encodeFrame, Kind } from "../core/framing/mod.ts";
+import { childConn } from "../runtimes/guest/framing_conn.ts";
+import { FramingClient } from "../runtimes/guest/framing_client.ts";
 
 const KIB = 1024;
 
@@ -82,7 +82,7 @@ interface Trips {
 async function echoTrips(size: number, ms: number): Promise<Trips> {
   const child = new Deno.Command(Deno.execPath(), {
     args: ["task", "-q", "guest", "serve"],
-    cwd: new URL("../../", import.meta.url).pathname,
+    cwd: new URL("..", import.meta.url).pathname,
     stdin: "piped",
     stdout: "piped",
     stderr: "inherit",
