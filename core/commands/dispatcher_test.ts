@@ -425,3 +425,41 @@ Deno.test("not_after is checked again when a worker frees: a command queued behi
   assert.deepEqual(b.handlers["logs.collect"]!.runs, [first.body.id]);
   assert.deepEqual(b.trail(second.body.id), ["ACKED", "REJECTED:EXPIRED"]);
 });
+
+Deno.test("a command whose accepted is still being made durable holds no lane worker: a later one runs meanwhile", async () => {
+  const held: (() => void)[] = [];
+  let holding = true;
+  await using b = await openBench({
+    gated: true,
+    wrapJournal: (j) =>
+      new Proxy(j, {
+        get(target, p) {
+          const v = Reflect.get(target, p);
+          if (p === "accept") {
+            return async (...a: unknown[]) => {
+              if (holding) await new Promise<void>((r) => held.push(r)); // its group's fsync has not returned
+              return (v as (...x: unknown[]) => unknown).apply(target, a);
+            };
+          }
+          return typeof v === "function" ? v.bind(target) : v;
+        },
+      }),
+  });
+  // As many slow accepts as the control lane has workers (4), then one whose accept is prompt.
+  const slow = await Promise.all([1, 2, 3, 4].map(() => b.command({ kind: "inventory.refresh" })));
+  const slowDeliveries = slow.map((c) => b.dispatcher.deliver(c));
+  await until(() => held.length === 4, "the four accepts to wait");
+  holding = false;
+  const fast = await b.command({ kind: "inventory.refresh" });
+  await b.dispatcher.deliver(fast);
+  await until(() => b.handlers["inventory.refresh"]!.waiting(fast.body.id), "the later command to start");
+  assert.deepEqual(slow.map((c) => b.trail(c.body.id)), [[], [], [], []], "none of the slow ones was ACKED yet");
+  for (const r of held) r();
+  await Promise.all(slowDeliveries);
+  for (const c of [...slow, fast]) {
+    await until(() => b.handlers["inventory.refresh"]!.waiting(c.body.id), "each command to start");
+    b.handlers["inventory.refresh"]!.open(c.body.id);
+  }
+  await b.dispatcher.settled();
+  for (const c of [...slow, fast]) assert.deepEqual(b.trail(c.body.id), ["ACKED", "RUNNING", "SUCCEEDED"]);
+});
