@@ -47,6 +47,11 @@ export class WalSync {
     }
   }
 
+  /** The inode of the file the next sync flushes. */
+  get inode(): number | null {
+    return this.#ino;
+  }
+
   /** Makes every byte written to the WAL so far durable (fdatasync), off the event loop's thread. */
   async sync(): Promise<void> {
     const now = Deno.statSync(this.path).ino;
