@@ -62,9 +62,12 @@ export interface RoleWiring {
   instances?(ctx: WiringContext): () => InstanceListing;
   /**
    * The `instances` section's converger over the host's runtimes, decided at start (the node asks its helper whether
-   * libvirt is there); its runtimes are advertised in `Hello` with the `instance.*` capabilities they enforce.
+   * libvirt is there); its runtimes are advertised in `Hello` with the `instance.*` capabilities they enforce. `stop`
+   * ends what it started beside the converger (the network rules' integrity timer) before the helper closes.
    */
-  instanceConverger?(ctx: WiringContext): Promise<{ converger: InstancesConverger; capabilities: readonly string[] }>;
+  instanceConverger?(
+    ctx: WiringContext,
+  ): Promise<{ converger: InstancesConverger; capabilities: readonly string[]; stop?: () => void }>;
   /** The devices section's host ports; with them the role converges holds and runs `gpu.reset` and `diag.nvml`. */
   devices?(ctx: WiringContext): DevicePorts;
   /** Where the boot id comes from when `BCD_BOOT_ID_PATH` is unset (the sim's simulated boot); the kernel's if absent. */
@@ -323,6 +326,7 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
         log.info({ node_id: identity.nodeId, boot_id: bootId, journal_id: journal.journalId, gateway: url }, "started");
         await agent.run(stop.signal);
         await agent.stop();
+        inst?.stop?.();
         await journal.close();
         opened?.helper.close();
         log.info("stopped");

@@ -3,8 +3,9 @@
  * flags (`roles/permissions.ts`), beside the root `bcd-helper` (000 §privilege separation): everything under /proc,
  * /sys and /dev and every root-only write goes to the helper's socket (`[helper] socket`, default
  * `/run/bcd/helper.sock`) — the boot id, the host inventory and memory, the CDI/env hold files, the hold slices, the
- * GPUs' NUMA nodes, the host section's sysctl and huge page units, `gpu.reset`, `node.reboot` and sshd's access files (`access.*`). The node still runs `nvidia-smi` itself for queries, does HTTPS log
- * uploads and runs the image checks. It refuses to start when the helper cannot be reached.
+ * GPUs' NUMA nodes, the host section's sysctl and huge page units, `gpu.reset`, `node.reboot`, sshd's access files
+ * (`access.*`) and, beside an instance runtime, bcd's nftables tables (`nft.*`). The node still runs `nvidia-smi`
+ * itself for queries, does HTTPS log uploads and runs the image checks. It refuses to start when the helper cannot be reached.
  *
  * @module
  */
@@ -38,6 +39,8 @@ import { InstancesConverger } from "../core/converge/instances/mod.ts";
 import { HelperError } from "../core/helper/mod.ts";
 import { HelperLibvirtHost } from "../runtimes/libvirt/helper_port.ts";
 import { LibvirtRuntime } from "../runtimes/libvirt/libvirt_runtime.ts";
+import { HelperNft } from "../runtimes/nft/helper_nft.ts";
+import { NodeNetwork } from "../runtimes/nft/node_network.ts";
 import type { DevicePorts } from "./_devices.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
 import { agentCommands, helperOf, type WiringContext } from "./_agent_cli.ts";
@@ -85,9 +88,15 @@ function _host(ctx: WiringContext): SectionConverger {
  * The `instances` converger: `libvirt-kvm` when the helper has virsh on its PATH (its `libvirt.list` answers), no
  * runtime otherwise (a non-empty section then fails `this host runs no instance runtime`). Starts are admitted
  * against the host's memory, read through the helper. The runtime enforces placement, so `Hello` advertises
- * `instance.placement`; network policy, SSH-from-host-only and volumes are not enforced by this build.
+ * `instance.placement`. With the runtime come its nftables rules (000 §Instances, through the helper's `nft.*` ops):
+ * bcd's tables are made sure of before the session starts, so before any domain starts; `instance.network-policy` and
+ * `instance.ssh-host-only` are advertised only when they loaded (`Hello` is sent once per session, so a host whose
+ * rules load later advertises them on its next session); every pass loads the section's rules first; the 5-second
+ * integrity check runs on a timer until the daemon stops. Volumes are not enforced by this build.
  */
-async function _instances(ctx: WiringContext): Promise<{ converger: InstancesConverger; capabilities: string[] }> {
+async function _instances(
+  ctx: WiringContext,
+): Promise<{ converger: InstancesConverger; capabilities: string[]; stop?: () => void }> {
   const helper = helperOf(ctx);
   const memory = new HelperHostMemory(helper);
   try {
@@ -102,7 +111,14 @@ async function _instances(ctx: WiringContext): Promise<{ converger: InstancesCon
   }
   const rt = new LibvirtRuntime({ host: new HelperLibvirtHost(helper), dataDir: ctx.dataDir, log: ctx.log });
   ctx.log.info({ runtime: rt.name }, "instances: runtime on");
-  return { converger: new InstancesConverger([rt], { memory }), capabilities: ["instance.placement"] };
+  const net = new NodeNetwork(new HelperNft(helper), ctx.log);
+  const network = await net.prepare();
+  net.start();
+  return {
+    converger: new InstancesConverger([rt], { memory, network: net.rules }),
+    capabilities: ["instance.placement", ...network],
+    stop: () => net.stop(),
+  };
 }
 
 /** The `node` role's subcommands beyond `version` and `help`. */

@@ -17,10 +17,10 @@
  * net.start();
  * ```
  *
- * Not wired into `roles/node.ts` yet: the node gets it with its first instance runtime (the libvirt-kvm wiring), in
- * that runtime's branch only, since the seed advertises these capabilities on hosts with a runtime. Before it is
- * wired, the end-to-end tests that run a real `bcd-helper serve` as root must run that helper inside a network
- * namespace they make (`ip netns exec`), or `prepare` would load bcd's tables into the test machine's own ruleset.
+ * `roles/node.ts` wires it in the `libvirt-kvm` branch only, since the seed advertises these capabilities on hosts
+ * with a runtime. End-to-end tests that run a real `bcd-helper serve` as root give it the real `nft` only inside a
+ * network namespace (`fixtures/testbed/node_helper.ts`), so `prepare` never loads bcd's tables into the test
+ * machine's own ruleset.
  *
  * @module
  */
