@@ -63,12 +63,15 @@ export async function probeDomainType(
     throw e;
   }
   const w = child.stdin.getWriter();
-  await w.write(new TextEncoder().encode("quit\n")).catch((e) => {
+  try {
+    await w.write(new TextEncoder().encode("quit\n"));
+    await w.close();
+  } catch (e) {
+    // QEMU already exited (it aborts at once where KVM is broken): the pipe is gone, and a writer whose write failed
+    // is errored, so it is not closed again (that would throw "Writable stream is closed or errored").
     if (!(e instanceof Deno.errors.BrokenPipe)) throw e;
-  });
-  await w.close().catch((e) => {
-    if (!(e instanceof Deno.errors.BrokenPipe)) throw e;
-  });
+    w.releaseLock();
+  }
   const out = await child.output();
   if (out.code === 0) return { type: "kvm", why: `${dev} runs a KVM vCPU` };
   const err = new TextDecoder().decode(out.stderr).trim().split("\n")[0] ?? "";

@@ -1,0 +1,20 @@
+import assert from "node:assert/strict";
+import { probeDomainType } from "./host_setup.ts";
+
+Deno.test("probeDomainType() reports TCG when QEMU quits before it is asked to (a broken KVM aborts at once)", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "bcd-probe-" });
+  try {
+    // A QEMU that closes its stdin and fails straight away, as QEMU does when it cannot set a vCPU's MSRs: the probe's
+    // "quit" then meets a closed pipe. Many runs, so that the probe's write lands after the exit in some of them.
+    const qemu = `${dir}/qemu`;
+    await Deno.writeTextFile(qemu, "#!/bin/sh\nexec 0<&-\necho 'error: failed to set MSR 0x10a' >&2\nexit 134\n");
+    await Deno.chmod(qemu, 0o755);
+    for (let i = 0; i < 40; i++) {
+      const r = await probeDomainType({ kvmDevice: "/dev/null", qemu });
+      assert.equal(r.type, "qemu");
+      assert.match(r.why, /exit 134: error: failed to set MSR/);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
