@@ -85,13 +85,32 @@ export function isInstanceId(s: unknown): s is string {
   return typeof s === "string" && _INSTANCE.test(s);
 }
 
+/**
+ * IPAM address texts already judged: the parsed address and its canonical text, or why it cannot be guarded. The
+ * helper gets the whole policy on every load and most addresses come back unchanged, so each text is parsed once
+ * (bounded: cleared when full). Entries are never handed out for mutation: the renderer only reads them.
+ */
+const _ADDRESSES = new Map<string, { readonly cidr: Cidr; readonly text: string } | string>();
+const _ADDRESSES_MAX = 4 * MAX_POLICY_NICS;
+
 /** Parses a NIC's IPAM address, throwing {@link NetPolicyError} with the value when it cannot be guarded. */
 export function checkIpamAddress(s: unknown, where: string, instance?: string): Cidr {
-  const c = typeof s === "string" ? parseCidr(s) : undefined;
-  if (c === undefined) throw new NetPolicyError(`${where} ${_show(s)} is not an IPv4 or IPv6 address`, instance);
-  const p = ipamProblem(c);
-  if (p !== undefined) throw new NetPolicyError(`${where} ${_show(s)} ${p}`, instance);
-  return c;
+  return _ipam(s, where, instance).cidr;
+}
+
+function _ipam(s: unknown, where: string, instance?: string): { readonly cidr: Cidr; readonly text: string } {
+  let v = typeof s === "string" ? _ADDRESSES.get(s) : undefined;
+  if (v === undefined) {
+    const c = typeof s === "string" ? parseCidr(s) : undefined;
+    const p = c === undefined ? "is not an IPv4 or IPv6 address" : ipamProblem(c);
+    v = p !== undefined ? p : { cidr: c!, text: formatCidr(c!) };
+    if (typeof s === "string") {
+      if (_ADDRESSES.size >= _ADDRESSES_MAX) _ADDRESSES.clear();
+      _ADDRESSES.set(s, v);
+    }
+  }
+  if (typeof v === "string") throw new NetPolicyError(`${where} ${_show(s)} ${v}`, instance);
+  return v;
 }
 
 /** A checked NIC with what the renderer needs already parsed. */
@@ -176,8 +195,8 @@ function _checkNic(raw: unknown, where: string): ParsedNic {
   }
   const byText = new Map<string, Cidr>();
   for (const [i, a] of o.addresses.entries()) {
-    const c = checkIpamAddress(a, `${at}: addresses[${i}]`, id);
-    byText.set(formatCidr(c), c);
+    const { cidr, text } = _ipam(a, `${at}: addresses[${i}]`, id);
+    byText.set(text, cidr);
   }
   const addresses = [...byText.keys()];
   const policy = o.policy as PolicyKind;

@@ -37,7 +37,7 @@
  */
 import { type Cidr, contains, eui64LinkLocal, formatAddress, formatCidr, hexOf, networkOf, parseCidr } from "./addr.ts";
 import type { NftTable, RuleCounts, TableCounts } from "./counts.ts";
-import { checkHostAddresses, type NetPolicy, parsedNics } from "./policy.ts";
+import { checkHostAddresses, MAX_POLICY_NICS, type NetPolicy, type ParsedNic, parsedNics } from "./policy.ts";
 
 /** A rendered ruleset: the `nft -f` text and the figures the integrity check expects after it loads. */
 export interface Ruleset {
@@ -182,6 +182,72 @@ function _replace(table: string, body: string): string {
   return `add table ${table}\ndelete table ${table}\ntable ${table} {\n${body}}\n`;
 }
 
+/** What one NIC adds to the sets: `[set, element]` in order, and the addresses it guards. */
+interface _NicElements {
+  readonly elements: readonly (readonly [string, string])[];
+  readonly guardedV4: readonly string[];
+  readonly guardedV6: readonly (readonly [string, string])[];
+}
+
+/**
+ * NICs already rendered, by their canonical fields and the host's reach set: the helper renders the whole policy on
+ * every load, and most NICs come back unchanged (bounded: cleared when full).
+ */
+const _RENDERED = new Map<string, _NicElements>();
+const _RENDERED_MAX = 2 * MAX_POLICY_NICS;
+
+/** The elements `p` adds, rendered against the host's reach set `fixed` (whose canonical text is `fixedKey`). */
+function _nicElements(p: ParsedNic, fixed: readonly [string, Cidr][], fixedKey: string): _NicElements {
+  const n = p.nic;
+  const key = `${p.tap}|${n.policy}|${n.sshFromHostOnly}|${n.mac ?? ""}|${n.addresses.join(" ")}|${fixedKey}`;
+  let r = _RENDERED.get(key);
+  if (r === undefined) {
+    r = _renderNic(p, fixed);
+    if (_RENDERED.size >= _RENDERED_MAX) _RENDERED.clear();
+    _RENDERED.set(key, r);
+  }
+  return r;
+}
+
+function _renderNic({ nic: n, tap: name, mac, own }: ParsedNic, fixed: readonly [string, Cidr][]): _NicElements {
+  const elements: [string, string][] = [];
+  const add = (k: string, v: string) => elements.push([k, v]);
+  const guardedV4: string[] = [], guardedV6: [string, string][] = [];
+  const tap = `"${name}"`;
+  if (n.sshFromHostOnly) add("ssh_taps", tap);
+  if (mac === undefined || own.length === 0) return { elements, guardedV4, guardedV6 };
+  add("guarded_taps", tap);
+  add("mac_bind", `${tap} . ${n.mac}`);
+  add("v4_bind", `${tap} . ${_V4_ANY}`);
+  add("v6_bind", `${tap} . ${_V6_ANY}`);
+  const ll = eui64LinkLocal(mac);
+  const v6 = new Map<string, Uint8Array>([[formatAddress(6, ll), ll]]);
+  for (const [i, c] of own.entries()) {
+    // `addresses[i]` is `own[i]` in canonical text (checkNetPolicy made both); the bare address is before the `/`.
+    const text = n.addresses[i]!;
+    const slash = text.indexOf("/");
+    const a = slash < 0 ? text : text.slice(0, slash);
+    if (c.family === 6) {
+      v6.set(a, c.bytes);
+      continue;
+    }
+    add("v4_bind", `${tap} . ${a}`);
+    guardedV4.push(a);
+  }
+  for (const [a, b] of v6) {
+    const nd = _nd(b);
+    add("v6_bind", `${tap} . ${a}`);
+    add("nd_bind", `${tap} . ${nd}`);
+    guardedV6.push([a, nd]);
+  }
+  if (n.policy === "egress") return { elements, guardedV4, guardedV6 };
+  add("restricted_taps", tap);
+  for (const [k, c] of _reach(fixed, n.policy === "private" ? own : [])) {
+    add(c.family === 4 ? "v4_reach" : "v6_reach", `${tap} . ${k}`);
+  }
+  return { elements, guardedV4, guardedV6 };
+}
+
 /**
  * Renders `policy` for a host whose own addresses on the instances' bridges are `hostAddresses` (bare addresses, the
  * link-local ones included). Checks both first (`checkNetPolicy`; a policy it returned is not checked twice): a value it refuses throws
@@ -207,39 +273,12 @@ export function renderRuleset(policy: NetPolicy, hostAddresses: readonly string[
     add("host_v6", formatAddress(6, c.bytes));
     add("host_nd", _nd(c.bytes));
   }
-  for (const { nic: n, tap: name, mac, own } of nics) {
-    const tap = `"${name}"`;
-    if (n.sshFromHostOnly) add("ssh_taps", tap);
-    if (mac === undefined || own.length === 0) continue;
-    add("guarded_taps", tap);
-    add("mac_bind", `${tap} . ${n.mac}`);
-    add("v4_bind", `${tap} . ${_V4_ANY}`);
-    add("v6_bind", `${tap} . ${_V6_ANY}`);
-    const ll = eui64LinkLocal(mac);
-    const v6 = new Map<string, Uint8Array>([[formatAddress(6, ll), ll]]);
-    for (const [i, c] of own.entries()) {
-      // `addresses[i]` is `own[i]` in canonical text (checkNetPolicy made both); the bare address is before the `/`.
-      const text = n.addresses[i]!;
-      const slash = text.indexOf("/");
-      const a = slash < 0 ? text : text.slice(0, slash);
-      if (c.family === 6) {
-        v6.set(a, c.bytes);
-        continue;
-      }
-      add("v4_bind", `${tap} . ${a}`);
-      guardedV4.add(a);
-    }
-    for (const [a, b] of v6) {
-      const nd = _nd(b);
-      add("v6_bind", `${tap} . ${a}`);
-      add("nd_bind", `${tap} . ${nd}`);
-      guardedV6.set(a, nd);
-    }
-    if (n.policy === "egress") continue;
-    add("restricted_taps", tap);
-    for (const [k, c] of _reach(fixed, n.policy === "private" ? own : [])) {
-      add(c.family === 4 ? "v4_reach" : "v6_reach", `${tap} . ${k}`);
-    }
+  const fixedKey = fixed.map(([k]) => k).join(" ");
+  for (const p of nics) {
+    const r = _nicElements(p, fixed, fixedKey);
+    for (const [k, v] of r.elements) sets[k]!.push(v);
+    for (const a of r.guardedV4) guardedV4.add(a);
+    for (const [a, nd] of r.guardedV6) guardedV6.set(a, nd);
   }
   for (const a of guardedV4) add("v4_guarded", a);
   for (const [a, nd] of guardedV6) {

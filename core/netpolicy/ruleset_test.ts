@@ -149,3 +149,26 @@ Deno.test("renderRuleset(): the rules are fixed, so 1,000 instances add set elem
   assert.deepEqual(many.chains, one.chains);
   assert.equal(many.sets.guarded_taps, 1000);
 });
+
+Deno.test("renderRuleset() renders a NIC it rendered before against the host addresses of this call, not the last", () => {
+  const a = renderRuleset({ nics: [NIC] }, ["10.0.3.1"]).text;
+  const b = renderRuleset({ nics: [NIC] }, ["10.0.9.1"]).text;
+  assert.notEqual(a, b);
+  assert.match(b, /10\.0\.9\.1/);
+  assert.doesNotMatch(b, /10\.0\.3\.1\b/);
+  assert.equal(renderRuleset({ nics: [NIC] }, ["10.0.3.1"]).text, a);
+});
+
+Deno.test("renderRuleset() refuses an address it refused before, and a NIC changed since it was rendered is new", () => {
+  for (let i = 0; i < 2; i++) {
+    assert.throws(
+      () => renderRuleset({ nics: [_with({ addresses: ["127.0.0.1/8"] })] }, []),
+      (e) => e instanceof NetPolicyError && /loopback/.test(e.message),
+    );
+  }
+  const before = renderRuleset({ nics: [NIC] }, []).text;
+  const after = renderRuleset({ nics: [_with({ mac: "52:54:00:00:00:09" })] }, []).text;
+  assert.match(after, /52:54:00:00:00:09/);
+  assert.doesNotMatch(after, /52:54:00:00:00:01/);
+  assert.notEqual(before, after);
+});
