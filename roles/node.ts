@@ -3,7 +3,7 @@
  * flags (`roles/permissions.ts`), beside the root `bcd-helper` (000 §privilege separation): everything under /proc,
  * /sys and /dev and every root-only write goes to the helper's socket (`[helper] socket`, default
  * `/run/bcd/helper.sock`) — the boot id, the host inventory and memory, the CDI/env hold files, the hold slices, the
- * GPUs' NUMA nodes, the host section's sysctl and huge page units, `gpu.reset`, `node.reboot`, sshd's access files
+ * GPUs' NUMA nodes, the host section's kernel-modules, sysctl and huge page units, `gpu.reset`, `node.reboot`, sshd's access files
  * (`access.*`) and, beside an instance runtime, bcd's nftables tables (`nft.*`). The node still runs `nvidia-smi`
  * itself for queries, does HTTPS log uploads and runs the image checks. It refuses to start when the helper cannot be reached.
  *
@@ -16,6 +16,7 @@ import {
   HostConverger,
   hostSectionConverger,
   hugepagesUnit,
+  kernelModulesUnit,
   sysctlUnit,
 } from "../core/host/mod.ts";
 import type { SectionConverger } from "../core/converge/engine.ts";
@@ -34,7 +35,7 @@ import {
   HelperRebooter,
   HelperSliceManager,
 } from "../runtimes/helper/ports.ts";
-import { HelperHugepages, HelperSysctl } from "../runtimes/helper/ports_host.ts";
+import { HelperHugepages, HelperKernelModules, HelperSysctl } from "../runtimes/helper/ports_host.ts";
 import { InstancesConverger } from "../core/converge/instances/mod.ts";
 import { HelperError } from "../core/helper/mod.ts";
 import { HelperLibvirtHost } from "../runtimes/libvirt/helper_port.ts";
@@ -73,14 +74,18 @@ function _devices(ctx: WiringContext): DevicePorts {
 }
 
 /**
- * The `host` section: its units through the helper (`sysctl.*`, `hugepages.*` ops), or, with `[host] units = false`,
+ * The `host` section: its units through the helper (`modules.*`, `sysctl.*`, `hugepages.*` ops), or, with `[host] units = false`,
  * no converger: a non-empty section is `UNSUPPORTED` `HostManagedExternally`.
  */
 function _host(ctx: WiringContext): SectionConverger {
   if (!ctx.config.host.units) return externallyManagedHost();
   const helper = helperOf(ctx);
   return hostSectionConverger(
-    new HostConverger([sysctlUnit(new HelperSysctl(helper)), hugepagesUnit(new HelperHugepages(helper))]),
+    new HostConverger([
+      kernelModulesUnit(new HelperKernelModules(helper)),
+      sysctlUnit(new HelperSysctl(helper)),
+      hugepagesUnit(new HelperHugepages(helper)),
+    ]),
   );
 }
 

@@ -15,6 +15,7 @@
  * | `node.reboot`    | `reason`                              | at most 512 characters, no control characters          |
  * | `nft.apply`, `nft.list` | `policy`; none                 | the network policy's own table (`args_nft.ts`)         |
  * | `sysctl.*`, `hugepages.*` | `keys`, `steps`; none, `steps` | allowlisted sysctl keys, huge page sizes (`args_host.ts`) |
+ * | `modules.read`, `modules.apply` | none; `steps`           | module names and options by modprobe's grammar (`args_host.ts`) |
  * | `libvirt.*`      | see `args_libvirt.ts`                 | instance ids and a domain plan; never a path or XML    |
  * | `access.observe`, `access.apply` | see `args_access.ts`  | sshd's access files as content, never a path           |
  *

@@ -1,7 +1,8 @@
 /**
  * The helper's argument checks for the host section's units (000 §NodeSpec, the `host` row): the node names sysctl
- * keys and huge page pools, never a path; root builds `/proc/sys/<key with / for .>`, its fixed file
- * `/etc/sysctl.d/90-bcd.conf` and the sysfs `nr_hugepages` paths itself.
+ * keys, huge page pools and kernel modules, never a path or a command line; root builds `/proc/sys/<key with / for .>`,
+ * its fixed files `/etc/sysctl.d/90-bcd.conf`, `/etc/modules-load.d/bcd.conf` and `/etc/modprobe.d/bcd.conf`, the
+ * sysfs `nr_hugepages` paths and modprobe's argv itself.
  *
  * | op                | fields  | rule                                                                          |
  * | ----------------- | ------- | ----------------------------------------------------------------------------- |
@@ -9,11 +10,14 @@
  * | `sysctl.apply`    | `steps` | 1–256 of `{op: "set", key, value}` (one line, ≤ 256 chars) or `{op: "restore", key}` |
  * | `hugepages.read`  | none    |                                                                               |
  * | `hugepages.apply` | `steps` | 1–64 of `{op: "set", size, node?, count}` or `{op: "restore", size, node?}`; size `2M`/`1G`, node 0–1023 |
+ * | `modules.read`    | none    |                                                                               |
+ * | `modules.apply`   | `steps` | 1–128 of `{op: "load", name, options?}` or `{op: "drop", name, unload}`; name 1–56 of `[a-z0-9_]` (the kernel's spelling), options space-separated `key`/`key=value` tokens (`core/host/kernel_modules.ts`), unload a boolean |
  *
  * @module
  */
 import { HUGEPAGE_SIZES, type HugepageStep, isHugepageSize, MAX_HUGEPAGES, MAX_NUMA_NODE } from "../host/hugepages.ts";
 import { isAllowedSysctlKey, isSysctlValue, MAX_SYSCTL_KEYS, type SysctlStep } from "../host/sysctl.ts";
+import { isModuleName, isModuleOptions, type KernelModuleStep, MAX_MODULES } from "../host/kernel_modules.ts";
 import { argObject as _fields, refuseArg as _refuse } from "./arg_fields.ts";
 import type { HelperArgs } from "./protocol.ts";
 
@@ -69,12 +73,36 @@ function _hugeStep(raw: unknown, i: number): HugepageStep {
   return { op: "set", size: s.size, ...node, count: _int(op, `${path}.count`, s.count, MAX_HUGEPAGES) };
 }
 
+function _moduleStep(raw: unknown, i: number): KernelModuleStep {
+  const op = "modules.apply";
+  const path = `steps[${i}]`;
+  const head = _fields(op, path, raw, ["op", "name", "options", "unload"], ["op", "name"]);
+  if (head.op !== "load" && head.op !== "drop") _refuse(op, `${path}.op`, head.op, "is not load or drop");
+  const s = head.op === "load"
+    ? _fields(op, path, raw, ["op", "name", "options"], ["op", "name"])
+    : _fields(op, path, raw, ["op", "name", "unload"]);
+  // The kernel's spelling only (the node sends `moduleKey`'s), so one module has one record.
+  if (!isModuleName(s.name) || s.name.includes("-")) {
+    _refuse(op, `${path}.name`, s.name, "is not a module name (1-56 of a-z 0-9 _)");
+  }
+  if (head.op === "drop") {
+    if (typeof s.unload !== "boolean") _refuse(op, `${path}.unload`, s.unload, "is not a boolean");
+    return { op: "drop", name: s.name, unload: s.unload };
+  }
+  if (s.options !== undefined && !isModuleOptions(s.options)) {
+    _refuse(op, `${path}.options`, s.options, "is not space-separated key or key=value tokens");
+  }
+  return { op: "load", name: s.name, ...(s.options !== undefined ? { options: s.options } : {}) };
+}
+
 /** The checkers of the host unit ops, joined into the helper's argument table. */
 export const HOST_ARG_CHECKS: {
   readonly "sysctl.read": (raw: unknown) => HelperArgs["sysctl.read"];
   readonly "sysctl.apply": (raw: unknown) => HelperArgs["sysctl.apply"];
   readonly "hugepages.read": (raw: unknown) => HelperArgs["hugepages.read"];
   readonly "hugepages.apply": (raw: unknown) => HelperArgs["hugepages.apply"];
+  readonly "modules.read": (raw: unknown) => HelperArgs["modules.read"];
+  readonly "modules.apply": (raw: unknown) => HelperArgs["modules.apply"];
 } = {
   "sysctl.read": (raw) => {
     const a = _fields("sysctl.read", "args", raw, ["keys"]);
@@ -91,5 +119,10 @@ export const HOST_ARG_CHECKS: {
   "hugepages.apply": (raw) => {
     const a = _fields("hugepages.apply", "args", raw, ["steps"]);
     return { steps: _list("hugepages.apply", a.steps, 1, 64).map(_hugeStep) };
+  },
+  "modules.read": (raw) => (_fields("modules.read", "args", raw, []), {}),
+  "modules.apply": (raw) => {
+    const a = _fields("modules.apply", "args", raw, ["steps"]);
+    return { steps: _list("modules.apply", a.steps, 1, 2 * MAX_MODULES).map(_moduleStep) };
   },
 };

@@ -51,6 +51,10 @@ const VALID: Record<HelperOp, unknown> = {
   },
   "hugepages.read": {},
   "hugepages.apply": { steps: [{ op: "set", size: "2M", node: 0, count: 512 }, { op: "restore", size: "1G" }] },
+  "modules.read": {},
+  "modules.apply": {
+    steps: [{ op: "load", name: "br_netfilter", options: "a=1 b" }, { op: "drop", name: "overlay", unload: false }],
+  },
   ...LIBVIRT_VALID,
   "access.observe": {},
   "access.apply": {

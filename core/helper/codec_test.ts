@@ -57,6 +57,8 @@ const ARGS: { [O in HelperOp]: HelperArgs[O] } = {
   },
   "hugepages.read": {},
   "hugepages.apply": { steps: [{ op: "set", size: "2M", node: 0, count: 512 }, { op: "restore", size: "1G" }] },
+  "modules.read": {},
+  "modules.apply": { steps: [{ op: "load", name: "br_netfilter" }, { op: "drop", name: "overlay", unload: true }] },
   ...LIBVIRT_VALID,
   "access.observe": {},
   "access.apply": {

@@ -24,7 +24,8 @@ import type { HostInventory } from "../commands/kind_handlers/mod.ts";
 import type { RuleCounts } from "../netpolicy/counts.ts";
 import type { NetPolicy } from "../netpolicy/policy.ts";
 import type { HugepageObserved, HugepageStep } from "../host/hugepages.ts";
-import type { PoolResult } from "../host/ports.ts";
+import type { KernelModulesApplied, PoolResult } from "../host/ports.ts";
+import type { KernelModulesObserved, KernelModuleStep } from "../host/kernel_modules.ts";
 import type { SysctlObserved, SysctlStep } from "../host/sysctl.ts";
 import { LIBVIRT_OPS, type LibvirtArgs, type LibvirtResults } from "./args_libvirt.ts";
 import type { AccessApplied, AccessFiles, AccessObserved } from "../access/mod.ts";
@@ -62,6 +63,8 @@ export const HELPER_OPS = [
   "sysctl.apply",
   "hugepages.read",
   "hugepages.apply",
+  "modules.read",
+  "modules.apply",
   ...LIBVIRT_OPS,
   "access.observe",
   "access.apply",
@@ -128,6 +131,8 @@ export interface HelperArgs extends LibvirtArgs {
   "sysctl.apply": { readonly steps: readonly SysctlStep[] };
   "hugepages.read": Record<never, never>;
   "hugepages.apply": { readonly steps: readonly HugepageStep[] };
+  "modules.read": Record<never, never>;
+  "modules.apply": { readonly steps: readonly KernelModuleStep[] };
   "access.observe": Record<never, never>;
   "access.apply": AccessFiles;
 }
@@ -159,6 +164,10 @@ export interface HelperResults extends LibvirtResults {
   "hugepages.read": HugepageObserved;
   /** Each set pool read back. */
   "hugepages.apply": { readonly pools: readonly PoolResult[] };
+  /** The loaded modules and bcd's records of the modules it manages. */
+  "modules.read": KernelModulesObserved;
+  /** The loaded modules after the steps, and modprobe's words for each that failed. */
+  "modules.apply": KernelModulesApplied;
   "access.observe": AccessObserved;
   "access.apply": AccessApplied;
 }

@@ -33,6 +33,8 @@ const LINE: Record<HelperOp, string> = {
   "sysctl.apply": '{"steps":[{"op":"restore","key":"vm.swappiness"}]}',
   "hugepages.read": "{}",
   "hugepages.apply": '{"steps":[{"op":"restore","size":"2M"}]}',
+  "modules.read": "{}",
+  "modules.apply": '{"steps":[{"op":"drop","name":"overlay","unload":false}]}',
   ...LIBVIRT_LINES,
   "access.observe": "{}",
   "access.apply":

@@ -1,12 +1,13 @@
 /**
- * In-memory {@link SysctlPort} and {@link HugepagePort} that keep the same rules the helper's real backends keep
+ * In-memory {@link SysctlPort}, {@link HugepagePort} and {@link KernelModulesPort} that keep the same rules the helper's real backends keep
  * (originals recorded on first set, restores give them back, shrinks stop at pages in use, unknown keys read `null`),
  * for converger tests and the ports' shared contract suite.
  *
  * @module
  */
 import { type HugepageObserved, type HugepageSize, type HugepageStep, type ManagedPool, poolKey } from "./hugepages.ts";
-import type { HugepagePort, PoolResult, SysctlPort } from "./ports.ts";
+import type { KernelModulesObserved, KernelModuleStep, ManagedModule } from "./kernel_modules.ts";
+import type { HugepagePort, KernelModulesApplied, KernelModulesPort, PoolResult, SysctlPort } from "./ports.ts";
 import type { ManagedSysctl, SysctlObserved, SysctlStep } from "./sysctl.ts";
 
 /** A fake kernel's sysctls and bcd's file. */
@@ -100,5 +101,42 @@ export class FakeHugepages implements HugepagePort {
       }
     }
     return Promise.resolve(out);
+  }
+}
+
+/** A fake kernel's modules and bcd's files: `available` can be loaded, `busy` cannot be unloaded. */
+export class FakeKernelModules implements KernelModulesPort {
+  readonly loaded: Set<string>;
+  readonly managed = new Map<string, ManagedModule>();
+  readonly busy = new Set<string>();
+  readonly applied: KernelModuleStep[][] = [];
+  constructor(readonly available: readonly string[], loaded: readonly string[] = []) {
+    this.loaded = new Set(loaded);
+  }
+  read(): Promise<KernelModulesObserved> {
+    return Promise.resolve({ loaded: [...this.loaded].sort(), managed: [...this.managed.values()] });
+  }
+  apply(steps: readonly KernelModuleStep[]): Promise<KernelModulesApplied> {
+    this.applied.push([...steps]);
+    const failures: Record<string, string> = {};
+    for (const s of steps) {
+      if (s.op === "load") {
+        const loadedByBcd = this.managed.get(s.name)?.loadedByBcd ?? !this.loaded.has(s.name);
+        this.managed.set(s.name, { name: s.name, ...(s.options ? { options: s.options } : {}), loadedByBcd });
+        if (this.loaded.has(s.name)) continue;
+        if (this.available.includes(s.name)) this.loaded.add(s.name);
+        else failures[s.name] = `Module ${s.name} not found`;
+        continue;
+      }
+      if (s.unload && this.loaded.has(s.name)) {
+        if (this.busy.has(s.name)) {
+          failures[s.name] = `Module ${s.name} is in use`;
+          continue;
+        }
+        this.loaded.delete(s.name);
+      }
+      this.managed.delete(s.name);
+    }
+    return Promise.resolve({ loaded: [...this.loaded].sort(), failures });
   }
 }

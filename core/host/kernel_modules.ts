@@ -11,8 +11,10 @@
  * files, and is unloaded (`modprobe -r`) only when bcd loaded it. New options of a module already loaded are persisted
  * and take effect at its next load; bcd does not reload a module in use.
  *
- * Not yet built: the helper ops and the real `modprobe` backend; a section listing this unit is still
- * `UnitUnsupported:kernel-modules` on the node.
+ * The node reaches the host through a {@link KernelModulesPort} (`modules.read` / `modules.apply` helper ops; the
+ * helper's backend is `runtimes/host/modprobe_modules.ts`). After the steps, every wanted module must be loaded: one
+ * that is not (modprobe failed: no such module for this kernel) fails the unit terminally, naming the module and
+ * modprobe's words.
  *
  * @module
  */
@@ -22,6 +24,16 @@ const _NAME = /^[a-z0-9_-]{1,56}$/;
 const _OPTIONS = /^[A-Za-z0-9_]+(?:=[A-Za-z0-9_.,:/-]*)?(?: [A-Za-z0-9_]+(?:=[A-Za-z0-9_.,:/-]*)?)*$/;
 /** The most modules one unit names. */
 export const MAX_MODULES = 64;
+
+/** Whether `s` is a module name bcd may pass to modprobe (1–56 of `[a-z0-9_-]`). */
+export function isModuleName(s: unknown): s is string {
+  return typeof s === "string" && _NAME.test(s);
+}
+
+/** Whether `s` is a module's options text bcd may persist and pass (space-separated `key` / `key=value` tokens). */
+export function isModuleOptions(s: unknown): s is string {
+  return typeof s === "string" && s.length <= 512 && _OPTIONS.test(s);
+}
 
 /** A module name as the kernel compares it (`-` as `_`). */
 export function moduleKey(name: string): string {
@@ -50,14 +62,12 @@ export function parseKernelModuleSettings(raw: Record<string, unknown>): KernelM
   for (const [i, r] of (s.modules as unknown[]).entries()) {
     const path = `settings.modules[${i}]`;
     const m = object("kernel-modules", path, r, ["name", "options"], ["name"]);
-    if (typeof m.name !== "string" || !_NAME.test(m.name)) {
+    if (!isModuleName(m.name)) {
       refuse("kernel-modules", `${path}.name`, m.name, "is not a module name (1-56 of a-z 0-9 _ -)");
     }
     if (seen.has(moduleKey(m.name))) refuse("kernel-modules", `${path}.name`, m.name, "is named twice");
     seen.add(moduleKey(m.name));
-    if (
-      m.options !== undefined && (typeof m.options !== "string" || m.options.length > 512 || !_OPTIONS.test(m.options))
-    ) {
+    if (m.options !== undefined && !isModuleOptions(m.options)) {
       refuse("kernel-modules", `${path}.options`, m.options, "is not space-separated key or key=value tokens");
     }
     modules.push({ name: moduleKey(m.name), ...(m.options ? { options: m.options as string } : {}) });

@@ -10,8 +10,8 @@
  * | `schema.ts`       | default-deny settings checks (unknown keys refused with unit and key) |
  * | `sysctl.ts`       | the `sysctl` unit's settings, allowlist and plan                     |
  * | `hugepages.ts`    | the `hugepages` unit's settings and plan                             |
- * | `kernel_modules.ts` | the `kernel-modules` unit's settings and plan (no driver yet)      |
- * | `unit.ts`         | the unit driver interface and the `sysctl` / `hugepages` drivers     |
+ * | `kernel_modules.ts` | the `kernel-modules` unit's settings and plan                      |
+ * | `unit.ts`         | the unit driver interface and the `kernel-modules` / `sysctl` / `hugepages` drivers |
  * | `converger.ts`    | the converger, the stop rule, `RebootRequired`, `HostManagedExternally` |
  *
  * @example
@@ -20,8 +20,8 @@
  * const converger = config.host.units ? hostSectionConverger(host) : externallyManagedHost();
  * ```
  *
- * Not built yet (a section listing them is `FAILED` `UnitUnsupported:<unit>`): `kernel-modules`, `nvidia-driver`,
- * `fabric-manager`, `mig-layout`, `gpu-sharing`, `container-toolkit`, `kubernetes-join`.
+ * Not built yet (a section listing them is `FAILED` `UnitUnsupported:<unit>`): `nvidia-driver`, `fabric-manager`,
+ * `mig-layout`, `gpu-sharing`, `container-toolkit`, `kubernetes-join`.
  *
  * @module
  */
@@ -44,6 +44,8 @@ export {
   type SizeState,
 } from "./hugepages.ts";
 export {
+  isModuleName,
+  isModuleOptions,
   type KernelModuleSettings,
   type KernelModulesObserved,
   type KernelModuleStep,
@@ -54,7 +56,7 @@ export {
   parseKernelModuleSettings,
   planKernelModules,
 } from "./kernel_modules.ts";
-export type { HugepagePort, PoolResult, SysctlPort } from "./ports.ts";
+export type { HugepagePort, KernelModulesApplied, KernelModulesPort, PoolResult, SysctlPort } from "./ports.ts";
 export {
   isAllowedSysctlKey,
   isSysctlValue,
@@ -69,7 +71,14 @@ export {
   type SysctlSettings,
   type SysctlStep,
 } from "./sysctl.ts";
-export { HostUnitError, hugepagesUnit, sysctlUnit, type UnitDriver, type UnitResult } from "./unit.ts";
+export {
+  HostUnitError,
+  hugepagesUnit,
+  kernelModulesUnit,
+  sysctlUnit,
+  type UnitDriver,
+  type UnitResult,
+} from "./unit.ts";
 export {
   canonical,
   dependentsOf,

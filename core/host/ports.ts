@@ -5,6 +5,7 @@
  * @module
  */
 import type { HugepageObserved, HugepageSize, HugepageStep } from "./hugepages.ts";
+import type { KernelModulesObserved, KernelModuleStep } from "./kernel_modules.ts";
 import type { SysctlObserved, SysctlStep } from "./sysctl.ts";
 
 /** The sysctl file and live values. */
@@ -29,4 +30,24 @@ export interface HugepagePort {
   read(): Promise<HugepageObserved>;
   /** Carries out the steps; the set pools read back. */
   apply(steps: readonly HugepageStep[]): Promise<readonly PoolResult[]>;
+}
+
+/** The kernel's modules and bcd's files for them (`/etc/modules-load.d/bcd.conf`, `/etc/modprobe.d/bcd.conf`). */
+export interface KernelModulesPort {
+  read(): Promise<KernelModulesObserved>;
+  /**
+   * Carries out the steps in order: a load persists first (recording whether bcd loads it), then runs modprobe when
+   * the module is not loaded; a drop unloads first (only when the step says so), then leaves the files — unless the
+   * unload failed, when the record stays for the next pass. A modprobe that fails is not an error here: the result
+   * says what is loaded, with modprobe's words for each failure.
+   */
+  apply(steps: readonly KernelModuleStep[]): Promise<KernelModulesApplied>;
+}
+
+/** What a {@link KernelModulesPort.apply} came to. */
+export interface KernelModulesApplied {
+  /** The loaded modules after the steps (`_` spelling). */
+  readonly loaded: readonly string[];
+  /** Module → modprobe's message, for each load or unload that failed. */
+  readonly failures: Readonly<Record<string, string>>;
 }

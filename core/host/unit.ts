@@ -1,6 +1,6 @@
 /**
- * A unit driver: checks its settings, then observes, plans and applies in one go. Drivers for `sysctl` and
- * `hugepages` over their ports; a unit is called with `undefined` settings when the section does not list it, so it
+ * A unit driver: checks its settings, then observes, plans and applies in one go. Drivers for `kernel-modules`,
+ * `sysctl` and `hugepages` over their ports; a unit is called with `undefined` settings when the section does not list it, so it
  * undoes what bcd did before (and nothing else).
  *
  * @module
@@ -12,7 +12,13 @@ import {
   planHugepages,
   poolKey,
 } from "./hugepages.ts";
-import type { HugepagePort, SysctlPort } from "./ports.ts";
+import {
+  type KernelModuleSettings,
+  moduleKey,
+  parseKernelModuleSettings,
+  planKernelModules,
+} from "./kernel_modules.ts";
+import type { HugepagePort, KernelModulesPort, SysctlPort } from "./ports.ts";
 import {
   normalizeSysctlValue,
   parseSysctlSettings,
@@ -99,6 +105,32 @@ export function hugepagesUnit(port: HugepagePort): UnitDriver<HugepageSettings> 
       const short = results.filter((r) => r.total !== r.wanted)
         .map((r) => `${poolKey(r)}: ${r.total} pages, ${r.wanted} wanted`);
       return { steps: steps.length, ...(short.length ? { pending: `hugepages ${short.join("; ")}` } : {}) };
+    },
+  };
+}
+
+/** The `kernel-modules` unit over its port. */
+export function kernelModulesUnit(port: KernelModulesPort): UnitDriver<KernelModuleSettings> {
+  return {
+    name: "kernel-modules",
+    parse: parseKernelModuleSettings,
+    async converge(desired) {
+      const steps = planKernelModules(desired, await port.read());
+      if (steps.length === 0) return { steps: 0 };
+      const r = await port.apply(steps);
+      const loaded = new Set(r.loaded.map(moduleKey));
+      const missing = (desired?.modules ?? []).filter((m) => !loaded.has(m.name))
+        .map((m) => `${m.name}${r.failures[m.name] ? ` (${r.failures[m.name]})` : ""}`);
+      if (missing.length) {
+        throw new HostUnitError("kernel-modules", true, `kernel-modules: not loaded: ${missing.join("; ")}`);
+      }
+      const stuck = steps.filter((s) => s.op === "drop" && s.unload && loaded.has(s.name))
+        .map((s) => `${s.name}${r.failures[s.name] ? ` (${r.failures[s.name]})` : ""}`);
+      // A module still in use cannot be unloaded: its record stays, and the next pass tries again.
+      return {
+        steps: steps.length,
+        ...(stuck.length ? { pending: `kernel-modules: could not unload ${stuck.join("; ")}` } : {}),
+      };
     },
   };
 }

@@ -145,6 +145,10 @@ async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promi
       return await b.hugepages.read();
     case "hugepages.apply":
       return { pools: await writes.run(() => b.hugepages.apply(req.args.steps)) };
+    case "modules.read":
+      return await b.modules.read();
+    case "modules.apply":
+      return await writes.run(() => b.modules.apply(req.args.steps));
     case "access.observe":
     case "access.apply":
       return await runAccessOp(b, req, writes);

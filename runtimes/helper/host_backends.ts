@@ -17,6 +17,7 @@ import { SysfsHostInventory } from "../host/inventory.ts";
 import { InitRebooter } from "../host/rebooter.ts";
 import { SysctlFiles } from "../host/sysctl_files.ts";
 import { SysfsHugepages } from "../host/sysfs_hugepages.ts";
+import { ModprobeModules } from "../host/modprobe_modules.ts";
 import { RealNft } from "../nft/real_nft.ts";
 import { NvidiaSmi, readPciNumaNode } from "../nvidia/nvidia_smi.ts";
 import type { HelperBackends } from "./backends.ts";
@@ -66,6 +67,7 @@ export function hostBackends(config: ResolvedAgentConfig, opts: HostBackendOptio
       ...(opts.procSysRoot !== undefined ? { procSys: opts.procSysRoot } : {}),
     }),
     hugepages: new SysfsHugepages({ etc: config.host.etcRoot, sys: config.host.sysRoot }),
+    modules: new ModprobeModules({ etc: config.host.etcRoot }),
     access: sshdAccessFiles(config, opts.log),
   };
 }

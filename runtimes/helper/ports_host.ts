@@ -1,5 +1,6 @@
 /**
- * The host units' ports over the root helper: `sysctl.read`/`sysctl.apply` and `hugepages.read`/`hugepages.apply`.
+ * The host units' ports over the root helper: `sysctl.read`/`sysctl.apply`, `hugepages.read`/`hugepages.apply` and
+ * `modules.read`/`modules.apply`.
  * The node names keys and pools; the helper builds every path.
  *
  * @module
@@ -8,6 +9,10 @@ import type {
   HugepageObserved,
   HugepagePort,
   HugepageStep,
+  KernelModulesApplied,
+  KernelModulesObserved,
+  KernelModulesPort,
+  KernelModuleStep,
   PoolResult,
   SysctlObserved,
   SysctlPort,
@@ -34,5 +39,16 @@ export class HelperHugepages implements HugepagePort {
   }
   async apply(steps: readonly HugepageStep[]): Promise<readonly PoolResult[]> {
     return (await this.helper.call("hugepages.apply", { steps })).pools;
+  }
+}
+
+/** {@link KernelModulesPort} through the helper. */
+export class HelperKernelModules implements KernelModulesPort {
+  constructor(readonly helper: HelperClient) {}
+  read(): Promise<KernelModulesObserved> {
+    return this.helper.call("modules.read", {});
+  }
+  apply(steps: readonly KernelModuleStep[]): Promise<KernelModulesApplied> {
+    return this.helper.call("modules.apply", { steps });
   }
 }

@@ -21,7 +21,8 @@ import type { HelperBackends } from "./backends.ts";
 import { HelperClient } from "./client.ts";
 import type { Nft } from "../../core/netpolicy/mod.ts";
 import { FakeNft } from "../nft/fake_nft.ts";
-import type { HugepagePort, SysctlPort } from "../../core/host/mod.ts";
+import type { HugepagePort, KernelModulesPort, SysctlPort } from "../../core/host/mod.ts";
+import { FakeKernelModules } from "../../core/host/fakes.ts";
 import { SysctlFiles } from "../host/sysctl_files.ts";
 import { SysfsHugepages } from "../host/sysfs_hugepages.ts";
 import { HelperSliceManager } from "./ports.ts";
@@ -102,6 +103,7 @@ export async function startTestHelper(
     nft?: Nft;
     sysctl?: SysctlPort;
     hugepages?: HugepagePort;
+    modules?: KernelModulesPort;
     server?: Partial<Pick<HelperServerOptions, "idleMs" | "partialLineMs" | "writeStallMs" | "maxConnections">>;
     libvirt?: LibvirtHostPort;
     access?: AccessHost;
@@ -140,6 +142,7 @@ export async function startTestHelper(
     nft: opts.nft ?? new FakeNft(),
     sysctl: opts.sysctl ?? new SysctlFiles({ procSys: `${proc}/sys`, etc: `${root}/etc` }),
     hugepages: opts.hugepages ?? new SysfsHugepages({ sys, etc: `${root}/etc` }),
+    modules: opts.modules ?? new FakeKernelModules([]),
     ...(opts.libvirt ? { libvirt: opts.libvirt } : {}),
     ...(opts.access ? { access: opts.access } : {}),
   };
