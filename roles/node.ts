@@ -3,7 +3,7 @@
  * flags (`roles/permissions.ts`), beside the root `bcd-helper` (000 §privilege separation): everything under /proc,
  * /sys and /dev and every root-only write goes to the helper's socket (`[helper] socket`, default
  * `/run/bcd/helper.sock`) — the boot id, the host inventory and memory, the CDI/env hold files, the hold slices, the
- * GPUs' NUMA nodes, the host section's kernel-modules, sysctl and huge page units, `gpu.reset`, `node.reboot`, sshd's access files
+ * GPUs' NUMA nodes, the host section's units (kernel modules, sysctl, huge pages, the NVIDIA packages), `gpu.reset`, `node.reboot`, sshd's access files
  * (`access.*`) and, beside an instance runtime, bcd's nftables tables (`nft.*`). The node still runs `nvidia-smi`
  * itself for queries, does HTTPS log uploads and runs the image checks. It refuses to start when the helper cannot be reached.
  *
@@ -17,6 +17,8 @@ import {
   hostSectionConverger,
   hugepagesUnit,
   kernelModulesUnit,
+  PACKAGE_UNITS,
+  packageUnit,
   sysctlUnit,
 } from "../core/host/mod.ts";
 import type { SectionConverger } from "../core/converge/engine.ts";
@@ -35,7 +37,7 @@ import {
   HelperRebooter,
   HelperSliceManager,
 } from "../runtimes/helper/ports.ts";
-import { HelperHugepages, HelperKernelModules, HelperSysctl } from "../runtimes/helper/ports_host.ts";
+import { HelperHugepages, HelperKernelModules, HelperPackages, HelperSysctl } from "../runtimes/helper/ports_host.ts";
 import { InstancesConverger } from "../core/converge/instances/mod.ts";
 import { HelperError } from "../core/helper/mod.ts";
 import { HelperLibvirtHost } from "../runtimes/libvirt/helper_port.ts";
@@ -74,7 +76,8 @@ function _devices(ctx: WiringContext): DevicePorts {
 }
 
 /**
- * The `host` section: its units through the helper (`modules.*`, `sysctl.*`, `hugepages.*` ops), or, with `[host] units = false`,
+ * The `host` section: its units through the helper (`modules.*`, `sysctl.*`, `hugepages.*`, `package.*` ops), or, with
+ * `[host] units = false`,
  * no converger: a non-empty section is `UNSUPPORTED` `HostManagedExternally`.
  */
 function _host(ctx: WiringContext): SectionConverger {
@@ -85,6 +88,7 @@ function _host(ctx: WiringContext): SectionConverger {
       kernelModulesUnit(new HelperKernelModules(helper)),
       sysctlUnit(new HelperSysctl(helper)),
       hugepagesUnit(new HelperHugepages(helper)),
+      ...PACKAGE_UNITS.map((u) => packageUnit(u, new HelperPackages(helper))),
     ]),
   );
 }

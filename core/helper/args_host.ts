@@ -2,7 +2,8 @@
  * The helper's argument checks for the host section's units (000 §NodeSpec, the `host` row): the node names sysctl
  * keys, huge page pools and kernel modules, never a path or a command line; root builds `/proc/sys/<key with / for .>`,
  * its fixed files `/etc/sysctl.d/90-bcd.conf`, `/etc/modules-load.d/bcd.conf` and `/etc/modprobe.d/bcd.conf`, the
- * sysfs `nr_hugepages` paths and modprobe's argv itself.
+ * sysfs `nr_hugepages` paths, and the argv of modprobe, dpkg-query, apt-get and systemctl (whose service it names
+ * itself, per unit) itself.
  *
  * | op                | fields  | rule                                                                          |
  * | ----------------- | ------- | ----------------------------------------------------------------------------- |
@@ -11,6 +12,8 @@
  * | `hugepages.read`  | none    |                                                                               |
  * | `hugepages.apply` | `steps` | 1–64 of `{op: "set", size, node?, count}` or `{op: "restore", size, node?}`; size `2M`/`1G`, node 0–1023 |
  * | `modules.read`    | none    |                                                                               |
+ * | `package.read`    | `unit`, `package` | unit `nvidia-driver`, `fabric-manager` or `container-toolkit`; package 2–64 of `[a-z0-9+.-]` with one of the unit's prefixes (`core/host/packages.ts`) |
+ * | `package.apply`   | `unit`, `package`, `steps` | as above; 1–2 of `{op: "install", package, version}` (the same package; version a Debian version) or `{op: "service"}` (only a unit with a service) |
  * | `modules.apply`   | `steps` | 1–128 of `{op: "load", name, options?}` or `{op: "drop", name, unload}`; name 1–56 of `[a-z0-9_]` (the kernel's spelling), options space-separated `key`/`key=value` tokens (`core/host/kernel_modules.ts`), unload a boolean |
  *
  * @module
@@ -18,6 +21,15 @@
 import { HUGEPAGE_SIZES, type HugepageStep, isHugepageSize, MAX_HUGEPAGES, MAX_NUMA_NODE } from "../host/hugepages.ts";
 import { isAllowedSysctlKey, isSysctlValue, MAX_SYSCTL_KEYS, type SysctlStep } from "../host/sysctl.ts";
 import { isModuleName, isModuleOptions, type KernelModuleStep, MAX_MODULES } from "../host/kernel_modules.ts";
+import {
+  isPackageUnit,
+  isPackageVersion,
+  isUnitPackage,
+  PACKAGE_UNITS,
+  type PackageStep,
+  type PackageUnit,
+  UNIT_SERVICES,
+} from "../host/packages.ts";
 import { argObject as _fields, refuseArg as _refuse } from "./arg_fields.ts";
 import type { HelperArgs } from "./protocol.ts";
 
@@ -95,6 +107,28 @@ function _moduleStep(raw: unknown, i: number): KernelModuleStep {
   return { op: "load", name: s.name, ...(s.options !== undefined ? { options: s.options } : {}) };
 }
 
+function _unitPackage(op: string, a: Record<string, unknown>): { unit: PackageUnit; package: string } {
+  if (!isPackageUnit(a.unit)) _refuse(op, "unit", a.unit, `is not one of ${PACKAGE_UNITS.join(", ")}`);
+  if (!isUnitPackage(a.unit, a.package)) _refuse(op, "package", a.package, `is not a package of ${a.unit}`);
+  return { unit: a.unit, package: a.package };
+}
+
+function _packageStep(unit: PackageUnit, pkg: string, raw: unknown, i: number): PackageStep {
+  const op = "package.apply";
+  const path = `steps[${i}]`;
+  const head = _fields(op, path, raw, ["op", "package", "version"], ["op"]);
+  if (head.op === "service") {
+    _fields(op, path, raw, ["op"]);
+    if (UNIT_SERVICES[unit] === undefined) _refuse(op, `${path}.op`, head.op, `: ${unit} has no service`);
+    return { op: "service" };
+  }
+  if (head.op !== "install") _refuse(op, `${path}.op`, head.op, "is not install or service");
+  const s = _fields(op, path, raw, ["op", "package", "version"], ["op", "package", "version"]);
+  if (s.package !== pkg) _refuse(op, `${path}.package`, s.package, `is not the request's package ${pkg}`);
+  if (!isPackageVersion(s.version)) _refuse(op, `${path}.version`, s.version, "is not a Debian package version");
+  return { op: "install", package: pkg, version: s.version };
+}
+
 /** The checkers of the host unit ops, joined into the helper's argument table. */
 export const HOST_ARG_CHECKS: {
   readonly "sysctl.read": (raw: unknown) => HelperArgs["sysctl.read"];
@@ -103,6 +137,8 @@ export const HOST_ARG_CHECKS: {
   readonly "hugepages.apply": (raw: unknown) => HelperArgs["hugepages.apply"];
   readonly "modules.read": (raw: unknown) => HelperArgs["modules.read"];
   readonly "modules.apply": (raw: unknown) => HelperArgs["modules.apply"];
+  readonly "package.read": (raw: unknown) => HelperArgs["package.read"];
+  readonly "package.apply": (raw: unknown) => HelperArgs["package.apply"];
 } = {
   "sysctl.read": (raw) => {
     const a = _fields("sysctl.read", "args", raw, ["keys"]);
@@ -124,5 +160,12 @@ export const HOST_ARG_CHECKS: {
   "modules.apply": (raw) => {
     const a = _fields("modules.apply", "args", raw, ["steps"]);
     return { steps: _list("modules.apply", a.steps, 1, 2 * MAX_MODULES).map(_moduleStep) };
+  },
+  "package.read": (raw) => _unitPackage("package.read", _fields("package.read", "args", raw, ["unit", "package"])),
+  "package.apply": (raw) => {
+    const a = _fields("package.apply", "args", raw, ["unit", "package", "steps"]);
+    const up = _unitPackage("package.apply", a);
+    const steps = _list("package.apply", a.steps, 1, 2).map((r, i) => _packageStep(up.unit, up.package, r, i));
+    return { ...up, steps };
   },
 };

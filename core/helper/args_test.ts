@@ -52,6 +52,12 @@ const VALID: Record<HelperOp, unknown> = {
   "hugepages.read": {},
   "hugepages.apply": { steps: [{ op: "set", size: "2M", node: 0, count: 512 }, { op: "restore", size: "1G" }] },
   "modules.read": {},
+  "package.read": { unit: "nvidia-driver", package: "nvidia-driver-550" },
+  "package.apply": {
+    unit: "fabric-manager",
+    package: "nvidia-fabricmanager-550",
+    steps: [{ op: "install", package: "nvidia-fabricmanager-550", version: "550.90.07-1" }, { op: "service" }],
+  },
   "modules.apply": {
     steps: [{ op: "load", name: "br_netfilter", options: "a=1 b" }, { op: "drop", name: "overlay", unload: false }],
   },

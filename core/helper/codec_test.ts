@@ -58,6 +58,12 @@ const ARGS: { [O in HelperOp]: HelperArgs[O] } = {
   "hugepages.read": {},
   "hugepages.apply": { steps: [{ op: "set", size: "2M", node: 0, count: 512 }, { op: "restore", size: "1G" }] },
   "modules.read": {},
+  "package.read": { unit: "container-toolkit", package: "nvidia-container-toolkit" },
+  "package.apply": {
+    unit: "nvidia-driver",
+    package: "nvidia-driver",
+    steps: [{ op: "install", package: "nvidia-driver", version: "1:550.90.07-1" }],
+  },
   "modules.apply": { steps: [{ op: "load", name: "br_netfilter" }, { op: "drop", name: "overlay", unload: true }] },
   ...LIBVIRT_VALID,
   "access.observe": {},

@@ -24,7 +24,8 @@ import type { HostInventory } from "../commands/kind_handlers/mod.ts";
 import type { RuleCounts } from "../netpolicy/counts.ts";
 import type { NetPolicy } from "../netpolicy/policy.ts";
 import type { HugepageObserved, HugepageStep } from "../host/hugepages.ts";
-import type { KernelModulesApplied, PoolResult } from "../host/ports.ts";
+import type { KernelModulesApplied, PackageApplied, PoolResult } from "../host/ports.ts";
+import type { PackageObserved, PackageStep, PackageUnit } from "../host/packages.ts";
 import type { KernelModulesObserved, KernelModuleStep } from "../host/kernel_modules.ts";
 import type { SysctlObserved, SysctlStep } from "../host/sysctl.ts";
 import { LIBVIRT_OPS, type LibvirtArgs, type LibvirtResults } from "./args_libvirt.ts";
@@ -65,6 +66,8 @@ export const HELPER_OPS = [
   "hugepages.apply",
   "modules.read",
   "modules.apply",
+  "package.read",
+  "package.apply",
   ...LIBVIRT_OPS,
   "access.observe",
   "access.apply",
@@ -133,6 +136,8 @@ export interface HelperArgs extends LibvirtArgs {
   "hugepages.apply": { readonly steps: readonly HugepageStep[] };
   "modules.read": Record<never, never>;
   "modules.apply": { readonly steps: readonly KernelModuleStep[] };
+  "package.read": { readonly unit: PackageUnit; readonly package: string };
+  "package.apply": { readonly unit: PackageUnit; readonly package: string; readonly steps: readonly PackageStep[] };
   "access.observe": Record<never, never>;
   "access.apply": AccessFiles;
 }
@@ -168,6 +173,10 @@ export interface HelperResults extends LibvirtResults {
   "modules.read": KernelModulesObserved;
   /** The loaded modules after the steps, and modprobe's words for each that failed. */
   "modules.apply": KernelModulesApplied;
+  /** The package's installed version, the running driver (`nvidia-driver`), the unit's service. */
+  "package.read": PackageObserved;
+  /** The same after the steps, and the tool's words when one failed. */
+  "package.apply": PackageApplied;
   "access.observe": AccessObserved;
   "access.apply": AccessApplied;
 }

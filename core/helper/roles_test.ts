@@ -34,6 +34,8 @@ const LINE: Record<HelperOp, string> = {
   "hugepages.read": "{}",
   "hugepages.apply": '{"steps":[{"op":"restore","size":"2M"}]}',
   "modules.read": "{}",
+  "package.read": '{"unit":"nvidia-driver","package":"nvidia-driver"}',
+  "package.apply": '{"unit":"fabric-manager","package":"nvidia-fabricmanager","steps":[{"op":"service"}]}',
   "modules.apply": '{"steps":[{"op":"drop","name":"overlay","unload":false}]}',
   ...LIBVIRT_LINES,
   "access.observe": "{}",

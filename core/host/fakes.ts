@@ -1,5 +1,6 @@
 /**
- * In-memory {@link SysctlPort}, {@link HugepagePort} and {@link KernelModulesPort} that keep the same rules the helper's real backends keep
+ * In-memory {@link SysctlPort}, {@link HugepagePort}, {@link KernelModulesPort} and {@link PackagePort} that keep the
+ * same rules the helper's real backends keep
  * (originals recorded on first set, restores give them back, shrinks stop at pages in use, unknown keys read `null`),
  * for converger tests and the ports' shared contract suite.
  *
@@ -7,7 +8,16 @@
  */
 import { type HugepageObserved, type HugepageSize, type HugepageStep, type ManagedPool, poolKey } from "./hugepages.ts";
 import type { KernelModulesObserved, KernelModuleStep, ManagedModule } from "./kernel_modules.ts";
-import type { HugepagePort, KernelModulesApplied, KernelModulesPort, PoolResult, SysctlPort } from "./ports.ts";
+import type {
+  HugepagePort,
+  KernelModulesApplied,
+  KernelModulesPort,
+  PackageApplied,
+  PackagePort,
+  PoolResult,
+  SysctlPort,
+} from "./ports.ts";
+import { type PackageObserved, type PackageStep, type PackageUnit, UNIT_SERVICES } from "./packages.ts";
 import type { ManagedSysctl, SysctlObserved, SysctlStep } from "./sysctl.ts";
 
 /** A fake kernel's sysctls and bcd's file. */
@@ -138,5 +148,50 @@ export class FakeKernelModules implements KernelModulesPort {
       this.managed.delete(s.name);
     }
     return Promise.resolve({ loaded: [...this.loaded].sort(), failures });
+  }
+}
+
+/** A fake host's packages: what is installed, what the repository offers, the running driver, the services. */
+export class FakePackages implements PackagePort {
+  /** Package → installed version. */
+  readonly installed = new Map<string, string>();
+  /** `pkg=version` the repository offers. */
+  readonly available = new Set<string>();
+  /** The driver the kernel runs (`null`: none). */
+  running: string | null = null;
+  readonly enabled = new Set<string>();
+  readonly active = new Set<string>();
+  readonly applied: PackageStep[][] = [];
+
+  read(unit: PackageUnit, pkg: string): Promise<PackageObserved> {
+    const svc = UNIT_SERVICES[unit];
+    return Promise.resolve({
+      installed: this.installed.get(pkg) ?? null,
+      ...(unit === "nvidia-driver" ? { running: this.running } : {}),
+      ...(svc !== undefined ? { service: { enabled: this.enabled.has(svc), active: this.active.has(svc) } } : {}),
+    });
+  }
+
+  async apply(unit: PackageUnit, pkg: string, steps: readonly PackageStep[]): Promise<PackageApplied> {
+    this.applied.push([...steps]);
+    for (const s of steps) {
+      if (s.op === "install") {
+        if (!this.available.has(`${s.package}=${s.version}`)) {
+          return {
+            observed: await this.read(unit, pkg),
+            failure:
+              `apt-get install ${s.package}=${s.version}: E: Version '${s.version}' for '${s.package}' was not found`,
+          };
+        }
+        this.installed.set(s.package, s.version);
+        continue;
+      }
+      const svc = UNIT_SERVICES[unit];
+      if (svc !== undefined) {
+        this.enabled.add(svc);
+        this.active.add(svc);
+      }
+    }
+    return { observed: await this.read(unit, pkg) };
   }
 }

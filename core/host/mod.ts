@@ -11,6 +11,7 @@
  * | `sysctl.ts`       | the `sysctl` unit's settings, allowlist and plan                     |
  * | `hugepages.ts`    | the `hugepages` unit's settings and plan                             |
  * | `kernel_modules.ts` | the `kernel-modules` unit's settings and plan                      |
+ * | `packages.ts`     | the package units' settings and plan (`nvidia-driver`, `fabric-manager`, `container-toolkit`) |
  * | `unit.ts`         | the unit driver interface and the `kernel-modules` / `sysctl` / `hugepages` drivers |
  * | `converger.ts`    | the converger, the stop rule, `RebootRequired`, `HostManagedExternally` |
  *
@@ -20,8 +21,8 @@
  * const converger = config.host.units ? hostSectionConverger(host) : externallyManagedHost();
  * ```
  *
- * Not built yet (a section listing them is `FAILED` `UnitUnsupported:<unit>`): `nvidia-driver`, `fabric-manager`,
- * `mig-layout`, `gpu-sharing`, `container-toolkit`, `kubernetes-join`.
+ * Not built yet (a section listing them is `FAILED` `UnitUnsupported:<unit>`): `mig-layout`, `gpu-sharing`,
+ * `kubernetes-join`.
  *
  * @module
  */
@@ -56,7 +57,32 @@ export {
   parseKernelModuleSettings,
   planKernelModules,
 } from "./kernel_modules.ts";
-export type { HugepagePort, KernelModulesApplied, KernelModulesPort, PoolResult, SysctlPort } from "./ports.ts";
+export type {
+  HugepagePort,
+  KernelModulesApplied,
+  KernelModulesPort,
+  PackageApplied,
+  PackagePort,
+  PoolResult,
+  SysctlPort,
+} from "./ports.ts";
+export {
+  DEFAULT_PACKAGES,
+  driverRebootReason,
+  isPackageUnit,
+  isPackageVersion,
+  isUnitPackage,
+  PACKAGE_PREFIXES,
+  PACKAGE_UNITS,
+  type PackageObserved,
+  type PackageSettings,
+  packageSettingsParser,
+  type PackageStep,
+  type PackageUnit,
+  planPackage,
+  UNIT_SERVICES,
+  upstreamVersion,
+} from "./packages.ts";
 export {
   isAllowedSysctlKey,
   isSysctlValue,
@@ -75,6 +101,7 @@ export {
   HostUnitError,
   hugepagesUnit,
   kernelModulesUnit,
+  packageUnit,
   sysctlUnit,
   type UnitDriver,
   type UnitResult,

@@ -6,6 +6,7 @@
  */
 import type { HugepageObserved, HugepageSize, HugepageStep } from "./hugepages.ts";
 import type { KernelModulesObserved, KernelModuleStep } from "./kernel_modules.ts";
+import type { PackageObserved, PackageStep, PackageUnit } from "./packages.ts";
 import type { SysctlObserved, SysctlStep } from "./sysctl.ts";
 
 /** The sysctl file and live values. */
@@ -50,4 +51,21 @@ export interface KernelModulesApplied {
   readonly loaded: readonly string[];
   /** Module → modprobe's message, for each load or unload that failed. */
   readonly failures: Readonly<Record<string, string>>;
+}
+
+/** The package units' packages and services (`dpkg-query`, `apt-get`, `systemctl`, `nvidia-smi` for the driver). */
+export interface PackagePort {
+  /** What `unit`'s package `pkg` looks like on the host. */
+  read(unit: PackageUnit, pkg: string): Promise<PackageObserved>;
+  /**
+   * Carries out the steps for `unit`'s package `pkg`, in order, stopping at the first that fails; what the host looks
+   * like after, and the tool's words when a step failed.
+   */
+  apply(unit: PackageUnit, pkg: string, steps: readonly PackageStep[]): Promise<PackageApplied>;
+}
+
+/** What a {@link PackagePort.apply} came to. */
+export interface PackageApplied {
+  readonly observed: PackageObserved;
+  readonly failure?: string;
 }

@@ -1,6 +1,7 @@
 /**
  * A unit driver: checks its settings, then observes, plans and applies in one go. Drivers for `kernel-modules`,
- * `sysctl` and `hugepages` over their ports; a unit is called with `undefined` settings when the section does not list it, so it
+ * `sysctl`, `hugepages` and the package units (`nvidia-driver`, `fabric-manager`, `container-toolkit`) over their
+ * ports; a unit is called with `undefined` settings when the section does not list it, so it
  * undoes what bcd did before (and nothing else).
  *
  * @module
@@ -18,7 +19,15 @@ import {
   parseKernelModuleSettings,
   planKernelModules,
 } from "./kernel_modules.ts";
-import type { HugepagePort, KernelModulesPort, SysctlPort } from "./ports.ts";
+import {
+  driverRebootReason,
+  type PackageSettings,
+  packageSettingsParser,
+  type PackageUnit,
+  planPackage,
+  UNIT_SERVICES,
+} from "./packages.ts";
+import type { HugepagePort, KernelModulesPort, PackagePort, SysctlPort } from "./ports.ts";
 import {
   normalizeSysctlValue,
   parseSysctlSettings,
@@ -131,6 +140,40 @@ export function kernelModulesUnit(port: KernelModulesPort): UnitDriver<KernelMod
         steps: steps.length,
         ...(stuck.length ? { pending: `kernel-modules: could not unload ${stuck.join("; ")}` } : {}),
       };
+    },
+  };
+}
+
+/** A package unit (`nvidia-driver`, `fabric-manager`, `container-toolkit`) over its port. */
+export function packageUnit(unit: PackageUnit, port: PackagePort): UnitDriver<PackageSettings> {
+  return {
+    name: unit,
+    parse: packageSettingsParser(unit),
+    async converge(desired) {
+      // A unit dropped from the section changes nothing (core/host/packages.ts says why).
+      if (desired === undefined) return { steps: 0 };
+      let observed = await port.read(unit, desired.package);
+      const steps = planPackage(unit, desired, observed);
+      if (steps.length > 0) {
+        const r = await port.apply(unit, desired.package, steps);
+        if (r.failure !== undefined) throw new HostUnitError(unit, true, `${unit}: ${r.failure}`);
+        observed = r.observed;
+        if (observed.installed !== desired.version) {
+          throw new HostUnitError(
+            unit,
+            true,
+            `${unit}: ${desired.package} reads ${
+              observed.installed ?? "not installed"
+            } after installing ${desired.version}`,
+          );
+        }
+        const svc = UNIT_SERVICES[unit];
+        if (svc !== undefined && !(observed.service?.enabled && observed.service.active)) {
+          return { steps: steps.length, pending: `${unit}: ${svc} is not running after it was enabled and started` };
+        }
+      }
+      const reboot = unit === "nvidia-driver" ? driverRebootReason(desired, observed) : undefined;
+      return { steps: steps.length, ...(reboot !== undefined ? { rebootRequired: reboot } : {}) };
     },
   };
 }

@@ -149,6 +149,10 @@ async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promi
       return await b.modules.read();
     case "modules.apply":
       return await writes.run(() => b.modules.apply(req.args.steps));
+    case "package.read":
+      return await b.packages.read(req.args.unit, req.args.package);
+    case "package.apply":
+      return await writes.run(() => b.packages.apply(req.args.unit, req.args.package, req.args.steps));
     case "access.observe":
     case "access.apply":
       return await runAccessOp(b, req, writes);

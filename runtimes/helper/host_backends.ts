@@ -18,6 +18,7 @@ import { InitRebooter } from "../host/rebooter.ts";
 import { SysctlFiles } from "../host/sysctl_files.ts";
 import { SysfsHugepages } from "../host/sysfs_hugepages.ts";
 import { ModprobeModules } from "../host/modprobe_modules.ts";
+import { AptPackages } from "../host/apt_packages.ts";
 import { RealNft } from "../nft/real_nft.ts";
 import { NvidiaSmi, readPciNumaNode } from "../nvidia/nvidia_smi.ts";
 import type { HelperBackends } from "./backends.ts";
@@ -68,6 +69,7 @@ export function hostBackends(config: ResolvedAgentConfig, opts: HostBackendOptio
     }),
     hugepages: new SysfsHugepages({ etc: config.host.etcRoot, sys: config.host.sysRoot }),
     modules: new ModprobeModules({ etc: config.host.etcRoot }),
+    packages: new AptPackages({ nvidiaSmi: d.nvidiaSmi }),
     access: sshdAccessFiles(config, opts.log),
   };
 }

@@ -1,6 +1,6 @@
 /**
  * The host units' ports over the root helper: `sysctl.read`/`sysctl.apply`, `hugepages.read`/`hugepages.apply` and
- * `modules.read`/`modules.apply`.
+ * `modules.read`/`modules.apply`, `package.read`/`package.apply`.
  * The node names keys and pools; the helper builds every path.
  *
  * @module
@@ -13,6 +13,11 @@ import type {
   KernelModulesObserved,
   KernelModulesPort,
   KernelModuleStep,
+  PackageApplied,
+  PackageObserved,
+  PackagePort,
+  PackageStep,
+  PackageUnit,
   PoolResult,
   SysctlObserved,
   SysctlPort,
@@ -50,5 +55,16 @@ export class HelperKernelModules implements KernelModulesPort {
   }
   apply(steps: readonly KernelModuleStep[]): Promise<KernelModulesApplied> {
     return this.helper.call("modules.apply", { steps });
+  }
+}
+
+/** {@link PackagePort} through the helper. */
+export class HelperPackages implements PackagePort {
+  constructor(readonly helper: HelperClient) {}
+  read(unit: PackageUnit, pkg: string): Promise<PackageObserved> {
+    return this.helper.call("package.read", { unit, package: pkg });
+  }
+  apply(unit: PackageUnit, pkg: string, steps: readonly PackageStep[]): Promise<PackageApplied> {
+    return this.helper.call("package.apply", { unit, package: pkg, steps });
   }
 }

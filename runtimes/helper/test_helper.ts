@@ -21,8 +21,8 @@ import type { HelperBackends } from "./backends.ts";
 import { HelperClient } from "./client.ts";
 import type { Nft } from "../../core/netpolicy/mod.ts";
 import { FakeNft } from "../nft/fake_nft.ts";
-import type { HugepagePort, KernelModulesPort, SysctlPort } from "../../core/host/mod.ts";
-import { FakeKernelModules } from "../../core/host/fakes.ts";
+import type { HugepagePort, KernelModulesPort, PackagePort, SysctlPort } from "../../core/host/mod.ts";
+import { FakeKernelModules, FakePackages } from "../../core/host/fakes.ts";
 import { SysctlFiles } from "../host/sysctl_files.ts";
 import { SysfsHugepages } from "../host/sysfs_hugepages.ts";
 import { HelperSliceManager } from "./ports.ts";
@@ -104,6 +104,7 @@ export async function startTestHelper(
     sysctl?: SysctlPort;
     hugepages?: HugepagePort;
     modules?: KernelModulesPort;
+    packages?: PackagePort;
     server?: Partial<Pick<HelperServerOptions, "idleMs" | "partialLineMs" | "writeStallMs" | "maxConnections">>;
     libvirt?: LibvirtHostPort;
     access?: AccessHost;
@@ -143,6 +144,7 @@ export async function startTestHelper(
     sysctl: opts.sysctl ?? new SysctlFiles({ procSys: `${proc}/sys`, etc: `${root}/etc` }),
     hugepages: opts.hugepages ?? new SysfsHugepages({ sys, etc: `${root}/etc` }),
     modules: opts.modules ?? new FakeKernelModules([]),
+    packages: opts.packages ?? new FakePackages(),
     ...(opts.libvirt ? { libvirt: opts.libvirt } : {}),
     ...(opts.access ? { access: opts.access } : {}),
   };
