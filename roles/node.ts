@@ -3,7 +3,7 @@
  * flags (`roles/permissions.ts`), beside the root `bcd-helper` (000 §privilege separation): everything under /proc,
  * /sys and /dev and every root-only write goes to the helper's socket (`[helper] socket`, default
  * `/run/bcd/helper.sock`) — the boot id, the host inventory and memory, the CDI/env hold files, the hold slices, the
- * GPUs' NUMA nodes, the host section's units (kernel modules, sysctl, huge pages, the NVIDIA packages), `gpu.reset`, `node.reboot`, sshd's access files
+ * GPUs' NUMA nodes, the host section's units (kernel modules, sysctl, huge pages, the NVIDIA packages, the MIG layout), `gpu.reset`, `node.reboot`, sshd's access files
  * (`access.*`) and, beside an instance runtime, bcd's nftables tables (`nft.*`). The node still runs `nvidia-smi`
  * itself for queries, does HTTPS log uploads and runs the image checks. It refuses to start when the helper cannot be reached.
  *
@@ -17,6 +17,8 @@ import {
   hostSectionConverger,
   hugepagesUnit,
   kernelModulesUnit,
+  migHoldUsers,
+  migLayoutUnit,
   PACKAGE_UNITS,
   packageUnit,
   sysctlUnit,
@@ -37,7 +39,13 @@ import {
   HelperRebooter,
   HelperSliceManager,
 } from "../runtimes/helper/ports.ts";
-import { HelperHugepages, HelperKernelModules, HelperPackages, HelperSysctl } from "../runtimes/helper/ports_host.ts";
+import {
+  HelperHugepages,
+  HelperKernelModules,
+  HelperMig,
+  HelperPackages,
+  HelperSysctl,
+} from "../runtimes/helper/ports_host.ts";
 import { InstancesConverger } from "../core/converge/instances/mod.ts";
 import { HelperError } from "../core/helper/mod.ts";
 import { HelperLibvirtHost } from "../runtimes/libvirt/helper_port.ts";
@@ -76,7 +84,8 @@ function _devices(ctx: WiringContext): DevicePorts {
 }
 
 /**
- * The `host` section: its units through the helper (`modules.*`, `sysctl.*`, `hugepages.*`, `package.*` ops), or, with
+ * The `host` section: its units through the helper (`modules.*`, `sysctl.*`, `hugepages.*`, `package.*`, `mig.*` ops),
+ * or, with
  * `[host] units = false`,
  * no converger: a non-empty section is `UNSUPPORTED` `HostManagedExternally`.
  */
@@ -89,6 +98,8 @@ function _host(ctx: WiringContext): SectionConverger {
       sysctlUnit(new HelperSysctl(helper)),
       hugepagesUnit(new HelperHugepages(helper)),
       ...PACKAGE_UNITS.map((u) => packageUnit(u, new HelperPackages(helper))),
+      // The holds bound now, read back from the helper's hold files each pass.
+      migLayoutUnit(new HelperMig(helper), async () => migHoldUsers((await new HelperHoldStore(helper).list()).holds)),
     ]),
   );
 }

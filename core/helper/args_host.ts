@@ -12,6 +12,8 @@
  * | `hugepages.read`  | none    |                                                                               |
  * | `hugepages.apply` | `steps` | 1–64 of `{op: "set", size, node?, count}` or `{op: "restore", size, node?}`; size `2M`/`1G`, node 0–1023 |
  * | `modules.read`    | none    |                                                                               |
+ * | `mig.read`        | none    |                                                                               |
+ * | `mig.apply`       | `steps` | 1–128 of `{op: "create", gpu, profile}` or `{op: "destroy", gpu, gi, cis}`; gpu `GPU-…`, profile `<n>g.<m>gb[+me\|+gfx]`, gi 0–63, cis 1–8 ids 0–63; root refuses a destroy of an instance, or any step on a GPU, that a hold file names |
  * | `package.read`    | `unit`, `package` | unit `nvidia-driver`, `fabric-manager` or `container-toolkit`; package 2–64 of `[a-z0-9+.-]` with one of the unit's prefixes (`core/host/packages.ts`) |
  * | `package.apply`   | `unit`, `package`, `steps` | as above; 1–2 of `{op: "install", package, version}` (the same package; version a Debian version) or `{op: "service"}` (only a unit with a service) |
  * | `modules.apply`   | `steps` | 1–128 of `{op: "load", name, options?}` or `{op: "drop", name, unload}`; name 1–56 of `[a-z0-9_]` (the kernel's spelling), options space-separated `key`/`key=value` tokens (`core/host/kernel_modules.ts`), unload a boolean |
@@ -21,6 +23,7 @@
 import { HUGEPAGE_SIZES, type HugepageStep, isHugepageSize, MAX_HUGEPAGES, MAX_NUMA_NODE } from "../host/hugepages.ts";
 import { isAllowedSysctlKey, isSysctlValue, MAX_SYSCTL_KEYS, type SysctlStep } from "../host/sysctl.ts";
 import { isModuleName, isModuleOptions, type KernelModuleStep, MAX_MODULES } from "../host/kernel_modules.ts";
+import { isGpuUuid, isMigProfile, type MigStep } from "../host/mig_layout.ts";
 import {
   isPackageUnit,
   isPackageVersion,
@@ -129,6 +132,25 @@ function _packageStep(unit: PackageUnit, pkg: string, raw: unknown, i: number): 
   return { op: "install", package: pkg, version: s.version };
 }
 
+function _migStep(raw: unknown, i: number): MigStep {
+  const op = "mig.apply";
+  const path = `steps[${i}]`;
+  const head = _fields(op, path, raw, ["op", "gpu", "profile", "gi", "cis"], ["op", "gpu"]);
+  if (!isGpuUuid(head.gpu)) _refuse(op, `${path}.gpu`, head.gpu, "is not a GPU UUID");
+  if (head.op === "create") {
+    const s = _fields(op, path, raw, ["op", "gpu", "profile"]);
+    if (!isMigProfile(s.profile)) _refuse(op, `${path}.profile`, s.profile, "is not a MIG profile");
+    return { op: "create", gpu: head.gpu, profile: s.profile };
+  }
+  if (head.op !== "destroy") _refuse(op, `${path}.op`, head.op, "is not create or destroy");
+  const s = _fields(op, path, raw, ["op", "gpu", "gi", "cis"]);
+  const gi = _int(op, `${path}.gi`, s.gi, 63);
+  if (!Array.isArray(s.cis) || s.cis.length < 1 || s.cis.length > 8) {
+    _refuse(op, `${path}.cis`, s.cis, "is not a list of 1 to 8 compute instance ids");
+  }
+  return { op: "destroy", gpu: head.gpu, gi, cis: s.cis.map((c, j) => _int(op, `${path}.cis[${j}]`, c, 63)) };
+}
+
 /** The checkers of the host unit ops, joined into the helper's argument table. */
 export const HOST_ARG_CHECKS: {
   readonly "sysctl.read": (raw: unknown) => HelperArgs["sysctl.read"];
@@ -137,6 +159,8 @@ export const HOST_ARG_CHECKS: {
   readonly "hugepages.apply": (raw: unknown) => HelperArgs["hugepages.apply"];
   readonly "modules.read": (raw: unknown) => HelperArgs["modules.read"];
   readonly "modules.apply": (raw: unknown) => HelperArgs["modules.apply"];
+  readonly "mig.read": (raw: unknown) => HelperArgs["mig.read"];
+  readonly "mig.apply": (raw: unknown) => HelperArgs["mig.apply"];
   readonly "package.read": (raw: unknown) => HelperArgs["package.read"];
   readonly "package.apply": (raw: unknown) => HelperArgs["package.apply"];
 } = {
@@ -160,6 +184,11 @@ export const HOST_ARG_CHECKS: {
   "modules.apply": (raw) => {
     const a = _fields("modules.apply", "args", raw, ["steps"]);
     return { steps: _list("modules.apply", a.steps, 1, 2 * MAX_MODULES).map(_moduleStep) };
+  },
+  "mig.read": (raw) => (_fields("mig.read", "args", raw, []), {}),
+  "mig.apply": (raw) => {
+    const a = _fields("mig.apply", "args", raw, ["steps"]);
+    return { steps: _list("mig.apply", a.steps, 1, 128).map(_migStep) };
   },
   "package.read": (raw) => _unitPackage("package.read", _fields("package.read", "args", raw, ["unit", "package"])),
   "package.apply": (raw) => {

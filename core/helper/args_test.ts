@@ -52,6 +52,14 @@ const VALID: Record<HelperOp, unknown> = {
   "hugepages.read": {},
   "hugepages.apply": { steps: [{ op: "set", size: "2M", node: 0, count: 512 }, { op: "restore", size: "1G" }] },
   "modules.read": {},
+  "mig.read": {},
+  "mig.apply": {
+    steps: [{ op: "destroy", gpu: "GPU-6f2b3c1a-91d4-5e0b-8a7c-2d9e4f1b0c31", gi: 2, cis: [0] }, {
+      op: "create",
+      gpu: "GPU-6f2b3c1a-91d4-5e0b-8a7c-2d9e4f1b0c31",
+      profile: "3g.40gb",
+    }],
+  },
   "package.read": { unit: "nvidia-driver", package: "nvidia-driver-550" },
   "package.apply": {
     unit: "fabric-manager",

@@ -24,7 +24,8 @@ import type { HostInventory } from "../commands/kind_handlers/mod.ts";
 import type { RuleCounts } from "../netpolicy/counts.ts";
 import type { NetPolicy } from "../netpolicy/policy.ts";
 import type { HugepageObserved, HugepageStep } from "../host/hugepages.ts";
-import type { KernelModulesApplied, PackageApplied, PoolResult } from "../host/ports.ts";
+import type { KernelModulesApplied, MigApplied, PackageApplied, PoolResult } from "../host/ports.ts";
+import type { MigObserved, MigStep } from "../host/mig_layout.ts";
 import type { PackageObserved, PackageStep, PackageUnit } from "../host/packages.ts";
 import type { KernelModulesObserved, KernelModuleStep } from "../host/kernel_modules.ts";
 import type { SysctlObserved, SysctlStep } from "../host/sysctl.ts";
@@ -68,6 +69,8 @@ export const HELPER_OPS = [
   "modules.apply",
   "package.read",
   "package.apply",
+  "mig.read",
+  "mig.apply",
   ...LIBVIRT_OPS,
   "access.observe",
   "access.apply",
@@ -138,6 +141,8 @@ export interface HelperArgs extends LibvirtArgs {
   "modules.apply": { readonly steps: readonly KernelModuleStep[] };
   "package.read": { readonly unit: PackageUnit; readonly package: string };
   "package.apply": { readonly unit: PackageUnit; readonly package: string; readonly steps: readonly PackageStep[] };
+  "mig.read": Record<never, never>;
+  "mig.apply": { readonly steps: readonly MigStep[] };
   "access.observe": Record<never, never>;
   "access.apply": AccessFiles;
 }
@@ -177,6 +182,10 @@ export interface HelperResults extends LibvirtResults {
   "package.read": PackageObserved;
   /** The same after the steps, and the tool's words when one failed. */
   "package.apply": PackageApplied;
+  /** Each GPU's MIG mode and GPU instances, and the instances bcd made. */
+  "mig.read": MigObserved;
+  /** The same after the steps, and nvidia-smi's words when one failed. */
+  "mig.apply": MigApplied;
   "access.observe": AccessObserved;
   "access.apply": AccessApplied;
 }

@@ -12,11 +12,14 @@ import type {
   HugepagePort,
   KernelModulesApplied,
   KernelModulesPort,
+  MigApplied,
+  MigPort,
   PackageApplied,
   PackagePort,
   PoolResult,
   SysctlPort,
 } from "./ports.ts";
+import type { MigInstance, MigObserved, MigStep } from "./mig_layout.ts";
 import { type PackageObserved, type PackageStep, type PackageUnit, UNIT_SERVICES } from "./packages.ts";
 import type { ManagedSysctl, SysctlObserved, SysctlStep } from "./sysctl.ts";
 
@@ -193,5 +196,50 @@ export class FakePackages implements PackagePort {
       }
     }
     return { observed: await this.read(unit, pkg) };
+  }
+}
+
+/** The slices a GPU instance profile takes (`3g.40gb` → 3); a GPU has 7. */
+export function migSlices(profile: string): number {
+  return Number(/^(\d)g\./.exec(profile)?.[1] ?? "8");
+}
+
+/** A fake host's MIG GPUs: instances per GPU (ids given lowest free first), capacity 7 slices, bcd's record. */
+export class FakeMig implements MigPort {
+  readonly gpus = new Map<string, { migEnabled: boolean; instances: MigInstance[] }>();
+  readonly managed: { gpu: string; gi: number }[] = [];
+  readonly applied: MigStep[][] = [];
+  constructor(gpus: Record<string, boolean>) {
+    for (const [uuid, on] of Object.entries(gpus)) this.gpus.set(uuid, { migEnabled: on, instances: [] });
+  }
+  read(): Promise<MigObserved> {
+    return Promise.resolve({
+      gpus: [...this.gpus].map(([uuid, g]) => ({ uuid, migEnabled: g.migEnabled, instances: [...g.instances] })),
+      managed: [...this.managed],
+    });
+  }
+  async apply(steps: readonly MigStep[]): Promise<MigApplied> {
+    this.applied.push([...steps]);
+    for (const s of steps) {
+      const g = this.gpus.get(s.gpu)!;
+      if (s.op === "destroy") {
+        g.instances = g.instances.filter((i) => i.gi !== s.gi);
+        const k = this.managed.findIndex((m) => m.gpu === s.gpu && m.gi === s.gi);
+        if (k >= 0) this.managed.splice(k, 1);
+        continue;
+      }
+      const used = g.instances.reduce((n, i) => n + migSlices(i.profile), 0);
+      if (used + migSlices(s.profile) > 7) {
+        return {
+          observed: await this.read(),
+          failure: `Unable to create a GPU instance on GPU ${s.gpu}: Insufficient Resources`,
+        };
+      }
+      let gi = 1;
+      while (g.instances.some((i) => i.gi === gi)) gi++;
+      g.instances.push({ gi, profile: s.profile, cis: [0] });
+      this.managed.push({ gpu: s.gpu, gi });
+    }
+    return { observed: await this.read() };
   }
 }

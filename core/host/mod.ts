@@ -11,6 +11,7 @@
  * | `sysctl.ts`       | the `sysctl` unit's settings, allowlist and plan                     |
  * | `hugepages.ts`    | the `hugepages` unit's settings and plan                             |
  * | `kernel_modules.ts` | the `kernel-modules` unit's settings and plan                      |
+ * | `mig_layout.ts`   | the `mig-layout` unit's settings and plan (holds checked before any removal) |
  * | `packages.ts`     | the package units' settings and plan (`nvidia-driver`, `fabric-manager`, `container-toolkit`) |
  * | `unit.ts`         | the unit driver interface and the `kernel-modules` / `sysctl` / `hugepages` drivers |
  * | `converger.ts`    | the converger, the stop rule, `RebootRequired`, `HostManagedExternally` |
@@ -21,8 +22,7 @@
  * const converger = config.host.units ? hostSectionConverger(host) : externallyManagedHost();
  * ```
  *
- * Not built yet (a section listing them is `FAILED` `UnitUnsupported:<unit>`): `mig-layout`, `gpu-sharing`,
- * `kubernetes-join`.
+ * Not built yet (a section listing them is `FAILED` `UnitUnsupported:<unit>`): `gpu-sharing`, `kubernetes-join`.
  *
  * @module
  */
@@ -58,14 +58,32 @@ export {
   planKernelModules,
 } from "./kernel_modules.ts";
 export type {
+  HoldUsers,
   HugepagePort,
   KernelModulesApplied,
   KernelModulesPort,
+  MigApplied,
+  MigPort,
   PackageApplied,
   PackagePort,
   PoolResult,
   SysctlPort,
 } from "./ports.ts";
+export {
+  isGpuUuid,
+  isMigProfile,
+  MAX_MIG_GPUS,
+  MAX_MIG_INSTANCES,
+  migHoldUsers,
+  type MigInstance,
+  MigLayoutRefused,
+  type MigLayoutSettings,
+  type MigObserved,
+  type MigStep,
+  migStepsProblem,
+  parseMigLayoutSettings,
+  planMigLayout,
+} from "./mig_layout.ts";
 export {
   DEFAULT_PACKAGES,
   driverRebootReason,
@@ -101,6 +119,7 @@ export {
   HostUnitError,
   hugepagesUnit,
   kernelModulesUnit,
+  migLayoutUnit,
   packageUnit,
   sysctlUnit,
   type UnitDriver,

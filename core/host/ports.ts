@@ -7,6 +7,7 @@
 import type { HugepageObserved, HugepageSize, HugepageStep } from "./hugepages.ts";
 import type { KernelModulesObserved, KernelModuleStep } from "./kernel_modules.ts";
 import type { PackageObserved, PackageStep, PackageUnit } from "./packages.ts";
+import type { MigObserved, MigStep } from "./mig_layout.ts";
 import type { SysctlObserved, SysctlStep } from "./sysctl.ts";
 
 /** The sysctl file and live values. */
@@ -69,3 +70,19 @@ export interface PackageApplied {
   readonly observed: PackageObserved;
   readonly failure?: string;
 }
+
+/** The GPUs' MIG instances (`nvidia-smi mig`) and bcd's record of the GPU instances it made. */
+export interface MigPort {
+  read(): Promise<MigObserved>;
+  /** Carries out the steps in order, stopping at the first that fails; the layout after, and nvidia-smi's words. */
+  apply(steps: readonly MigStep[]): Promise<MigApplied>;
+}
+
+/** What a {@link MigPort.apply} came to. */
+export interface MigApplied {
+  readonly observed: MigObserved;
+  readonly failure?: string;
+}
+
+/** The holds bound on the host now: each `gpu.mig` atom and whole GPU in use, and the hold using it. */
+export type HoldUsers = () => Promise<ReadonlyMap<string, string>>;

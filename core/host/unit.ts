@@ -1,7 +1,7 @@
 /**
  * A unit driver: checks its settings, then observes, plans and applies in one go. Drivers for `kernel-modules`,
- * `sysctl`, `hugepages` and the package units (`nvidia-driver`, `fabric-manager`, `container-toolkit`) over their
- * ports; a unit is called with `undefined` settings when the section does not list it, so it
+ * `sysctl`, `hugepages`, the package units (`nvidia-driver`, `fabric-manager`, `container-toolkit`) and `mig-layout`
+ * over their ports; a unit is called with `undefined` settings when the section does not list it, so it
  * undoes what bcd did before (and nothing else).
  *
  * @module
@@ -27,7 +27,8 @@ import {
   planPackage,
   UNIT_SERVICES,
 } from "./packages.ts";
-import type { HugepagePort, KernelModulesPort, PackagePort, SysctlPort } from "./ports.ts";
+import type { HoldUsers, HugepagePort, KernelModulesPort, MigPort, PackagePort, SysctlPort } from "./ports.ts";
+import { MigLayoutRefused, type MigLayoutSettings, parseMigLayoutSettings, planMigLayout } from "./mig_layout.ts";
 import {
   normalizeSysctlValue,
   parseSysctlSettings,
@@ -174,6 +175,34 @@ export function packageUnit(unit: PackageUnit, port: PackagePort): UnitDriver<Pa
       }
       const reboot = unit === "nvidia-driver" ? driverRebootReason(desired, observed) : undefined;
       return { steps: steps.length, ...(reboot !== undefined ? { rebootRequired: reboot } : {}) };
+    },
+  };
+}
+
+/**
+ * The `mig-layout` unit over its port; `holds` says which MIG instances and GPUs bound holds use now (read each pass,
+ * so an instance is never removed from under a hold bound since the last one).
+ */
+export function migLayoutUnit(port: MigPort, holds: HoldUsers): UnitDriver<MigLayoutSettings> {
+  return {
+    name: "mig-layout",
+    parse: parseMigLayoutSettings,
+    async converge(desired) {
+      let steps;
+      try {
+        steps = planMigLayout(desired, await port.read(), await holds());
+      } catch (e) {
+        if (e instanceof MigLayoutRefused) throw new HostUnitError("mig-layout", true, e.message, { cause: e });
+        throw e;
+      }
+      if (steps.length === 0) return { steps: 0 };
+      const r = await port.apply(steps);
+      if (r.failure !== undefined) throw new HostUnitError("mig-layout", true, `mig-layout: ${r.failure}`);
+      const left = planMigLayout(desired, r.observed, new Map());
+      if (left.length) {
+        throw new HostUnitError("mig-layout", true, `mig-layout: the layout still differs after ${steps.length} steps`);
+      }
+      return { steps: steps.length };
     },
   };
 }

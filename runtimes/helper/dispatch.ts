@@ -17,6 +17,7 @@ import { type SliceHostLimits, sliceHostProblem } from "../../core/converge/devi
 import { HelperError, type HelperRequest } from "../../core/helper/mod.ts";
 import { PageSizeUnsupported } from "../../core/converge/devices/ports.ts";
 import { runAccessOp } from "./access_ops.ts";
+import { migHoldUsers, migStepsProblem } from "../../core/host/mod.ts";
 import type { HelperBackends } from "./backends.ts";
 
 /** The most hold files of one kind the helper keeps (a host's GPUs, MIG instances and slots are far fewer). */
@@ -149,6 +150,15 @@ async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promi
       return await b.modules.read();
     case "modules.apply":
       return await writes.run(() => b.modules.apply(req.args.steps));
+    case "mig.read":
+      return await b.mig.read();
+    case "mig.apply":
+      return await writes.run(async () => {
+        // Root checks the holds itself: no step touches an instance, or a GPU, that a hold file names.
+        const why = migStepsProblem(req.args.steps, await b.mig.read(), migHoldUsers((await b.holds.list()).holds));
+        if (why !== undefined) throw new HelperError("invalid-argument", `mig.apply: ${why}`);
+        return await b.mig.apply(req.args.steps);
+      });
     case "package.read":
       return await b.packages.read(req.args.unit, req.args.package);
     case "package.apply":

@@ -19,6 +19,7 @@ import { SysctlFiles } from "../host/sysctl_files.ts";
 import { SysfsHugepages } from "../host/sysfs_hugepages.ts";
 import { ModprobeModules } from "../host/modprobe_modules.ts";
 import { AptPackages } from "../host/apt_packages.ts";
+import { SmiMig } from "../host/smi_mig.ts";
 import { RealNft } from "../nft/real_nft.ts";
 import { NvidiaSmi, readPciNumaNode } from "../nvidia/nvidia_smi.ts";
 import type { HelperBackends } from "./backends.ts";
@@ -70,6 +71,7 @@ export function hostBackends(config: ResolvedAgentConfig, opts: HostBackendOptio
     hugepages: new SysfsHugepages({ etc: config.host.etcRoot, sys: config.host.sysRoot }),
     modules: new ModprobeModules({ etc: config.host.etcRoot }),
     packages: new AptPackages({ nvidiaSmi: d.nvidiaSmi }),
+    mig: new SmiMig({ nvidiaSmi: d.nvidiaSmi, etc: config.host.etcRoot }),
     access: sshdAccessFiles(config, opts.log),
   };
 }

@@ -19,7 +19,7 @@ export {
   HelperRebooter,
   HelperSliceManager,
 } from "./ports.ts";
-export { HelperHugepages, HelperKernelModules, HelperPackages, HelperSysctl } from "./ports_host.ts";
+export { HelperHugepages, HelperKernelModules, HelperMig, HelperPackages, HelperSysctl } from "./ports_host.ts";
 export {
   type HelperListener,
   HelperServer,

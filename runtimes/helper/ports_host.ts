@@ -1,6 +1,6 @@
 /**
  * The host units' ports over the root helper: `sysctl.read`/`sysctl.apply`, `hugepages.read`/`hugepages.apply` and
- * `modules.read`/`modules.apply`, `package.read`/`package.apply`.
+ * `modules.read`/`modules.apply`, `package.read`/`package.apply`, `mig.read`/`mig.apply`.
  * The node names keys and pools; the helper builds every path.
  *
  * @module
@@ -13,6 +13,10 @@ import type {
   KernelModulesObserved,
   KernelModulesPort,
   KernelModuleStep,
+  MigApplied,
+  MigObserved,
+  MigPort,
+  MigStep,
   PackageApplied,
   PackageObserved,
   PackagePort,
@@ -66,5 +70,16 @@ export class HelperPackages implements PackagePort {
   }
   apply(unit: PackageUnit, pkg: string, steps: readonly PackageStep[]): Promise<PackageApplied> {
     return this.helper.call("package.apply", { unit, package: pkg, steps });
+  }
+}
+
+/** {@link MigPort} through the helper. */
+export class HelperMig implements MigPort {
+  constructor(readonly helper: HelperClient) {}
+  read(): Promise<MigObserved> {
+    return this.helper.call("mig.read", {});
+  }
+  apply(steps: readonly MigStep[]): Promise<MigApplied> {
+    return this.helper.call("mig.apply", { steps });
   }
 }

@@ -21,8 +21,8 @@ import type { HelperBackends } from "./backends.ts";
 import { HelperClient } from "./client.ts";
 import type { Nft } from "../../core/netpolicy/mod.ts";
 import { FakeNft } from "../nft/fake_nft.ts";
-import type { HugepagePort, KernelModulesPort, PackagePort, SysctlPort } from "../../core/host/mod.ts";
-import { FakeKernelModules, FakePackages } from "../../core/host/fakes.ts";
+import type { HugepagePort, KernelModulesPort, MigPort, PackagePort, SysctlPort } from "../../core/host/mod.ts";
+import { FakeKernelModules, FakeMig, FakePackages } from "../../core/host/fakes.ts";
 import { SysctlFiles } from "../host/sysctl_files.ts";
 import { SysfsHugepages } from "../host/sysfs_hugepages.ts";
 import { HelperSliceManager } from "./ports.ts";
@@ -105,6 +105,7 @@ export async function startTestHelper(
     hugepages?: HugepagePort;
     modules?: KernelModulesPort;
     packages?: PackagePort;
+    mig?: MigPort;
     server?: Partial<Pick<HelperServerOptions, "idleMs" | "partialLineMs" | "writeStallMs" | "maxConnections">>;
     libvirt?: LibvirtHostPort;
     access?: AccessHost;
@@ -145,6 +146,7 @@ export async function startTestHelper(
     hugepages: opts.hugepages ?? new SysfsHugepages({ sys, etc: `${root}/etc` }),
     modules: opts.modules ?? new FakeKernelModules([]),
     packages: opts.packages ?? new FakePackages(),
+    mig: opts.mig ?? new FakeMig({}),
     ...(opts.libvirt ? { libvirt: opts.libvirt } : {}),
     ...(opts.access ? { access: opts.access } : {}),
   };
