@@ -3,7 +3,7 @@
  * flags (`roles/permissions.ts`), beside the root `bcd-helper` (000 §privilege separation): everything under /proc,
  * /sys and /dev and every root-only write goes to the helper's socket (`[helper] socket`, default
  * `/run/bcd/helper.sock`) — the boot id, the host inventory and memory, the CDI/env hold files, the hold slices, the
- * GPUs' NUMA nodes, the host section's units (kernel modules, sysctl, huge pages, the NVIDIA packages, the MIG layout), `gpu.reset`, `node.reboot`, sshd's access files
+ * GPUs' NUMA nodes, the host section's units (kernel modules, sysctl, huge pages, the NVIDIA packages, the MIG layout, GPU sharing), `gpu.reset`, `node.reboot`, sshd's access files
  * (`access.*`) and, beside an instance runtime, bcd's nftables tables (`nft.*`). The node still runs `nvidia-smi`
  * itself for queries, does HTTPS log uploads and runs the image checks. It refuses to start when the helper cannot be reached.
  *
@@ -13,6 +13,7 @@ import { HandlerRegistry } from "../core/commands/handlers.ts";
 import { DEFAULT_HELPER_SOCKET } from "../core/helper/mod.ts";
 import {
   externallyManagedHost,
+  gpuSharingUnit,
   HostConverger,
   hostSectionConverger,
   hugepagesUnit,
@@ -44,6 +45,7 @@ import {
   HelperKernelModules,
   HelperMig,
   HelperPackages,
+  HelperSharing,
   HelperSysctl,
 } from "../runtimes/helper/ports_host.ts";
 import { InstancesConverger } from "../core/converge/instances/mod.ts";
@@ -84,7 +86,7 @@ function _devices(ctx: WiringContext): DevicePorts {
 }
 
 /**
- * The `host` section: its units through the helper (`modules.*`, `sysctl.*`, `hugepages.*`, `package.*`, `mig.*` ops),
+ * The `host` section: its units through the helper (`modules.*`, `sysctl.*`, `hugepages.*`, `package.*`, `mig.*`, `sharing.*` ops),
  * or, with
  * `[host] units = false`,
  * no converger: a non-empty section is `UNSUPPORTED` `HostManagedExternally`.
@@ -100,6 +102,9 @@ function _host(ctx: WiringContext): SectionConverger {
       ...PACKAGE_UNITS.map((u) => packageUnit(u, new HelperPackages(helper))),
       // The holds bound now, read back from the helper's hold files each pass.
       migLayoutUnit(new HelperMig(helper), async () => migHoldUsers((await new HelperHoldStore(helper).list()).holds)),
+      gpuSharingUnit(new HelperSharing(helper), async () =>
+        (await new HelperHoldStore(helper).list()).holds
+          .filter((h) => h.devices.some((d) => d.class === "gpu.slot")).map((h) => h.allocationId)),
     ]),
   );
 }

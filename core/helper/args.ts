@@ -17,6 +17,7 @@
  * | `sysctl.*`, `hugepages.*` | `keys`, `steps`; none, `steps` | allowlisted sysctl keys, huge page sizes (`args_host.ts`) |
  * | `modules.read`, `modules.apply` | none; `steps`           | module names and options by modprobe's grammar (`args_host.ts`) |
  * | `mig.read`, `mig.apply` | none; `steps`                    | GPU UUIDs, MIG profiles, instance ids (`args_host.ts`) |
+ * | `sharing.read`, `sharing.apply` | none; `steps`           | GPU UUIDs, a thread percentage (`args_host.ts`)        |
  * | `package.read`, `package.apply` | `unit`, `package`, `steps` | a package unit, its own kind of package, a Debian version (`args_host.ts`) |
  * | `libvirt.*`      | see `args_libvirt.ts`                 | instance ids and a domain plan; never a path or XML    |
  * | `access.observe`, `access.apply` | see `args_access.ts`  | sshd's access files as content, never a path           |

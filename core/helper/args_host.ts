@@ -14,6 +14,8 @@
  * | `modules.read`    | none    |                                                                               |
  * | `mig.read`        | none    |                                                                               |
  * | `mig.apply`       | `steps` | 1–128 of `{op: "create", gpu, profile}` or `{op: "destroy", gpu, gi, cis}`; gpu `GPU-…`, profile `<n>g.<m>gb[+me\|+gfx]`, gi 0–63, cis 1–8 ids 0–63; root refuses a destroy of an instance, or any step on a GPU, that a hold file names |
+ * | `sharing.read`    | none    |                                                                               |
+ * | `sharing.apply`   | `steps` | 1–130 of `{op: "mps-stop"}`, `{op: "compute-mode", gpu}`, `{op: "restore-compute-mode", gpu}` or `{op: "mps-start", gpus, activeThreadPercentage?}` (1–64 GPU UUIDs, 1–100); root refuses a stop while a slot hold file is bound |
  * | `package.read`    | `unit`, `package` | unit `nvidia-driver`, `fabric-manager` or `container-toolkit`; package 2–64 of `[a-z0-9+.-]` with one of the unit's prefixes (`core/host/packages.ts`) |
  * | `package.apply`   | `unit`, `package`, `steps` | as above; 1–2 of `{op: "install", package, version}` (the same package; version a Debian version) or `{op: "service"}` (only a unit with a service) |
  * | `modules.apply`   | `steps` | 1–128 of `{op: "load", name, options?}` or `{op: "drop", name, unload}`; name 1–56 of `[a-z0-9_]` (the kernel's spelling), options space-separated `key`/`key=value` tokens (`core/host/kernel_modules.ts`), unload a boolean |
@@ -24,6 +26,7 @@ import { HUGEPAGE_SIZES, type HugepageStep, isHugepageSize, MAX_HUGEPAGES, MAX_N
 import { isAllowedSysctlKey, isSysctlValue, MAX_SYSCTL_KEYS, type SysctlStep } from "../host/sysctl.ts";
 import { isModuleName, isModuleOptions, type KernelModuleStep, MAX_MODULES } from "../host/kernel_modules.ts";
 import { isGpuUuid, isMigProfile, type MigStep } from "../host/mig_layout.ts";
+import type { SharingStep } from "../host/gpu_sharing.ts";
 import {
   isPackageUnit,
   isPackageVersion,
@@ -151,6 +154,39 @@ function _migStep(raw: unknown, i: number): MigStep {
   return { op: "destroy", gpu: head.gpu, gi, cis: s.cis.map((c, j) => _int(op, `${path}.cis[${j}]`, c, 63)) };
 }
 
+function _gpu(op: string, field: string, v: unknown): string {
+  if (!isGpuUuid(v)) _refuse(op, field, v, "is not a GPU UUID");
+  return v;
+}
+
+function _sharingStep(raw: unknown, i: number): SharingStep {
+  const op = "sharing.apply";
+  const path = `steps[${i}]`;
+  const head = _fields(op, path, raw, ["op", "gpu", "gpus", "activeThreadPercentage"], ["op"]);
+  switch (head.op) {
+    case "mps-stop":
+      _fields(op, path, raw, ["op"]);
+      return { op: "mps-stop" };
+    case "compute-mode":
+    case "restore-compute-mode": {
+      const s = _fields(op, path, raw, ["op", "gpu"]);
+      return { op: head.op, gpu: _gpu(op, `${path}.gpu`, s.gpu) };
+    }
+    case "mps-start": {
+      const s = _fields(op, path, raw, ["op", "gpus", "activeThreadPercentage"], ["op", "gpus"]);
+      if (!Array.isArray(s.gpus) || s.gpus.length < 1 || s.gpus.length > 64) {
+        _refuse(op, `${path}.gpus`, s.gpus, "is not a list of 1 to 64 GPU UUIDs");
+      }
+      const gpus = s.gpus.map((g, j) => _gpu(op, `${path}.gpus[${j}]`, g));
+      if (s.activeThreadPercentage === undefined) return { op: "mps-start", gpus };
+      const pct = _int(op, `${path}.activeThreadPercentage`, s.activeThreadPercentage, 100);
+      if (pct < 1) _refuse(op, `${path}.activeThreadPercentage`, pct, "is not from 1 to 100");
+      return { op: "mps-start", gpus, activeThreadPercentage: pct };
+    }
+  }
+  _refuse(op, `${path}.op`, head.op, "is not mps-stop, compute-mode, restore-compute-mode or mps-start");
+}
+
 /** The checkers of the host unit ops, joined into the helper's argument table. */
 export const HOST_ARG_CHECKS: {
   readonly "sysctl.read": (raw: unknown) => HelperArgs["sysctl.read"];
@@ -161,6 +197,8 @@ export const HOST_ARG_CHECKS: {
   readonly "modules.apply": (raw: unknown) => HelperArgs["modules.apply"];
   readonly "mig.read": (raw: unknown) => HelperArgs["mig.read"];
   readonly "mig.apply": (raw: unknown) => HelperArgs["mig.apply"];
+  readonly "sharing.read": (raw: unknown) => HelperArgs["sharing.read"];
+  readonly "sharing.apply": (raw: unknown) => HelperArgs["sharing.apply"];
   readonly "package.read": (raw: unknown) => HelperArgs["package.read"];
   readonly "package.apply": (raw: unknown) => HelperArgs["package.apply"];
 } = {
@@ -189,6 +227,11 @@ export const HOST_ARG_CHECKS: {
   "mig.apply": (raw) => {
     const a = _fields("mig.apply", "args", raw, ["steps"]);
     return { steps: _list("mig.apply", a.steps, 1, 128).map(_migStep) };
+  },
+  "sharing.read": (raw) => (_fields("sharing.read", "args", raw, []), {}),
+  "sharing.apply": (raw) => {
+    const a = _fields("sharing.apply", "args", raw, ["steps"]);
+    return { steps: _list("sharing.apply", a.steps, 1, 130).map(_sharingStep) };
   },
   "package.read": (raw) => _unitPackage("package.read", _fields("package.read", "args", raw, ["unit", "package"])),
   "package.apply": (raw) => {

@@ -53,6 +53,14 @@ const VALID: Record<HelperOp, unknown> = {
   "hugepages.apply": { steps: [{ op: "set", size: "2M", node: 0, count: 512 }, { op: "restore", size: "1G" }] },
   "modules.read": {},
   "mig.read": {},
+  "sharing.read": {},
+  "sharing.apply": {
+    steps: [{ op: "mps-stop" }, { op: "compute-mode", gpu: "GPU-6f2b3c1a-91d4-5e0b-8a7c-2d9e4f1b0c31" }, {
+      op: "mps-start",
+      gpus: ["GPU-6f2b3c1a-91d4-5e0b-8a7c-2d9e4f1b0c31"],
+      activeThreadPercentage: 50,
+    }],
+  },
   "mig.apply": {
     steps: [{ op: "destroy", gpu: "GPU-6f2b3c1a-91d4-5e0b-8a7c-2d9e4f1b0c31", gi: 2, cis: [0] }, {
       op: "create",

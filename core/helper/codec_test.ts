@@ -59,6 +59,8 @@ const ARGS: { [O in HelperOp]: HelperArgs[O] } = {
   "hugepages.apply": { steps: [{ op: "set", size: "2M", node: 0, count: 512 }, { op: "restore", size: "1G" }] },
   "modules.read": {},
   "mig.read": {},
+  "sharing.read": {},
+  "sharing.apply": { steps: [{ op: "restore-compute-mode", gpu: "GPU-6f2b3c1a-91d4-5e0b-8a7c-2d9e4f1b0c31" }] },
   "mig.apply": { steps: [{ op: "create", gpu: "GPU-6f2b3c1a-91d4-5e0b-8a7c-2d9e4f1b0c31", profile: "1g.10gb+me" }] },
   "package.read": { unit: "container-toolkit", package: "nvidia-container-toolkit" },
   "package.apply": {

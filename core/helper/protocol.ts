@@ -24,7 +24,8 @@ import type { HostInventory } from "../commands/kind_handlers/mod.ts";
 import type { RuleCounts } from "../netpolicy/counts.ts";
 import type { NetPolicy } from "../netpolicy/policy.ts";
 import type { HugepageObserved, HugepageStep } from "../host/hugepages.ts";
-import type { KernelModulesApplied, MigApplied, PackageApplied, PoolResult } from "../host/ports.ts";
+import type { KernelModulesApplied, MigApplied, PackageApplied, PoolResult, SharingApplied } from "../host/ports.ts";
+import type { SharingObserved, SharingStep } from "../host/gpu_sharing.ts";
 import type { MigObserved, MigStep } from "../host/mig_layout.ts";
 import type { PackageObserved, PackageStep, PackageUnit } from "../host/packages.ts";
 import type { KernelModulesObserved, KernelModuleStep } from "../host/kernel_modules.ts";
@@ -71,6 +72,8 @@ export const HELPER_OPS = [
   "package.apply",
   "mig.read",
   "mig.apply",
+  "sharing.read",
+  "sharing.apply",
   ...LIBVIRT_OPS,
   "access.observe",
   "access.apply",
@@ -143,6 +146,8 @@ export interface HelperArgs extends LibvirtArgs {
   "package.apply": { readonly unit: PackageUnit; readonly package: string; readonly steps: readonly PackageStep[] };
   "mig.read": Record<never, never>;
   "mig.apply": { readonly steps: readonly MigStep[] };
+  "sharing.read": Record<never, never>;
+  "sharing.apply": { readonly steps: readonly SharingStep[] };
   "access.observe": Record<never, never>;
   "access.apply": AccessFiles;
 }
@@ -186,6 +191,10 @@ export interface HelperResults extends LibvirtResults {
   "mig.read": MigObserved;
   /** The same after the steps, and nvidia-smi's words when one failed. */
   "mig.apply": MigApplied;
+  /** The compute modes, the MPS daemon, and what bcd changed. */
+  "sharing.read": SharingObserved;
+  /** The same after the steps, and the tool's words when one failed. */
+  "sharing.apply": SharingApplied;
   "access.observe": AccessObserved;
   "access.apply": AccessApplied;
 }

@@ -35,6 +35,8 @@ const LINE: Record<HelperOp, string> = {
   "hugepages.apply": '{"steps":[{"op":"restore","size":"2M"}]}',
   "modules.read": "{}",
   "mig.read": "{}",
+  "sharing.read": "{}",
+  "sharing.apply": '{"steps":[{"op":"mps-stop"}]}',
   "mig.apply": '{"steps":[{"op":"create","gpu":"GPU-6f2b3c1a-91d4-5e0b-8a7c-2d9e4f1b0c31","profile":"1g.10gb"}]}',
   "package.read": '{"unit":"nvidia-driver","package":"nvidia-driver"}',
   "package.apply": '{"unit":"fabric-manager","package":"nvidia-fabricmanager","steps":[{"op":"service"}]}',

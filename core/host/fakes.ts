@@ -17,8 +17,11 @@ import type {
   PackageApplied,
   PackagePort,
   PoolResult,
+  SharingApplied,
+  SharingPort,
   SysctlPort,
 } from "./ports.ts";
+import { MPS_COMPUTE_MODE, type SharingObserved, type SharingStep } from "./gpu_sharing.ts";
 import type { MigInstance, MigObserved, MigStep } from "./mig_layout.ts";
 import { type PackageObserved, type PackageStep, type PackageUnit, UNIT_SERVICES } from "./packages.ts";
 import type { ManagedSysctl, SysctlObserved, SysctlStep } from "./sysctl.ts";
@@ -239,6 +242,51 @@ export class FakeMig implements MigPort {
       while (g.instances.some((i) => i.gi === gi)) gi++;
       g.instances.push({ gi, profile: s.profile, cis: [0] });
       this.managed.push({ gpu: s.gpu, gi });
+    }
+    return { observed: await this.read() };
+  }
+}
+
+/** A fake host's compute modes and MPS daemon, with bcd's record. */
+export class FakeSharing implements SharingPort {
+  readonly modes: Map<string, string>;
+  mpsRunning = false;
+  started: SharingObserved["mpsStarted"];
+  readonly originals = new Map<string, string>();
+  readonly applied: SharingStep[][] = [];
+  constructor(gpus: readonly string[]) {
+    this.modes = new Map(gpus.map((g) => [g, "Default"]));
+  }
+  read(): Promise<SharingObserved> {
+    return Promise.resolve({
+      gpus: [...this.modes].map(([uuid, computeMode]) => ({ uuid, computeMode })),
+      mpsRunning: this.mpsRunning,
+      ...(this.started ? { mpsStarted: this.started } : {}),
+      computeModes: Object.fromEntries(this.originals),
+    });
+  }
+  async apply(steps: readonly SharingStep[]): Promise<SharingApplied> {
+    this.applied.push([...steps]);
+    for (const s of steps) {
+      if (s.op === "mps-stop") {
+        this.mpsRunning = false;
+        this.started = undefined;
+      } else if (s.op === "compute-mode") {
+        if (!this.originals.has(s.gpu)) this.originals.set(s.gpu, this.modes.get(s.gpu)!);
+        this.modes.set(s.gpu, MPS_COMPUTE_MODE);
+      } else if (s.op === "restore-compute-mode") {
+        this.modes.set(s.gpu, this.originals.get(s.gpu) ?? "Default");
+        this.originals.delete(s.gpu);
+      } else {
+        if (this.mpsRunning) {
+          return { observed: await this.read(), failure: "An instance of this daemon is already running" };
+        }
+        this.mpsRunning = true;
+        this.started = {
+          gpus: [...s.gpus],
+          ...(s.activeThreadPercentage ? { activeThreadPercentage: s.activeThreadPercentage } : {}),
+        };
+      }
     }
     return { observed: await this.read() };
   }

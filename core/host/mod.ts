@@ -11,6 +11,7 @@
  * | `sysctl.ts`       | the `sysctl` unit's settings, allowlist and plan                     |
  * | `hugepages.ts`    | the `hugepages` unit's settings and plan                             |
  * | `kernel_modules.ts` | the `kernel-modules` unit's settings and plan                      |
+ * | `gpu_sharing.ts`  | the `gpu-sharing` unit's settings and plan (MPS or time-slicing)      |
  * | `mig_layout.ts`   | the `mig-layout` unit's settings and plan (holds checked before any removal) |
  * | `packages.ts`     | the package units' settings and plan (`nvidia-driver`, `fabric-manager`, `container-toolkit`) |
  * | `unit.ts`         | the unit driver interface and the `kernel-modules` / `sysctl` / `hugepages` drivers |
@@ -22,7 +23,8 @@
  * const converger = config.host.units ? hostSectionConverger(host) : externallyManagedHost();
  * ```
  *
- * Not built yet (a section listing them is `FAILED` `UnitUnsupported:<unit>`): `gpu-sharing`, `kubernetes-join`.
+ * Not built yet (a section listing it is `FAILED` `UnitUnsupported:<unit>`): `kubernetes-join` (it needs a SecretRequest
+ * broker for its token, which this build does not have).
  *
  * @module
  */
@@ -67,8 +69,20 @@ export type {
   PackageApplied,
   PackagePort,
   PoolResult,
+  SharingApplied,
+  SharingPort,
+  SlotHolds,
   SysctlPort,
 } from "./ports.ts";
+export {
+  GpuSharingRefused,
+  type GpuSharingSettings,
+  MPS_COMPUTE_MODE,
+  parseGpuSharingSettings,
+  planGpuSharing,
+  type SharingObserved,
+  type SharingStep,
+} from "./gpu_sharing.ts";
 export {
   isGpuUuid,
   isMigProfile,
@@ -116,6 +130,7 @@ export {
   type SysctlStep,
 } from "./sysctl.ts";
 export {
+  gpuSharingUnit,
   HostUnitError,
   hugepagesUnit,
   kernelModulesUnit,

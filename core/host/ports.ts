@@ -8,6 +8,7 @@ import type { HugepageObserved, HugepageSize, HugepageStep } from "./hugepages.t
 import type { KernelModulesObserved, KernelModuleStep } from "./kernel_modules.ts";
 import type { PackageObserved, PackageStep, PackageUnit } from "./packages.ts";
 import type { MigObserved, MigStep } from "./mig_layout.ts";
+import type { SharingObserved, SharingStep } from "./gpu_sharing.ts";
 import type { SysctlObserved, SysctlStep } from "./sysctl.ts";
 
 /** The sysctl file and live values. */
@@ -86,3 +87,19 @@ export interface MigApplied {
 
 /** The holds bound on the host now: each `gpu.mig` atom and whole GPU in use, and the hold using it. */
 export type HoldUsers = () => Promise<ReadonlyMap<string, string>>;
+
+/** The GPUs' compute modes and the MPS control daemon (`nvidia-smi -c`, `nvidia-cuda-mps-control`). */
+export interface SharingPort {
+  read(): Promise<SharingObserved>;
+  /** Carries out the steps in order, stopping at the first that fails; the host after, and the tool's words. */
+  apply(steps: readonly SharingStep[]): Promise<SharingApplied>;
+}
+
+/** What a {@link SharingPort.apply} came to. */
+export interface SharingApplied {
+  readonly observed: SharingObserved;
+  readonly failure?: string;
+}
+
+/** The allocation ids of the bound `gpu.slot` holds (those MPS serves). */
+export type SlotHolds = () => Promise<readonly string[]>;

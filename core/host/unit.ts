@@ -1,7 +1,7 @@
 /**
  * A unit driver: checks its settings, then observes, plans and applies in one go. Drivers for `kernel-modules`,
- * `sysctl`, `hugepages`, the package units (`nvidia-driver`, `fabric-manager`, `container-toolkit`) and `mig-layout`
- * over their ports; a unit is called with `undefined` settings when the section does not list it, so it
+ * `sysctl`, `hugepages`, the package units (`nvidia-driver`, `fabric-manager`, `container-toolkit`), `mig-layout` and
+ * `gpu-sharing` over their ports; a unit is called with `undefined` settings when the section does not list it, so it
  * undoes what bcd did before (and nothing else).
  *
  * @module
@@ -27,7 +27,17 @@ import {
   planPackage,
   UNIT_SERVICES,
 } from "./packages.ts";
-import type { HoldUsers, HugepagePort, KernelModulesPort, MigPort, PackagePort, SysctlPort } from "./ports.ts";
+import type {
+  HoldUsers,
+  HugepagePort,
+  KernelModulesPort,
+  MigPort,
+  PackagePort,
+  SharingPort,
+  SlotHolds,
+  SysctlPort,
+} from "./ports.ts";
+import { GpuSharingRefused, type GpuSharingSettings, parseGpuSharingSettings, planGpuSharing } from "./gpu_sharing.ts";
 import { MigLayoutRefused, type MigLayoutSettings, parseMigLayoutSettings, planMigLayout } from "./mig_layout.ts";
 import {
   normalizeSysctlValue,
@@ -201,6 +211,30 @@ export function migLayoutUnit(port: MigPort, holds: HoldUsers): UnitDriver<MigLa
       const left = planMigLayout(desired, r.observed, new Map());
       if (left.length) {
         throw new HostUnitError("mig-layout", true, `mig-layout: the layout still differs after ${steps.length} steps`);
+      }
+      return { steps: steps.length };
+    },
+  };
+}
+
+/** The `gpu-sharing` unit over its port; `slotHolds` names the bound slot holds (read each pass). */
+export function gpuSharingUnit(port: SharingPort, slotHolds: SlotHolds): UnitDriver<GpuSharingSettings> {
+  return {
+    name: "gpu-sharing",
+    parse: parseGpuSharingSettings,
+    async converge(desired) {
+      let steps;
+      try {
+        steps = planGpuSharing(desired, await port.read(), await slotHolds());
+      } catch (e) {
+        if (e instanceof GpuSharingRefused) throw new HostUnitError("gpu-sharing", true, e.message, { cause: e });
+        throw e;
+      }
+      if (steps.length === 0) return { steps: 0 };
+      const r = await port.apply(steps);
+      if (r.failure !== undefined) throw new HostUnitError("gpu-sharing", true, `gpu-sharing: ${r.failure}`);
+      if (planGpuSharing(desired, r.observed, []).length) {
+        throw new HostUnitError("gpu-sharing", true, `gpu-sharing: the host still differs after ${steps.length} steps`);
       }
       return { steps: steps.length };
     },

@@ -9,7 +9,14 @@ import type { HostInventoryReader, Rebooter } from "../../core/commands/kind_han
 import type { HoldRecord } from "../../core/converge/devices/hold.ts";
 import type { HoldListing, HostMemorySource, SliceManager } from "../../core/converge/devices/ports.ts";
 import type { Nft } from "../../core/netpolicy/mod.ts";
-import type { HugepagePort, KernelModulesPort, MigPort, PackagePort, SysctlPort } from "../../core/host/mod.ts";
+import type {
+  HugepagePort,
+  KernelModulesPort,
+  MigPort,
+  PackagePort,
+  SharingPort,
+  SysctlPort,
+} from "../../core/host/mod.ts";
 import type { LibvirtHostPort } from "../../core/converge/instances/domain_plan.ts";
 
 /** The hold files, one at a time (the CDI/env store's halves: `runtimes/cdi`'s `CdiHoldStore`). */
@@ -52,6 +59,8 @@ export interface HelperBackends {
   readonly packages: PackagePort;
   /** The mig-layout unit: `nvidia-smi mig` and bcd's record of the GPU instances it made. */
   readonly mig: MigPort;
+  /** The gpu-sharing unit: compute modes and the MPS control daemon. */
+  readonly sharing: SharingPort;
   /** The `libvirt-kvm` runtime's root half (`runtimes/libvirt/libvirt_host.ts`); absent where virsh is not installed. */
   readonly libvirt?: LibvirtHostPort;
   /** sshd's access files (`access.*`); absent where the helper is not configured for them (the ops then fail). */

@@ -159,6 +159,20 @@ async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promi
         if (why !== undefined) throw new HelperError("invalid-argument", `mig.apply: ${why}`);
         return await b.mig.apply(req.args.steps);
       });
+    case "sharing.read":
+      return await b.sharing.read();
+    case "sharing.apply":
+      return await writes.run(async () => {
+        // Root checks the holds itself: MPS is not stopped from under a bound slot hold.
+        if (req.args.steps.some((s) => s.op === "mps-stop")) {
+          const slots = (await b.holds.list()).holds.filter((h) => h.devices.some((d) => d.class === "gpu.slot"));
+          if (slots.length) {
+            const ids = slots.map((h) => h.allocationId).join(", ");
+            throw new HelperError("invalid-argument", `sharing.apply: slot hold ${ids} uses MPS`);
+          }
+        }
+        return await b.sharing.apply(req.args.steps);
+      });
     case "package.read":
       return await b.packages.read(req.args.unit, req.args.package);
     case "package.apply":

@@ -20,6 +20,7 @@ import { SysfsHugepages } from "../host/sysfs_hugepages.ts";
 import { ModprobeModules } from "../host/modprobe_modules.ts";
 import { AptPackages } from "../host/apt_packages.ts";
 import { SmiMig } from "../host/smi_mig.ts";
+import { MpsSharing } from "../host/mps_sharing.ts";
 import { RealNft } from "../nft/real_nft.ts";
 import { NvidiaSmi, readPciNumaNode } from "../nvidia/nvidia_smi.ts";
 import type { HelperBackends } from "./backends.ts";
@@ -72,6 +73,7 @@ export function hostBackends(config: ResolvedAgentConfig, opts: HostBackendOptio
     modules: new ModprobeModules({ etc: config.host.etcRoot }),
     packages: new AptPackages({ nvidiaSmi: d.nvidiaSmi }),
     mig: new SmiMig({ nvidiaSmi: d.nvidiaSmi, etc: config.host.etcRoot }),
+    sharing: new MpsSharing({ nvidiaSmi: d.nvidiaSmi, etc: config.host.etcRoot }),
     access: sshdAccessFiles(config, opts.log),
   };
 }

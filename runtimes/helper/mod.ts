@@ -19,7 +19,14 @@ export {
   HelperRebooter,
   HelperSliceManager,
 } from "./ports.ts";
-export { HelperHugepages, HelperKernelModules, HelperMig, HelperPackages, HelperSysctl } from "./ports_host.ts";
+export {
+  HelperHugepages,
+  HelperKernelModules,
+  HelperMig,
+  HelperPackages,
+  HelperSharing,
+  HelperSysctl,
+} from "./ports_host.ts";
 export {
   type HelperListener,
   HelperServer,

@@ -1,6 +1,7 @@
 /**
  * The host units' ports over the root helper: `sysctl.read`/`sysctl.apply`, `hugepages.read`/`hugepages.apply` and
- * `modules.read`/`modules.apply`, `package.read`/`package.apply`, `mig.read`/`mig.apply`.
+ * `modules.read`/`modules.apply`, `package.read`/`package.apply`, `mig.read`/`mig.apply`,
+ * `sharing.read`/`sharing.apply`.
  * The node names keys and pools; the helper builds every path.
  *
  * @module
@@ -23,6 +24,10 @@ import type {
   PackageStep,
   PackageUnit,
   PoolResult,
+  SharingApplied,
+  SharingObserved,
+  SharingPort,
+  SharingStep,
   SysctlObserved,
   SysctlPort,
   SysctlStep,
@@ -81,5 +86,16 @@ export class HelperMig implements MigPort {
   }
   apply(steps: readonly MigStep[]): Promise<MigApplied> {
     return this.helper.call("mig.apply", { steps });
+  }
+}
+
+/** {@link SharingPort} through the helper. */
+export class HelperSharing implements SharingPort {
+  constructor(readonly helper: HelperClient) {}
+  read(): Promise<SharingObserved> {
+    return this.helper.call("sharing.read", {});
+  }
+  apply(steps: readonly SharingStep[]): Promise<SharingApplied> {
+    return this.helper.call("sharing.apply", { steps });
   }
 }

@@ -21,8 +21,15 @@ import type { HelperBackends } from "./backends.ts";
 import { HelperClient } from "./client.ts";
 import type { Nft } from "../../core/netpolicy/mod.ts";
 import { FakeNft } from "../nft/fake_nft.ts";
-import type { HugepagePort, KernelModulesPort, MigPort, PackagePort, SysctlPort } from "../../core/host/mod.ts";
-import { FakeKernelModules, FakeMig, FakePackages } from "../../core/host/fakes.ts";
+import type {
+  HugepagePort,
+  KernelModulesPort,
+  MigPort,
+  PackagePort,
+  SharingPort,
+  SysctlPort,
+} from "../../core/host/mod.ts";
+import { FakeKernelModules, FakeMig, FakePackages, FakeSharing } from "../../core/host/fakes.ts";
 import { SysctlFiles } from "../host/sysctl_files.ts";
 import { SysfsHugepages } from "../host/sysfs_hugepages.ts";
 import { HelperSliceManager } from "./ports.ts";
@@ -106,6 +113,7 @@ export async function startTestHelper(
     modules?: KernelModulesPort;
     packages?: PackagePort;
     mig?: MigPort;
+    sharing?: SharingPort;
     server?: Partial<Pick<HelperServerOptions, "idleMs" | "partialLineMs" | "writeStallMs" | "maxConnections">>;
     libvirt?: LibvirtHostPort;
     access?: AccessHost;
@@ -147,6 +155,7 @@ export async function startTestHelper(
     modules: opts.modules ?? new FakeKernelModules([]),
     packages: opts.packages ?? new FakePackages(),
     mig: opts.mig ?? new FakeMig({}),
+    sharing: opts.sharing ?? new FakeSharing([]),
     ...(opts.libvirt ? { libvirt: opts.libvirt } : {}),
     ...(opts.access ? { access: opts.access } : {}),
   };
