@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { channelKeyFromFile } from "./guest_channel_key.ts";
 import { EXIT_INTERNAL, EXIT_OK, type Subcommand, UsageError } from "./_cli.ts";
 import { createLogger, levelFromEnv, type Logger } from "../core/log/mod.ts";
 import { serve } from "../guest/serve.ts";
@@ -86,9 +87,11 @@ function selfCommand(args: string[]): { cmd: string; args: string[] } {
 /** `serve`: the guest agent on standard input and output. */
 const serveCmd: Subcommand = {
   summary: "serve the control framing on stdin/stdout (--tty: a tty in raw mode); exit 0 once stopped or closed",
-  options: { ...GUEST_ROOT_OPTION, tty: { type: "boolean" } },
+  options: { ...GUEST_ROOT_OPTION, tty: { type: "boolean" }, "channel-key-file": { type: "string" } },
   run: async ({ values }) => {
     const log = logger("serve");
+    const keyFlag = values["channel-key-file"];
+    const channelKey = channelKeyFromFile(typeof keyFlag === "string" ? keyFlag : undefined, "serve");
     const installer = new ConfigInstaller({ guestRoot: guestRoot(values), log });
     let t;
     try {
@@ -96,7 +99,7 @@ const serveCmd: Subcommand = {
     } catch (e) {
       return diagnose({ ok: false, problem: e instanceof Error ? e.message : String(e) });
     }
-    return diagnose(await serve(t, { log, installer }));
+    return diagnose(await serve(t, { log, installer, channelKey }));
   },
 };
 

@@ -7,6 +7,13 @@
  * runs `--turn-cmd` once per `RunTurn` (the turn id in `SLEEPWALK_TURN_ID`); wrap mode supervises `--wrap-cmd`
  * (or `SLEEPWALK_WRAP_CMD`, or `/etc/sleepwalk/wrap-cmd`) and exits with its status when it exits.
  *
+ * Channel authentication (issue 21): `--channel-key-file PATH` (else `/etc/bcd/channel-key` when it exists) holds
+ * the VM's key as 64 hex digits, delivered by the host through the seed ISO (or `bcd.channel_key=` on the kernel
+ * command line, which the init copies into a 0600 file: `/proc/cmdline` is readable by every guest process, so the
+ * seed ISO is the better carrier). With a key every connection must prove it (`core/turns/auth.ts`). TCP is off
+ * unless asked for with `--tcp`, and `--tcp` is refused without a key: the guest network is not trusted. After a
+ * proven restore the guest sets its clock from the host's (`date -u -s @SECONDS`).
+ *
  * @module
  */
 import fs from "node:fs";
@@ -24,6 +31,16 @@ import {
   type TurnsListener,
 } from "../guest/turns/transport.ts";
 import { resolveVmId, VmIdError } from "../guest/turns/vm_id.ts";
+import { channelKeyFromFile, DEFAULT_CHANNEL_KEY_FILE } from "./guest_channel_key.ts";
+
+/** Sets the wall clock with `date` (the guest agent runs as root in its VM). */
+async function _setClock(ns: bigint): Promise<void> {
+  const sec = ns / 1_000_000_000n;
+  const frac = (ns % 1_000_000_000n).toString().padStart(9, "0");
+  const out = await new Deno.Command("date", { args: ["-u", "-s", `@${sec}.${frac}`], stdout: "null", stderr: "piped" })
+    .output();
+  if (!out.success) throw new Error(`date -s failed: ${new TextDecoder().decode(out.stderr).trim()}`);
+}
 
 function _strings(v: unknown): string[] {
   return Array.isArray(v) ? v.filter((s): s is string => typeof s === "string") : [];
@@ -84,6 +101,7 @@ export const turnsCmd: Subcommand = {
     "wrap-await-secrets": { type: "boolean" },
     "config-dir": { type: "string" },
     "max-line-bytes": { type: "string" },
+    "channel-key-file": { type: "string" },
   },
   run: async ({ values }) => {
     const log = createLogger({ level: levelFromEnv("info"), base: { role: "guest", cmd: "turns" } });
@@ -107,16 +125,21 @@ export const turnsCmd: Subcommand = {
     if (maxLineBytes !== undefined && (!Number.isSafeInteger(maxLineBytes) || maxLineBytes < 64)) {
       throw new UsageError(`turns: --max-line-bytes must be an integer ≥ 64, got "${maxRaw}"`);
     }
-    const listeners: TurnsListener[] = [];
-    for (const hp of _strings(values.tcp)) {
-      let addr;
+    const tcp = _strings(values.tcp).map((hp) => {
       try {
-        addr = parseHostPort(hp);
+        return parseHostPort(hp);
       } catch (e) {
         throw new UsageError(`turns: --tcp ${(e as Error).message}`);
       }
-      listeners.push(listenTcp(addr.hostname, addr.port));
+    });
+    const channelKey = channelKeyFromFile(_str(values["channel-key-file"]), "turns");
+    if (tcp.length > 0 && channelKey === undefined) {
+      throw new UsageError(
+        `turns: --tcp needs a channel key (--channel-key-file, or ${DEFAULT_CHANNEL_KEY_FILE}): the guest network is not trusted`,
+      );
     }
+    const listeners: TurnsListener[] = [];
+    for (const addr of tcp) listeners.push(listenTcp(addr.hostname, addr.port));
     for (const p of _strings(values.unix)) listeners.push(listenUnix(p));
     for (const p of _strings(values.device)) {
       _checkDevice(p);
@@ -124,7 +147,16 @@ export const turnsCmd: Subcommand = {
     }
     if (values.stdio === true) listeners.push(stdioConnections(log));
     if (listeners.length === 0) throw new UsageError("turns: give at least one of --tcp, --unix, --device, --stdio");
-    log.info({ event: "turns_start", vm_id: vm.vmId, vm_id_source: vm.source, mode: mode.kind }, "guest turns");
+    log.info(
+      { event: "turns_start", vm_id: vm.vmId, vm_id_source: vm.source, mode: mode.kind, authenticated: !!channelKey },
+      "guest turns",
+    );
+    if (channelKey === undefined) {
+      log.warn(
+        { event: "turns_unauthenticated" },
+        "no channel key: connections are not authenticated, none can resume",
+      );
+    }
     const stop = new AbortController();
     const onSignal = () => stop.abort();
     Deno.addSignalListener("SIGTERM", onSignal);
@@ -138,6 +170,8 @@ export const turnsCmd: Subcommand = {
         logger: log,
         maxLineBytes,
         signal: stop.signal,
+        channelKey,
+        setClock: _setClock,
       });
       const code = await agent.run();
       return code === 0 ? EXIT_OK : code;

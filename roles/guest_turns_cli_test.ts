@@ -1,6 +1,7 @@
 // `bcd-guest turns` as the role runs it: the guest's own permission flags, a real TCP listener, a wrapped command.
 import assert from "node:assert/strict";
 import { silentLogger } from "../core/log/mod.ts";
+import { formatChannelKey, newChannelKey } from "../core/turns/mod.ts";
 import { connectTurnsTcp } from "../runtimes/guest/turns_connect.ts";
 import { TurnsClient } from "../runtimes/guest/turns_client.ts";
 import { roleFlags } from "./permissions.ts";
@@ -29,10 +30,14 @@ Deno.test("guest turns serves TCP under the guest role's flags and exits with th
   const dir = await Deno.makeTempDir({ prefix: "bcd-turns-cli-" });
   await Deno.writeTextFile(
     `${dir}/w.sh`,
-    `echo noise\necho BEGIN\necho "\${API_KEY}" > "$1/key"\necho END\nexit 0\n`,
+    `echo noise\necho BEGIN\necho "\${API_KEY}" > "$1/api-key"\necho END\nexit 0\n`,
   );
   const port = _freePort();
+  const channelKey = newChannelKey();
+  await Deno.writeTextFile(`${dir}/key`, formatChannelKey(channelKey) + "\n", { mode: 0o600 });
   const child = _guest([
+    "--channel-key-file",
+    `${dir}/key`,
     "--tcp",
     `127.0.0.1:${port}`,
     "--vm-id",
@@ -51,7 +56,7 @@ Deno.test("guest turns serves TCP under the guest role's flags and exits with th
     let client;
     for (let i = 0; i < 500 && client === undefined; i++) {
       try {
-        client = await connectTurnsTcp("127.0.0.1", port, { logger: silentLogger() });
+        client = await connectTurnsTcp("127.0.0.1", port, { logger: silentLogger(), channelKey });
       } catch (e) {
         if (!(e instanceof Deno.errors.ConnectionRefused)) throw e;
         await new Promise((r) => setTimeout(r, 20));
@@ -64,7 +69,7 @@ Deno.test("guest turns serves TCP under the guest role's flags and exits with th
     await ended;
     const out = await child.output();
     assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
-    assert.equal(await Deno.readTextFile(`${dir}/key`), "sk-cli\n");
+    assert.equal(await Deno.readTextFile(`${dir}/api-key`), "sk-cli\n");
     client.close();
   } finally {
     if (!exited) child.kill();
@@ -75,6 +80,11 @@ Deno.test("guest turns serves TCP under the guest role's flags and exits with th
 Deno.test("guest turns refuses a missing mode, listener or VM id with exit 2 and a reason", async (t) => {
   const cases: { args: string[]; want: RegExp }[] = [
     { args: ["--tcp", "127.0.0.1:1", "--vm-id", VM, "--config-dir", "/nonexistent"], want: /no mode/ },
+    { args: ["--tcp", "127.0.0.1:1", "--vm-id", VM, "--turn-cmd", "true"], want: /--tcp needs a channel key/ },
+    {
+      args: ["--unix", "/tmp/x", "--vm-id", VM, "--turn-cmd", "true", "--channel-key-file", "/nonexistent"],
+      want: /does not exist/,
+    },
     { args: ["--vm-id", VM, "--turn-cmd", "true"], want: /at least one of --tcp/ },
     { args: ["--stdio", "--turn-cmd", "true", "--config-dir", "/nonexistent"], want: /no VM id/ },
     { args: ["--tcp", "127.0.0.1:1", "--vm-id", "nope", "--turn-cmd", "true"], want: /not a UUID/ },

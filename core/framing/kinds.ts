@@ -1,7 +1,7 @@
 /**
  * The message kinds of the host↔guest control framing and each kind's body limit: the seed's table (kinds 1–26,
  * seed 002 §Framing) plus the config-install kinds numbered from 32 (seed 004, see `mod.ts`). Kinds 0, 27–31 and
- * 36–255 are unassigned: a header naming one is malformed.
+ * 39–255 are unassigned: a header naming one is malformed. 36–38 are bcd's channel authentication (issue 21).
  *
  * @module
  */
@@ -40,6 +40,9 @@ export const Kind = {
   AgentConfigChunk: 33,
   AgentConfigEnd: 34,
   AgentConfigResult: 35,
+  AuthHello: 36,
+  AuthChallenge: 37,
+  AuthProof: 38,
 } as const;
 
 /** A kind number that the framing assigns. */
@@ -104,6 +107,9 @@ export const KINDS: readonly KindSpec[] = [
   row("AgentConfigChunk", MAX_CONFIG_CHUNK, "host"),
   row("AgentConfigEnd", 0, "host"),
   row("AgentConfigResult", MAX_TEXT_BODY, "guest"),
+  row("AuthHello", 32, "host"),
+  row("AuthChallenge", 64, "guest"),
+  row("AuthProof", 32, "host"),
 ];
 
 const BY_KIND: (KindSpec | undefined)[] = new Array(256).fill(undefined);

@@ -18,7 +18,10 @@
  * | 33 | AgentConfigChunk: gzip-tar bytes of the bundle, in order, 512 KiB each but the last | 512 KiB | host |
  * | 34 | AgentConfigEnd: the end of the install's stream (the seed's client stream closes; a byte stream cannot) | none | host |
  * | 35 | AgentConfigResult: the result code (u8: 0 ok, 3 invalid-argument, 8 resource-exhausted, 9 failed-precondition, 13 internal), then the problem as UTF-8 | 4 KiB | guest |
- * | 36–255 | unassigned; malformed | | |
+ * | 36 | AuthHello: the host's 32-byte nonce, first on an authenticated channel (issue 21, `auth.ts`) | 32 | host |
+ * | 37 | AuthChallenge: the guest's 32-byte nonce, then its 32-byte MAC over both nonces | 64 | guest |
+ * | 38 | AuthProof: the host's 32-byte MAC over both nonces; the guest acts on nothing else before it | 32 | host |
+ * | 39–255 | unassigned; malformed | | |
  *
  * The guest answers an install once, after AgentConfigEnd: at the first refusal it keeps the refusal and ignores
  * the install's remaining chunks, so the stream stays in step. Frame order, a bad version or an unsafe bundle
@@ -58,3 +61,4 @@ export * from "./exec_outcome.ts";
 export * from "./exec.ts";
 export * from "./maps.ts";
 export * from "./agent_config.ts";
+export * from "./auth.ts";

@@ -25,6 +25,7 @@ export const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(["__proto__", "constr
 
 const UUID_RE = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 const INT_RE = /^(0|[1-9][0-9]*)$/;
+const HEX256_RE = /^[0-9a-f]{64}$/;
 const U64_MAX = (1n << 64n) - 1n;
 
 /** A JSON number kept as its source text until a field says how to read it. */
@@ -75,11 +76,19 @@ function _readField(type: string, field: string, kind: FieldKind, v: unknown): u
         throw _bad(type, field, `a string of 1 to ${MAX_SHORT_STRING} characters`, v);
       }
       return v;
+    case "hex-256":
+      if (typeof v !== "string" || !HEX256_RE.test(v)) throw _bad(type, field, "64 lowercase hex digits", v);
+      return v;
     case "turn-id-or-null":
     case "turn-id":
+    case "epoch":
     case "duration-ms": {
       if (v === null && kind === "turn-id-or-null") return null;
-      const want = kind === "duration-ms" ? "whole milliseconds (an integer ≥ 0)" : "a turn id (an integer ≥ 0)";
+      const want = kind === "duration-ms"
+        ? "whole milliseconds (an integer ≥ 0)"
+        : kind === "epoch"
+        ? "an epoch (an integer ≥ 0)"
+        : "a turn id (an integer ≥ 0)";
       const n = _wholeNumber(type, field, v, kind === "turn-id-or-null" ? `${want} or null` : want);
       if (n > BigInt(Number.MAX_SAFE_INTEGER)) throw _bad(type, field, `at most ${Number.MAX_SAFE_INTEGER}`, v);
       return Number(n);
@@ -155,11 +164,13 @@ function _writeField(type: string, field: string, kind: FieldKind, v: unknown): 
   switch (kind) {
     case "uuid":
     case "short-string":
+    case "hex-256":
       if (typeof v !== "string") throw _bad(type, field, "a string", v);
       _readField(type, field, kind, v);
       return JSON.stringify(v);
     case "turn-id-or-null":
     case "turn-id":
+    case "epoch":
     case "duration-ms":
       if (v === null && kind === "turn-id-or-null") return "null";
       if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0) throw _bad(type, field, "an integer ≥ 0", v);

@@ -5,6 +5,7 @@ import { type Direction, MESSAGE_SCHEMAS, type TurnsMessage, type TurnsMessageTy
 
 const VM = "7e57a1b2-0000-4000-8000-0123456789ab";
 const TS = 1700000000000000123n; // past 2^53: must survive exactly
+const H64 = "0123456789abcdef".repeat(4);
 
 /** One row per message of the seed's two tables (Ping/Pong once per direction), with its exact wire line. */
 const ROWS: { msg: TurnsMessage; dir: Direction; wire: string }[] = [
@@ -29,6 +30,17 @@ const ROWS: { msg: TurnsMessage; dir: Direction; wire: string }[] = [
     msg: { type: "Resumed", ts: TS },
     dir: "guest-to-host",
     wire: `{"type":"Resumed","ts":1700000000000000123}`,
+  },
+  {
+    msg: { type: "AuthChallenge", nonce: H64, epoch: 2 },
+    dir: "guest-to-host",
+    wire: `{"type":"AuthChallenge","nonce":"${H64}","epoch":2}`,
+  },
+  { msg: { type: "AuthOk", mac: H64 }, dir: "guest-to-host", wire: `{"type":"AuthOk","mac":"${H64}"}` },
+  {
+    msg: { type: "AuthProof", nonce: H64, epoch: 3, time_ns: TS, mac: H64 },
+    dir: "host-to-guest",
+    wire: `{"type":"AuthProof","nonce":"${H64}","epoch":3,"time_ns":1700000000000000123,"mac":"${H64}"}`,
   },
   { msg: { type: "Ping" }, dir: "guest-to-host", wire: `{"type":"Ping"}` },
   { msg: { type: "Pong" }, dir: "guest-to-host", wire: `{"type":"Pong"}` },
@@ -150,6 +162,24 @@ const REFUSED: { why: string; line: string; dir: Direction; reason: TurnsRefusal
     reason: "bad-field",
   },
   { why: "ts negative", line: `{"type":"Resumed","ts":-1}`, dir: "guest-to-host", reason: "bad-field" },
+  {
+    why: "mac in capitals",
+    line: `{"type":"AuthOk","mac":"${H64.toUpperCase()}"}`,
+    dir: "guest-to-host",
+    reason: "bad-field",
+  },
+  {
+    why: "mac too short",
+    line: `{"type":"AuthOk","mac":"${H64.slice(1)}"}`,
+    dir: "guest-to-host",
+    reason: "bad-field",
+  },
+  {
+    why: "epoch negative",
+    line: `{"type":"AuthChallenge","nonce":"${H64}","epoch":-1}`,
+    dir: "guest-to-host",
+    reason: "bad-field",
+  },
   {
     why: "ts past 2^64-1",
     line: `{"type":"Resumed","ts":18446744073709551616}`,

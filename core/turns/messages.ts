@@ -66,10 +66,41 @@ export interface RunTurn {
   readonly turn_id: number;
 }
 
+/** `AuthChallenge` (bcd's, see `auth.ts`): right after `Hello`, the guest's nonce and its restore epoch. */
+export interface AuthChallenge {
+  readonly type: "AuthChallenge";
+  /** 64 lowercase hex digits. */
+  readonly nonce: string;
+  readonly epoch: number;
+}
+/** `AuthProof` (bcd's): the host's nonce, the epoch it claims, and its MAC over both nonces and the epoch. */
+export interface AuthProof {
+  readonly type: "AuthProof";
+  readonly nonce: string;
+  readonly epoch: number;
+  /** The host's wall clock when it sent the proof: after a restore the guest sets its clock from it. */
+  readonly time_ns: bigint;
+  readonly mac: string;
+}
+/** `AuthOk` (bcd's): the guest accepted the proof; its own MAC proves it holds the key too. */
+export interface AuthOk {
+  readonly type: "AuthOk";
+  readonly mac: string;
+}
+
 /** Every message the guest may send. */
-export type GuestMessage = Hello | TurnStarted | TurnEnded | DrainAck | Resumed | Ping | Pong;
+export type GuestMessage =
+  | Hello
+  | AuthChallenge
+  | AuthOk
+  | TurnStarted
+  | TurnEnded
+  | DrainAck
+  | Resumed
+  | Ping
+  | Pong;
 /** Every message the host may send. */
-export type HostMessage = Secrets | DrainRequest | DrainCancel | RunTurn | Ping | Pong;
+export type HostMessage = AuthProof | Secrets | DrainRequest | DrainCancel | RunTurn | Ping | Pong;
 /** Every message of the protocol. */
 export type TurnsMessage = GuestMessage | HostMessage;
 /** The message names. */
@@ -90,7 +121,11 @@ export type FieldKind =
   /** Integer nanoseconds since the Unix epoch, 0 to 2^64-1, held as a bigint. */
   | "timestamp-ns"
   /** An object of string to string (environment variables). */
-  | "env";
+  | "env"
+  /** 32 bytes as 64 lowercase hex digits (a nonce or a MAC). */
+  | "hex-256"
+  /** A restore epoch: a whole number from 0 to `Number.MAX_SAFE_INTEGER`. */
+  | "epoch";
 
 /** The longest `guestd_version` accepted. */
 export const MAX_SHORT_STRING = 128;
@@ -109,9 +144,12 @@ const G: readonly Direction[] = ["guest-to-host"];
 const H: readonly Direction[] = ["host-to-guest"];
 const BOTH: readonly Direction[] = ["guest-to-host", "host-to-guest"];
 
-/** The seed's two message tables, one row per message. */
+/** The seed's two message tables, one row per message, plus bcd's three authentication messages. */
 export const MESSAGE_SCHEMAS: Readonly<Record<TurnsMessageType, MessageSchema>> = {
   Hello: { directions: G, fields: { vm_id: "uuid", guestd_version: "short-string" } },
+  AuthChallenge: { directions: G, fields: { nonce: "hex-256", epoch: "epoch" } },
+  AuthProof: { directions: H, fields: { nonce: "hex-256", epoch: "epoch", time_ns: "timestamp-ns", mac: "hex-256" } },
+  AuthOk: { directions: G, fields: { mac: "hex-256" } },
   TurnStarted: { directions: G, fields: { turn_id: "turn-id", ts: "timestamp-ns" } },
   TurnEnded: { directions: G, fields: { turn_id: "turn-id", ts: "timestamp-ns" } },
   DrainAck: { directions: G, fields: { in_flight: "turn-id-or-null" } },

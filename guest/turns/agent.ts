@@ -9,6 +9,7 @@
  */
 import type { Logger } from "../../core/log/mod.ts";
 import {
+  type ChannelKey,
   decodeLine,
   DEFAULT_MAX_LINE_BYTES,
   encodeMessage,
@@ -35,6 +36,10 @@ export interface TurnsAgentOptions {
   readonly now?: () => bigint;
   readonly maxLineBytes?: number;
   readonly signal?: AbortSignal;
+  /** The VM's channel key (see `core/turns/auth.ts`); without one connections are not authenticated. */
+  readonly channelKey?: ChannelKey;
+  /** Sets the guest's wall clock after a proven restore (integer ns since the Unix epoch); without it, logged. */
+  readonly setClock?: (ns: bigint) => Promise<void>;
 }
 
 /** The environment variable that carries the turn id to each run of the turn command. */
@@ -69,6 +74,7 @@ export class TurnsAgent {
         : { startMarker: mode.startMarker, endMarker: mode.endMarker, awaitSecrets: mode.awaitSecrets },
       now: opts.now ?? (() => BigInt(Date.now()) * 1_000_000n),
       logger: opts.logger,
+      channelKey: opts.channelKey,
     });
   }
 
@@ -153,6 +159,12 @@ export class TurnsAgent {
         case "spawn-wrap":
           this.#spawnWrap(a.env);
           break;
+        case "close":
+          this.#closeAfterWrites(a.conn);
+          break;
+        case "fix-clock":
+          this.#fixClock(a.hostNs, a.guestNs);
+          break;
       }
     }
   }
@@ -166,6 +178,29 @@ export class TurnsAgent {
       this.#log.warn({ event: "turns_write_failed", conn: id, err: String(e) }, "write failed; dropping");
       this.#drop(id);
     });
+  }
+
+  /** Ends a connection refused authentication once what was queued for it (its Hello) is written. */
+  #closeAfterWrites(id: ConnId): void {
+    const c = this.#conns.get(id);
+    if (c === undefined) return;
+    c.chain = c.chain.finally(() => this.#drop(id));
+  }
+
+  #fixClock(hostNs: bigint, guestNs: bigint): void {
+    const skewMs = Number((hostNs - guestNs) / 1_000_000n);
+    const set = this.#o.setClock;
+    if (set === undefined) {
+      this.#log.warn(
+        { event: "clock_fixup_skipped", skew_ms: skewMs },
+        "no clock setter: the guest clock is not fixed",
+      );
+      return;
+    }
+    set(hostNs).then(
+      () => this.#log.info({ event: "clock_fixed", skew_ms: skewMs }, "guest clock set from the restoring host"),
+      (e) => this.#log.error({ event: "clock_fixup_failed", skew_ms: skewMs, err: String(e) }, "clock not set"),
+    );
   }
 
   #startTurn(turnId: number, env: Readonly<Record<string, string>>): void {

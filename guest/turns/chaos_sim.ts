@@ -1,8 +1,10 @@
 /**
  * The turn-vs-drain chaos simulation of seed 001: a stream of turns with a drain dropped at a random offset, over
  * seeded interleavings of message latency, turn duration and host decisions (abort on deadline, DrainCancel from
- * Quiescent, a full migration with a restore on a new connection, or a resume on the source). The real
- * {@link TurnsEngine} plays the guest; the host walks the typestate of `core/fsm/`. Each seed asserts:
+ * Quiescent, a full migration with a restore on a new connection, or a resume on the source). Every connection
+ * authenticates with the channel key first (`core/turns/auth.ts`); the target host proves the next restore epoch,
+ * which alone reopens the drained guest's gate, and the host holds its messages until the guest's `AuthOk`. The real
+ * {@link TurnsEngine} plays the guest; the host walks the typestate of `core/migration/`. Each seed asserts:
  *
  * 1. every attempted turn eventually runs, exactly once (zero dropped);
  * 2. each `DrainAck`'s `in_flight` is the turn whose process was running at the instant the drain was handled;
@@ -12,14 +14,25 @@
  *
  * @module
  */
-import { type AnyMigrationState, type Draining, startMigrationFsm } from "../../core/fsm/mod.ts";
+import { type AnyMigrationState, type Draining, startMigrationFsm } from "../../core/migration/mod.ts";
 import { silentLogger } from "../../core/log/mod.ts";
-import type { GuestMessage, HostMessage } from "../../core/turns/mod.ts";
+import {
+  type ChannelKey,
+  channelProof,
+  type GuestMessage,
+  type HostMessage,
+  parseChannelKey,
+} from "../../core/turns/mod.ts";
 import { type ConnId, type EngineAction, TurnsEngine } from "./engine.ts";
 import { mulberry32 as prng } from "../../core/rand/mulberry32.ts";
 
 /** What of the engine the simulation drives (tests substitute broken engines to prove the checks bite). */
 export type SimEngine = Pick<TurnsEngine, "connected" | "disconnected" | "received" | "turnExited">;
+
+/** The channel key of the simulated VM (an engine a test substitutes must hold it too). */
+export const SIM_CHANNEL_KEY: ChannelKey = parseChannelKey("5e".repeat(32));
+/** The simulated VM's id. */
+export const SIM_VM_ID = "00000000-0000-4000-8000-000000000001";
 
 /** A broken invariant, naming the seed that broke it. */
 export class ChaosViolation extends Error {
@@ -64,12 +77,15 @@ export function runChaosSeed(
   const clock = () => BigInt(now) * 1_000n;
   const engine: SimEngine = makeEngine?.(clock) ??
     new TurnsEngine({
-      vmId: "00000000-0000-4000-8000-000000000001",
+      vmId: SIM_VM_ID,
       guestdVersion: "0.1.0",
       mode: "native",
       now: clock,
       logger: silentLogger(),
+      channelKey: SIM_CHANNEL_KEY,
+      nonce: () => (nonces++).toString(16).padStart(64, "0"),
     });
+  let nonces = 0;
 
   // Ground truth, kept outside the engine.
   const ran = new Map<number, number>(); // turn id → times its process was started
@@ -116,6 +132,11 @@ export function runChaosSeed(
     }
     if (m?.type === "DrainCancel") gateClosed = false;
     for (const a of actions) {
+      if (a.kind === "close") fail(`the guest refused the honest host's connection ${a.conn}: ${a.reason}`);
+      if (a.kind === "send" && a.msg.type === "Resumed") {
+        if (!restoring.has(a.conn)) fail(`Resumed on connection ${a.conn}, which proved no restore`);
+        gateClosed = false;
+      }
       if (a.kind === "start-turn") {
         if (gateClosed) fail(`turn ${a.turnId} started while the gate was closed (${cause})`);
         if (running !== null) fail(`turn ${a.turnId} started while turn ${running} ran`);
@@ -138,15 +159,39 @@ export function runChaosSeed(
     }
   };
 
-  const connect = () => {
+  /** Connections whose proof claims the next epoch (the target host after a restore). */
+  const restoring = new Set<ConnId>();
+  /** What to do once a connection is authenticated. */
+  const onAuthed = new Map<ConnId, () => void>();
+  /** Opens a connection; the host uses it (`conn`) only after the guest's `AuthOk`. */
+  const connect = (restore: boolean, then?: () => void) => {
     const c = nextConn++;
     conns.add(c);
-    conn = c;
-    guest(() => {
-      const acts = engine.connected(c);
-      if (acts.some((a) => a.kind === "send" && a.msg.type === "Resumed")) gateClosed = false;
-      act(acts, `connect ${c}`);
-    });
+    if (restore) restoring.add(c);
+    if (then) onAuthed.set(c, then);
+    guest(() => act(engine.connected(c), `connect ${c}`));
+  };
+  const authHost = (c: ConnId, m: GuestMessage) => {
+    if (m.type === "AuthChallenge") {
+      const p = {
+        vmId: SIM_VM_ID,
+        guestNonce: m.nonce,
+        hostNonce: "f".repeat(63) + (c % 16).toString(16),
+        epoch: m.epoch + (restoring.has(c) ? 1 : 0),
+        timeNs: clock(),
+      };
+      const mac = channelProof(SIM_CHANNEL_KEY, "host", p);
+      toGuest(c, { type: "AuthProof", nonce: p.hostNonce, epoch: p.epoch, time_ns: p.timeNs, mac });
+      return true;
+    }
+    if (m.type === "AuthOk") {
+      conn = c;
+      onAuthed.get(c)?.();
+      onAuthed.delete(c);
+      for (const held of outbox.splice(0)) toGuest(c, held);
+      return true;
+    }
+    return false;
   };
   const disconnect = (c: ConnId) => {
     conns.delete(c);
@@ -168,7 +213,8 @@ export function runChaosSeed(
   const stats = { quiescent: 0, aborted: 0, migrated: 0, resumedOnSource: 0, ackedInFlight: 0 };
 
   const unstarted = new Set<number>(); // RunTurns sent whose TurnStarted the host has not seen
-  const host = (_c: ConnId, m: GuestMessage) => {
+  const host = (c: ConnId, m: GuestMessage) => {
+    if (authHost(c, m)) return;
     if (m.type === "TurnStarted") unstarted.delete(m.turn_id);
     if (draining === null) return;
     if (m.type === "DrainAck" && waitingFor === undefined) {
@@ -227,19 +273,21 @@ export function runChaosSeed(
       conn = null;
       abandoned.add(old); // what the source sent and the guest had not read is lost with the snapshot
       if (!lateClose) disconnect(old);
-      const restoring = snap.go("Transferring").go("Restoring");
+      const restoringState = snap.go("Transferring").go("Restoring");
       at(now + int(1, 8), () => {
         thaw();
-        state = restoring.go("CutOver");
-        connect(); // the target host reaches the restored guest
+        state = restoringState.go("CutOver");
+        // The target host reaches the restored guest and proves the next epoch. RunTurns in flight on the dead
+        // channel were lost with it: once authenticated, the host sends again, in order, every turn it has not
+        // seen start (those the guest already holds are ignored there, as turn ids only grow), then the rest of
+        // what it held while no channel was open.
+        connect(true, () => {
+          const held = outbox.splice(0).filter((m) => m.type !== "RunTurn");
+          for (const id of [...unstarted].sort((a, b) => a - b)) outbox.push({ type: "RunTurn", turn_id: id });
+          outbox.push(...held);
+        });
         if (lateClose) at(now + int(0, 20), () => disconnect(old));
-        // RunTurns in flight on the dead channel were lost with it: the host sends again, in order, every turn it
-        // has not seen start (those the guest already holds are ignored there, as turn ids only grow), then the
-        // rest of what it held while no channel was open.
-        const held = outbox.splice(0).filter((m) => m.type !== "RunTurn");
-        for (const id of [...unstarted].sort((a, b) => a - b)) send({ type: "RunTurn", turn_id: id });
-        for (const m of held) send(m);
-        state = (state as ReturnType<typeof restoring.go>).go("Cleanup").go("Stable");
+        state = (state as ReturnType<typeof restoringState.go>).go("Cleanup").go("Stable");
         stats.migrated++;
         nextDrain();
       });
@@ -253,7 +301,7 @@ export function runChaosSeed(
     if (++drainsDone < drains) at(now + int(0, 30), startDrain);
   };
 
-  connect();
+  connect(false);
   for (let i = 0; i < turns; i++) {
     at(int(0, 60), () => {
       unstarted.add(nextTurn);

@@ -3,16 +3,17 @@
 import assert from "node:assert/strict";
 import { silentLogger } from "../../core/log/mod.ts";
 import type { HostMessage } from "../../core/turns/mod.ts";
-import { ChaosViolation, runChaosSeed, type SimEngine } from "./chaos_sim.ts";
+import { ChaosViolation, runChaosSeed, SIM_CHANNEL_KEY, SIM_VM_ID, type SimEngine } from "./chaos_sim.ts";
 import { type ConnId, TurnsEngine } from "./engine.ts";
 
 function _real(now: () => bigint): TurnsEngine {
   return new TurnsEngine({
-    vmId: "00000000-0000-4000-8000-000000000001",
+    vmId: SIM_VM_ID,
     guestdVersion: "0.1.0",
     mode: "native",
     now,
     logger: silentLogger(),
+    channelKey: SIM_CHANNEL_KEY,
   });
 }
 
@@ -24,18 +25,16 @@ function _broken(
     const e = _real(now);
     let gated = false;
     return {
-      connected: (c) => {
-        const out = e.connected(c);
-        if (out.some((a) => a.kind === "send" && a.msg.type === "Resumed")) gated = false;
-        return out;
-      },
+      connected: (c) => e.connected(c),
       disconnected: (c) => e.disconnected(c),
       turnExited: (id, code) => e.turnExited(id, code),
       received: (c, m) => {
         const r = handle(e, c, m, gated);
         if (m.type === "DrainRequest") gated = true;
         if (m.type === "DrainCancel") gated = false;
-        return r ?? e.received(c, m);
+        const out = r ?? e.received(c, m);
+        if (out.some((a) => a.kind === "send" && a.msg.type === "Resumed")) gated = false;
+        return out;
       },
     };
   };

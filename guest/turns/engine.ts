@@ -11,18 +11,34 @@
  *   the queue; so does a restore (see below), after `Resumed`.
  * - Race rule: a turn whose `TurnStarted` was emitted before the `DrainRequest` was handled is in flight and wins.
  * - Wrap mode: turns are the child's marker lines; drain is passive (reported, never gated or queued).
- * - Restore detection (bcd's reading of "first message after a restore"): a connection accepted while the gate is
- *   closed by a drain is the target host reaching the restored VM. The guest sends `Hello`, then `Resumed{ts}`,
- *   reopens the gate and replays. The old connection is not waited for: after a restore a TCP connection of the
- *   source may look alive to the guest until it next writes. A host that reconnects to a VM it is still draining
- *   gets `Resumed` too, which tells it the gate is open again and its drain must start over.
+ * - Channel authentication (issue 21, `core/turns/auth.ts`): with a channel key, every connection gets `Hello` and
+ *   `AuthChallenge{nonce, epoch}`, and nothing from it but a valid `AuthProof` is acted on: any other message, a bad
+ *   MAC, a stale epoch, or a higher epoch while not drained closes the connection (action `close`, with the
+ *   reason). Turn events go only to authenticated connections. Without a key (a local unix socket or a device in
+ *   tests) every connection counts as authenticated and no connection can ever prove a restore.
+ * - Restore detection (bcd's reading of "first message after a restore"): the host that restored the VM proves the
+ *   next epoch. A guest drained by a `DrainRequest` that receives a valid proof of a higher epoch takes it, answers
+ *   `AuthOk`, sends `Resumed{ts}` (its clock as it stands, frozen since the snapshot), sets its clock from the
+ *   proof's `time_ns` (action `fix-clock`), reopens the gate and replays. The old connection is not waited for:
+ *   after a restore a TCP connection of the source may look alive to the guest until it next writes. Any other
+ *   connection while drained, the host's own reconnection included, leaves the gate closed.
  * - `Secrets` are kept in memory only and handed to turn processes (native) or the wrapped child (wrap, and with
  *   await-secrets the child is started only once the first `Secrets` arrived).
  *
  * @module
  */
 import type { Logger } from "../../core/log/mod.ts";
-import type { GuestMessage, HostMessage } from "../../core/turns/mod.ts";
+import {
+  type AuthProof,
+  type ChannelAuthRefusal,
+  type ChannelKey,
+  channelProof,
+  type GuestMessage,
+  type HostMessage,
+  newNonce,
+  type ProofInput,
+  verifyChannelProof,
+} from "../../core/turns/mod.ts";
 
 /** An id the agent gives each connection. */
 export type ConnId = number;
@@ -33,7 +49,11 @@ export type EngineAction =
   /** Native mode: run the turn command once for this turn. */
   | { readonly kind: "start-turn"; readonly turnId: number; readonly env: Readonly<Record<string, string>> }
   /** Wrap mode: start the wrapped child with these extra variables. */
-  | { readonly kind: "spawn-wrap"; readonly env: Readonly<Record<string, string>> };
+  | { readonly kind: "spawn-wrap"; readonly env: Readonly<Record<string, string>> }
+  /** Close this connection: it failed authentication (after its other sends are written). */
+  | { readonly kind: "close"; readonly conn: ConnId; readonly reason: ChannelAuthRefusal }
+  /** After a proven restore: set the guest's wall clock to the host's (integer ns since the epoch). */
+  | { readonly kind: "fix-clock"; readonly hostNs: bigint; readonly guestNs: bigint };
 
 /** The wrap-mode settings. */
 export interface WrapSettings {
@@ -52,6 +72,12 @@ export interface TurnsEngineOptions {
   /** Integer nanoseconds since the Unix epoch. */
   readonly now: () => bigint;
   readonly logger: Logger;
+  /** The VM's channel key; without one no connection is challenged and none can prove a restore. */
+  readonly channelKey?: ChannelKey;
+  /** The restore epoch the guest starts in (0). */
+  readonly epoch?: number;
+  /** Fresh nonces (tests inject them). */
+  readonly nonce?: () => string;
 }
 
 /** The default wrap-mode markers. */
@@ -64,6 +90,9 @@ export class TurnsEngine {
   readonly #o: TurnsEngineOptions;
   readonly #log: Logger;
   readonly #conns = new Set<ConnId>();
+  /** Connections still to prove the key, with the nonce each was challenged with. */
+  readonly #pending = new Map<ConnId, string>();
+  #epoch: number;
   #gateOpen = true;
   #drainConn: ConnId | null = null;
   #inFlight: number | null = null;
@@ -76,6 +105,16 @@ export class TurnsEngine {
   constructor(opts: TurnsEngineOptions) {
     this.#o = opts;
     this.#log = opts.logger;
+    this.#epoch = opts.epoch ?? 0;
+  }
+
+  /** The restore epoch: raised by each proven restore. */
+  get epoch(): number {
+    return this.#epoch;
+  }
+  /** How many connections have proven the key (all of them without a key). */
+  get authenticatedConnections(): number {
+    return this.#conns.size;
   }
 
   /** Whether new turns may start. */
@@ -90,9 +129,9 @@ export class TurnsEngine {
   get queued(): readonly number[] {
     return [...this.#queue];
   }
-  /** How many connections are open. */
+  /** How many connections are open, authenticated or not. */
   get connections(): number {
-    return this.#conns.size;
+    return this.#conns.size + this.#pending.size;
   }
   /** Whether the wrapped child was started. */
   get wrapSpawned(): boolean {
@@ -106,30 +145,38 @@ export class TurnsEngine {
     return [];
   }
 
-  /** A new connection: `Hello` first; after a restore also `Resumed`, then the queue replays. */
+  /** A new connection: `Hello` first, then (with a key) the challenge it must answer before anything else. */
   connected(conn: ConnId): EngineAction[] {
-    this.#conns.add(conn);
     const out: EngineAction[] = [{
       kind: "send",
       conn,
       msg: { type: "Hello", vm_id: this.#o.vmId, guestd_version: this.#o.guestdVersion },
     }];
-    if (!this.#gateOpen && this.#drainConn !== null) {
-      this.#log.info({ event: "turns_resumed", conn, queued: this.#queue.length }, "restored: resuming turns");
-      out.push({ kind: "send", conn, msg: { type: "Resumed", ts: this.#o.now() } });
-      out.push(...this.#reopen());
+    if (this.#o.channelKey === undefined) {
+      this.#conns.add(conn);
+      return out;
     }
+    const nonce = (this.#o.nonce ?? newNonce)();
+    this.#pending.set(conn, nonce);
+    out.push({ kind: "send", conn, msg: { type: "AuthChallenge", nonce, epoch: this.#epoch } });
     return out;
   }
 
   /** A connection went away. The gate stays as it is: a drain outlives its connection (the snapshot follows it). */
   disconnected(conn: ConnId): void {
     this.#conns.delete(conn);
+    this.#pending.delete(conn);
   }
 
   /** One decoded host message from `conn`. */
   received(conn: ConnId, msg: HostMessage): EngineAction[] {
+    const challenged = this.#pending.get(conn);
+    if (challenged !== undefined) return this.#authenticate(conn, challenged, msg);
+    if (!this.#conns.has(conn)) return []; // closed already
     switch (msg.type) {
+      case "AuthProof":
+        this.#log.warn({ event: "auth_proof_ignored", conn }, "AuthProof on a connection that needs none now");
+        return [];
       case "Ping":
         return [{ kind: "send", conn, msg: { type: "Pong" } }];
       case "Pong":
@@ -205,6 +252,56 @@ export class TurnsEngine {
     const id = this.#inFlight;
     this.#inFlight = null;
     return this.#broadcast({ type: "TurnEnded", turn_id: id, ts: this.#o.now() });
+  }
+
+  #authenticate(conn: ConnId, guestNonce: string, msg: HostMessage): EngineAction[] {
+    const key = this.#o.channelKey!;
+    if (msg.type !== "AuthProof") return this.#refuse(conn, "unauthenticated", `${msg.type} before AuthProof`);
+    const p: ProofInput = {
+      vmId: this.#o.vmId,
+      guestNonce,
+      hostNonce: msg.nonce,
+      epoch: msg.epoch,
+      timeNs: msg.time_ns,
+    };
+    if (!verifyChannelProof(key, "host", p, msg.mac)) return this.#refuse(conn, "bad-proof", "the MAC does not match");
+    const drained = !this.#gateOpen && this.#drainConn !== null;
+    if (msg.epoch < this.#epoch) {
+      return this.#refuse(conn, "stale-epoch", `epoch ${msg.epoch} is below the guest's ${this.#epoch}`);
+    }
+    if (msg.epoch > this.#epoch && !drained) {
+      return this.#refuse(conn, "epoch-without-drain", `epoch ${msg.epoch} claims a restore of a guest not drained`);
+    }
+    this.#pending.delete(conn);
+    this.#conns.add(conn);
+    const out: EngineAction[] = [{ kind: "send", conn, msg: { type: "AuthOk", mac: channelProof(key, "guest", p) } }];
+    if (msg.epoch === this.#epoch) {
+      this.#log.info(
+        { event: "turns_authenticated", conn, epoch: msg.epoch, gate_open: this.#gateOpen },
+        "host proven",
+      );
+      return out;
+    }
+    return out.concat(this.#restored(conn, msg));
+  }
+
+  #restored(conn: ConnId, proof: AuthProof): EngineAction[] {
+    const from = this.#epoch;
+    this.#epoch = proof.epoch;
+    const guestNs = this.#o.now();
+    this.#log.info(
+      { event: "turns_resumed", conn, epoch: proof.epoch, from_epoch: from, queued: this.#queue.length },
+      "restore proven: resuming turns",
+    );
+    const out: EngineAction[] = [{ kind: "send", conn, msg: { type: "Resumed", ts: guestNs } }];
+    out.push({ kind: "fix-clock", hostNs: proof.time_ns, guestNs });
+    return out.concat(this.#reopen());
+  }
+
+  #refuse(conn: ConnId, reason: ChannelAuthRefusal, why: string): EngineAction[] {
+    this.#pending.delete(conn);
+    this.#log.warn({ event: "turns_auth_refused", conn, reason }, `connection refused: ${why}`);
+    return [{ kind: "close", conn, reason }];
   }
 
   #wrap(): WrapSettings | null {

@@ -7,8 +7,13 @@
  * - vsock is not served: Deno has no AF_VSOCK. A VM's host reaches the agent over TCP on the guest network or over
  *   a virtio-serial port (`--device`, or `--stdio` with the port as stdin/stdout under the guest role's flags).
  * - The VM id comes from `--vm-id`, else `bcd.vm_id=` on the kernel command line, else `/etc/bcd/vm-id`.
- * - Restore detection: a connection accepted while the gate is closed by a drain is the restored VM's new host:
- *   `Hello`, `Resumed{ts}`, gate open, queue replayed (`engine.ts`).
+ * - Channel authentication (issue 21): with the VM's channel key every connection proves it both ways after
+ *   `Hello` (`core/turns/auth.ts`); nothing else from an unproven connection is acted on. `--tcp` needs a key.
+ * - Restore detection: only a connection proving a higher restore epoch while the guest is drained is the restored
+ *   VM's new host: `AuthOk`, `Resumed{ts}`, clock set from the host's, gate open, queue replayed (`engine.ts`).
+ * - vsock: `socket(AF_VSOCK)` through Deno FFI works on this build host (`/dev/vsock` is there), but QEMU here has no
+ *   `/dev/vhost-vsock`, so no guest can have a vsock device to test against; {@link TurnsListener} is the seam a
+ *   vsock listener plugs into.
  * - Native turn ids must grow: a `RunTurn` whose id is not above the highest seen is a duplicate and is ignored,
  *   so a host may resend, in order, every turn it has not seen start after its channel was lost.
  * - Native mode runs `--turn-cmd` once per turn with the turn id in `SLEEPWALK_TURN_ID` and the secrets in its

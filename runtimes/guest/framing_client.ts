@@ -26,7 +26,9 @@ import {
   type ExecStart,
   type Facts,
   frameParts,
+  FRAMING_AUTH_BYTES,
   FramingError,
+  framingProof,
   type HostMessage,
   type InstallResult,
   isExecKind,
@@ -35,6 +37,7 @@ import {
   type Probe,
   type RootConfig,
   type RootFailure,
+  verifyFramingProof,
 } from "../../core/framing/mod.ts";
 import { MAX_WIRE_BYTES } from "../../core/images/mod.ts";
 import type { ByteConn } from "./framing_conn.ts";
@@ -287,6 +290,21 @@ export class FramingClient {
     } catch (e) {
       throw this.end("undecodable", `${what} does not decode`, e);
     }
+  }
+
+  /**
+   * Proves the VM's channel key (`core/framing/auth.ts`): AuthHello, the guest's AuthChallenge (whose MAC must prove
+   * the key back, else the client ends `auth`), then AuthProof. Call right after attach.
+   */
+  async authenticate(key: Uint8Array): Promise<void> {
+    const hostNonce = crypto.getRandomValues(new Uint8Array(FRAMING_AUTH_BYTES));
+    const m = await this.#request(Kind.AuthHello, hostNonce, [Kind.AuthChallenge], "authentication");
+    const guestNonce = m.body.subarray(0, FRAMING_AUTH_BYTES);
+    const guestMac = m.body.subarray(FRAMING_AUTH_BYTES);
+    if (!verifyFramingProof(key, "guest", hostNonce, guestNonce, guestMac)) {
+      throw this.end("auth", "the guest's AuthChallenge does not prove the channel key");
+    }
+    await this.send(Kind.AuthProof, framingProof(key, "host", hostNonce, guestNonce));
   }
 
   /** Ping → Pong. */

@@ -14,6 +14,7 @@ export type ClientEndReason =
   | "unexpected" // an answer of another kind than the request's
   | "late" // a request whose answer did not arrive in time
   | "credit" // the guest broke an execution's credit
+  | "auth" // the guest did not prove the channel key
   | "closed"; // the caller closed it
 
 /** The client ended; it and every later call fail with this. */

@@ -1,26 +1,36 @@
 /**
  * The host side of the turn protocol (seed 001): attaches to a guest's channel, waits for `Hello`, and drives a
- * migration's first phases on the typestate of `core/fsm/`: Intent → Draining (`DrainRequest{deadline_ms}`) →
+ * migration's first phases on the typestate of `core/migration/`: Intent → Draining (`DrainRequest{deadline_ms}`) →
  * Quiescent, or `DrainCancel` and abort back to Stable when the guest does not ack in time or its in-flight turn
  * outlives the deadline. The client exposes the machine's current state and every transition event.
+ *
+ * With a channel key, `attach` answers the guest's `AuthChallenge` and checks its `AuthOk` (`core/turns/auth.ts`)
+ * before the client is handed out; `restore: true` claims the next restore epoch, which only the host that has just
+ * restored the VM from its snapshot may do: the guest then answers `Resumed` and reopens its gate.
  *
  * Timers are injected, so tests drive deadlines without sleeping.
  *
  * @module
  */
-import { type MigrationEvent, type Quiescent, type Stable, startMigrationFsm } from "../../core/fsm/mod.ts";
-import type { AnyMigrationState } from "../../core/fsm/mod.ts";
+import { type MigrationEvent, type Quiescent, type Stable, startMigrationFsm } from "../../core/migration/mod.ts";
+import type { AnyMigrationState } from "../../core/migration/mod.ts";
 import type { Logger } from "../../core/log/mod.ts";
 import {
+  ChannelAuthError,
+  type ChannelKey,
+  channelProof,
   decodeLine,
   DEFAULT_MAX_LINE_BYTES,
   encodeMessage,
   type GuestMessage,
   type Hello,
   type HostMessage,
+  newNonce,
+  type ProofInput,
   readLines,
   type Resumed,
   TurnsProtocolError,
+  verifyChannelProof,
 } from "../../core/turns/mod.ts";
 
 /** Schedules `fn` after `ms`; returns a cancel function. */
@@ -49,12 +59,16 @@ export interface TurnsClientOptions {
   readonly maxLineBytes?: number;
   /** Called for every migration transition event. */
   readonly onEvent?: (e: MigrationEvent) => void;
+  /** The VM's channel key: required when the guest challenges (it always does when it holds one). */
+  readonly channelKey?: ChannelKey;
+  /** Claim the next restore epoch: only for the host that has just restored this VM from its snapshot. */
+  readonly restore?: boolean;
 }
 
 /** The guest did not answer in time, or the channel closed while waiting. */
 export class TurnsClientError extends Error {
   override name = "TurnsClientError";
-  constructor(readonly reason: "timeout" | "closed" | "no-hello", message: string) {
+  constructor(readonly reason: "timeout" | "closed" | "no-hello" | "no-key" | "no-challenge", message: string) {
     super(`${reason}: ${message}`);
   }
 }
@@ -86,6 +100,7 @@ export class TurnsClient {
   readonly #listeners = new Set<(m: GuestMessage) => void>();
   #closed = false;
   #resumed: Resumed | null = null;
+  #epoch = 0;
   #migration: AnyMigrationState | null = null;
   readonly #events: MigrationEvent[] = [];
   readonly #enc = new TextEncoder();
@@ -106,24 +121,70 @@ export class TurnsClient {
   static async attach(duplex: Duplex, opts: TurnsClientOptions): Promise<TurnsClient> {
     const lines = readLines(duplex.readable, opts.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES);
     const setTimer = opts.setTimer ?? _realTimer;
-    const first = await new Promise<IteratorResult<unknown>>((resolve, reject) => {
-      const cancel = setTimer(opts.helloTimeoutMs ?? 30_000, () => reject(new TurnsClientError("timeout", "no Hello")));
-      lines.next().then((r) => {
-        cancel();
-        resolve(r);
-      }, (e) => {
-        cancel();
-        reject(e);
-      });
-    });
-    if (first.done) throw new TurnsClientError("closed", "channel closed before Hello");
-    const ev = first.value as { line?: string; refused?: TurnsProtocolError };
-    if (ev.refused) throw new TurnsClientError("no-hello", `first line refused: ${ev.refused.message}`);
-    const hello = decodeLine(ev.line!, "guest-to-host");
+    const next = async (what: string): Promise<GuestMessage> => {
+      const r = await new Promise<IteratorResult<{ line: string } | { refused: TurnsProtocolError }>>(
+        (resolve, reject) => {
+          const ms = opts.helloTimeoutMs ?? 30_000;
+          const cancel = setTimer(ms, () => reject(new TurnsClientError("timeout", `no ${what}`)));
+          lines.next().then((r) => {
+            cancel();
+            resolve(r);
+          }, (e) => {
+            cancel();
+            reject(e);
+          });
+        },
+      );
+      if (r.done) throw new TurnsClientError("closed", `channel closed before ${what}`);
+      if ("refused" in r.value) throw new TurnsClientError("no-hello", `${what} refused: ${r.value.refused.message}`);
+      return decodeLine(r.value.line, "guest-to-host");
+    };
+    const hello = await next("Hello");
     if (hello.type !== "Hello") throw new TurnsClientError("no-hello", `first message is ${hello.type}, not Hello`);
-    const client = new TurnsClient(hello, duplex, duplex.writable.getWriter(), opts);
+    const writer = duplex.writable.getWriter();
+    const client = new TurnsClient(hello, duplex, writer, opts);
+    if (opts.channelKey !== undefined) {
+      const ch = await next("AuthChallenge");
+      if (ch.type !== "AuthChallenge") {
+        throw new TurnsClientError("no-challenge", `the guest sent ${ch.type}, not AuthChallenge: it holds no key`);
+      }
+      const p: ProofInput = {
+        vmId: hello.vm_id,
+        guestNonce: ch.nonce,
+        hostNonce: newNonce(),
+        epoch: ch.epoch + (opts.restore === true ? 1 : 0),
+        timeNs: (opts.now ?? (() => BigInt(Date.now()) * 1_000_000n))(),
+      };
+      const mac = channelProof(opts.channelKey, "host", p);
+      await client.send({ type: "AuthProof", nonce: p.hostNonce, epoch: p.epoch, time_ns: p.timeNs, mac });
+      let ok: GuestMessage;
+      try {
+        ok = await next("AuthOk");
+      } catch (e) {
+        if (e instanceof TurnsClientError && e.reason === "closed") {
+          throw new ChannelAuthError("bad-proof", "the guest hung up on the proof (wrong key, or an epoch refused)");
+        }
+        throw e;
+      }
+      if (ok.type !== "AuthOk") throw new TurnsClientError("no-challenge", `the guest sent ${ok.type}, not AuthOk`);
+      if (!verifyChannelProof(opts.channelKey, "guest", p, ok.mac)) {
+        throw new ChannelAuthError("bad-guest-proof", "the guest's AuthOk does not prove the key");
+      }
+      client.#epoch = p.epoch;
+      if (opts.restore === true) {
+        const r = await next("Resumed");
+        if (r.type !== "Resumed") throw new TurnsClientError("no-hello", `the guest sent ${r.type}, not Resumed`);
+        client.#resumed = r;
+      }
+    }
+    // Without a key: a guest that holds one challenges at once, and the pump ends the client when it sees that.
     void client.#pump(lines);
     return client;
+  }
+
+  /** The restore epoch this connection proved (0 without a key). */
+  get epoch(): number {
+    return this.#epoch;
   }
 
   /** Whether the channel has closed. */
@@ -144,7 +205,9 @@ export class TurnsClient {
     return this.#events;
   }
 
-  async #pump(lines: AsyncGenerator<{ line: string } | { refused: TurnsProtocolError }>): Promise<void> {
+  async #pump(
+    lines: AsyncGenerator<{ line: string } | { refused: TurnsProtocolError }>,
+  ): Promise<void> {
     try {
       for await (const ev of lines) {
         if ("refused" in ev) {
@@ -159,6 +222,10 @@ export class TurnsClient {
           if (!(e instanceof TurnsProtocolError)) throw e;
           this.#o.logger.warn({ event: "turns_line_refused", reason: e.reason }, e.message);
           continue;
+        }
+        if (msg.type === "AuthChallenge") {
+          this.#o.logger.error({ event: "turns_no_key" }, "the guest challenges but this host holds no channel key");
+          break;
         }
         if (msg.type === "Ping") void this.send({ type: "Pong" }).catch(() => {});
         if (msg.type === "Resumed") this.#resumed = msg;

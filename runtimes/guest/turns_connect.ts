@@ -12,7 +12,7 @@ export async function connectTurnsUnix(path: string, opts: TurnsClientOptions): 
   try {
     return await TurnsClient.attach(conn, opts);
   } catch (e) {
-    conn.close();
+    _close(conn);
     throw e;
   }
 }
@@ -23,7 +23,16 @@ export async function connectTurnsTcp(hostname: string, port: number, opts: Turn
   try {
     return await TurnsClient.attach(conn, opts);
   } catch (e) {
-    conn.close();
+    _close(conn);
     throw e;
+  }
+}
+
+function _close(conn: Deno.Conn): void {
+  try {
+    conn.close();
+  } catch (e) {
+    // The guest hung up first (a refused proof): the resource is gone already.
+    if (!(e instanceof Deno.errors.BadResource)) throw e;
   }
 }
