@@ -136,10 +136,17 @@ const PLANS: Record<string, Plan> = {
     stdin: "null",
     check: (r) => assert.equal(r.code, 0, r.stderr), // the host closed the framing at once: a clean end
   },
-  "deno task guest turns --tcp 0.0.0.0:7070 --vm-id UUID --turn-cmd ./turn.sh": {
+  "deno task guest turns --unix /run/bcd-guest/turns.sock --vm-id UUID --turn-cmd ./turn.sh": {
     how: "parse",
-    reason: "listens on 0.0.0.0 (tests stay on loopback); guest_turns_cli_test runs turns on 127.0.0.1 port 0",
+    reason: "serves until stopped on the guest's fixed directory; agent_test serves turns on a temp unix socket",
   },
+  "deno task guest turns --tcp 0.0.0.0:7070 --channel-key-file /etc/bcd/channel-key --vm-id UUID --turn-cmd ./turn.sh":
+    {
+      how: "parse",
+      reason:
+        "listens on 0.0.0.0 with the VM's key file (tests stay on loopback); guest_turns_cli_test runs turns on " +
+        "127.0.0.1 port 0 with a key in a temp dir",
+    },
   "deno task guest bundle check bundle.tar.gz": {
     how: "run",
     check: (r) => {
