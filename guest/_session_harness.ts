@@ -11,7 +11,7 @@ import type { ExecPeer } from "../runtimes/guest/exec_peer.ts";
 import { FakeRoot, type FakeRootOptions } from "./fake_root.ts";
 import { MemoryStream } from "./memory_transport.ts";
 import { Worker, type WorkerOptions } from "./worker.ts";
-import { killGroup, spawnInGroup } from "./process_group.ts";
+import { type ExecIdentity, killGroup, spawnInGroup } from "./process_group.ts";
 
 export interface Session {
   /** The process IDs (and so the process groups) of every program the worker spawned. */
@@ -36,8 +36,8 @@ export async function session(
   const s = new MemoryStream();
   const root = new FakeRoot(opts.root);
   const pids: number[] = [];
-  const spawn = (argv: readonly string[], stdin: boolean) => {
-    const child = spawnInGroup(argv, stdin);
+  const spawn = (argv: readonly string[], stdin: boolean, identity?: ExecIdentity) => {
+    const child = spawnInGroup(argv, stdin, identity);
     pids.push(child.pid);
     ALL_GROUPS.push(child.pid);
     return child;

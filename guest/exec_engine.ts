@@ -26,7 +26,7 @@ import {
   TURN_BUDGET,
 } from "./exec_limits.ts";
 import { ExecRunner } from "./exec_runner.ts";
-import { ERRNO, launchProblem, spawnInGroup } from "./process_group.ts";
+import { ERRNO, type ExecIdentity, launchProblem, spawnInGroup } from "./process_group.ts";
 
 /** A message about an execution that ends the worker's session. */
 export class SessionError extends Error {
@@ -42,7 +42,9 @@ export interface EngineHost {
   /** Bytes waiting for the stream to the host. */
   queued(): number;
   /** Spawns a program in a group of its own (tests may wrap it). */
-  spawn?(argv: readonly string[], stdin: boolean): Deno.ChildProcess;
+  spawn?(argv: readonly string[], stdin: boolean, identity?: ExecIdentity): Deno.ChildProcess;
+  /** Who executions run as (non-root, no capabilities); unset: as the agent itself. */
+  readonly identity?: ExecIdentity;
 }
 
 /** The engine of one worker. */
@@ -149,7 +151,7 @@ export class ExecEngine {
     if (errno !== null) return this.#refuse(key, errno, `cannot run ${start.argv[0]}`);
     let child: Deno.ChildProcess;
     try {
-      child = (this.host.spawn ?? spawnInGroup)(start.argv, start.stdin);
+      child = (this.host.spawn ?? spawnInGroup)(start.argv, start.stdin, this.host.identity);
     } catch (e) {
       const n = e instanceof Deno.errors.NotFound ? ERRNO.ENOENT : ERRNO.EAGAIN;
       return this.#refuse(key, n, e instanceof Error ? e.message : String(e));

@@ -33,11 +33,48 @@ export function launchProblem(path: string): number | null {
   return null;
 }
 
-/** Spawns `argv` as the leader of a new process group (and session). */
-export function spawnInGroup(argv: readonly string[], stdin: boolean): Deno.ChildProcess {
+/**
+ * Who an execution runs as (seed 004 §(c), the boundary's second leg): a non-root uid and gid, no supplementary
+ * groups, and an empty capability set (inheritable, ambient and bounding sets cleared, no new privileges), so a
+ * program cannot write, chmod or rename in the root-owned config tree.
+ */
+export interface ExecIdentity {
+  readonly uid: number;
+  readonly gid: number;
+}
+
+/** The identity executions get when the agent runs as root and none is configured: `nobody`/`nogroup`. */
+export const DEFAULT_EXEC_IDENTITY: ExecIdentity = { uid: 65534, gid: 65534 };
+
+/** Checks an identity; uid 0 is refused with the seed's words. */
+export function checkExecIdentity(id: ExecIdentity): ExecIdentity {
+  if (!Number.isSafeInteger(id.uid) || id.uid < 0 || id.uid > 0xfffffffe) throw new RangeError(`exec uid ${id.uid}`);
+  if (!Number.isSafeInteger(id.gid) || id.gid < 0 || id.gid > 0xfffffffe) throw new RangeError(`exec gid ${id.gid}`);
+  if (id.uid === 0) throw new RangeError("exec uid 0 is refused: the guest supervisor never runs an exec as root");
+  return id;
+}
+
+/**
+ * Spawns `argv` as the leader of a new process group (and session). With an identity, util-linux `setpriv` drops to
+ * it first (`--reuid/--regid --clear-groups --inh-caps=-all --ambient-caps=-all --bounding-set=-all --no-new-privs`),
+ * then execs `setsid`, which execs the program: the child's PID is still the program's.
+ */
+export function spawnInGroup(argv: readonly string[], stdin: boolean, identity?: ExecIdentity): Deno.ChildProcess {
   const [path, ...args] = argv;
-  return new Deno.Command("setsid", {
-    args: [programPath(path!), ...args],
+  const group = [programPath(path!), ...args];
+  const drop = identity === undefined ? [] : [
+    `--reuid=${identity.uid}`,
+    `--regid=${identity.gid}`,
+    "--clear-groups",
+    "--inh-caps=-all",
+    "--ambient-caps=-all",
+    "--bounding-set=-all",
+    "--no-new-privs",
+    "--",
+    "setsid",
+  ];
+  return new Deno.Command(identity === undefined ? "setsid" : "setpriv", {
+    args: [...drop, ...group],
     stdin: stdin ? "piped" : "null",
     stdout: "piped",
     stderr: "piped",

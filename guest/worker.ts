@@ -40,6 +40,7 @@ import { AGENT_VERSION } from "../core/version.ts";
 import { type Clock, realClock } from "./clock.ts";
 import type { ConfigInstaller, InstallSession } from "./config_install.ts";
 import { type EngineHost, ExecEngine, SessionError } from "./exec_engine.ts";
+import { checkExecIdentity, type ExecIdentity } from "./process_group.ts";
 import { EXECUTING, INPUT_QUEUE_LIMIT } from "./exec_limits.ts";
 import { Outbox } from "./outbox.ts";
 import { MappingFailed, ProbeProblem, type RootOperations, StageFailed } from "./root_ops.ts";
@@ -57,6 +58,8 @@ export interface WorkerOptions {
   readonly build?: string;
   readonly installer?: ConfigInstaller;
   readonly spawn?: EngineHost["spawn"];
+  /** Who executions run as (seed 004 §(c): non-root, no capabilities); unset: as the worker itself. */
+  readonly execIdentity?: ExecIdentity;
 }
 
 /** The worker's phases. */
@@ -102,6 +105,7 @@ export class Worker {
       emit: (f) => this.outbox.push(f),
       queued: () => this.outbox.bytes,
       spawn: opts.spawn,
+      identity: opts.execIdentity === undefined ? undefined : checkExecIdentity(opts.execIdentity),
     });
     this.#install = opts.installer?.session(() => this.phase === "ready") ?? null;
   }

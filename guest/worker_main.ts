@@ -11,6 +11,7 @@ import { FakeRoot } from "./fake_root.ts";
 import { LinuxRoot } from "./linux_root.ts";
 import { stdioTerminal } from "./terminal.ts";
 import { Worker } from "./worker.ts";
+import { DEFAULT_EXEC_IDENTITY } from "./process_group.ts";
 
 /** Options of {@link runWorkerOnStdio}. */
 export interface WorkerMainOptions {
@@ -39,7 +40,9 @@ export async function runWorkerOnStdio(opts: WorkerMainOptions): Promise<number>
     ? new FakeRoot({ cmdline: opts.fakeCmdline })
     : new LinuxRoot({ log: opts.log, sibling: opts.sibling });
   const installer = new ConfigInstaller({ guestRoot: opts.guestRoot, log: opts.log });
-  const worker = new Worker(t, { ops, log: opts.log, installer });
+  // Seed 004 §(c): the worker runs as root in its VM; its executions never do (nobody/nogroup, no capabilities).
+  const execIdentity = Deno.uid() === 0 ? DEFAULT_EXEC_IDENTITY : undefined;
+  const worker = new Worker(t, { ops, log: opts.log, installer, execIdentity });
   const status = await worker.run();
   if (worker.problem !== null) diagnostic(worker.problem);
   return status;
