@@ -55,7 +55,10 @@ async function _guest() {
 }
 
 async function _publish(gw: TestbedGateway, bytes: Uint8Array): Promise<string> {
-  const res = await fetch(new URL("agent-config", gw.adminUrl), { method: "PUT", body: bytes as Uint8Array<ArrayBuffer> });
+  const res = await fetch(new URL("agent-config", gw.adminUrl), {
+    method: "PUT",
+    body: bytes as Uint8Array<ArrayBuffer>,
+  });
   assert.equal(res.status, 200);
   return String((await res.json()).version);
 }
