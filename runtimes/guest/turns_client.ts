@@ -63,6 +63,8 @@ export interface TurnsClientOptions {
   readonly channelKey?: ChannelKey;
   /** Claim the next restore epoch: only for the host that has just restored this VM from its snapshot. */
   readonly restore?: boolean;
+  /** Sees every message after the handshake from the first on (turns a restored guest replays at once included). */
+  readonly onMessage?: (m: GuestMessage) => void;
 }
 
 /** The guest did not answer in time, or the channel closed while waiting. */
@@ -178,6 +180,7 @@ export class TurnsClient {
       }
     }
     // Without a key: a guest that holds one challenges at once, and the pump ends the client when it sees that.
+    if (opts.onMessage) client.#listeners.add(opts.onMessage);
     void client.#pump(lines);
     return client;
   }
