@@ -27,6 +27,11 @@ function diagnostic(text: string): void {
   Deno.stderr.writeSync(new TextEncoder().encode(`bcd-guest: ${text}\n`));
 }
 
+/** Whether this process is root: `Deno.uid()` needs `--allow-sys=uid`, which the guest role holds for this. */
+function _isRoot(): boolean {
+  return Deno.uid() === 0;
+}
+
 /** Runs the worker on the tty that is standard input and output; returns its exit status. */
 export async function runWorkerOnStdio(opts: WorkerMainOptions): Promise<number> {
   let t;
@@ -41,7 +46,7 @@ export async function runWorkerOnStdio(opts: WorkerMainOptions): Promise<number>
     : new LinuxRoot({ log: opts.log, sibling: opts.sibling });
   const installer = new ConfigInstaller({ guestRoot: opts.guestRoot, log: opts.log });
   // Seed 004 §(c): the worker runs as root in its VM; its executions never do (nobody/nogroup, no capabilities).
-  const execIdentity = Deno.uid() === 0 ? DEFAULT_EXEC_IDENTITY : undefined;
+  const execIdentity = _isRoot() ? DEFAULT_EXEC_IDENTITY : undefined;
   const worker = new Worker(t, { ops, log: opts.log, installer, execIdentity });
   const status = await worker.run();
   if (worker.problem !== null) diagnostic(worker.problem);

@@ -134,7 +134,8 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, RolePermissions>> = {
     net: "all",
     // NODE_V8_COVERAGE: pino's thread-stream reads it when core/log loads; without it the role cannot start.
     env: [...ENV, "BCD_GUEST_ROOT", "NODE_V8_COVERAGE", ...SLEEPWALK_ENV],
-    sys: ["hostname", "osRelease", "systemMemoryInfo", "cpus"],
+    // uid: the worker runs its executions as nobody when it is root (seed 004 §(c)).
+    sys: ["hostname", "osRelease", "systemMemoryInfo", "cpus", "uid"],
   },
   sim: {
     read: ["/var/lib/bcd-sim", "/tmp/bcd-sim", "/etc/bcd"],
