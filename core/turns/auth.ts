@@ -13,10 +13,9 @@
  *
  * MACs are compared in constant time. Both nonces are in both MACs, so neither side's answer can be replayed on
  * another connection. The epoch is the restore counter: the host raises it by one only when it has restored the
- * VM from a snapshot (`virsh restore` of a drained guest), and a guest that is drained takes a higher epoch as the
- * proof that it was restored: only then does it send `Resumed` and reopen its gate. A proof of the same epoch is a
- * plain reconnection (the gate stays as it is); a lower epoch, or a higher one while the guest is not drained,
- * is refused (`stale-epoch`, `epoch-without-drain`).
+ * VM from a snapshot, and the guest takes a higher epoch as the proof that it was restored: only then does it send
+ * `Resumed`, set its clock and, when drained, reopen its gate. A proof of the same epoch is a plain reconnection
+ * (the gate stays as it is); a lower epoch is refused (`stale-epoch`).
  *
  * @module
  */
@@ -40,8 +39,6 @@ export type ChannelAuthRefusal =
   | "wrong-challenge"
   /** The epoch is below the guest's. */
   | "stale-epoch"
-  /** A higher epoch while the guest was not drained: a snapshot is only ever taken of a drained guest. */
-  | "epoch-without-drain"
   /** The guest's `AuthOk` MAC does not match (host side). */
   | "bad-guest-proof";
 

@@ -113,7 +113,11 @@ export function runChaosSeed(
   const toGuest = (c: ConnId, m: HostMessage) => {
     toGuestFifo(() =>
       guest(() => {
-        trace?.(`${now} guest<${c} ${JSON.stringify(m)} open=${conns.has(c)}`);
+        trace?.(
+          `${now} guest<${c} ${JSON.stringify(m, (_k, v) => typeof v === "bigint" ? String(v) : v)} open=${
+            conns.has(c)
+          }`,
+        );
         if (conns.has(c) && !abandoned.has(c)) act(engine.received(c, m), `received ${m.type}`, m);
       })
     );

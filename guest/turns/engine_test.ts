@@ -234,10 +234,14 @@ Deno.test("while drained, only a higher epoch reopens the gate: same epoch is a 
   assert.deepEqual(k.e.queued, [0]);
 });
 
-Deno.test("a higher epoch while not drained is refused: only a drained guest is ever snapshotted", () => {
+Deno.test("a proven higher epoch on a guest that was not drained: Resumed and the clock fix-up, no gate to reopen", () => {
   const k = _keyed();
-  assert.deepEqual(_s(k.login(1, 1)), ["1 close epoch-without-drain"]);
-  assert.equal(k.e.epoch, 0);
+  k.login(1);
+  k.e.received(1, { type: "RunTurn", turn_id: 0 });
+  assert.deepEqual(_s(k.login(2, 1)), ["2<AuthOk", "2<Resumed", "fix-clock 5000"]);
+  assert.equal(k.e.epoch, 1);
+  assert.equal(k.e.gateOpen, true);
+  assert.equal(k.e.inFlight, 0);
 });
 
 Deno.test("without a key, a connection while drained never reopens the gate (only DrainCancel does)", () => {
