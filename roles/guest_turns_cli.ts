@@ -33,11 +33,13 @@ import {
 import { resolveVmId, VmIdError } from "../guest/turns/vm_id.ts";
 import { channelKeyFromFile, DEFAULT_CHANNEL_KEY_FILE } from "./guest_channel_key.ts";
 
-/** Sets the wall clock with `date` (the guest agent runs as root in its VM). */
+/**
+ * Sets the wall clock with `date -u -s @SECONDS` (the guest agent runs as root in its VM), rounded to the second:
+ * busybox's `date` takes no fraction, and a restored guest's clock is off by the whole time it was saved.
+ */
 async function _setClock(ns: bigint): Promise<void> {
-  const sec = ns / 1_000_000_000n;
-  const frac = (ns % 1_000_000_000n).toString().padStart(9, "0");
-  const out = await new Deno.Command("date", { args: ["-u", "-s", `@${sec}.${frac}`], stdout: "null", stderr: "piped" })
+  const sec = (ns + 500_000_000n) / 1_000_000_000n;
+  const out = await new Deno.Command("date", { args: ["-u", "-s", `@${sec}`], stdout: "null", stderr: "piped" })
     .output();
   if (!out.success) throw new Error(`date -s failed: ${new TextDecoder().decode(out.stderr).trim()}`);
 }
