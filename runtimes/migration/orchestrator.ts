@@ -20,6 +20,12 @@
  * or guest action with its outcome. `onPhase` sees every phase as it is entered, for a `/metrics` gauge
  * (`phaseGauge`); bcd's node has no metrics endpoint yet, so the caller decides where the gauge goes.
  *
+ * Over virtio-serial a guest sees no connections, only its port's host side going away and coming back: a guest
+ * saved while its port looked connected may take the restoring host for the old, authenticated connection and never
+ * greet it. The host port's `snapshot()` therefore hangs up the source's channel and waits for the guest to notice
+ * before it saves (the real-VM suite's port does; bcd's libvirt port must, once the helper's `libvirt.save` lands).
+ * Over TCP every connection is new to the guest.
+ *
  * Timers are the client's (injected), so tests never sleep.
  *
  * @module
