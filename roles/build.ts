@@ -37,6 +37,7 @@ export const WORKER_MODULES: Readonly<
   guest: [{ source: "guest/mapping/_writer_thread.ts", name: "_writer_thread.ts" }],
   sim: [],
   helper: [],
+  vm: [],
 };
 
 /**
@@ -50,6 +51,7 @@ export const NATIVE_PACKAGES: Readonly<Record<Executable, readonly string[]>> = 
   guest: [],
   sim: [],
   helper: [],
+  vm: [],
 };
 
 function _say(line: string): void {

@@ -31,7 +31,7 @@ Deno.test("deno compile gets the role's flags and writes bin/bcd-<role>", () => 
   }
 });
 
-Deno.test("`make bundle` produces six launchers (five roles and the helper) that print their version", async (t) => {
+Deno.test("`make bundle` produces seven launchers (five roles, the helper and bcd-vm) that print their version", async (t) => {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["task", "--quiet", "bundle"],
     cwd: ROOT,

@@ -39,11 +39,14 @@ import type { Role } from "../core/commands/kinds.ts";
 import { ROLES } from "../core/commands/kinds.ts";
 import { DEFAULT_HELPER_SOCKET } from "../core/helper/mod.ts";
 
-/** An executable: the five agent roles, and their root helper beside them (not a role: it registers no kinds). */
-export type Executable = Role | "helper";
+/**
+ * An executable: the five agent roles, their root helper beside them, and `vm`, the guest agent's host program
+ * (neither registers command kinds).
+ */
+export type Executable = Role | "helper" | "vm";
 
 /** Every executable `make bundle` builds, the roles first. */
-export const EXECUTABLES: readonly Executable[] = [...ROLES, "helper"];
+export const EXECUTABLES: readonly Executable[] = [...ROLES, "helper", "vm"];
 
 /** Host tools no role but `node` may run (the guest runs tenant programs, never these). */
 export const HOST_TOOLS: readonly string[] = [
@@ -160,9 +163,29 @@ export const HELPER_PERMISSIONS: RolePermissions = {
   allowAll: ROOT_HELPER,
 };
 
+/**
+ * `bcd-vm`, the guest agent's host program (seed 002 §Commands): an operator's tool, not a daemon. It opens the image
+ * and store paths its command line names, reads `/proc/<pid>/stat` for the VMM's verified identity and hands the
+ * checked images' descriptors to the hypervisor it runs; Deno grants /proc only to --allow-all.
+ */
+export const VM_PERMISSIONS: RolePermissions = {
+  read: "all",
+  write: [],
+  run: ["qemu-system-x86_64"],
+  denyRun: [],
+  net: "none",
+  env: [],
+  sys: [],
+  allowAll:
+    "the guest agent's host program reads /proc/<pid>/stat of the VMM it reattaches to and opens the image and " +
+    "store paths its command line names: Deno grants /proc only to --allow-all",
+};
+
 /** The permission entry of an executable. */
 export function permissionsOf(name: Executable): RolePermissions {
-  return name === "helper" ? HELPER_PERMISSIONS : ROLE_PERMISSIONS[name];
+  if (name === "helper") return HELPER_PERMISSIONS;
+  if (name === "vm") return VM_PERMISSIONS;
+  return ROLE_PERMISSIONS[name];
 }
 
 /** A subcommand that needs access to the paths its user names, granted per run by the launcher. */
@@ -193,6 +216,7 @@ export const ARG_GRANTS: Readonly<Record<Executable, readonly ArgGrant[]>> = {
   guest: [{ command: ["bundle", "install"], valueOptions: ["root", "version"], write: ["root"] }],
   sim: [],
   helper: [],
+  vm: [],
 };
 
 /** The paths a run of a subcommand is granted beyond its role's flags. */

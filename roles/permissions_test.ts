@@ -17,11 +17,12 @@ Deno.test("each executable's deno.json task is exactly its permission table entr
   for (const role of EXECUTABLES) assert.equal(cfg.tasks[role], roleTask(role), `task ${role}`);
 });
 
-Deno.test("only the root helper holds --allow-all, with its reason; every role is scoped", () => {
+Deno.test("only the root helper and bcd-vm hold --allow-all, with their reasons; every role is scoped", () => {
   for (const role of EXECUTABLES) {
     const flags = roleFlags(role);
     if (permissionsOf(role).allowAll !== undefined) {
-      assert.equal(role, "helper", `${role} must not hold --allow-all`);
+      assert.ok(role === "helper" || role === "vm", `${role} must not hold --allow-all`);
+      assert.match(permissionsOf(role).allowAll!, /\/proc/, `${role}: the reason names what needs it`);
       assert.deepEqual(flags, ["--quiet", "--no-prompt", "--allow-all"]);
       continue;
     }
@@ -31,6 +32,7 @@ Deno.test("only the root helper holds --allow-all, with its reason; every role i
     assert.ok(!flags.includes("--allow-env"), `${role} has an unscoped --allow-env`);
   }
   assert.ok(permissionsOf("helper").allowAll);
+  assert.ok(permissionsOf("vm").allowAll);
 });
 
 Deno.test("site and ramdisk run no program: no wired handler of theirs runs a tool", () => {

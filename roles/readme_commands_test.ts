@@ -162,6 +162,24 @@ const PLANS: Record<string, Plan> = {
       assert.equal(await Deno.readTextFile(join(ctx.cwd, "agent-config/current/conf/a.toml")), "a=1\n");
     },
   },
+  "deno task vm version": {
+    how: "run",
+    check: (r) => {
+      assert.equal(r.code, 0, r.stderr);
+      assert.deepEqual([_json(r).role, _json(r).kinds], ["vm", []]);
+    },
+  },
+  ...Object.fromEntries(
+    [
+      "deno task vm stage /var/lib/bcd-vm/one --distro erofs:/images/distro.erofs --distro-identity UUID --upper scratch:/var/lib/bcd-vm/one/scratch.ext4",
+      "deno task vm launch /var/lib/bcd-vm/one --guest-agent dist/bcd-guest/bcd-guest.js --distro erofs:/images/distro.erofs --distro-identity UUID --upper scratch:/var/lib/bcd-vm/one/scratch.ext4",
+      "deno task vm probe /var/lib/bcd-vm/one mounts",
+      "deno task vm stop /var/lib/bcd-vm/one",
+    ].map((line) => [line, {
+      how: "parse" as const,
+      reason: "needs real images, a kernel and minutes of a VM under TCG; test:vm-layered runs each command for real",
+    }]),
+  ),
 };
 
 /** The argv a README line runs as, from source or from the bundle in `dist`. */

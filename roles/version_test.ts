@@ -119,3 +119,20 @@ Deno.test("`bcd-helper version` names the helper, its protocol version, its ops 
   const bad = await task("helper", "serve", "--socket", "relative.sock", "--config", "/nonexistent.toml");
   assert.equal(bad.code, 2, "a missing config file is a usage error");
 });
+
+Deno.test("`bcd-vm version` names the program, its build and protocols and no kinds; `help` lists its commands", async () => {
+  const r = await task("vm", "version");
+  assert.equal(r.code, 0, r.stderr);
+  const v = JSON.parse(r.stdout) as { role: string; version: string; protocols: unknown; kinds: unknown[] };
+  assert.deepEqual([v.role, v.version, v.kinds], ["vm", AGENT_VERSION, []]);
+  assert.deepEqual(v.protocols, PROTOCOLS);
+  const bare = await task("vm");
+  assert.deepEqual([bare.code, JSON.parse(bare.stdout)], [0, v], "without arguments: the contract, as version");
+  const h = await task("vm", "help");
+  assert.equal(h.code, 0, h.stderr);
+  for (const c of ["stage", "launch", "reattach", "stop", "probe"]) assert.match(h.stdout, new RegExp(`\\n  ${c} `));
+  const sub = await task("vm", "launch", "/store", "--help");
+  assert.deepEqual([sub.code, sub.stdout.startsWith("bcd-vm launch: ")], [0, true], sub.stdout);
+  assert.equal((await task("vm", "version", "extra")).code, 2);
+  assert.equal((await task("vm", "nonsense")).code, 2);
+});

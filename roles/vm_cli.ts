@@ -34,7 +34,19 @@ export interface VmCliDeps {
   readonly timeoutMs?: number;
 }
 
+/** One line per command, for `help` and `COMMAND --help`. */
+const SUMMARIES: Readonly<Record<string, string>> = {
+  stage: "verify and bind a layered root's images into the sandbox store STORE",
+  launch: "check the staged bindings, boot the guest agent in a VM, attach, configure its root and commit",
+  reattach: "find the sandbox's VM through its verified process identity and attach a new session",
+  stop: "reattach, stop the VM gracefully (terminate it when the guest does not confirm) and check its outcome",
+  probe: "reattach and run each PROBE in the VM's layered root",
+  version: "print the program, build and protocol versions as JSON",
+  help: "list the commands",
+};
+
 const USAGE = `usage: bcd-vm COMMAND
+  version | help
   stage STORE --distro FORMAT:PATH --distro-identity UUID [--upper scratch:PATH]
   launch STORE --guest-agent PATH [--hypervisor qemu|qemu-tcg|qemu-kvm] [--guest-build BUILD]
          [--distro FORMAT:PATH --distro-identity UUID --upper (scratch:PATH|ram) [--runtime-dir DIR]
@@ -119,8 +131,16 @@ function _layered(v: Record<string, unknown>): LayeredOptions | undefined {
   };
 }
 
-/** Runs one command line; returns its result (the caller prints it). */
-export async function runVm(argv: readonly string[], deps: VmCliDeps = {}): Promise<HostResult> {
+/** What `version` prints: the program (as `role`, like every executable's), its build and protocols; no kinds. */
+export function versionInfo(): Record<string, unknown> {
+  return { role: "vm", program: "bcd-vm", version: AGENT_VERSION, build: BUILD, protocols: PROTOCOLS, kinds: [] };
+}
+
+/** Runs one command line; returns its result (the caller prints it), or `help` for `COMMAND --help`. */
+export async function runVm(
+  argv: readonly string[],
+  deps: VmCliDeps = {},
+): Promise<HostResult & { help?: string }> {
   const [cmd, ...rest] = argv;
   const str = { type: "string" } as const;
   const common = { "guest-build": str, "timeout-ms": str };
@@ -145,6 +165,9 @@ export async function runVm(argv: readonly string[], deps: VmCliDeps = {}): Prom
   };
   const options = cmd === undefined ? undefined : spec[cmd];
   if (options === undefined) throw new VmUsage(`unknown command ${JSON.stringify(cmd)}\n${USAGE}`);
+  if (rest.includes("--help") || rest.includes("-h")) {
+    return { code: 0, out: [], help: `bcd-vm ${cmd}: ${SUMMARIES[cmd!]}` };
+  }
   let parsed;
   try {
     parsed = parseArgs({ args: [...rest], options, allowPositionals: true, strict: true });
@@ -232,15 +255,21 @@ export async function runVm(argv: readonly string[], deps: VmCliDeps = {}): Prom
 /** The program: prints the result and returns the exit status. */
 export async function vmMain(argv: readonly string[], deps: VmCliDeps = {}): Promise<number> {
   const enc = new TextEncoder();
-  if (argv.length === 0) {
-    Deno.stdout.writeSync(
-      enc.encode(
-        JSON.stringify({ program: "bcd-vm", version: AGENT_VERSION, build: BUILD, protocols: PROTOCOLS }) + "\n",
-      ),
-    );
+  if (argv.length === 0 || argv[0] === "version") {
+    if (argv.length > 1) {
+      Deno.stderr.writeSync(enc.encode("bcd-vm: version takes no arguments\n"));
+      return EXIT_USAGE;
+    }
+    // Without arguments it reports the contract it was built against (seed 002 §Commands), as `version` does.
+    Deno.stdout.writeSync(enc.encode(JSON.stringify(versionInfo()) + "\n"));
     return 0;
   }
-  let r: HostResult;
+  if (argv[0] === "help" || argv[0] === "--help" || argv[0] === "-h") {
+    const lines = Object.entries(SUMMARIES).map(([c, s]) => `  ${c.padEnd(10)} ${s}`);
+    Deno.stdout.writeSync(enc.encode(`${USAGE}\n\ncommands:\n${lines.join("\n")}\n`));
+    return 0;
+  }
+  let r: HostResult & { help?: string };
   try {
     r = await runVm(argv, deps);
   } catch (e) {
@@ -250,6 +279,10 @@ export async function vmMain(argv: readonly string[], deps: VmCliDeps = {}): Pro
     }
     Deno.stderr.writeSync(enc.encode(`bcd-vm: ${e instanceof Error ? e.message : String(e)}\n`));
     return EXIT_FAILED;
+  }
+  if (r.help !== undefined) {
+    Deno.stdout.writeSync(enc.encode(r.help + "\n"));
+    return 0;
   }
   Deno.stdout.writeSync(enc.encode(formatKeyValues(r.out)));
   if (r.problem !== undefined) Deno.stderr.writeSync(enc.encode(`bcd-vm: ${r.problem}\n`));
