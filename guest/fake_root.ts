@@ -15,6 +15,7 @@ import { RootMapper } from "./mapping/mapper.ts";
 import { type MappingContext, probeMap, probeMapChecks, probeMapRefused } from "./mapping/mapping_probes.ts";
 import { MemFs, type MemNode } from "./mapping/mem_fs.ts";
 import { checkProbe } from "./probe_table.ts";
+import { probeOrphan, probeZombies } from "./process_probes.ts";
 import { MappingFailed, ProbeProblem, type RootOperations, StageFailed } from "./root_ops.ts";
 import { overlayModeOptions, parseLayout, type RootLayout } from "./root_layout.ts";
 
@@ -305,6 +306,11 @@ export class FakeRoot implements RootOperations {
         return await probeMapRefused(this.#mapping());
       case "map-checks":
         return await probeMapChecks(this.#mapping());
+      // About the guest's processes, not the root: the same probes as the Linux root's.
+      case "orphan":
+        return await probeOrphan();
+      case "zombies":
+        return await probeZombies();
     }
     throw new ProbeProblem(`probe ${p.name} is not in this build`);
   }

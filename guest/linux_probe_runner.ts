@@ -13,6 +13,7 @@ import { type Layers, probeCopyUp, probeFill, probeRename } from "./layer_probes
 import { mountFacts, osReleaseId, parseMountInfo, parseStatus, readFact } from "./linux_probes.ts";
 import { type MappingContext, probeMap, probeMapChecks, probeMapRefused } from "./mapping/mapping_probes.ts";
 import { checkProbe } from "./probe_table.ts";
+import { probeOrphan, probeZombies } from "./process_probes.ts";
 import { ProbeProblem } from "./root_ops.ts";
 
 /** What the probes of an assembled Linux root work on. */
@@ -167,6 +168,10 @@ async function dispatch(ctx: LinuxProbeContext, p: Probe, path: string | null): 
       return await probeMapRefused(ctx.mapping);
     case "map-checks":
       return await probeMapChecks(ctx.mapping);
+    case "orphan":
+      return await probeOrphan();
+    case "zombies":
+      return await probeZombies();
   }
   throw new ProbeProblem(`probe ${p.name} is not in this build`);
 }

@@ -3,15 +3,14 @@
  * kept minimal: it starts an unrelated child (`idle`), then the worker (`worker - SIBLING` on the tty) in a
  * process of its own, and ends with the worker's status as a shell reports it (128 + N for a signal).
  *
- * What it cannot do in Deno: collect the statuses of processes it adopts. Deno waits only for its own children
- * and the guest role runs without FFI, so orphans that PID 1 adopts stay zombies until the VM ends; the worker
- * kills and collects its own programs, which are the guest's main source of them.
+ * It also collects the statuses of the processes it adopts ({@link OrphanReaper}: each zombie child that it did not
+ * spawn, by its ID, through libc's `waitpid` over FFI), which Deno's own waits never take.
  *
  * @module
  */
 import type { Logger } from "../core/log/mod.ts";
-import { childStatus, type CommandLine } from "./terminal.ts";
-import { runOnTerminal } from "./init.ts";
+import { libcWaitPid, OrphanReaper, type WaitPid } from "./reaper.ts";
+import { childStatus, type CommandLine, spawnOnTerminal } from "./terminal.ts";
 
 /** How to run this program again with other arguments (the CLI knows its own flags and entry). */
 export type SelfCommand = (args: string[]) => CommandLine;
@@ -19,23 +18,34 @@ export type SelfCommand = (args: string[]) => CommandLine;
 /** Supervises the idle child and the worker; returns the worker's status. */
 export async function superviseLayered(
   tty: string,
-  opts: { log: Logger; self: SelfCommand; extraWorkerArgs?: string[] },
+  opts: { log: Logger; self: SelfCommand; extraWorkerArgs?: string[]; waitpid?: WaitPid | null },
 ): Promise<number> {
+  const own = new Set<number>();
+  const waitpid = opts.waitpid === undefined ? libcWaitPid() : opts.waitpid;
+  const reaper = waitpid === null
+    ? null
+    : new OrphanReaper({ parent: Deno.pid, own: () => own, waitpid, log: opts.log });
+  if (reaper === null) opts.log.warn("no FFI: processes that PID 1 adopts stay zombies until the VM ends");
+  reaper?.start();
   const c = opts.self(["idle"]);
   const idle = new Deno.Command(c.cmd, { args: [...c.args], stdin: "null", stdout: "null", stderr: "inherit" })
     .spawn();
+  own.add(idle.pid);
   opts.log.info({ pid: idle.pid }, "started the unrelated child");
-  const status = await runOnTerminal(
+  const worker = spawnOnTerminal(
     tty,
     opts.self(["worker", "-", String(idle.pid), ...(opts.extraWorkerArgs ?? [])]),
-    opts.log,
   );
+  own.add(worker.pid);
+  opts.log.info({ pid: worker.pid, tty }, "serving the control tty");
+  const status = await childStatus(worker);
   try {
     idle.kill("SIGKILL");
   } catch (e) {
     if (!(e instanceof TypeError)) throw e;
   }
   await childStatus(idle);
-  opts.log.info({ status }, "the worker ended");
+  await reaper?.stop();
+  opts.log.info({ status, orphans_collected: reaper?.reaped ?? 0 }, "the worker ended");
   return status;
 }
