@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { AttachGate } from "./attach_gate.ts";
 import type { Logger } from "../core/log/mod.ts";
 import {
   Decoder,
@@ -36,6 +37,8 @@ export interface ServeOptions {
   readonly installer?: ConfigInstaller;
   /** The VM's channel key: with one, the host must prove it (`core/framing/auth.ts`) before anything but Ping/Echo. */
   readonly channelKey?: Uint8Array;
+  /** The VM's launch capability: each epoch attaches with it first (`attach_gate.ts`); null takes any host. */
+  readonly capability?: Uint8Array | null;
 }
 
 const LAYERED = new Set<number>([Kind.RootConfig, Kind.Maps, Kind.Start]);
@@ -47,6 +50,7 @@ export async function serve(t: Transport, opts: ServeOptions): Promise<ServeEnd>
   const key = opts.channelKey;
   let authed = key === undefined;
   let challenge: { host: Uint8Array; guest: Uint8Array } | null = null;
+  const gate = new AttachGate(opts.capability ?? null, opts.log);
   const handle = async (f: Frame): Promise<"stop" | null> => {
     if (!authed && key !== undefined) {
       if (f.kind === Kind.AuthHello) {
@@ -115,6 +119,7 @@ export async function serve(t: Transport, opts: ServeOptions): Promise<ServeEnd>
       const chunk = await t.read();
       if (chunk === RESET) {
         const dropped = dec.reset();
+        gate.reset();
         install?.reset();
         authed = key === undefined; // a new epoch proves the key again
         challenge = null;
@@ -127,7 +132,10 @@ export async function serve(t: Transport, opts: ServeOptions): Promise<ServeEnd>
       }
       dec.feed(chunk);
       for (let f = dec.next(); f !== null; f = dec.next()) {
-        if ((await handle(f)) === "stop") return { ok: true, reason: "stopped" };
+        const g = gate.take(f);
+        if (g === "dropped") continue;
+        if (g !== null) await t.write(g);
+        else if ((await handle(f)) === "stop") return { ok: true, reason: "stopped" };
       }
     }
   } catch (e) {

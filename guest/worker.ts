@@ -13,6 +13,7 @@
  *
  * @module
  */
+import { AttachGate } from "./attach_gate.ts";
 import type { Logger } from "../core/log/mod.ts";
 import {
   BodyError,
@@ -60,6 +61,8 @@ export interface WorkerOptions {
   readonly spawn?: EngineHost["spawn"];
   /** Who executions run as (seed 004 §(c): non-root, no capabilities); unset: as the worker itself. */
   readonly execIdentity?: ExecIdentity;
+  /** The VM's launch capability: each epoch attaches with it first (`attach_gate.ts`); null takes any host. */
+  readonly capability?: Uint8Array | null;
 }
 
 /** The worker's phases. */
@@ -84,12 +87,14 @@ export class Worker {
   #mapped = 0;
   #started = false;
   #inputWaiter: (() => void) | null = null;
+  readonly #gate: AttachGate;
   /** The problem that ended the session, for the diagnostic on standard error. */
   problem: string | null = null;
 
   constructor(readonly t: Transport, readonly opts: WorkerOptions) {
     this.#log = opts.log;
     this.#ops = opts.ops;
+    this.#gate = new AttachGate(opts.capability ?? null, opts.log);
     this.outbox = new Outbox(t);
     this.outbox.onDrain = () => {
       this.engine.wake();
@@ -156,6 +161,12 @@ export class Worker {
       try {
         this.#dec.feed(chunk);
         for (let f = this.#dec.next(); f !== null; f = this.#dec.next()) {
+          const gate = this.#gate.take(f);
+          if (gate === "dropped") continue;
+          if (gate !== null) {
+            this.outbox.push(gate);
+            continue;
+          }
           const end = await this.#handle(f);
           if (end) return end;
         }
@@ -168,6 +179,7 @@ export class Worker {
 
   #reset(): void {
     const dropped = this.#dec.reset();
+    this.#gate.reset();
     this.outbox.clear();
     this.engine.abandonAll();
     this.#install?.reset();

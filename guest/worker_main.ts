@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { readCapability } from "./attach_gate.ts";
 import type { Logger } from "../core/log/mod.ts";
 import { ConfigInstaller } from "./config_install.ts";
 import { FakeRoot } from "./fake_root.ts";
@@ -47,7 +48,9 @@ export async function runWorkerOnStdio(opts: WorkerMainOptions): Promise<number>
   const installer = new ConfigInstaller({ guestRoot: opts.guestRoot, log: opts.log });
   // Seed 004 §(c): the worker runs as root in its VM; its executions never do (nobody/nogroup, no capabilities).
   const execIdentity = _isRoot() ? DEFAULT_EXEC_IDENTITY : undefined;
-  const worker = new Worker(t, { ops, log: opts.log, installer, execIdentity });
+  // The VM's launch capability, which bcd-vm's launch wrote into the initramfs (absent: any host attaches).
+  const capability = await readCapability();
+  const worker = new Worker(t, { ops, log: opts.log, installer, execIdentity, capability });
   const status = await worker.run();
   if (worker.problem !== null) diagnostic(worker.problem);
   return status;

@@ -20,7 +20,7 @@ function collect(d: Decoder, chunks: Uint8Array[]): { kind: number; body: number
   return out;
 }
 
-Deno.test("the kinds table has one row per seed kind 1–26, the config-install kinds 32–35 and auth 36–38", () => {
+Deno.test("the kinds table has one row per seed kind 1–26, the config-install kinds 32–35, auth 36–38 and attach 39–41", () => {
   assert.deepEqual(KINDS.map((k) => k.kind), [
     ...Array.from({ length: 26 }, (_, i) => i + 1),
     32,
@@ -30,7 +30,11 @@ Deno.test("the kinds table has one row per seed kind 1–26, the config-install 
     36,
     37,
     38,
+    39,
+    40,
+    41,
   ]);
+  assert.deepEqual([limitsOf("Attach"), limitsOf("Attached"), limitsOf("AttachRefused")], [48, 16, 16]);
   const limits = Object.fromEntries(KINDS.map((k) => [k.name, k.limit]));
   assert.equal(limits.Echo, 256 * 1024);
   assert.equal(limits.RootConfig, 4096);
@@ -40,6 +44,10 @@ Deno.test("the kinds table has one row per seed kind 1–26, the config-install 
   assert.equal(limits.Mapped, 0);
   assert.equal(limits.AgentConfigChunk, 512 * 1024);
 });
+
+function limitsOf(name: string): number | undefined {
+  return KINDS.find((k) => k.name === name)?.limit;
+}
 
 Deno.test("every kind round-trips, split at every byte", async (t) => {
   for (const k of KINDS) {
@@ -104,7 +112,7 @@ const REFUSED_HEADERS: { name: string; from: "host" | "guest"; len: number; kind
   { name: "unassigned kind 0", from: "host", len: 0, kind: 0, reason: "unknown-kind" },
   { name: "unassigned kind 27", from: "host", len: 0, kind: 27, reason: "unknown-kind" },
   { name: "unassigned kind 31", from: "host", len: 0, kind: 31, reason: "unknown-kind" },
-  { name: "unassigned kind 39", from: "host", len: 0, kind: 39, reason: "unknown-kind" },
+  { name: "unassigned kind 42", from: "host", len: 0, kind: 42, reason: "unknown-kind" },
   { name: "unassigned kind 255", from: "host", len: 1, kind: 255, reason: "unknown-kind" },
   { name: "Echo beyond 256 KiB", from: "host", len: 256 * 1024 + 1, kind: Kind.Echo, reason: "oversized" },
   { name: "length 0xffffffff", from: "host", len: 0xffffffff, kind: Kind.Echo, reason: "oversized" },

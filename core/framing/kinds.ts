@@ -2,6 +2,9 @@
  * The message kinds of the host↔guest control framing and each kind's body limit: the seed's table (kinds 1–26,
  * seed 002 §Framing) plus the config-install kinds numbered from 32 (seed 004, see `mod.ts`). Kinds 0, 27–31 and
  * 39–255 are unassigned: a header naming one is malformed. 36–38 are bcd's channel authentication (issue 21).
+ * seed 002 §Framing) plus the config-install kinds numbered from 32 (seed 004, see `mod.ts`) and the attach kinds
+ * 36–38 (the launch capability, `attach.ts`). Kinds 0, 27–31 and 39–255 are unassigned: a header naming one is
+ * malformed.
  *
  * @module
  */
@@ -43,6 +46,9 @@ export const Kind = {
   AuthHello: 36,
   AuthChallenge: 37,
   AuthProof: 38,
+  Attach: 39,
+  Attached: 40,
+  AttachRefused: 41,
 } as const;
 
 /** A kind number that the framing assigns. */
@@ -110,6 +116,9 @@ export const KINDS: readonly KindSpec[] = [
   row("AuthHello", 32, "host"),
   row("AuthChallenge", 64, "guest"),
   row("AuthProof", 32, "host"),
+  row("Attach", 48, "host"),
+  row("Attached", 16, "guest"),
+  row("AttachRefused", 16, "guest"),
 ];
 
 const BY_KIND: (KindSpec | undefined)[] = new Array(256).fill(undefined);

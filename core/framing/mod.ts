@@ -21,6 +21,9 @@
  * | 36 | AuthHello: the host's 32-byte nonce, first on an authenticated channel (issue 21, `auth.ts`) | 32 | host |
  * | 37 | AuthChallenge: the guest's 32-byte nonce, then its 32-byte MAC over both nonces | 64 | guest |
  * | 38 | AuthProof: the host's 32-byte MAC over both nonces; the guest acts on nothing else before it | 32 | host |
+ * | 39 | Attach: the launch capability (32 bytes), then a fresh nonce (16 bytes); the first message of each epoch (`attach.ts`) | 48 bytes | host |
+ * | 40 | Attached: the guest took the capability; the Attach's nonce | 16 bytes | guest |
+ * | 41 | AttachRefused: the guest refused the capability (`capability-refused`); the Attach's nonce | 16 bytes | guest |
  * | 39–255 | unassigned; malformed | | |
  *
  * The guest answers an install once, after AgentConfigEnd: at the first refusal it keeps the refusal and ignores
@@ -62,3 +65,4 @@ export * from "./exec.ts";
 export * from "./maps.ts";
 export * from "./agent_config.ts";
 export * from "./auth.ts";
+export * from "./attach.ts";

@@ -9,6 +9,8 @@
  */
 import { Buffer } from "node:buffer";
 import {
+  ATTACH_NONCE_BYTES,
+  CAPABILITY_REFUSED,
   checkOutgoing,
   decodeFacts,
   decodeGuestMessage,
@@ -17,6 +19,7 @@ import {
   Decoder,
   decodeReady,
   decodeRootFailure,
+  encodeAttach,
   encodeFrame,
   encodeHostMessage,
   encodeProbe,
@@ -60,6 +63,11 @@ export interface ClientOptions {
   readonly sync?: boolean;
   /** The read size (64 KiB). */
   readonly readSize?: number;
+  /**
+   * Attach with the VM's launch capability (`core/framing/attach.ts`): the first message of the epoch is Attach, and
+   * its answer, found by search, also stands for the sync Echo. A refusal ends the client (`refused`).
+   */
+  readonly capability?: Uint8Array;
 }
 
 /** How the guest answered a root configuration. */
@@ -104,8 +112,8 @@ export class FramingClient {
   readonly #sendMs: number;
   readonly #readSize: number;
   #sending: Promise<void> = Promise.resolve();
-  /** The 21 bytes that end the sync Echo, while syncing. */
-  #syncMark: Uint8Array | null = null;
+  /** The 21-byte messages, any of which ends the sync (the sync Echo, or Attach's answers), while syncing. */
+  #syncMarks: Uint8Array[] | null = null;
   #syncTail = new Uint8Array(0);
   /** Resolves once the read loop ends. */
   readonly done: Promise<void>;
@@ -118,13 +126,23 @@ export class FramingClient {
     this.done = this.#readLoop();
   }
 
-  /** Attaches over `conn`; with `sync`, first finds the message boundary of a new epoch. */
+  /**
+   * Attaches over `conn`: with a `capability`, sends Attach and finds its answer in a new epoch (a refusal ends the
+   * client and throws its {@link ClientEnded} `refused`, naming `capability-refused`); else, with `sync`, first
+   * finds the message boundary of a new epoch with an Echo.
+   */
   static async attach(conn: ByteConn, opts: ClientOptions = {}): Promise<FramingClient> {
     const c = new FramingClient(conn, { ...opts });
-    if (opts.sync) {
-      const nonce = crypto.getRandomValues(new Uint8Array(16));
-      const frame = encodeFrame(Kind.Echo, nonce);
-      c.#syncMark = frame;
+    const nonce = crypto.getRandomValues(new Uint8Array(ATTACH_NONCE_BYTES));
+    if (opts.capability !== undefined) {
+      c.#syncMarks = [encodeFrame(Kind.Attached, nonce), encodeFrame(Kind.AttachRefused, nonce)];
+      const body = encodeAttach({ capability: opts.capability, nonce });
+      const m = await c.#request(Kind.Attach, body, [Kind.Attached, Kind.AttachRefused], "attach");
+      if (m.kind === Kind.AttachRefused) {
+        throw c.end("refused", `the guest refused the launch capability (${CAPABILITY_REFUSED})`);
+      }
+    } else if (opts.sync) {
+      c.#syncMarks = [encodeFrame(Kind.Echo, nonce)];
       await c.#request(Kind.Echo, nonce, [Kind.Echo], "sync");
     }
     return c;
@@ -171,7 +189,7 @@ export class FramingClient {
           return;
         }
         let chunk: Uint8Array = buf.subarray(0, n);
-        if (this.#syncMark) {
+        if (this.#syncMarks) {
           const rest = this.#findSync(chunk);
           if (rest === null) continue;
           chunk = rest;
@@ -187,22 +205,23 @@ export class FramingClient {
     }
   }
 
-  /** Drops bytes until the sync Echo; returns what follows it, or null while it has not arrived. */
+  /** Drops bytes until a sync mark; returns what follows it, or null while none has arrived. */
   #findSync(chunk: Uint8Array): Uint8Array | null {
-    const mark = this.#syncMark!;
+    const marks = this.#syncMarks!;
+    const len = marks[0]!.length;
     const hay = new Uint8Array(this.#syncTail.length + chunk.length);
     hay.set(this.#syncTail);
     hay.set(chunk, this.#syncTail.length);
-    for (let i = 0; i + mark.length <= hay.length; i++) {
-      if (hay[i] === mark[0] && bytesEqual(hay.subarray(i, i + mark.length), mark)) {
-        this.#syncMark = null;
-        this.#syncTail = new Uint8Array(0);
-        this.#inbox.push({ kind: Kind.Echo, body: mark.slice(5) });
-        this.#wake();
-        return hay.subarray(i + mark.length);
-      }
+    for (let i = 0; i + len <= hay.length; i++) {
+      const mark = marks.find((m) => hay[i] === m[0] && bytesEqual(hay.subarray(i, i + len), m));
+      if (mark === undefined) continue;
+      this.#syncMarks = null;
+      this.#syncTail = new Uint8Array(0);
+      this.#inbox.push({ kind: mark[4]!, body: mark.slice(5) });
+      this.#wake();
+      return hay.subarray(i + len);
     }
-    this.#syncTail = hay.slice(Math.max(0, hay.length - mark.length + 1));
+    this.#syncTail = hay.slice(Math.max(0, hay.length - len + 1));
     return null;
   }
 

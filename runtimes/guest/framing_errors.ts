@@ -15,6 +15,7 @@ export type ClientEndReason =
   | "late" // a request whose answer did not arrive in time
   | "credit" // the guest broke an execution's credit
   | "auth" // the guest did not prove the channel key
+  | "refused" // the guest refused the launch capability on attach (capability-refused)
   | "closed"; // the caller closed it
 
 /** The client ended; it and every later call fail with this. */

@@ -10,19 +10,37 @@
  *   worker and idle child it starts run with the same;
  * - `/sbin/bcd-guest-init`: `bcd-guest init "$1"` (the control tty, the first argument `/init` passes);
  * - `/sbin/bcd-guest-layered`: `bcd-guest init /dev/hvc0 layered` (it names the tty itself: `/init` passes none);
- * - the links `/sbin/bcd-managed-agent` → `bcd-guest-init` and `/sbin/bcd-init-agent` → `bcd-guest-layered`.
+ * - the links `/sbin/bcd-managed-agent` → `bcd-guest-init` and `/sbin/bcd-init-agent` → `bcd-guest-layered`;
+ * - `/etc/bcd/launch-capability` (mode 0400), the launch's capability, which the guest requires of each attach
+ *   (`core/framing/attach.ts`), when the launch names one.
  *
  * Linux removes a file whose type an archive changes before creating the new one, so each link replaces the base's
  * agent without writing to its file. The base stays as it is.
  *
  * @module
  */
+import { formatCapability } from "../../core/framing/mod.ts";
 import { type NewcEntry, writeInitramfs } from "../../core/images/newc.ts";
 
 /** The entries of the appended archive for a bundled guest agent. */
-export function guestAgentEntries(agentJs: Uint8Array, guestFlags: readonly string[]): NewcEntry[] {
+export function guestAgentEntries(
+  agentJs: Uint8Array,
+  guestFlags: readonly string[],
+  capability?: Uint8Array,
+): NewcEntry[] {
   const sh = (body: string) => new TextEncoder().encode(`#!/bin/sh\n${body}\n`);
+  const cap: NewcEntry[] = capability === undefined ? [] : [
+    { type: "dir", path: "etc", mode: 0o755 },
+    { type: "dir", path: "etc/bcd", mode: 0o700 },
+    {
+      type: "file",
+      path: "etc/bcd/launch-capability",
+      data: new TextEncoder().encode(formatCapability(capability) + "\n"),
+      mode: 0o400,
+    },
+  ];
   return [
+    ...cap,
     { type: "dir", path: "opt", mode: 0o755 },
     { type: "dir", path: "opt/bcd", mode: 0o755 },
     { type: "dir", path: "sbin", mode: 0o755 },
@@ -51,6 +69,7 @@ export async function writeGuestInitramfs(
   dest: string,
   agentJs: Uint8Array,
   guestFlags: readonly string[],
+  capability?: Uint8Array,
 ): Promise<number> {
-  return await writeInitramfs(base, dest, guestAgentEntries(agentJs, guestFlags), 0o600);
+  return await writeInitramfs(base, dest, guestAgentEntries(agentJs, guestFlags, capability), 0o600);
 }

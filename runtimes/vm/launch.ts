@@ -13,9 +13,11 @@
  */
 import fs from "node:fs";
 import {
+  CAPABILITY_BYTES,
   decodeReady,
   decodeRootFailure,
   defaultRootConfig,
+  formatCapability,
   Kind,
   kindSpec,
   type OverlayMode,
@@ -32,6 +34,7 @@ import { identify, isAlive, type ProcessIdentity } from "./process_identity.ts";
 import { BindingRefused, checkBinding, decodeStaged, type DistroFormat, STAGED_FILE } from "./staged.ts";
 import type { StepHook } from "./step_hook.ts";
 import {
+  CAPABILITY_FILE,
   claimScratch,
   CONTROL_SOCKET,
   INITRAMFS_FILE,
@@ -197,7 +200,10 @@ export async function launch(o: LaunchOptions): Promise<HostResult> {
     }
     await o.hook.at("checked");
     const agent = await Deno.readFile(o.guestAgent);
-    await writeGuestInitramfs(o.artifacts.initramfs, store.path(INITRAMFS_FILE), agent, o.guestFlags);
+    // The launch capability: kept in the (0700) store for reattach, and in the VM's initramfs for the guest's check.
+    const capability = crypto.getRandomValues(new Uint8Array(CAPABILITY_BYTES));
+    await store.write(CAPABILITY_FILE, formatCapability(capability) + "\n");
+    await writeGuestInitramfs(o.artifacts.initramfs, store.path(INITRAMFS_FILE), agent, o.guestFlags, capability);
     const cmdline = kernelCommandLine(o.layered);
     const config = o.layered && checked
       ? layeredRootConfig(o.layered, checked.sizes.distro, checked.sizes.scratch)
@@ -243,7 +249,7 @@ export async function launch(o: LaunchOptions): Promise<HostResult> {
     // The first attachment of a fresh VM: no earlier epoch's bytes to drop, and a layered root's worker accepts
     // nothing but its configuration or Stop before the root, so no synchronizing Echo either.
     client = await FramingClient.attach(await connectControl(store.path(CONTROL_SOCKET), vmm, o.timeoutMs), {
-      sync: false,
+      capability,
       requestTimeoutMs: o.timeoutMs,
     });
     out.push(["instance", vmm.startTime], ["epoch", "1"]);
@@ -305,7 +311,7 @@ export async function launch(o: LaunchOptions): Promise<HostResult> {
 
 /** Removes what a launch that did not commit wrote (the VMM's log stays, for the diagnostic). */
 async function abandon(store: SandboxStore, scratch: string | null): Promise<void> {
-  for (const f of [LAUNCH_JOURNAL, LAUNCH_RECORD, RUNTIME_RECORD, INITRAMFS_FILE, CONTROL_SOCKET]) {
+  for (const f of [LAUNCH_JOURNAL, LAUNCH_RECORD, RUNTIME_RECORD, INITRAMFS_FILE, CONTROL_SOCKET, CAPABILITY_FILE]) {
     await store.remove(f);
   }
   if (scratch !== null) await releaseScratch(scratch, store.dir);
