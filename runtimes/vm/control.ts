@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { stageSpec } from "../../core/framing/mod.ts";
+import { parseCapability, stageSpec } from "../../core/framing/mod.ts";
 import { FramingClient } from "../guest/framing_client.ts";
 import { type Artifacts, identityDifferences } from "./artifacts.ts";
 import {
@@ -22,8 +22,10 @@ import {
 import { isAlive } from "./process_identity.ts";
 import { bindDistro, bindScratch, type DistroFormat, encodeStaged, STAGED_FILE } from "./staged.ts";
 import {
+  CAPABILITY_FILE,
   CONTROL_SOCKET,
   INITRAMFS_FILE,
+  LAUNCH_JOURNAL,
   LAUNCH_RECORD,
   releaseScratch,
   RUNTIME_RECORD,
@@ -68,10 +70,34 @@ export interface AttachOptions {
 
 type Attached = { client: FramingClient; record: RuntimeRecord; store: SandboxStore; out: KeyValue[] };
 
-/** Reattaches; on anything but a live VM returns the command's result instead. The lock stays held. */
-async function _reattach(o: AttachOptions, store: SandboxStore): Promise<Attached | HostResult> {
+/**
+ * Reattaches; on anything but a live VM returns the command's result instead. The lock stays held.
+ *
+ * A launch that never committed (the step hook ended it at `spawned`, `ready` or `commit`, or it crashed) leaves its
+ * journal naming a VMM that runs, and no runtime record. `reattach` and `probe` report it (`reattached=uncommitted`,
+ * exit 1: the launch's root configuration and Ping may never have happened, so nothing but Stop is safe to send);
+ * `stop` attaches with the capability the launch kept and stops it as it stops a committed VM, which a worker takes
+ * before its root configuration too.
+ */
+async function _reattach(o: AttachOptions, store: SandboxStore, uncommitted: boolean): Promise<Attached | HostResult> {
   const out: KeyValue[] = [];
-  const record = await store.runtimeRecord();
+  let record = await store.runtimeRecord();
+  const committed = record !== null;
+  if (record === null) {
+    const journal = await store.journal();
+    if (journal?.vmm && await isAlive(journal.vmm)) {
+      out.push(["reattached", "uncommitted"], ["pid", String(journal.vmm.pid)]);
+      if (!uncommitted) {
+        return {
+          code: EXIT_FAILED,
+          out,
+          problem: `the launch in sandbox ${o.store} never committed: its journal names the VMM (pid ` +
+            `${journal.vmm.pid}), which runs; stop ends it`,
+        };
+      }
+      record = { format: 1, vmm: journal.vmm, identity: o.artifacts.identity, mode: "layered", epoch: 1 };
+    }
+  }
   if (record === null) return { code: EXIT_FAILED, out, problem: `no VM runs in sandbox ${o.store}` };
   const diffs = identityDifferences(record.identity, o.artifacts.identity);
   if (diffs.length > 0) {
@@ -91,27 +117,37 @@ async function _reattach(o: AttachOptions, store: SandboxStore): Promise<Attache
     out.push(["outcome", outcome.text]);
     return { code: EXIT_FAILED, out, problem: `the VM of sandbox ${o.store} has exited` };
   }
+  const capText = await store.read(CAPABILITY_FILE);
+  if (capText === null) return { code: EXIT_FAILED, out, problem: `sandbox ${o.store} keeps no launch capability` };
+  let capability;
+  try {
+    capability = parseCapability(capText);
+  } catch (e) {
+    return { code: EXIT_FAILED, out, problem: `sandbox ${o.store}'s launch capability: ${(e as Error).message}` };
+  }
   const conn = await connectControl(store.path(CONTROL_SOCKET), record.vmm, o.timeoutMs);
-  const client = await FramingClient.attach(conn, { sync: true, requestTimeoutMs: o.timeoutMs });
+  const client = await FramingClient.attach(conn, { capability, requestTimeoutMs: o.timeoutMs });
   const epoch = record.epoch + 1;
   const next: RuntimeRecord = { ...record, epoch };
-  await store.write(RUNTIME_RECORD, JSON.stringify(next));
-  await client.ping();
-  out.push(
-    ["reattached", "live"],
-    ["pid", String(record.vmm.pid)],
-    ["instance", record.vmm.startTime],
-    ["epoch", String(epoch)],
-  );
+  if (committed) {
+    await store.write(RUNTIME_RECORD, JSON.stringify(next));
+    await client.ping();
+    out.push(["reattached", "live"], ["pid", String(record.vmm.pid)]);
+  }
+  out.push(["instance", record.vmm.startTime], ["epoch", String(epoch)]);
   return { client, record: next, store, out };
 }
 
-async function _withAttached(o: AttachOptions, fn: (a: Attached) => Promise<HostResult>): Promise<HostResult> {
+async function _withAttached(
+  o: AttachOptions,
+  fn: (a: Attached) => Promise<HostResult>,
+  uncommitted = false,
+): Promise<HostResult> {
   const store = new SandboxStore(o.store);
   await store.lock();
   let client: FramingClient | null = null;
   try {
-    const a = await _reattach(o, store);
+    const a = await _reattach(o, store, uncommitted);
     if (!("client" in a)) return a;
     client = a.client;
     return await fn(a);
@@ -175,7 +211,7 @@ export function stop(o: AttachOptions): Promise<HostResult> {
     }
     if (outcome.status !== 0) return { code: EXIT_FAILED, out, problem: `the VM ended with ${outcome.text}` };
     return { code: EXIT_OK, out };
-  });
+  }, true);
 }
 
 /** Once the VM ended: its records go, and its scratch claim with them (the VMM's log stays). */
@@ -183,6 +219,8 @@ async function _forget(store: SandboxStore): Promise<void> {
   const rec = await store.read(LAUNCH_RECORD);
   const scratch = rec === null ? null : (JSON.parse(rec) as { plan?: { scratch?: { path?: string } | null } | null })
     .plan?.scratch?.path ?? null;
-  for (const f of [RUNTIME_RECORD, LAUNCH_RECORD, INITRAMFS_FILE, CONTROL_SOCKET]) await store.remove(f);
+  for (const f of [RUNTIME_RECORD, LAUNCH_JOURNAL, LAUNCH_RECORD, INITRAMFS_FILE, CONTROL_SOCKET, CAPABILITY_FILE]) {
+    await store.remove(f);
+  }
   if (scratch) await releaseScratch(scratch, store.dir);
 }
