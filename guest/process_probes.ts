@@ -17,14 +17,16 @@ export const ORPHAN_WAIT_MS = 60_000;
 
 /**
  * The orphan: it exits once the kernel reparented it — to PID 1 in a VM, which no subreaper stands before — that is
- * once its parent (field 4 of its stat; its command, `sh`, holds no space) is no longer the shell that started it.
+ * once its parent (field 4 of its stat; its command, `sh`, holds no space) is no longer the shell that started it,
+ * whose ID that shell passes as `$1` (the orphan's own `$PPID` would already be its new parent's if the shell ended
+ * before the orphan's shell started).
  */
-const ORPHAN = 'while read -r a b c d e < /proc/$$/stat; [ "$d" = "$PPID" ]; do sleep 0.1; done';
+const ORPHAN = 'while read -r a b c d e < /proc/$$/stat; [ "$d" = "$1" ]; do sleep 0.1; done';
 
 /** `orphan`. */
 export async function probeOrphan(waitMs = ORPHAN_WAIT_MS): Promise<Facts> {
   const out = await new Deno.Command("sh", {
-    args: ["-c", 'sh -c "$0" </dev/null >/dev/null 2>&1 & echo $!', ORPHAN],
+    args: ["-c", 'sh -c "$0" orphan "$$" </dev/null >/dev/null 2>&1 & echo $!', ORPHAN],
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
