@@ -15,6 +15,10 @@
  *
  * A guest without a capability (`serve` on a pipe, a VM that another tool built) answers every Attach with Attached.
  *
+ * Issue 21's channel key (`auth.ts`, kinds 36–38: a mutual HMAC proof, for the VMs that the node and the migration
+ * run) gates the same channel by a stronger handshake; the two land side by side (a VM holds one or the other) and
+ * should become one: the launch capability as the VM's channel key, and the worker taking that handshake.
+ *
  * @module
  */
 import { BodyError } from "./errors.ts";
