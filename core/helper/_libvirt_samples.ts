@@ -31,6 +31,10 @@ export const LIBVIRT_VALID: { [O in LibvirtOp]: LibvirtArgs[O] } = {
   "libvirt.destroy": { id: "i-1" },
   "libvirt.undefine": { id: "i-1" },
   "libvirt.blockresize": { id: "i-1", bytes: 2 ** 33 },
+  "libvirt.save": { id: "i-1" },
+  "libvirt.restore": { id: "i-1", paused: true },
+  "libvirt.setmem": { id: "i-1", kib: 1048576 },
+  "libvirt.domstats": { id: "i-1" },
 };
 
 /** The same, as request-line argument JSON. */

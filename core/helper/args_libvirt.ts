@@ -11,6 +11,10 @@
  * | `libvirt.start`                     | `id`, `paused`    | instance id; boolean                                  |
  * | `libvirt.suspend`, `libvirt.resume`, `libvirt.shutdown`, `libvirt.destroy`, `libvirt.undefine` | `id` | instance id |
  * | `libvirt.blockresize`               | `id`, `bytes`     | instance id; a positive safe integer                  |
+ * | `libvirt.save`                      | `id`              | instance id (the state file is `instances/<id>/memory.save`, built by root) |
+ * | `libvirt.restore`                   | `id`, `paused`    | instance id; boolean (the XML is root's rendering of the domain's plan) |
+ * | `libvirt.setmem`                    | `id`, `kib`       | instance id; 1 to 2^40 KiB (root bounds it by the domain's memory) |
+ * | `libvirt.domstats`                  | `id`              | instance id                                           |
  *
  * @module
  */
@@ -29,6 +33,10 @@ export const LIBVIRT_OPS = [
   "libvirt.destroy",
   "libvirt.undefine",
   "libvirt.blockresize",
+  "libvirt.save",
+  "libvirt.restore",
+  "libvirt.setmem",
+  "libvirt.domstats",
 ] as const;
 
 /** A libvirt op. */
@@ -50,6 +58,10 @@ export interface LibvirtArgs {
   "libvirt.destroy": LibvirtIdArgs;
   "libvirt.undefine": LibvirtIdArgs;
   "libvirt.blockresize": { readonly id: string; readonly bytes: number };
+  "libvirt.save": LibvirtIdArgs;
+  "libvirt.restore": { readonly id: string; readonly paused: boolean };
+  "libvirt.setmem": { readonly id: string; readonly kib: number };
+  "libvirt.domstats": LibvirtIdArgs;
 }
 
 /** What a verb answers: done, or a refusal with its reason (the node fails that instance). */
@@ -70,7 +82,16 @@ export interface LibvirtResults {
   "libvirt.destroy": LibvirtOutcome;
   "libvirt.undefine": LibvirtOutcome;
   "libvirt.blockresize": LibvirtOutcome;
+  "libvirt.save": LibvirtOutcome;
+  "libvirt.restore": LibvirtOutcome;
+  "libvirt.setmem": LibvirtOutcome;
+  "libvirt.domstats": LibvirtOutcome & {
+    readonly balloon?: { readonly currentKiB: number | null; readonly maximumKiB: number | null };
+  };
 }
+
+/** The largest balloon target the checks let through, KiB (root bounds it again by the domain's memory). */
+export const MAX_SETMEM_KIB = 2 ** 40;
 
 function _id(op: string, v: unknown): string {
   if (typeof v !== "string" || !INSTANCE_ID.test(v)) _refuse(op, "id", v, "is not an instance id");
@@ -176,4 +197,18 @@ export const LIBVIRT_CHECKS: { readonly [O in LibvirtOp]: (raw: unknown) => Libv
     }
     return { id: _id("libvirt.blockresize", a.id), bytes: a.bytes };
   },
+  "libvirt.save": (raw) => ({ id: _id("libvirt.save", _object("libvirt.save", "args", raw, ["id"]).id) }),
+  "libvirt.restore": (raw) => {
+    const a = _object("libvirt.restore", "args", raw, ["id", "paused"]);
+    if (typeof a.paused !== "boolean") _refuse("libvirt.restore", "paused", a.paused, "is not a boolean");
+    return { id: _id("libvirt.restore", a.id), paused: a.paused };
+  },
+  "libvirt.setmem": (raw) => {
+    const a = _object("libvirt.setmem", "args", raw, ["id", "kib"]);
+    if (typeof a.kib !== "number" || !Number.isSafeInteger(a.kib) || a.kib < 1 || a.kib > MAX_SETMEM_KIB) {
+      _refuse("libvirt.setmem", "kib", a.kib, `is not 1 to ${MAX_SETMEM_KIB} KiB`);
+    }
+    return { id: _id("libvirt.setmem", a.id), kib: a.kib };
+  },
+  "libvirt.domstats": (raw) => ({ id: _id("libvirt.domstats", _object("libvirt.domstats", "args", raw, ["id"]).id) }),
 };

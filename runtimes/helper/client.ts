@@ -36,6 +36,11 @@ export const OP_TIMEOUTS_MS: Readonly<Partial<Record<HelperOp, number>>> = {
   "libvirt.destroy": 60_000,
   "libvirt.undefine": 60_000,
   "libvirt.blockresize": 60_000,
+  // A memory state is written and read at disk speed: a large guest takes minutes.
+  "libvirt.save": 3_600_000,
+  "libvirt.restore": 3_600_000,
+  "libvirt.setmem": 60_000,
+  "libvirt.domstats": 60_000,
 };
 
 /** The timeout of ops not in {@link OP_TIMEOUTS_MS}. */

@@ -208,6 +208,14 @@ async function _libvirt(b: HelperBackends, req: HelperRequest): Promise<unknown>
       return await l.undefine(req.args.id);
     case "libvirt.blockresize":
       return await l.blockresize(req.args.id, req.args.bytes);
+    case "libvirt.save":
+      return await l.save(req.args.id);
+    case "libvirt.restore":
+      return await l.restore(req.args.id, req.args.paused);
+    case "libvirt.setmem":
+      return await l.setmem(req.args.id, req.args.kib);
+    case "libvirt.domstats":
+      return await l.domstats(req.args.id);
     default:
       throw new HelperError("unknown-op", `${req.op} has no runner`);
   }

@@ -46,11 +46,11 @@ function skipped(t: Deno.TestContext, why: string): Promise<boolean> {
 }
 
 const uuids = new Map<string, string>();
-function tinyDomain(name: string): string {
+function tinyDomain(name: string, balloon = "none"): string {
   const uuid = uuids.get(name) ?? crypto.randomUUID();
   uuids.set(name, uuid);
   return `<domain type='qemu'><name>${name}</name><uuid>${uuid}</uuid><memory unit='MiB'>32</memory><vcpu>1</vcpu>` +
-    `<os><type arch='x86_64'>hvm</type></os><devices><memballoon model='none'/></devices></domain>`;
+    `<os><type arch='x86_64'>hvm</type></os><devices><memballoon model='${balloon}'/></devices></domain>`;
 }
 
 async function rejectsWith(p: Promise<unknown>, code: VirshErrorCode): Promise<void> {
@@ -70,6 +70,7 @@ async function cleanup(v: Virsh, name: string): Promise<void> {
 for (const [label, make] of BACKENDS) {
   if (!label.includes("helper")) virshContract(label, make);
   runtimeContract(label, make);
+  hostContract(label, make);
 }
 
 function virshContract(label: string, make: () => Promise<Backend>): void {
@@ -115,6 +116,64 @@ function virshContract(label: string, make: () => Promise<Backend>): void {
       });
     } finally {
       await cleanup(v, name);
+    }
+  });
+
+  Deno.test(`Virsh contract (${label}): save writes the memory state and shuts the domain off; restore runs it again only under its own name and UUID`, async (t) => {
+    const b = await make();
+    if ("skip" in b) return void await skipped(t, b.skip);
+    const v = b.virsh;
+    const name = `bcd-ct-save-${crypto.randomUUID().slice(0, 8)}`;
+    const dir = await Deno.makeTempDir({ prefix: "bcd-virsh-save-" });
+    const file = `${dir}/memory.save`;
+    try {
+      await v.define(tinyDomain(name, "virtio"));
+      await v.start(name, true);
+      await t.step("a stopped domain cannot be saved", async () => {
+        const other = `bcd-ct-save-${crypto.randomUUID().slice(0, 8)}`;
+        await v.define(tinyDomain(other));
+        try {
+          await rejectsWith(v.save(other, `${dir}/other.save`), "invalid");
+        } finally {
+          await cleanup(v, other);
+        }
+      });
+      await t.step("save leaves a save image with the domain's name in its header, the domain shut off", async () => {
+        await v.save(name, file);
+        assert.equal(await stateOf(v, name), "stopped");
+        const head = await Deno.readFile(file);
+        assert.equal(new TextDecoder().decode(head.subarray(0, 16)), "LibvirtQemudSave");
+        assert.match(new TextDecoder().decode(head.subarray(92, 4096)), new RegExp(`<name>${name}</name>`));
+      });
+      await t.step("a restore with another UUID is invalid and leaves the domain off", async () => {
+        const alien = tinyDomain(name, "virtio").replace(uuids.get(name)!, crypto.randomUUID());
+        await rejectsWith(v.restore(file, alien, true), "invalid");
+        assert.equal(await stateOf(v, name), "stopped");
+      });
+      await t.step("a restore with the domain's own XML runs it paused", async () => {
+        await v.restore(file, tinyDomain(name, "virtio"), true);
+        assert.equal(await stateOf(v, name), "paused");
+      });
+      await t.step("setmem --live sets the balloon within the memory; above it is invalid", async () => {
+        await v.setmem(name, 16 * 1024);
+        await rejectsWith(v.setmem(name, 64 * 1024), "invalid");
+        const st = await v.balloon(name);
+        assert.equal(st.maximumKiB, 32 * 1024);
+        assert.ok(st.currentKiB !== undefined);
+      });
+      await t.step("setmem on a domain without a balloon is invalid", async () => {
+        const other = `bcd-ct-save-${crypto.randomUUID().slice(0, 8)}`;
+        await v.define(tinyDomain(other));
+        try {
+          await v.start(other, true);
+          await rejectsWith(v.setmem(other, 16 * 1024), "invalid");
+        } finally {
+          await cleanup(v, other);
+        }
+      });
+    } finally {
+      await cleanup(v, name);
+      await Deno.remove(dir, { recursive: true });
     }
   });
 
@@ -357,6 +416,99 @@ function runtimeContract(label: string, make: () => Promise<Backend>): void {
   });
 }
 
+function hostContract(label: string, make: () => Promise<Backend>): void {
+  Deno.test(`LibvirtHostPort contract (${label}): save, then restore under root's own XML, resumes a domain and restores its memory into another instance; setmem and domstats work its balloon`, async (t) => {
+    const b = await make();
+    if ("skip" in b) return void await skipped(t, b.skip);
+    const env = await setup(b.virsh, { viaHelper: b.viaHelper });
+    if ("skip" in env) return void await skipped(t, env.skip);
+    const { rt, srv, dir, host } = env;
+    const a = `bcd-sv-${crypto.randomUUID().slice(0, 8)}`;
+    const c = `bcd-sv-${crypto.randomUUID().slice(0, 8)}`;
+    try {
+      const base = await makeQcow2(dir, `${a}.qcow2`, "64M");
+      const sha = await sha256Hex(base);
+      srv.put(`/${a}.qcow2`, base);
+      const placement = { cpus: "0", mems: "", hugepages: "none" as const, balloon: true };
+      await rt.define(
+        record(a, { ...launch({ url: `${srv.origin}/${a}.qcow2`, sha256: sha, format: "qcow2" }), placement }),
+      );
+      const stateFile = `${rt.instanceDir(a)}/memory.save`;
+      await t.step("a stopped domain has no memory to save", async () => {
+        assert.equal((await host.save(a)).refused?.reason, "not-running");
+      });
+      await rt.start(a, true);
+      await t.step("setmem moves the balloon within the domain's memory; domstats reads it", async () => {
+        assert.deepEqual(await host.setmem(a, 48 * 1024), {});
+        assert.equal((await host.setmem(a, 65 * 1024)).refused?.reason, "invalid-size");
+        assert.equal((await host.domstats(a)).balloon?.maximumKiB, 64 * 1024);
+      });
+      await t.step("save writes instances/<id>/memory.save, 0600, and shuts the domain off", async () => {
+        assert.deepEqual(await host.save(a), {});
+        assert.equal(await state(rt, a), "stopped");
+        assert.equal((await Deno.stat(stateFile)).mode! & 0o777, 0o600);
+      });
+      await t.step("restore runs it again from that state, paused, with root's rendering of its plan", async () => {
+        const before = await Deno.readFile(stateFile);
+        assert.deepEqual(await host.restore(a, true), {});
+        assert.equal(await state(rt, a), "paused");
+        const after = (await Deno.readFile(stateFile)).subarray(0, 92 + 4096);
+        assert.match(new TextDecoder().decode(after.subarray(92)), /https:\/\/better-compute\.dev\/libvirt\/1/);
+        assert.equal(before.length, (await Deno.stat(stateFile)).size, "the stream never moved");
+      });
+      await t.step("a restore of a running domain is refused", async () => {
+        assert.equal((await host.restore(a, true)).refused?.reason, "invalid-state");
+      });
+      await t.step("the memory state restores into another instance with a flat copy of the disk", async () => {
+        assert.deepEqual(await host.save(a), {});
+        const cdir = rt.instanceDir(c);
+        await Deno.mkdir(cdir, { recursive: true, mode: 0o700 });
+        const conv = await new Deno.Command("qemu-img", {
+          args: ["convert", "-f", "qcow2", "-O", "qcow2", `${rt.instanceDir(a)}/disk.qcow2`, `${cdir}/disk.qcow2`],
+        }).output();
+        assert.ok(conv.success, new TextDecoder().decode(conv.stderr));
+        await Deno.copyFile(`${rt.instanceDir(a)}/seed.iso`, `${cdir}/seed.iso`);
+        await Deno.copyFile(stateFile, `${cdir}/memory.save`);
+        const plan = {
+          id: c,
+          allocationId: "alloc-1",
+          vcpus: 1,
+          memoryMiB: 64,
+          image: null,
+          nics: [],
+          gpus: [],
+          placement,
+          seed: true,
+          restoredFrom: "b".repeat(64),
+        };
+        assert.deepEqual(await host.define(plan), {});
+        assert.deepEqual(await host.restore(c, false), {});
+        assert.equal(await state(rt, c), "running");
+        assert.equal((await rt.list()).find((d) => d.id === c)?.record?.imageSha256, "");
+      });
+      await t.step("a state file that is not a save image is refused bad-state-file and nothing runs", async () => {
+        await rt.stop(c);
+        await Deno.writeFile(`${rt.instanceDir(c)}/memory.save`, new TextEncoder().encode("<domain>not a state"));
+        assert.equal((await host.restore(c, false)).refused?.reason, "bad-state-file");
+        assert.equal(await state(rt, c), "stopped");
+      });
+      await t.step("a domain without a balloon is refused no-balloon", async () => {
+        const d = `bcd-sv-${crypto.randomUUID().slice(0, 8)}`;
+        await rt.define(record(d, launch({ url: `${srv.origin}/${a}.qcow2`, sha256: sha, format: "qcow2" })));
+        try {
+          assert.equal((await host.setmem(d, 1024)).refused?.reason, "no-balloon");
+        } finally {
+          await rt.delete(d);
+        }
+      });
+    } finally {
+      await cleanup(b.virsh, a);
+      await cleanup(b.virsh, c);
+      await env.close();
+    }
+  });
+}
+
 Deno.test("InstanceRuntime contract, libvirt-kvm (fake): a start libvirt fails for lack of memory is refused capacity", async (t) => {
   const env = await setup(new FakeVirsh({ memoryKiB: 100 * 1024 }));
   if ("skip" in env) return void await skipped(t, env.skip);
@@ -471,6 +623,7 @@ async function setup(
   });
   return {
     rt,
+    host,
     srv,
     dir,
     clock,

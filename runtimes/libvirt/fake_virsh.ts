@@ -2,11 +2,15 @@
  * An in-memory `virsh`: domains are their XML (the name from `<name>`, the memory from `<memory>`) and a state. It
  * follows libvirt where the contract suite can tell: a verb on a domain in the wrong state is `invalid`, an unknown
  * name `no-domain`, a start past {@link FakeVirshOptions.memoryKiB} `no-memory` ("Cannot allocate memory"), and an
- * undefine of a running domain leaves it running as a transient domain until it is destroyed.
+ * undefine of a running domain leaves it running as a transient domain until it is destroyed. `save` writes a real
+ * save image header (the domain's XML, then a short stand-in for QEMU's stream) and shuts the domain off; `restore`
+ * reads that header and, as libvirt does, refuses an `--xml` whose name or UUID differs from the embedded one; `setmem`
+ * needs a virtio balloon and stays within the domain's memory.
  *
  * @module
  */
-import { type Virsh, type VirshDomain, VirshError, type VirshState } from "./virsh.ts";
+import { buildSaveImage, embeddedXml, parseSaveHeader, SAVE_HEADER_BYTES } from "./save_image.ts";
+import { type BalloonStats, type Virsh, type VirshDomain, VirshError, type VirshState } from "./virsh.ts";
 
 /** Options of {@link FakeVirsh}. */
 export interface FakeVirshOptions {
@@ -21,6 +25,8 @@ interface _Dom {
   uuid: string;
   state: VirshState;
   memoryKiB: number;
+  /** The balloon target of a running domain, KiB. */
+  balloonKiB: number;
   /** Bytes per disk target of a running domain (from blockresize). */
   sizes: Map<string, number>;
 }
@@ -102,6 +108,7 @@ export class FakeVirsh implements Virsh {
         uuid: uuid ?? crypto.randomUUID(),
         state: "stopped",
         memoryKiB: Number(mem) * perUnit[unit]!,
+        balloonKiB: Number(mem) * perUnit[unit]!,
         sizes: new Map(),
       });
     }
@@ -178,6 +185,79 @@ export class FakeVirsh implements Virsh {
     });
   }
 
+  save(name: string, file: string): Promise<void> {
+    this.calls.push(`save ${name}`);
+    try {
+      const d = this.#get(name);
+      this.#need(name, d, ["running", "paused"], "not running");
+      const xml = d.xml ?? `<domain><name>${name}</name><uuid>${d.uuid}</uuid></domain>`;
+      Deno.writeFileSync(file, buildSaveImage(xml, d.state === "running", new TextEncoder().encode("QEVM fake")), {
+        mode: 0o600,
+      });
+      this.#off(name, d);
+      return Promise.resolve();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  async restore(file: string, xml: string, paused: boolean): Promise<void> {
+    this.calls.push(`restore ${_tag(xml, "name")}${paused ? " --paused" : ""}`);
+    let bytes: Uint8Array;
+    try {
+      bytes = await Deno.readFile(file);
+    } catch (e) {
+      if (e instanceof Deno.errors.NotFound) throw new VirshError("failed", `error: cannot open ${file}`);
+      throw e;
+    }
+    const h = parseSaveHeader(bytes);
+    const saved = embeddedXml(h, bytes.subarray(SAVE_HEADER_BYTES, SAVE_HEADER_BYTES + h.dataLen));
+    const [name, uuid] = [_tag(xml, "name"), _tag(xml, "uuid")];
+    if (uuid !== _tag(saved, "uuid")) {
+      throw new VirshError("invalid", `unsupported configuration: Target domain uuid ${uuid} does not match source`);
+    }
+    if (name !== _tag(saved, "name")) {
+      throw new VirshError("invalid", `unsupported configuration: Target domain name '${name}' does not match source`);
+    }
+    const have = this.#doms.get(name!);
+    if (have && have.state !== "stopped") {
+      throw new VirshError("invalid", `Requested operation is not valid: domain '${name}' is already active`);
+    }
+    if (!have) await this.define(xml);
+    this.#doms.get(name!)!.state = paused ? "paused" : "running";
+  }
+
+  setmem(name: string, kib: number): Promise<void> {
+    this.calls.push(`setmem ${name} ${kib}`);
+    return this.#sync(() => {
+      const d = this.#get(name);
+      this.#need(name, d, ["running", "paused"], "not running");
+      if (!/<memballoon\s+model=['"]virtio['"]/.test(d.xml ?? "")) {
+        throw new VirshError(
+          "invalid",
+          "Requested operation is not valid: Unable to change memory of active domain without the balloon device",
+        );
+      }
+      if (kib > d.memoryKiB) {
+        throw new VirshError("invalid", "invalid argument: cannot set memory higher than max memory");
+      }
+      d.balloonKiB = kib;
+    });
+  }
+
+  balloon(name: string): Promise<BalloonStats> {
+    try {
+      const d = this.#get(name);
+      return Promise.resolve(
+        d.state === "stopped"
+          ? { currentKiB: undefined, maximumKiB: undefined }
+          : { currentKiB: d.balloonKiB, maximumKiB: d.memoryKiB },
+      );
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
   /** The size a running domain's disk was last grown to (tests). */
   sizeOf(name: string, target: string): number | undefined {
     return this.#doms.get(name)?.sizes.get(target);
@@ -185,6 +265,7 @@ export class FakeVirsh implements Virsh {
 
   #off(name: string, d: _Dom): void {
     d.state = "stopped";
+    d.balloonKiB = d.memoryKiB;
     d.sizes.clear();
     if (d.xml === undefined) this.#doms.delete(name);
   }

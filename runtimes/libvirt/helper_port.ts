@@ -6,6 +6,7 @@
  * @module
  */
 import type {
+  BalloonFigures,
   DomainPlan,
   HostDomain,
   HostOutcome,
@@ -66,5 +67,25 @@ export class HelperLibvirtHost implements LibvirtHostPort {
   }
   async blockresize(id: string, bytes: number): Promise<HostOutcome> {
     return _outcome("libvirt.blockresize", await this.c.call("libvirt.blockresize", { id, bytes }));
+  }
+  async save(id: string): Promise<HostOutcome> {
+    return _outcome("libvirt.save", await this.c.call("libvirt.save", { id }));
+  }
+  async restore(id: string, paused: boolean): Promise<HostOutcome> {
+    return _outcome("libvirt.restore", await this.c.call("libvirt.restore", { id, paused }));
+  }
+  async setmem(id: string, kib: number): Promise<HostOutcome> {
+    return _outcome("libvirt.setmem", await this.c.call("libvirt.setmem", { id, kib }));
+  }
+  async domstats(id: string): Promise<HostOutcome & { readonly balloon?: BalloonFigures }> {
+    const r = await this.c.call("libvirt.domstats", { id });
+    const o = _outcome("libvirt.domstats", r);
+    if (o.refused) return o;
+    const b = r.balloon;
+    const num = (v: unknown) => v === null || (typeof v === "number" && Number.isSafeInteger(v) && v >= 0);
+    if (!b || !num(b.currentKiB) || !num(b.maximumKiB)) {
+      throw new HelperError("malformed", "libvirt.domstats: the answer has no balloon figures");
+    }
+    return { balloon: { currentKiB: b.currentKiB, maximumKiB: b.maximumKiB } };
   }
 }

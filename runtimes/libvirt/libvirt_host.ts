@@ -18,15 +18,25 @@
  * (before it joined) every domain is foreign and a define is refused `no-node-identity`. A start libvirt fails with "Cannot allocate memory" is refused
  * `capacity` (a capacity failure of that instance, not a retry).
  *
+ * Memory state (`save`, `restore`): the state file is always `instances/<id>/memory.save`. After `virsh save` it is
+ * handed to the owner of the instance directory (the node), mode 0600. Before `virsh restore` the domain must be bcd's,
+ * defined and stopped, its files pass the same checks as a start, and the definition embedded in the state file is
+ * replaced by the XML rendered here from the domain's plan (`save_image.ts`), which is also passed as `--xml`: libvirt
+ * never reads a definition the node wrote, and a state taken from one instance restores into another. `setmem` needs a
+ * running domain whose plan asks for a balloon (`no-balloon` otherwise) and a target of 1 KiB to its memory.
+ *
  * @module
  */
 import {
+  type BalloonFigures,
   type DomainPlan,
   type HostDomain,
   type HostOutcome,
   type LibvirtHostPort,
+  MEMORY_STATE_FILE,
   planProblem,
 } from "../../core/converge/instances/domain_plan.ts";
+import type { DomainState } from "../../core/converge/instances/runtime.ts";
 import { checkImage, checkOverlay, ImageRefused } from "../../core/images/mod.ts";
 import type { Logger } from "../../core/log/mod.ts";
 import {
@@ -38,6 +48,7 @@ import {
   readMark,
   renderDomainXml,
 } from "./domain_xml.ts";
+import { rewriteSaveImage, SaveImageRefused } from "./save_image.ts";
 import { type Virsh, VirshError } from "./virsh.ts";
 
 /** Options of {@link LibvirtHost}. */
@@ -152,11 +163,17 @@ export class LibvirtHost implements LibvirtHostPort {
 
   /** The domain's plan, or the refusal for a missing or foreign one. */
   async #managed(id: string): Promise<DomainPlan | HostOutcome> {
-    const names = (await this.#o.virsh.list()).map((d) => d.name);
-    if (!names.includes(id)) return _refused("no-domain", `no domain ${id}`);
+    const m = await this.#managedState(id);
+    return "plan" in m ? m.plan : m;
+  }
+
+  /** The domain's plan and state, or the refusal for a missing or foreign one. */
+  async #managedState(id: string): Promise<{ plan: DomainPlan; state: DomainState } | HostOutcome> {
+    const d = (await this.#o.virsh.list()).find((x) => x.name === id);
+    if (!d) return _refused("no-domain", `no domain ${id}`);
     const plan = await this.#planOf(id);
     if (!plan) return _refused("unmanaged-domain", `domain ${id} is not this node's; never touched`);
-    return plan;
+    return { plan, state: d.state };
   }
 
   async define(plan: DomainPlan): Promise<HostOutcome> {
@@ -278,6 +295,80 @@ export class LibvirtHost implements LibvirtHostPort {
     this.#forget(id);
     return this.#verb(id, (v) => v.undefine(id));
   }
+  async save(id: string): Promise<HostOutcome> {
+    const m = await this.#managedState(id);
+    if (!("plan" in m)) return m;
+    if (m.state === "stopped") return _refused("not-running", `domain ${id} is not running; no memory to save`);
+    const dir = instanceDir(this.paths, id);
+    const file = `${dir}/${MEMORY_STATE_FILE}`;
+    await Deno.remove(file).catch((e) => {
+      if (!(e instanceof Deno.errors.NotFound)) throw e;
+    });
+    await this.#o.virsh.save(id, file);
+    const owner = await Deno.lstat(dir);
+    const st = await Deno.lstat(file);
+    if (!st.isFile) return _refused("bad-state-file", `${file} is not a plain file after the save`);
+    await Deno.chmod(file, 0o600);
+    if (owner.uid !== null && owner.gid !== null && (st.uid !== owner.uid || st.gid !== owner.gid)) {
+      await Deno.chown(file, owner.uid, owner.gid);
+    }
+    this.#forget(id);
+    this.#o.log?.info({ instance: id, bytes: st.size }, "libvirt: memory state saved");
+    return _OK;
+  }
+
+  async restore(id: string, paused: boolean): Promise<HostOutcome> {
+    const m = await this.#managedState(id);
+    if (!("plan" in m)) return m;
+    if (m.state !== "stopped") {
+      return _refused("invalid-state", `domain ${id} is ${m.state}; a restore needs it stopped`);
+    }
+    const files = await this.#checkFiles(m.plan);
+    if (files.refused) return files;
+    const owner = await this.#owner();
+    if (owner === undefined) return _refused("no-node-identity", `the node has not joined yet; ${id} is not restored`);
+    const xml = renderDomainXml(m.plan, this.#o.domainType, this.paths, owner);
+    const file = `${instanceDir(this.paths, id)}/${MEMORY_STATE_FILE}`;
+    try {
+      await rewriteSaveImage(file, xml);
+    } catch (e) {
+      if (e instanceof SaveImageRefused) return _refused(e.reason, `${id}: ${e.message}`);
+      if (e instanceof Deno.errors.NotFound) return _refused("bad-state-file", `${id}: no memory state to restore`);
+      throw e;
+    }
+    await this.#searchable(m.plan);
+    try {
+      await this.#o.virsh.restore(file, xml, paused);
+    } catch (e) {
+      if (e instanceof VirshError && e.code === "no-memory") return _refused("capacity", e.message);
+      if (e instanceof VirshError && e.code === "invalid") return _refused("restore-refused", e.message);
+      throw e;
+    }
+    this.#o.log?.info({ instance: id, paused }, "libvirt: domain restored from its memory state");
+    return _OK;
+  }
+
+  async setmem(id: string, kib: number): Promise<HostOutcome> {
+    const m = await this.#managedState(id);
+    if (!("plan" in m)) return m;
+    if (!m.plan.placement?.balloon) return _refused("no-balloon", `domain ${id} has no balloon`);
+    const max = m.plan.memoryMiB * 1024;
+    if (!Number.isSafeInteger(kib) || kib < 1 || kib > max) {
+      return _refused("invalid-size", `balloon target ${kib} KiB is not 1 to the domain's ${max} KiB`);
+    }
+    if (m.state === "stopped") return _refused("not-running", `domain ${id} is not running`);
+    await this.#o.virsh.setmem(id, kib);
+    return _OK;
+  }
+
+  async domstats(id: string): Promise<HostOutcome & { readonly balloon?: BalloonFigures }> {
+    const m = await this.#managedState(id);
+    if (!("plan" in m)) return m;
+    if (m.state === "stopped") return _refused("not-running", `domain ${id} is not running`);
+    const b = await this.#o.virsh.balloon(id);
+    return { balloon: { currentKiB: b.currentKiB ?? null, maximumKiB: b.maximumKiB ?? null } };
+  }
+
   blockresize(id: string, bytes: number): Promise<HostOutcome> {
     if (!Number.isSafeInteger(bytes) || bytes < 1) {
       return Promise.resolve(_refused("invalid-plan", `size ${bytes} is not a positive byte count`));

@@ -54,6 +54,32 @@ export interface Virsh {
   undefine(name: string): Promise<void>;
   /** Grows a running domain's disk `target` (`vda`) to `bytes`. */
   blockresize(name: string, target: string, bytes: number): Promise<void>;
+  /** Saves a running or paused domain's memory state to `file` (`virsh save`); the domain is then shut off. */
+  save(name: string, file: string): Promise<void>;
+  /**
+   * Restores the state in `file` with `xml` as its definition (`virsh restore --xml`), running or paused; `xml` must
+   * name the domain the file's header names (libvirt checks name and UUID).
+   */
+  restore(file: string, xml: string, paused: boolean): Promise<void>;
+  /** Sets a running domain's balloon target (`setmem --live`), in KiB. */
+  setmem(name: string, kib: number): Promise<void>;
+  /** The balloon figures of a running domain (`domstats --balloon`), in KiB; `undefined` when libvirt has none. */
+  balloon(name: string): Promise<BalloonStats>;
+}
+
+/** `domstats --balloon`'s figures, KiB. */
+export interface BalloonStats {
+  readonly currentKiB: number | undefined;
+  readonly maximumKiB: number | undefined;
+}
+
+/** Reads `balloon.current` and `balloon.maximum` out of `virsh domstats --balloon`. */
+export function parseBalloonStats(text: string): BalloonStats {
+  const get = (k: string) => {
+    const m = new RegExp(`^\\s*balloon\\.${k}=(\\d+)\\s*$`, "m").exec(text);
+    return m ? Number(m[1]) : undefined;
+  };
+  return { currentKiB: get("current"), maximumKiB: get("maximum") };
 }
 
 /** `virsh list --all`'s state words, folded. */
@@ -87,7 +113,7 @@ export function classifyVirshFailure(stderr: string): VirshErrorCode {
   if (/failed to get domain|Domain not found|no domain with matching/i.test(stderr)) return "no-domain";
   if (/Cannot allocate memory/i.test(stderr)) return "no-memory";
   if (
-    /XML error|Failed to define domain|already exists|already active|invalid argument|Requested operation is not valid|unsupported configuration/i
+    /does not match source|without the balloon device|XML error|Failed to define domain|already exists|already active|invalid argument|Requested operation is not valid|unsupported configuration/i
       .test(stderr)
   ) {
     return "invalid";
@@ -150,18 +176,25 @@ export class CommandVirsh implements Virsh {
     return this.#virsh("dumpxml", "--inactive", "--", name);
   }
 
-  async define(xml: string): Promise<string> {
+  /** Runs `f` with `xml` staged in a fresh 0600 file of root's own temp directory, removed after. */
+  async #staged<T>(xml: string, f: (file: string) => Promise<T>): Promise<T> {
     const dir = await Deno.makeTempDir({ dir: this.#tmp, prefix: "bcd-virsh-" });
     try {
       const file = `${dir}/domain.xml`;
       await Deno.writeTextFile(file, xml, { mode: 0o600 });
+      return await f(file);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  }
+
+  define(xml: string): Promise<string> {
+    return this.#staged(xml, async (file) => {
       const out = await this.#virsh("define", "--validate", file);
       const m = /Domain '?(.+?)'? defined from/.exec(out);
       if (!m) throw new VirshError("failed", `virsh define: unexpected answer ${JSON.stringify(out.slice(0, 200))}`);
       return m[1]!;
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
+    });
   }
 
   async start(name: string, paused: boolean): Promise<void> {
@@ -184,5 +217,19 @@ export class CommandVirsh implements Virsh {
   }
   async blockresize(name: string, target: string, bytes: number): Promise<void> {
     await this.#virsh("blockresize", "--", name, target, `${bytes}B`);
+  }
+  async save(name: string, file: string): Promise<void> {
+    await this.#virsh("save", "--", name, file);
+  }
+  restore(file: string, xml: string, paused: boolean): Promise<void> {
+    return this.#staged(xml, async (x) => {
+      await this.#virsh("restore", "--xml", x, paused ? "--paused" : "--running", "--", file);
+    });
+  }
+  async setmem(name: string, kib: number): Promise<void> {
+    await this.#virsh("setmem", "--live", "--", name, `${kib}KiB`);
+  }
+  async balloon(name: string): Promise<BalloonStats> {
+    return parseBalloonStats(await this.#virsh("domstats", "--balloon", "--", name));
   }
 }

@@ -84,7 +84,30 @@ export interface LibvirtHostPort {
   undefine(id: string): Promise<HostOutcome>;
   /** Grows the running domain's root disk (`vda`) to `bytes`. */
   blockresize(id: string, bytes: number): Promise<HostOutcome>;
+  /**
+   * Saves a running or paused domain's memory state to `instances/<id>/memory.save` (the root side builds the path;
+   * the file is handed to the instance directory's owner, 0600); the domain is then shut off.
+   */
+  save(id: string): Promise<HostOutcome>;
+  /**
+   * Runs a stopped, defined domain from `instances/<id>/memory.save` with the domain XML the root side renders from
+   * its plan (never the definition in the file), running or paused.
+   */
+  restore(id: string, paused: boolean): Promise<HostOutcome>;
+  /** Sets a running domain's balloon target, KiB (1 to its memory; a domain without a balloon is refused). */
+  setmem(id: string, kib: number): Promise<HostOutcome>;
+  /** A running domain's balloon figures, KiB. */
+  domstats(id: string): Promise<HostOutcome & { readonly balloon?: BalloonFigures }>;
 }
+
+/** A domain's balloon, KiB (`null`: libvirt reports none). */
+export interface BalloonFigures {
+  readonly currentKiB: number | null;
+  readonly maximumKiB: number | null;
+}
+
+/** The file a memory state lives in, inside the instance's directory. */
+export const MEMORY_STATE_FILE = "memory.save";
 
 /** Instance ids a domain may carry: they name a directory and a domain. */
 export const INSTANCE_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
