@@ -5,7 +5,7 @@
  * `/run/bcd/helper.sock`) — the boot id, the host inventory and memory, the CDI/env hold files, the hold slices, the
  * GPUs' NUMA nodes, the host section's units (kernel modules, sysctl, huge pages, the NVIDIA packages, the MIG layout, GPU sharing), `gpu.reset`, `node.reboot`, sshd's access files
  * (`access.*`) and, beside an instance runtime, bcd's nftables tables (`nft.*`). The node still runs `nvidia-smi`
- * itself for queries, does HTTPS log uploads and runs the image checks. It refuses to start when the helper cannot be reached.
+ * itself for queries, does HTTPS log and snapshot uploads and runs the image checks. It refuses to start when the helper cannot be reached.
  *
  * @module
  */
@@ -54,6 +54,10 @@ import { HelperLibvirtHost } from "../runtimes/libvirt/helper_port.ts";
 import { LibvirtRuntime } from "../runtimes/libvirt/libvirt_runtime.ts";
 import { HelperNft } from "../runtimes/nft/helper_nft.ts";
 import { NodeNetwork } from "../runtimes/nft/node_network.ts";
+import { SnapshotStore } from "../runtimes/libvirt/snapshot_store.ts";
+import { cleanStaging, LibvirtSnapshots, snapshotsDir } from "../runtimes/libvirt/snapshots.ts";
+import { instanceSnapshotHandler } from "../core/commands/kind_handlers/mod.ts";
+import { HttpsUploader } from "../runtimes/host/https_put.ts";
 import type { DevicePorts } from "./_devices.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
 import { agentCommands, helperOf, type WiringContext } from "./_agent_cli.ts";
@@ -66,6 +70,15 @@ function _gpu(ctx: WiringContext): HelperGpuTool {
 }
 
 const _jwksByCtx = new WeakMap<WiringContext, JwksHolder>();
+
+/** The snapshot taker of the daemon's libvirt runtime, once `_instances` made one (`instance.snapshot` uses it). */
+const _snapshotsByCtx = new WeakMap<WiringContext, LibvirtSnapshots>();
+
+/** The host CPU model from the helper's inventory, read once (memory snapshots record it and restores check it). */
+function _cpuModel(ctx: WiringContext): () => Promise<string> {
+  let model: Promise<string> | undefined;
+  return () => model ??= new HelperHostInventory(helperOf(ctx)).read().then((inv) => inv.cpu?.model ?? "");
+}
 
 /** The exec-ticket JWKS the access converger takes and the tunnels verify against: one per daemon. */
 function _jwks(ctx: WiringContext): JwksHolder {
@@ -134,13 +147,31 @@ async function _instances(
     if (!(e instanceof HelperError)) throw e;
     ctx.log.warn({ err: e.message }, "instances: libvirt.list failed at start; libvirt-kvm stays on and retries");
   }
-  const rt = new LibvirtRuntime({ host: new HelperLibvirtHost(helper), dataDir: ctx.dataDir, log: ctx.log });
-  ctx.log.info({ runtime: rt.name }, "instances: runtime on");
+  const host = new HelperLibvirtHost(helper);
+  const cpuModel = _cpuModel(ctx);
+  const dir = snapshotsDir(ctx.dataDir);
+  const removed = await cleanStaging(dir);
+  if (removed.length > 0) ctx.log.info({ removed }, "instances: snapshot stages a crash left behind removed");
+  const snapshots = new SnapshotStore({ dir, log: ctx.log });
+  const rt = new LibvirtRuntime({ host, dataDir: ctx.dataDir, snapshots, cpuModel, log: ctx.log });
   const net = new NodeNetwork(new HelperNft(helper), ctx.log);
+  const converger = new InstancesConverger([rt], { memory, network: net.rules, snapshots });
+  _snapshotsByCtx.set(
+    ctx,
+    new LibvirtSnapshots({
+      runtime: rt,
+      host,
+      dataDir: ctx.dataDir,
+      cpuModel,
+      hasWritableVolume: (id) => (converger.specOf(id)?.volumes ?? []).some((v) => !v.read_only),
+      log: ctx.log,
+    }),
+  );
+  ctx.log.info({ runtime: rt.name }, "instances: runtime on");
   const network = await net.prepare();
   net.start();
   return {
-    converger: new InstancesConverger([rt], { memory, network: net.rules }),
+    converger,
     capabilities: ["instance.placement", ...network],
     stop: () => net.stop(),
   };
@@ -151,7 +182,7 @@ export const COMMANDS: Record<string, Subcommand> = {
   ...agentCommands({
     role: "node",
     // host kinds, plus gpu.reset and diag.nvml where the role has devices (registerGpuKinds)
-    handles: ["inventory.refresh", "logs.collect", "node.reboot", "gpu.reset", "diag.nvml"],
+    handles: ["inventory.refresh", "logs.collect", "node.reboot", "gpu.reset", "diag.nvml", "instance.snapshot"],
     defaultDataDir: "/var/lib/bcd",
     capabilities: ["devices.limits", "binding.kubernetes"],
     helperSocket: (config) => config.helper.socket ?? DEFAULT_HELPER_SOCKET,
@@ -182,6 +213,9 @@ export const COMMANDS: Record<string, Subcommand> = {
           rebooter: new HelperRebooter(helper),
         })
       ) reg.register(h);
+      reg.register(
+        instanceSnapshotHandler({ snapshotter: () => _snapshotsByCtx.get(ctx), uploader: new HttpsUploader() }),
+      );
       return reg;
     },
   }),

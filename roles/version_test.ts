@@ -57,7 +57,7 @@ Deno.test("`version` says which kinds each role's build handles: the site's bmc.
   assert.equal(site["inventory.refresh"], true);
   for (const k of ["bmc.query", "bmc.power", "bmc.boot", "site.httpProxy"]) assert.equal(site[k], false, k);
   const node = await handled("node");
-  for (const k of ["inventory.refresh", "logs.collect", "node.reboot", "gpu.reset", "diag.nvml"]) {
+  for (const k of ["inventory.refresh", "logs.collect", "node.reboot", "gpu.reset", "diag.nvml", "instance.snapshot"]) {
     assert.equal(node[k], true, k);
   }
   assert.equal(node["driver.invoke"], false);

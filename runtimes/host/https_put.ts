@@ -6,11 +6,14 @@
  * The request is HTTP/1.1 written over `Deno.connectTls` by hand rather than through `fetch`: a presigned PUT needs a
  * `Content-Length` (fetch sends a stream body chunked), and writing the body ourselves measures real progress (each
  * write returns when the kernel took the bytes), which the stall rule needs. The trusted CAs are injectable, so tests
- * trust a local server's certificate made by openssl.
+ * trust a local server's certificate made by openssl. A body is bytes (`put`) or a file streamed from disk
+ * (`putFile`, for snapshots of many GiB); the stall window and the cap run on a {@link TransferClock} that tests
+ * replace, so no test of the rules waits for real time.
  *
  * @module
  */
-import { type Uploader, UploadError } from "../../core/commands/kind_handlers/mod.ts";
+import { type FileUploader, type Uploader, UploadError } from "../../core/commands/kind_handlers/mod.ts";
+import { REAL_TRANSFER_CLOCK, type TransferClock } from "./transfer_clock.ts";
 
 /** The transfer rules. */
 export interface TransferLimits {
@@ -43,23 +46,73 @@ export interface Conn {
 /** Opens a TLS connection; the real one is Deno.connectTls with the configured CAs. */
 export type TlsConnect = (hostname: string, port: number) => Promise<Conn>;
 
+/** A request body: its length and its bytes in order (read again for each redirect hop). */
+interface _Body {
+  readonly size: number;
+  chunks(chunkBytes: number): AsyncIterable<Uint8Array>;
+}
+
+function _bytesBody(b: Uint8Array): _Body {
+  return {
+    size: b.length,
+    async *chunks(n) {
+      for (let off = 0; off < b.length; off += n) yield b.subarray(off, off + n);
+    },
+  };
+}
+
+async function _fileBody(path: string): Promise<_Body> {
+  const size = (await Deno.stat(path)).size;
+  return {
+    size,
+    async *chunks(n) {
+      const f = await Deno.open(path, { read: true });
+      try {
+        const buf = new Uint8Array(n);
+        let left = size;
+        while (left > 0) {
+          const got = await f.read(buf.subarray(0, Math.min(n, left)));
+          if (got === null) throw new UploadError("upload-failed", `${path} shrank during the upload`);
+          left -= got;
+          yield buf.subarray(0, got);
+        }
+      } finally {
+        f.close();
+      }
+    },
+  };
+}
+
 /** HTTP PUT over TLS with the transfer rules. */
-export class HttpsUploader implements Uploader {
+export class HttpsUploader implements Uploader, FileUploader {
   readonly #limits: TransferLimits;
   readonly #connect: TlsConnect;
+  readonly #clock: TransferClock;
 
-  constructor(opts: { caCerts?: string[]; connect?: TlsConnect; limits?: Partial<TransferLimits> } = {}) {
+  constructor(
+    opts: { caCerts?: string[]; connect?: TlsConnect; limits?: Partial<TransferLimits>; clock?: TransferClock } = {},
+  ) {
     this.#limits = { ...TRANSFER_LIMITS, ...opts.limits };
+    this.#clock = opts.clock ?? REAL_TRANSFER_CLOCK;
     this.#connect = opts.connect ??
       ((hostname, port) => Deno.connectTls({ hostname, port, ...(opts.caCerts ? { caCerts: opts.caCerts } : {}) }));
   }
 
   /** PUTs `body` to `url`, following https redirects; rejects with `UploadError`. */
-  async put(url: string, body: Uint8Array, opts: { contentType: string; signal?: AbortSignal }): Promise<void> {
+  put(url: string, body: Uint8Array, opts: { contentType: string; signal?: AbortSignal }): Promise<void> {
+    return this.#put(url, _bytesBody(body), opts);
+  }
+
+  /** PUTs the file at `path` to `url`, streamed from disk, under the same rules. */
+  async putFile(url: string, path: string, opts: { contentType: string; signal?: AbortSignal }): Promise<void> {
+    return await this.#put(url, await _fileBody(path), opts);
+  }
+
+  async #put(url: string, body: _Body, opts: { contentType: string; signal?: AbortSignal }): Promise<void> {
     let target = _httpsUrl(url, "upload URL");
-    const started = Date.now();
+    const started = this.#clock.now();
     for (let hop = 0;; hop++) {
-      const remainingMs = this.#limits.capMs - (Date.now() - started);
+      const remainingMs = this.#limits.capMs - (this.#clock.now() - started);
       if (remainingMs <= 0) throw new UploadError("upload-timeout", `the transfer passed ${this.#limits.capMs} ms`);
       const res = await this.#once(target, body, opts.contentType, remainingMs, opts.signal);
       if ([301, 302, 307, 308].includes(res.status)) {
@@ -77,7 +130,7 @@ export class HttpsUploader implements Uploader {
 
   async #once(
     url: URL,
-    body: Uint8Array,
+    body: _Body,
     contentType: string,
     capMs: number,
     signal: AbortSignal | undefined,
@@ -101,8 +154,8 @@ export class HttpsUploader implements Uploader {
     };
     let lastMoved = 0;
     let lastSent = 0;
-    const watch = setInterval(() => {
-      const remaining = body.length - lastSent;
+    const stopWatch = this.#clock.every(this.#limits.stallWindowMs, () => {
+      const remaining = body.size - lastSent;
       const required = remaining > 0 ? Math.min(this.#limits.stallMinBytes, remaining) : 1;
       if (moved - lastMoved < required) {
         fail(
@@ -114,10 +167,10 @@ export class HttpsUploader implements Uploader {
       }
       lastMoved = moved;
       lastSent = sent;
-    }, this.#limits.stallWindowMs);
-    const cap = setTimeout(
-      () => fail(new UploadError("upload-timeout", `the transfer passed its ${this.#limits.capMs} ms cap`)),
+    });
+    const stopCap = this.#clock.after(
       capMs,
+      () => fail(new UploadError("upload-timeout", `the transfer passed its ${this.#limits.capMs} ms cap`)),
     );
     const onAbort = () => fail(new UploadError("upload-failed", "cancelled"));
     signal?.addEventListener("abort", onAbort, { once: true });
@@ -125,10 +178,10 @@ export class HttpsUploader implements Uploader {
       if (signal?.aborted) throw new UploadError("upload-failed", "cancelled");
       const head =
         `PUT ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: ${contentType}\r\n` +
-        `Content-Length: ${body.length}\r\nConnection: close\r\nUser-Agent: bcd\r\n\r\n`;
+        `Content-Length: ${body.size}\r\nConnection: close\r\nUser-Agent: bcd\r\n\r\n`;
       await _writeAll(conn, new TextEncoder().encode(head));
-      for (let off = 0; off < body.length; off += this.#limits.chunkBytes) {
-        const chunk = body.subarray(off, off + this.#limits.chunkBytes);
+      for await (const chunk of body.chunks(this.#limits.chunkBytes)) {
+        if (failure !== undefined) throw failure;
         await _writeAll(conn, chunk);
         sent += chunk.length;
         moved += chunk.length;
@@ -141,8 +194,8 @@ export class HttpsUploader implements Uploader {
         cause: e,
       });
     } finally {
-      clearInterval(watch);
-      clearTimeout(cap);
+      stopWatch();
+      stopCap();
       signal?.removeEventListener("abort", onAbort);
       _closeQuietly(conn);
     }

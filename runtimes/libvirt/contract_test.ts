@@ -14,6 +14,12 @@ import { startTestHelper } from "../helper/test_helper.ts";
 import { HelperLibvirtHost } from "./helper_port.ts";
 import { LibvirtHost } from "./libvirt_host.ts";
 import { LibvirtRuntime } from "./libvirt_runtime.ts";
+import { SnapshotStore } from "./snapshot_store.ts";
+import { LibvirtSnapshots } from "./snapshots.ts";
+import { HttpsUploader } from "../host/https_put.ts";
+import { instanceSnapshotHandler } from "../../core/commands/kind_handlers/instance_snapshot.ts";
+import type { HandlerContext } from "../../core/commands/handlers.ts";
+import { packPayload, unpackResult } from "../../proto/mod.ts";
 import { CommandVirsh, parseVirshList, type Virsh, VirshError, type VirshErrorCode } from "./virsh.ts";
 
 type Backend = { readonly virsh: Virsh; readonly real: boolean; readonly viaHelper?: boolean } | {
@@ -71,6 +77,7 @@ for (const [label, make] of BACKENDS) {
   if (!label.includes("helper")) virshContract(label, make);
   runtimeContract(label, make);
   hostContract(label, make);
+  snapshotContract(label, make);
 }
 
 function virshContract(label: string, make: () => Promise<Backend>): void {
@@ -416,6 +423,143 @@ function runtimeContract(label: string, make: () => Promise<Backend>): void {
   });
 }
 
+function snapshotContract(label: string, make: () => Promise<Backend>): void {
+  Deno.test(`Snapshot contract, libvirt-kvm (${label}): a disk-only and a memory snapshot are staged, hashed and uploaded while the instance runs on, and restore_from of each defines a new instance that starts`, async (t) => {
+    const b = await make();
+    if ("skip" in b) return void await skipped(t, b.skip);
+    const env = await setup(b.virsh, { viaHelper: b.viaHelper });
+    if ("skip" in env) return void await skipped(t, env.skip);
+    const { rt, srv, dir, host, store } = env;
+    const src = `bcd-sn-${crypto.randomUUID().slice(0, 8)}`;
+    const ids = [src];
+    try {
+      const base = await makeQcow2(dir, `${src}.qcow2`, "64M");
+      const sha = await sha256Hex(base);
+      srv.put(`/${src}.qcow2`, base);
+      await rt.define(record(src, launch({ url: `${srv.origin}/${src}.qcow2`, sha256: sha, format: "qcow2" })));
+      await rt.start(src, false);
+      const snaps = new LibvirtSnapshots({
+        runtime: rt,
+        host,
+        dataDir: `${dir}/data`,
+        cpuModel: () => Promise.resolve(CPU),
+      });
+      const uploader = new HttpsUploader({ caCerts: [await srv.caPem()] });
+      const handler = instanceSnapshotHandler({ snapshotter: () => snaps, uploader });
+      const taken: Record<string, { sha256: string; size: number }> = {};
+      for (const memory of [false, true]) {
+        const kind = memory ? "memory" : "disk";
+        await t.step(
+          `a ${kind} snapshot uploads a tar whose SHA-256 the result names; the instance runs on`,
+          async () => {
+            const r = await runSnapshot(handler, src, memory, `${srv.origin}/up/${kind}.tar`);
+            const up = srv.uploaded(`/up/${kind}.tar`)!;
+            assert.ok(up, "the upload arrived");
+            assert.equal(r.sha256, await sha256Hex(up));
+            assert.equal(r.size_bytes, up.length);
+            assert.equal(r.runtime, "libvirt-kvm");
+            assert.equal(r.include_memory, memory);
+            assert.equal(r.cpu_model, memory ? CPU : "");
+            assert.equal(await state(rt, src), "running");
+            const names = await tarNames(dir, up);
+            assert.deepEqual(names, ["meta.json", "disk.qcow2", "seed.iso", ...(memory ? ["memory.save"] : [])]);
+            const left = [...Deno.readDirSync(`${dir}/data/snapshots`)].map((e) => e.name);
+            assert.deepEqual(left, [], "the stage is gone");
+            await assert.rejects(Deno.stat(`${rt.instanceDir(src)}/memory.save`), Deno.errors.NotFound);
+            taken[kind] = { sha256: r.sha256, size: Number(r.size_bytes) };
+          },
+        );
+      }
+      for (const memory of [false, true]) {
+        const kind = memory ? "memory" : "disk";
+        await t.step(
+          `restore_from the ${kind} snapshot downloads it in the background, defines a flat disk and starts`,
+          async () => {
+            const id = `bcd-rs-${crypto.randomUUID().slice(0, 8)}`;
+            ids.push(id);
+            const ref = {
+              url: `${srv.origin}/up/${kind}.tar`,
+              sha256: taken[kind]!.sha256,
+              runtime: "libvirt-kvm",
+              includeMemory: memory,
+              cpuModel: memory ? CPU : "",
+              sizeBytes: taken[kind]!.size,
+            };
+            assert.equal(store.poll(ref).state, "downloading");
+            await store.settled(ref.sha256);
+            assert.equal(store.poll(ref).state, "ready");
+            await rt.define(record(id, { ...launch(null), restoreFrom: ref }));
+            const d = (await rt.list()).find((x) => x.id === id);
+            assert.equal(d?.state, "stopped");
+            assert.equal(d?.record?.imageSha256, "");
+            await rt.start(id, false);
+            assert.equal(await state(rt, id), "running");
+            await assert.rejects(Deno.stat(`${rt.instanceDir(id)}/memory.save`), Deno.errors.NotFound);
+            if (!b.real && b.virsh instanceof FakeVirsh) {
+              assert.equal(b.virsh.calls.filter((c) => c.startsWith(`restore ${id}`)).length, memory ? 1 : 0);
+            }
+          },
+        );
+      }
+      await t.step(
+        "a memory snapshot from another CPU model fails the new instance and leaves no directory",
+        async () => {
+          const id = `bcd-rs-${crypto.randomUUID().slice(0, 8)}`;
+          const other = new LibvirtRuntime({
+            host,
+            dataDir: `${dir}/data`,
+            snapshots: store,
+            cpuModel: () => Promise.resolve("another CPU"),
+          });
+          const ref = {
+            url: `${srv.origin}/up/memory.tar`,
+            sha256: taken.memory!.sha256,
+            runtime: "libvirt-kvm",
+            includeMemory: true,
+            cpuModel: CPU,
+            sizeBytes: 0,
+          };
+          await assert.rejects(
+            other.define(record(id, { ...launch(null), restoreFrom: ref })),
+            (e) => e instanceof RuntimeRefused && e.reason === "snapshot-cpu-model",
+          );
+          await assert.rejects(Deno.stat(other.instanceDir(id)), Deno.errors.NotFound);
+          assert.equal(await stateOf(b.virsh, id), undefined);
+        },
+      );
+      await t.step("prune deletes the downloads no spec restores from", async () => {
+        assert.deepEqual(await store.prune(new Set([taken.memory!.sha256])), [taken.disk!.sha256]);
+      });
+    } finally {
+      for (const id of ids) await cleanup(b.virsh, id);
+      await env.close();
+    }
+  });
+}
+
+const CPU = "Test CPU model";
+
+async function runSnapshot(
+  handler: ReturnType<typeof instanceSnapshotHandler>,
+  id: string,
+  memory: boolean,
+  url: string,
+) {
+  const any = packPayload("instance.snapshot", { instance_id: id, include_memory: memory, upload_url: url });
+  const command = { id: `01SNAP${memory ? "M" : "D"}`, payload: { typeUrl: any.type_url, value: any.value } };
+  const out = await handler.run({ command, signal: new AbortController().signal } as unknown as HandlerContext);
+  return unpackResult("instance.snapshot", { type_url: out.result!.typeUrl, value: out.result!.value });
+}
+
+async function tarNames(dir: string, bytes: Uint8Array): Promise<string[]> {
+  const f = `${dir}/check-${crypto.randomUUID().slice(0, 8)}.tar`;
+  await Deno.writeFile(f, bytes);
+  const out = await new Deno.Command("tar", { args: ["-tf", f] }).output();
+  assert.ok(out.success);
+  await Deno.remove(f);
+  return new TextDecoder().decode(out.stdout).trim().split("\n");
+}
+
 function hostContract(label: string, make: () => Promise<Backend>): void {
   Deno.test(`LibvirtHostPort contract (${label}): save, then restore under root's own XML, resumes a domain and restores its memory into another instance; setmem and domstats work its balloon`, async (t) => {
     const b = await make();
@@ -608,6 +752,7 @@ async function setup(
     owner: opts.owner ?? "node-a",
     bridges: opts.bridges ?? [],
   });
+  const store = new SnapshotStore({ dir: `${dir}/data/snapshots`, fetch: srv.fetch });
   const helper = opts.viaHelper ? await startTestHelper({ libvirt: root }) : undefined;
   const host = helper ? new HelperLibvirtHost(helper.client) : root;
   const rt = new LibvirtRuntime({
@@ -615,6 +760,8 @@ async function setup(
     dataDir: `${dir}/data`,
     fetch: srv.fetch,
     shutdownGraceMs: opts.shutdownGraceMs ?? 5_000,
+    snapshots: store,
+    cpuModel: () => Promise.resolve(CPU),
     now: () => clock.t,
     sleep: (ms) => {
       clock.t += ms;
@@ -624,6 +771,7 @@ async function setup(
   return {
     rt,
     host,
+    store,
     srv,
     dir,
     clock,

@@ -50,6 +50,16 @@ export async function createOverlay(
   await Deno.chmod(disk, 0o600);
 }
 
+/**
+ * Copies an instance's disk, read through its backing chain (checked by `checkOverlay` first), into a new flat qcow2
+ * `dest` (mode 0600) naming no backing file: a snapshot's disk. `paused`: a paused QEMU holds the image's write lock
+ * (it flushed everything when it paused), so the read shares it (`-U`).
+ */
+export async function flattenDisk(disk: string, dest: string, paused = false): Promise<void> {
+  await _run("qemu-img", ["convert", "-q", ...(paused ? ["-U"] : []), "-f", "qcow2", "-O", "qcow2", disk, dest]);
+  await Deno.chmod(dest, 0o600);
+}
+
 /** Grows a stopped instance's qcow2 disk to `sizeBytes`. */
 export async function resizeDisk(disk: string, sizeBytes: number): Promise<void> {
   await _run("qemu-img", ["resize", "-q", "-f", "qcow2", disk, String(sizeBytes)]);

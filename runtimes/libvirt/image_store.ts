@@ -7,9 +7,9 @@
  *
  * @module
  */
-import { createHash } from "node:crypto";
 import { checkImage, ImageRefused } from "../../core/images/mod.ts";
 import type { ImageFormat } from "../../core/images/qcow2_header.ts";
+import { DownloadRefused, httpsDownload } from "./https_download.ts";
 
 /** A base image that cannot be used; `reason` is the seed's or the qcow2 check's. */
 export class ImageFetchRefused extends Error {
@@ -28,8 +28,6 @@ export interface ImageStoreOptions {
   /** The most bytes one image may have (default 256 GiB). */
   readonly maxBytes?: number;
 }
-
-const MAX_REDIRECTS = 5;
 
 /** The store. */
 export class ImageStore {
@@ -97,47 +95,11 @@ export class ImageStore {
 
   /** Streams `url` into `dest` (created 0600), returning the bytes' SHA-256. */
   async #download(url: string, dest: string): Promise<string> {
-    let at = url;
-    for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
-      if (!at.startsWith("https://")) {
-        throw new ImageFetchRefused("not-https", `image URL ${JSON.stringify(at)} is not https`);
-      }
-      let res: Response;
-      try {
-        res = await this.#fetch(at, { redirect: "manual" });
-      } catch (e) {
-        if (e instanceof TypeError) {
-          throw new ImageFetchRefused("download-failed", `image ${at}: ${e.message}`, { cause: e });
-        }
-        throw e;
-      }
-      if (res.status >= 300 && res.status < 400) {
-        await res.body?.cancel();
-        const next = res.headers.get("location");
-        if (!next) throw new ImageFetchRefused("download-failed", `image ${at}: redirect without a location`);
-        at = new URL(next, at).href;
-        continue;
-      }
-      if (res.status !== 200 || !res.body) {
-        await res.body?.cancel();
-        throw new ImageFetchRefused("download-failed", `image ${at}: HTTP ${res.status}`);
-      }
-      const hash = createHash("sha256");
-      const f = await Deno.open(dest, { write: true, createNew: true, mode: 0o600 });
-      let n = 0;
-      try {
-        for await (const chunk of res.body) {
-          n += chunk.length;
-          if (n > this.#max) throw new ImageFetchRefused("too-large", `image ${at} passes ${this.#max} bytes`);
-          hash.update(chunk);
-          for (let o = 0; o < chunk.length;) o += await f.write(chunk.subarray(o));
-        }
-        await f.sync();
-      } finally {
-        f.close();
-      }
-      return hash.digest("hex");
+    try {
+      return await httpsDownload(url, dest, { fetch: this.#fetch, maxBytes: this.#max, what: "image" });
+    } catch (e) {
+      if (e instanceof DownloadRefused) throw new ImageFetchRefused(e.reason, e.message, { cause: e });
+      throw e;
     }
-    throw new ImageFetchRefused("download-failed", `image ${url}: more than ${MAX_REDIRECTS} redirects`);
   }
 }

@@ -13,10 +13,16 @@
  *
  * @module
  */
-import type { DomainPlan, HostOutcome, LibvirtHostPort } from "../../core/converge/instances/domain_plan.ts";
+import {
+  type DomainPlan,
+  type HostOutcome,
+  type LibvirtHostPort,
+  MEMORY_STATE_FILE,
+} from "../../core/converge/instances/domain_plan.ts";
 import {
   type Domain,
   type DomainRecord,
+  type DomainState,
   type InstanceRuntime,
   RuntimeRefused,
 } from "../../core/converge/instances/runtime.ts";
@@ -25,6 +31,8 @@ import { parseQcow2Header, readQcow2Prefix } from "../../core/images/qcow2_heade
 import type { Logger } from "../../core/log/mod.ts";
 import { baseVirtualSize, buildSeedIso, createOverlay, overlayBase, resizeDisk } from "./disk_tools.ts";
 import { ImageFetchRefused, ImageStore } from "./image_store.ts";
+import { unpackSnapshot } from "./snapshot_restore.ts";
+import type { SnapshotStore } from "./snapshot_store.ts";
 
 /** The runtime's name in `InstanceSpec.runtime`. */
 export const LIBVIRT_RUNTIME = "libvirt-kvm";
@@ -40,6 +48,10 @@ export interface LibvirtRuntimeOptions {
   /** Clock and sleep (tests inject both). */
   readonly now?: () => number;
   readonly sleep?: (ms: number) => Promise<void>;
+  /** The downloaded snapshots `restore_from` boots from; without it such an instance is refused. */
+  readonly snapshots?: SnapshotStore;
+  /** The host CPU model (the inventory's): a memory snapshot restores only on the model it was taken on. */
+  readonly cpuModel?: () => Promise<string>;
   readonly log?: Logger;
 }
 
@@ -55,6 +67,8 @@ export class LibvirtRuntime implements InstanceRuntime {
   readonly images: ImageStore;
   readonly #o: LibvirtRuntimeOptions;
   readonly #dir: string;
+  /** Instances a snapshot holds: the state they had when it began, and when it ends. */
+  readonly #busy = new Map<string, { state: DomainState; done: Promise<void> }>();
 
   constructor(opts: LibvirtRuntimeOptions) {
     this.#o = opts;
@@ -67,10 +81,31 @@ export class LibvirtRuntime implements InstanceRuntime {
     return `${this.#dir}/instances/${id}`;
   }
 
+  /**
+   * Runs `f` while nothing else acts on instance `id`: the converger's verbs on it wait until `f` ends, and the listing
+   * shows the state it had when `f` began (a memory snapshot shuts the domain off for a moment; no pass may boot it
+   * then). `state` is that state.
+   */
+  async exclusive<T>(id: string, state: DomainState, f: () => Promise<T>): Promise<T> {
+    await this.#free(id);
+    let end!: () => void;
+    this.#busy.set(id, { state, done: new Promise<void>((r) => end = r) });
+    try {
+      return await f();
+    } finally {
+      this.#busy.delete(id);
+      end();
+    }
+  }
+
+  async #free(id: string): Promise<void> {
+    for (let b = this.#busy.get(id); b; b = this.#busy.get(id)) await b.done;
+  }
+
   async list(): Promise<Domain[]> {
     return (await this.#o.host.list()).map((d) => ({
       id: d.name,
-      state: d.state,
+      state: this.#busy.get(d.name)?.state ?? d.state,
       record: d.plan === undefined ? undefined : {
         id: d.plan.id,
         allocationId: d.plan.allocationId,
@@ -95,10 +130,41 @@ export class LibvirtRuntime implements InstanceRuntime {
     if (record.memoryBytes % MiB !== 0 || record.memoryBytes < MiB) {
       throw new RuntimeRefused("invalid-size", `${id}: memory ${record.memoryBytes} is not a whole number of MiB`);
     }
-    if (!l.image) throw new RuntimeRefused("invalid-spec", `${id}: no image to boot from`);
     if (l.gpus.some((g) => g.pciBusId === "")) {
       throw new RuntimeRefused("gpu-without-bus-id", `${id}: a GPU has no PCI bus id in the inventory`);
     }
+    if (l.restoreFrom) {
+      if (!this.#o.snapshots) {
+        throw new RuntimeRefused("snapshot-unsupported", `${id}: this host restores no snapshots`);
+      }
+      await Deno.mkdir(`${this.#dir}/instances`, { recursive: true, mode: 0o700 });
+      const meta = await unpackSnapshot({
+        archive: this.#o.snapshots.path(l.restoreFrom.sha256),
+        instanceDir: this.instanceDir(id),
+        src: l.restoreFrom,
+        vcpus: record.vcpus,
+        memoryMiB: record.memoryBytes / MiB,
+        cpuModel: this.#o.cpuModel ?? (() => Promise.resolve("")),
+      });
+      _check(
+        await this.#o.host.define({
+          id,
+          allocationId: record.allocationId,
+          vcpus: record.vcpus,
+          memoryMiB: record.memoryBytes / MiB,
+          image: null,
+          nics: l.nics,
+          gpus: l.gpus,
+          placement: l.placement,
+          seed: meta.seed,
+          restoredFrom: l.restoreFrom.sha256,
+        }),
+        id,
+      );
+      this.#o.log?.info({ instance: id, snapshot: l.restoreFrom.sha256 }, "libvirt-kvm: defined from a snapshot");
+      return;
+    }
+    if (!l.image) throw new RuntimeRefused("invalid-spec", `${id}: no image to boot from`);
     let base: string;
     try {
       base = await this.images.ensure(l.image.url, l.image.sha256, l.image.format);
@@ -149,13 +215,24 @@ export class LibvirtRuntime implements InstanceRuntime {
     else await resizeDisk(disk, bytes);
   }
 
+  /** Starts the domain; a domain restored from a memory snapshot starts from its state (`libvirt.restore`) once. */
   async start(id: string, paused: boolean): Promise<void> {
+    await this.#free(id);
+    const state = `${this.instanceDir(id)}/${MEMORY_STATE_FILE}`;
+    if (INSTANCE_ID.test(id) && await _exists(state)) {
+      _check(await this.#o.host.restore(id, paused), id);
+      await Deno.remove(state);
+      this.#o.log?.info({ instance: id }, "libvirt-kvm: resumed from the snapshot's memory state");
+      return;
+    }
     _check(await this.#o.host.start(id, paused), id);
   }
   async pause(id: string): Promise<void> {
+    await this.#free(id);
     _check(await this.#o.host.suspend(id), id);
   }
   async resume(id: string): Promise<void> {
+    await this.#free(id);
     _check(await this.#o.host.resume(id), id);
   }
 
@@ -164,6 +241,7 @@ export class LibvirtRuntime implements InstanceRuntime {
   }
 
   async stop(id: string): Promise<void> {
+    await this.#free(id);
     const state = await this.#state(id);
     if (state === undefined || state === "stopped") return;
     if (state === "running") {
@@ -184,6 +262,7 @@ export class LibvirtRuntime implements InstanceRuntime {
   }
 
   async delete(id: string): Promise<void> {
+    await this.#free(id);
     const d = (await this.#o.host.list()).find((x) => x.name === id);
     if (d && !d.plan) throw new RuntimeRefused("unmanaged-domain", `domain ${id} is not this node's; never removed`);
     if (d) {

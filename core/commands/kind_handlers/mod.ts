@@ -1,7 +1,7 @@
 /**
  * The kind handlers implemented in core, each over interfaces that runtimes fill: `inventory.refresh` (host
  * inventory + GPUs), `logs.collect` (recent logs and a journal summary, uploaded as `.tar.gz`), `node.reboot`
- * (through a rebooter). Other kinds register with their flags in kinds.ts and land with their issues.
+ * (through a rebooter), `instance.snapshot` (a runtime's staged snapshot, uploaded). Other kinds register with their flags in kinds.ts and land with their issues.
  *
  * @module
  */
@@ -24,5 +24,12 @@ export {
 } from "./logs_collect.ts";
 export { daemonLogSource, journalSummarySource } from "./log_sources.ts";
 export { DEFAULT_LOG_RING_BYTES, LogRing } from "./log_ring.ts";
+export {
+  type FileUploader,
+  instanceSnapshotHandler,
+  type InstanceSnapshotter,
+  SnapshotRefused,
+  type StagedSnapshot,
+} from "./instance_snapshot.ts";
 export { nodeRebootHandler, REBOOT_GRACE_MS, type Rebooter } from "./node_reboot.ts";
 export { gzip, tar, type TarEntry, tarGz } from "./tar_gz.ts";

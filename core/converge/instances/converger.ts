@@ -17,6 +17,10 @@
  * non-empty section on a host with no runtime fails `this host runs no instance runtime`; an instance naming a
  * runtime this host lacks fails `runtime is not installed on this host`.
  *
+ * `restore_from` (`snapshot_source.ts`): the ref is checked, its download runs in the background through the
+ * {@link SnapshotFetcher} while the instance waits, and the define boots the runtime from it; every pass prunes the
+ * snapshots no desired instance restores from.
+ *
  * User data is never in the spec: an instance with a `user_data_ref` waits (`PROGRESSING`) for a SecretRequest broker,
  * which this build does not have yet; one without gets a seed carrying only its NoCloud meta-data.
  *
@@ -30,6 +34,7 @@ import type { HostMemorySource } from "../devices/ports.ts";
 import { admitStart, normalCommitmentBytes } from "./admission.ts";
 import type { HugePageSize, PlanPlacement } from "./domain_plan.ts";
 import { type Domain, type DomainRecord, type DomainState, type InstanceRuntime, RuntimeRefused } from "./runtime.ts";
+import { type SnapshotFetcher, snapshotRefProblem, type SnapshotSource } from "./snapshot_source.ts";
 
 type InstancesSection = bcd.v1.InstancesSection.$Properties;
 type InstanceSpec = bcd.v1.InstanceSpec.$Properties;
@@ -91,8 +96,23 @@ function _placement(i: InstanceSpec): PlanPlacement | null {
   return { cpus: p.cpus ?? "", mems: p.mems ?? "", hugepages: _HUGE[p.hugepages ?? 0] ?? "none", balloon: !!p.balloon };
 }
 
+/** `restore_from`, when the spec names one. */
+function _restoreFrom(i: InstanceSpec): SnapshotSource | undefined {
+  const r = i.restore_from;
+  if (!r || (!r.url && !r.sha256)) return undefined;
+  return {
+    url: r.url ?? "",
+    sha256: r.sha256 ?? "",
+    runtime: r.runtime ?? "",
+    includeMemory: !!r.include_memory,
+    cpuModel: r.cpu_model ?? "",
+    sizeBytes: Number(r.size_bytes ?? 0),
+  };
+}
+
 function _record(i: InstanceSpec): DomainRecord {
   const placement = _placement(i);
+  const restoreFrom = _restoreFrom(i);
   const fmt = i.image?.format ?? "";
   return {
     id: i.id ?? "",
@@ -112,6 +132,7 @@ function _record(i: InstanceSpec): DomainRecord {
       placement,
       hostname: i.hostname ?? "",
       userData: new Uint8Array(0),
+      ...(restoreFrom ? { restoreFrom } : {}),
     },
   };
 }
@@ -124,6 +145,8 @@ export interface InstancesConvergerOptions {
   readonly memory?: HostMemorySource;
   /** Bytes the bound device holds committed (their memory limits), counted against normal memory. */
   readonly holdsCommittedBytes?: () => Promise<number>;
+  /** The snapshot downloads of `restore_from`; without it such an instance fails (this host restores none). */
+  readonly snapshots?: SnapshotFetcher;
 }
 
 /** Order of a pass: failures and waits, then what frees resources, then what takes them. */
@@ -168,6 +191,11 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
     this.#network = opts.network;
     for (const r of runtimes) this.#unlisted.set(r.name, "not listed yet");
     this.#opts = opts;
+  }
+
+  /** The desired spec of instance `id` as of the last pass (`instance.snapshot` reads its volumes). */
+  specOf(id: string): InstanceSpec | undefined {
+    return this.#desired.find((i) => i.id === id);
   }
 
   /** The runtimes this converger drives, by name (advertised in `Hello`). */
@@ -244,6 +272,14 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
         if (have) out.push({ op: "delete", runtime: have.runtime, id });
         continue;
       }
+      const restore = !have ? _restoreFrom(i) : undefined;
+      if (restore) {
+        const step = this.#restoreStep(id, runtime, restore);
+        if (step) {
+          out.push(step);
+          continue;
+        }
+      }
       if (!have && i.user_data_ref) {
         out.push({
           op: "wait",
@@ -261,6 +297,27 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
     const sorted = out.map((a, n) => ({ a, n })).sort((x, y) => _ORDER[x.a.op] - _ORDER[y.a.op] || x.n - y.n)
       .map((x) => x.a);
     return this.#network === undefined ? sorted : [{ op: "network" }, ...sorted];
+  }
+
+  /** What an instance restoring from `src` does this pass: fail, wait, or nothing (`undefined`: define it). */
+  #restoreStep(id: string, runtime: string, src: SnapshotSource): InstanceAction | undefined {
+    const bad = snapshotRefProblem(src, runtime);
+    if (bad) return { op: "fail", id, reason: bad[0], message: bad[1] };
+    if (!this.#opts.snapshots) {
+      return { op: "fail", id, reason: "snapshot-unsupported", message: "this host restores no snapshots" };
+    }
+    const s = this.#opts.snapshots.poll(src);
+    if (s.state === "ready") return undefined;
+    if (s.state === "downloading") {
+      return { op: "wait", id, message: `waiting for the user data or snapshot: snapshot ${src.sha256} downloading` };
+    }
+    if (s.terminal) return { op: "fail", id, reason: s.reason, message: s.message };
+    return {
+      op: "wait",
+      id,
+      message:
+        `waiting for the user data or snapshot: snapshot download failed (${s.message}); tried again in a minute`,
+    };
   }
 
   /**
@@ -412,6 +469,13 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
       }
     }
     if (actions.some((a) => a.op !== "fail" && a.op !== "network" && a.op !== "wait")) await this.observe();
+    if (this.#opts.snapshots) {
+      const keep = new Set(
+        (desired?.instances ?? []).map((i) => _restoreFrom(i)?.sha256).filter((s) => s !== undefined),
+      );
+      const pruned = await this.#opts.snapshots.prune(keep);
+      if (pruned.length > 0) ctx.log.info({ snapshots: pruned }, "downloaded snapshots no spec restores from deleted");
+    }
     if (transient) return { kind: "progressing", reason: "InstanceRetry", message: transient };
     if (failed.length > 0) return { kind: "failed", reason: "InstanceFailed", message: failed.join("; ") };
     if (waits.length > 0) {

@@ -8,6 +8,7 @@
 
 import type { ImageFormat } from "../../images/qcow2_header.ts";
 import type { HugePageSize, PlanGpu, PlanNic, PlanPlacement } from "./domain_plan.ts";
+import type { SnapshotSource } from "./snapshot_source.ts";
 
 /** A domain's power state. */
 export type DomainState = "running" | "paused" | "stopped";
@@ -38,6 +39,8 @@ export interface LaunchSpec {
   readonly hostname: string;
   /** The user data fetched for the instance (never in the spec); `null` for none. */
   readonly userData: Uint8Array | null;
+  /** The snapshot to boot from instead of the image (downloaded and verified before the define); absent for none. */
+  readonly restoreFrom?: SnapshotSource;
 }
 
 /** A domain as the runtime lists it. */
