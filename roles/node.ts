@@ -150,7 +150,7 @@ async function _instances(
   const host = new HelperLibvirtHost(helper);
   const cpuModel = _cpuModel(ctx);
   const dir = snapshotsDir(ctx.dataDir);
-  const removed = await cleanStaging(dir);
+  const removed = [...await cleanStaging(dir), ...await cleanStaging(`${ctx.dataDir}/libvirt/instances`)];
   if (removed.length > 0) ctx.log.info({ removed }, "instances: snapshot stages a crash left behind removed");
   const snapshots = new SnapshotStore({ dir, log: ctx.log });
   const rt = new LibvirtRuntime({ host, dataDir: ctx.dataDir, snapshots, cpuModel, log: ctx.log });

@@ -183,14 +183,16 @@ export class LibvirtSnapshots implements InstanceSnapshotter {
 }
 
 /**
- * Removes the upload stages (`upload-*`) and partial downloads (`.partial-*`) a crash left in `dir`, leaving the
- * names in `keep` (stages of commands running now). Returns what it removed.
+ * Removes what a crash left in `dir`: upload stages (`upload-*`), partial downloads (`.partial-*`) and half-unpacked
+ * restores (`.restore-*`, in the instances directory), leaving the names in `keep` (stages of commands running now).
+ * Returns what it removed.
  */
 export async function cleanStaging(dir: string, keep: ReadonlySet<string> = new Set()): Promise<string[]> {
   const removed: string[] = [];
   try {
     for await (const e of Deno.readDir(dir)) {
-      if (!(e.name.startsWith("upload-") || e.name.startsWith(".partial-")) || keep.has(e.name)) continue;
+      const leftover = ["upload-", ".partial-", ".restore-"].some((p) => e.name.startsWith(p));
+      if (!leftover || keep.has(e.name)) continue;
       await Deno.remove(`${dir}/${e.name}`, { recursive: true });
       removed.push(e.name);
     }

@@ -113,16 +113,17 @@ Deno.test("instance.snapshot refusals on libvirt-kvm: each with the seed's messa
   }
 });
 
-Deno.test("cleanStaging() removes the upload stages and partial downloads a crash left, and nothing else", async () => {
+Deno.test("cleanStaging() removes the upload stages, partial downloads and half-unpacked restores a crash left, and nothing else", async () => {
   const dir = await Deno.makeTempDir({ prefix: "bcd-snap-clean-" });
   try {
     await Deno.mkdir(`${dir}/upload-01CRASHED`);
     await Deno.writeTextFile(`${dir}/upload-01CRASHED/snapshot.tar`, "x");
     await Deno.mkdir(`${dir}/upload-01RUNNING`);
     await Deno.writeTextFile(`${dir}/.partial-${"b".repeat(64)}-1234`, "x");
+    await Deno.mkdir(`${dir}/.restore-i-1-abcd1234`);
     await Deno.writeTextFile(`${dir}/${"c".repeat(64)}.tar`, "kept: a verified download");
     const removed = await cleanStaging(dir, new Set(["upload-01RUNNING"]));
-    assert.deepEqual(removed, [`.partial-${"b".repeat(64)}-1234`, "upload-01CRASHED"]);
+    assert.deepEqual(removed, [`.partial-${"b".repeat(64)}-1234`, ".restore-i-1-abcd1234", "upload-01CRASHED"]);
     const left = [];
     for await (const e of Deno.readDir(dir)) left.push(e.name);
     assert.deepEqual(left.sort(), [`${"c".repeat(64)}.tar`, "upload-01RUNNING"]);
