@@ -157,8 +157,10 @@ export class LibvirtSnapshots implements InstanceSnapshotter {
       } finally {
         _refusal(await this.#o.host.restore(id, state === "paused"), id);
       }
-      // The state stays where root wrote it until the archive holds it; its header now carries root's XML.
-      return { disk, memory: `${inst}/${MEMORY_STATE_FILE}` };
+      // Into the stage while the instance is still held: a state left in the instance's directory would be taken for
+      // a restore's first start by the next start of this instance (both live under the data dir, one filesystem).
+      await Deno.rename(`${inst}/${MEMORY_STATE_FILE}`, `${stage}/${MEMORY_STATE_FILE}`);
+      return { disk, memory: `${stage}/${MEMORY_STATE_FILE}` };
     }
     if (state === "running") {
       _refusal(await this.#o.host.suspend(id), id);
