@@ -16,7 +16,8 @@ import { type MappingContext, probeMap, probeMapChecks, probeMapRefused } from "
 import { MemFs, type MemNode } from "./mapping/mem_fs.ts";
 import { checkProbe } from "./probe_table.ts";
 import { probeOrphan, probeZombies } from "./process_probes.ts";
-import { MappingFailed, ProbeProblem, type RootOperations, StageFailed } from "./root_ops.ts";
+import type { RootOperations } from "./root_ops.ts";
+import { MappingFailed, ProbeProblem, StageFailed } from "./root_errors.ts";
 import { overlayModeOptions, parseLayout, type RootLayout } from "./root_layout.ts";
 
 /** Options of a {@link FakeRoot}. */

@@ -7,7 +7,7 @@ import { defaultRootConfig, type Facts, type RootConfig } from "../core/framing/
 import { FAKE_FIRST_PARTITION, FakeRoot, type FakeRootOptions } from "./fake_root.ts";
 import { PROBES } from "./probe_table.ts";
 import { EXPECTED_MAP_FACTS } from "./mapping/_expected_map_facts.ts";
-import { ProbeProblem, StageFailed } from "./root_ops.ts";
+import { ProbeProblem, StageFailed } from "./root_errors.ts";
 
 const EROFS_RAM = "nvx_sandbox=1 nvx_layer=distro,0xd0003000,erofs:abcd";
 const GPT_SCRATCH = "nvx_sandbox=1 nvx_layer=distro,0xd0003000,gpt:abcd nvx_scratch=0xd0006000,ext4";

@@ -15,7 +15,7 @@
  */
 import { join } from "node:path";
 import type { Facts } from "../core/framing/mod.ts";
-import { ProbeProblem } from "./root_ops.ts";
+import { ProbeProblem } from "./root_errors.ts";
 import { memTotal } from "./linux_probes.ts";
 
 /** The overlay's directories. */

@@ -10,11 +10,12 @@ import { join } from "node:path";
 import type { Facts, Probe, RootConfig } from "../core/framing/mod.ts";
 import { firstPartitionFacts } from "./first_partition.ts";
 import { type Layers, probeCopyUp, probeFill, probeRename } from "./layer_probes.ts";
-import { mountFacts, osReleaseId, parseMountInfo, parseStatus, readFact } from "./linux_probes.ts";
+import { mountFacts, osReleaseId, parseStatus, readFact } from "./linux_probes.ts";
+import { parseMountInfo } from "./proc/mountinfo.ts";
 import { type MappingContext, probeMap, probeMapChecks, probeMapRefused } from "./mapping/mapping_probes.ts";
 import { checkProbe } from "./probe_table.ts";
 import { probeOrphan, probeZombies } from "./process_probes.ts";
-import { ProbeProblem } from "./root_ops.ts";
+import { ProbeProblem } from "./root_errors.ts";
 
 /** What the probes of an assembled Linux root work on. */
 export interface LinuxProbeContext {

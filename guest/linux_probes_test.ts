@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { memTotal, mountFacts, osReleaseId, parseMountInfo, parseStatus, unescapeMount } from "./linux_probes.ts";
+import { memTotal, mountFacts, osReleaseId, parseStatus } from "./linux_probes.ts";
+import { parseMountInfo, unescapeMount } from "./proc/mountinfo.ts";
 
 const MOUNTINFO = `22 1 0:21 / / rw,relatime shared:1 - overlay overlay rw,lowerdir=/a,upperdir=/b
 40 22 7:0 / /run/rt/distro ro,relatime - erofs /dev/loop0 ro,user_xattr

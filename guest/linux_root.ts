@@ -25,7 +25,8 @@
 import { join } from "node:path";
 import type { Logger } from "../core/log/mod.ts";
 import type { Facts, Mapping, Probe, RootConfig } from "../core/framing/mod.ts";
-import { MappingFailed, type RootOperations, StageFailed } from "./root_ops.ts";
+import type { RootOperations } from "./root_ops.ts";
+import { MappingFailed, StageFailed } from "./root_errors.ts";
 import { overlayModeOptions, parseLayout, type RootLayout } from "./root_layout.ts";
 import { DEFAULT_FIRST_PARTITION_BOUND } from "./first_partition.ts";
 import type { Layers } from "./layer_probes.ts";

@@ -10,7 +10,7 @@ import { defaultRootConfig, type Facts, type RootConfig } from "../core/framing/
 import { silentLogger } from "../core/log/mod.ts";
 import { LinuxRoot } from "./linux_root.ts";
 import { memTotal } from "./linux_probes.ts";
-import { ProbeProblem, StageFailed } from "./root_ops.ts";
+import { ProbeProblem, StageFailed } from "./root_errors.ts";
 import { EXPECTED_MAP_FACTS, MAP_MOUNTS } from "./mapping/_expected_map_facts.ts";
 
 async function sh(cmd: string, args: string[]): Promise<{ ok: boolean; out: string }> {

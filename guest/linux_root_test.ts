@@ -8,7 +8,7 @@ import { defaultRootConfig, type RootConfig } from "../core/framing/mod.ts";
 import { silentLogger } from "../core/log/mod.ts";
 import { LinuxRoot } from "./linux_root.ts";
 import { checkLayout } from "./root_layout.ts";
-import { StageFailed } from "./root_ops.ts";
+import { StageFailed } from "./root_errors.ts";
 
 async function sh(cmd: string, args: string[]): Promise<{ ok: boolean; out: string }> {
   try {

@@ -18,7 +18,8 @@
  */
 export { NO_LAYERED_ROOT, serve, type ServeOptions } from "./serve.ts";
 export { GUEST_BUILD, Worker, type WorkerOptions, type WorkerPhase } from "./worker.ts";
-export { MappingFailed, ProbeProblem, type RootOperations, StageFailed } from "./root_ops.ts";
+export { MappingFailed, ProbeProblem, StageFailed } from "./root_errors.ts";
+export type { RootOperations } from "./root_ops.ts";
 export { checkLayout, parseLayout, type RootLayout } from "./root_layout.ts";
 export { FakeRoot, type FakeRootOptions } from "./fake_root.ts";
 export { checkProbe, isRelativePath, type ProbeArgument, PROBES } from "./probe_table.ts";
@@ -27,5 +28,4 @@ export { ExecEngine, SessionError } from "./exec_engine.ts";
 export * from "./exec_limits.ts";
 export { agentConfigRoot, ConfigInstaller, DEFAULT_GUEST_ROOT, InstallSession } from "./config_install.ts";
 export { fileTransport, RESET, type Transport } from "./transport.ts";
-export { MemoryStream } from "./memory_transport.ts";
 export { type Clock, realClock } from "./clock.ts";

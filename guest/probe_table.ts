@@ -7,7 +7,7 @@
  * @module
  */
 import type { Probe } from "../core/framing/mod.ts";
-import { ProbeProblem } from "./root_ops.ts";
+import { ProbeProblem } from "./root_errors.ts";
 
 /** What a probe takes: nothing, a FILE, or a DIRECTORY. */
 export type ProbeArgument = "none" | "FILE" | "DIRECTORY";

@@ -7,7 +7,7 @@
  * @module
  */
 import type { OverlayMode, RootConfig } from "../core/framing/mod.ts";
-import { StageFailed } from "./root_ops.ts";
+import { StageFailed } from "./root_errors.ts";
 
 /** The layout the worker assembles. */
 export interface RootLayout {

@@ -4,26 +4,8 @@
  *
  * @module
  */
-import type { Facts, Mapping, Probe, RootConfig, RootStage } from "../core/framing/mod.ts";
+import type { Facts, Mapping, Probe, RootConfig } from "../core/framing/mod.ts";
 import type { RootLayout } from "./root_layout.ts";
-
-/** A stage of the root failed; the worker answers RootFailed with the stage and ends with its status. */
-export class StageFailed extends Error {
-  override name = "StageFailed";
-  constructor(readonly stage: RootStage, message: string, options?: ErrorOptions) {
-    super(message, options);
-  }
-}
-
-/** A probe that the worker does not know, or that failed: ProbeFailed with the problem. */
-export class ProbeProblem extends Error {
-  override name = "ProbeProblem";
-}
-
-/** A mapping that failed to apply: MapFailed with the count applied. */
-export class MappingFailed extends Error {
-  override name = "MappingFailed";
-}
 
 /** The operations of a layered root, in the order the worker runs them. */
 export interface RootOperations {

@@ -44,7 +44,8 @@ import { type EngineHost, ExecEngine, SessionError } from "./exec_engine.ts";
 import { checkExecIdentity, type ExecIdentity } from "./process_group.ts";
 import { EXECUTING, INPUT_QUEUE_LIMIT } from "./exec_limits.ts";
 import { Outbox } from "./outbox.ts";
-import { MappingFailed, ProbeProblem, type RootOperations, StageFailed } from "./root_ops.ts";
+import type { RootOperations } from "./root_ops.ts";
+import { MappingFailed, ProbeProblem, StageFailed } from "./root_errors.ts";
 import { checkLayout } from "./root_layout.ts";
 import { RESET, type Transport } from "./transport.ts";
 

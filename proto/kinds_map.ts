@@ -1,7 +1,7 @@
 /**
  * The request (`payload`) and result messages of every command kind of the seed's kinds table (000 §Kinds by lane).
  * A kind's messages are named for it: `inventory.refresh` -> `InventoryRefreshPayload` / `InventoryRefreshResult`.
- * `proto/kinds_map_test.ts` checks that this map covers exactly the kinds of `core/commands/kinds.ts`.
+ * `core/commands/kinds_map_test.ts` checks that this map covers exactly the kinds of `core/commands/kinds.ts`.
  *
  * `daemon.upgrade`, the one kind an upgrade-only session accepts, is named by the seed but absent from its kinds table;
  * its messages exist (`DaemonUpgradePayload` / `DaemonUpgradeResult`) and are listed in {@link EXTRA_KIND_MESSAGES}.

@@ -18,7 +18,7 @@ import pino from "pino";
 import { parse as parseToml } from "smol-toml";
 import { join, loadIdentity, type NodeIdentity } from "../core/session/identity.ts";
 import { type EventSink, NodeAgent } from "../core/session/node_agent.ts";
-import { connectWebSocket } from "../core/session/transport.ts";
+import { connectWebSocket } from "../core/session/ws_client.ts";
 import { checkTransportUrl, type TransportUse, UrlRefused } from "../core/session/url_policy.ts";
 import type { TunnelPort } from "../core/session/tunnel_frames.ts";
 import type { DialInstance } from "../runtimes/access/instance_dialer.ts";

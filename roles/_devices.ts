@@ -19,9 +19,10 @@ import {
   xidConditionsOf,
   xidsFromConditions,
 } from "../core/converge/devices/mod.ts";
+import type { Journal } from "../core/journal/mod.ts";
 import { deviceEventSink } from "../core/session/device_events.ts";
+import type { NodeIdentity } from "../core/session/identity.ts";
 import type { EventSink } from "../core/session/node_agent.ts";
-import type { WiringContext } from "./_agent_cli.ts";
 
 /** The host ports the devices section runs on. */
 export interface DevicePorts {
@@ -32,8 +33,14 @@ export interface DevicePorts {
   readonly mpsPipeDirectory?: string;
 }
 
+/** What the devices converger takes from a role's wiring context (a part of `WiringContext`). */
+export interface DevicesWiring {
+  readonly identity: NodeIdentity;
+  readonly journal: Journal;
+}
+
 /** The devices converger of a role. */
-export function devicesConverger(ctx: WiringContext, ports: DevicePorts, events: EventSink): DevicesConverger {
+export function devicesConverger(ctx: DevicesWiring, ports: DevicePorts, events: EventSink): DevicesConverger {
   return new DevicesConverger({
     ...ports,
     events: deviceEventSink(events, ctx.identity.nodeId, ctx.identity.key.privateKey),

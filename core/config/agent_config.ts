@@ -7,6 +7,8 @@
 import { parse as parseToml, TomlError } from "smol-toml";
 import type { KindRole } from "../commands/kinds.ts";
 import { HELPER_ROLES, isHelperRole } from "../helper/roles.ts";
+import { JOURNAL_DEFAULT_MAX_BYTES, JOURNAL_DEFAULT_MAX_UNACKED_EVENTS } from "../journal/bounds.ts";
+import { LOG_LEVELS, type LogLevel } from "../log/mod.ts";
 
 /** A configuration the agent refuses; names the dotted key and, where known, its line. */
 export class ConfigError extends Error {
@@ -20,13 +22,6 @@ export class ConfigError extends Error {
     super(message, options);
   }
 }
-
-/** The journal's default bounds (000 §The journal): config may lower them, never raise them. */
-export const JOURNAL_DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
-export const JOURNAL_DEFAULT_MAX_UNACKED_EVENTS = 10_000;
-
-export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
-const LOG_LEVELS: readonly LogLevel[] = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
 /** What the user wrote: every field optional. */
 export interface AgentConfig {

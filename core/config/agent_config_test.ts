@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { ConfigError, JOURNAL_DEFAULT_MAX_BYTES, JOURNAL_DEFAULT_MAX_UNACKED_EVENTS, loadAgentConfig } from "./mod.ts";
+import { ConfigError, loadAgentConfig } from "./mod.ts";
+import { JOURNAL_DEFAULT_MAX_BYTES, JOURNAL_DEFAULT_MAX_UNACKED_EVENTS } from "../journal/mod.ts";
 
 Deno.test("an empty config resolves to the defaults", () => {
   const c = loadAgentConfig("");

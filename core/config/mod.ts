@@ -6,10 +6,7 @@
 export {
   type AgentConfig,
   ConfigError,
-  JOURNAL_DEFAULT_MAX_BYTES,
-  JOURNAL_DEFAULT_MAX_UNACKED_EVENTS,
   loadAgentConfig,
-  type LogLevel,
   parseAgentConfig,
   resolveAgentConfig,
   type ResolvedAgentConfig,

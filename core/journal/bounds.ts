@@ -10,7 +10,9 @@
  *
  * @module
  */
-import { JOURNAL_DEFAULT_MAX_BYTES, JOURNAL_DEFAULT_MAX_UNACKED_EVENTS } from "../config/mod.ts";
+/** The journal's default bounds (000 §The journal): config may lower them, never raise them. */
+export const JOURNAL_DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
+export const JOURNAL_DEFAULT_MAX_UNACKED_EVENTS = 10_000;
 
 /** Bytes an event counts beyond its payload (sequence, class, timestamps, row and index overhead). */
 export const EVENT_ROW_OVERHEAD = 64;

@@ -107,7 +107,14 @@ export {
 export { INTERRUPTED, type Resolution, type ResolveContext, resolveEntry } from "./resolve.ts";
 export type { RecoverReport } from "./recover.ts";
 export { RETENTION_MS, type SweepReport } from "./sweep.ts";
-export { boundsFromConfig, DEFAULT_BOUNDS, EVENT_ROW_OVERHEAD, type JournalBounds } from "./bounds.ts";
+export {
+  boundsFromConfig,
+  DEFAULT_BOUNDS,
+  EVENT_ROW_OVERHEAD,
+  JOURNAL_DEFAULT_MAX_BYTES,
+  JOURNAL_DEFAULT_MAX_UNACKED_EVENTS,
+  type JournalBounds,
+} from "./bounds.ts";
 export type { AllocationAnnouncement, AppendOutcome, EventTotals } from "./events.ts";
 export { MAX_EXEC_TICKETS } from "./exec_tickets.ts";
 export {

@@ -5,7 +5,10 @@
  * @module
  */
 import pino from "pino";
-import type { LogLevel } from "../config/mod.ts";
+
+/** The levels `[log] level` and `BCD_LOG_LEVEL` accept. */
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+export type LogLevel = typeof LOG_LEVELS[number];
 
 /** The logger type every module takes. */
 export type Logger = pino.Logger;
@@ -28,8 +31,7 @@ export function levelFromEnv(fallback: LogLevel): LogLevel {
     if (e instanceof Deno.errors.NotCapable || e instanceof Deno.errors.PermissionDenied) return fallback;
     throw e;
   }
-  const levels: LogLevel[] = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
-  return v !== undefined && levels.includes(v as LogLevel) ? v as LogLevel : fallback;
+  return v !== undefined && (LOG_LEVELS as readonly string[]).includes(v) ? v as LogLevel : fallback;
 }
 
 /** A pino logger writing JSON lines to stderr (or `destination`). */

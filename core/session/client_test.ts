@@ -4,7 +4,8 @@ import type { bcd } from "../../proto/mod.ts";
 import { silentLogger } from "../log/mod.ts";
 import { type SessionDelegate, SessionProtocolError } from "./client.ts";
 import { HEARTBEAT_RANGE_MS, heartbeatInterval, SessionClient, STABLE_SESSION_MS } from "./client.ts";
-import { connectWebSocket, type FrameTransport, webApiCloseCode, wrapWebSocket } from "./transport.ts";
+import { type FrameTransport, webApiCloseCode, wrapWebSocket } from "./transport.ts";
+import { connectWebSocket } from "./ws_client.ts";
 
 type GatewayFrameInit = Props<typeof bcd.v1.GatewayFrame>;
 

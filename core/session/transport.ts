@@ -1,14 +1,12 @@
 /**
  * The session's transport: one WebSocket, one binary message per protobuf frame. TLS (`wss:`) in production, plain
  * `ws:` only to a loopback address (tests, the demo; `url_policy.ts`). The node connects with its own RFC 6455 client
- * (`ws_client.ts`, which bounds a fragmented message while it arrives); {@link wrapWebSocket} wraps a `WebSocket` of
- * the Web API, the gateway side of an upgraded request in the testbed.
+ * (`connectWebSocket` in `ws_client.ts`, which bounds a fragmented message while it arrives); {@link wrapWebSocket}
+ * wraps a `WebSocket` of the Web API, the gateway side of an upgraded request in the testbed.
  *
  * @module
  */
 import { boundedString } from "../log/bounded_text.ts";
-import { checkTransportUrl } from "./url_policy.ts";
-import { connectWs } from "./ws_client.ts";
 
 /** A bidirectional frame channel. */
 export interface FrameTransport {
@@ -100,22 +98,4 @@ export function wrapWebSocket(ws: WebSocket, maxFrameBytes = MAX_TRANSPORT_FRAME
       return closed;
     },
   };
-}
-
-/**
- * Opens a session WebSocket to `url` with the node's own client ({@link connectWs}) after the URL policy
- * ({@link checkTransportUrl}: `wss:`, or `ws:` to a loopback address); the whole opening must finish within
- * `timeoutMs`. `caCerts` (PEM, from `[gateway] ca_file`) are trusted besides the system's roots.
- */
-export function connectWebSocket(
-  url: string,
-  timeoutMs = 10_000,
-  opts: { caCerts?: readonly string[] } = {},
-): Promise<FrameTransport> {
-  try {
-    checkTransportUrl(url, "session");
-  } catch (e) {
-    return Promise.reject(e);
-  }
-  return connectWs(url, { timeoutMs, ...opts });
 }

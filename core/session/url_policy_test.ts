@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { checkTransportUrl, isLoopbackHost, UrlRefused } from "./url_policy.ts";
 import { join } from "./identity.ts";
-import { connectWebSocket } from "./transport.ts";
+import { connectWebSocket } from "./ws_client.ts";
 
 Deno.test("session and join URLs: TLS anywhere, plain only to a loopback address, and the refusal says so", async (t) => {
   const rows: { url: string; use: "session" | "join"; ok: boolean }[] = [

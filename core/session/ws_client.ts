@@ -17,6 +17,7 @@
  */
 import { boundedString } from "../log/bounded_text.ts";
 import { type FrameTransport, MAX_TRANSPORT_FRAME_BYTES, TransportError } from "./transport.ts";
+import { checkTransportUrl } from "./url_policy.ts";
 import {
   closePayload,
   encodeWsFrame,
@@ -329,4 +330,22 @@ function _indexOfCrlfCrlf(b: Uint8Array): number {
     if (b[i] === 13 && b[i + 1] === 10 && b[i + 2] === 13 && b[i + 3] === 10) return i;
   }
   return -1;
+}
+
+/**
+ * Opens a session WebSocket to `url` with the node's own client ({@link connectWs}) after the URL policy
+ * ({@link checkTransportUrl}: `wss:`, or `ws:` to a loopback address); the whole opening must finish within
+ * `timeoutMs`. `caCerts` (PEM, from `[gateway] ca_file`) are trusted besides the system's roots.
+ */
+export function connectWebSocket(
+  url: string,
+  timeoutMs = 10_000,
+  opts: { caCerts?: readonly string[] } = {},
+): Promise<FrameTransport> {
+  try {
+    checkTransportUrl(url, "session");
+  } catch (e) {
+    return Promise.reject(e);
+  }
+  return connectWs(url, { timeoutMs, ...opts });
 }

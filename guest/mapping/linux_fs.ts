@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { parseMountInfo } from "../linux_probes.ts";
+import { parseMountInfo } from "../proc/mountinfo.ts";
 import { FsError, type FsOps, type MountRow, type NodeKind, type WriterRace } from "./fs_ops.ts";
 
 async function run(args: string[]): Promise<void> {

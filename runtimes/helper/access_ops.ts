@@ -6,7 +6,7 @@
  */
 import { HelperError, type HelperRequest } from "../../core/helper/mod.ts";
 import type { HelperBackends } from "./backends.ts";
-import type { Mutex } from "./dispatch.ts";
+import type { Mutex } from "./mutex.ts";
 
 /** Runs `access.observe` or `access.apply`. */
 export async function runAccessOp(

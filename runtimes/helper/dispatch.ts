@@ -18,6 +18,7 @@ import { HelperError, type HelperRequest } from "../../core/helper/mod.ts";
 import { PageSizeUnsupported } from "../../core/converge/devices/ports.ts";
 import { runAccessOp } from "./access_ops.ts";
 import { migHoldUsers, migStepsProblem } from "../../core/host/mod.ts";
+import type { Mutex } from "./mutex.ts";
 import type { HelperBackends } from "./backends.ts";
 
 /** The most hold files of one kind the helper keeps (a host's GPUs, MIG instances and slots are far fewer). */
@@ -52,17 +53,6 @@ async function _roomFor(b: HelperBackends, kind: "cdi" | "allocation-env", alloc
       "over-limit",
       `file.write: ${ids.size} ${kind} files exist, the most the helper keeps is ${MAX_HOLD_FILES}`,
     );
-  }
-}
-
-/** A one-at-a-time lock (a promise chain). */
-export class Mutex {
-  #tail: Promise<unknown> = Promise.resolve();
-  /** Runs `f` once every earlier holder has finished. */
-  run<T>(f: () => Promise<T>): Promise<T> {
-    const next = this.#tail.then(f, f);
-    this.#tail = next.catch(() => undefined);
-    return next;
   }
 }
 

@@ -8,7 +8,8 @@
  */
 export type { HelperBackends, HoldFiles } from "./backends.ts";
 export { DEFAULT_OP_TIMEOUT_MS, HelperClient, type HelperClientOptions, OP_TIMEOUTS_MS } from "./client.ts";
-export { Mutex, runOp } from "./dispatch.ts";
+export { runOp } from "./dispatch.ts";
+export { Mutex } from "./mutex.ts";
 export { groupId, type HostBackendOptions, hostBackends, systemdRuns } from "./host_backends.ts";
 export {
   helperBootId,

@@ -50,7 +50,8 @@ import {
 import type { KindRole } from "../../core/commands/kinds.ts";
 import type { Logger } from "../../core/log/mod.ts";
 import type { HelperBackends } from "./backends.ts";
-import { Mutex, runOp } from "./dispatch.ts";
+import { runOp } from "./dispatch.ts";
+import { Mutex } from "./mutex.ts";
 import { MAX_UNSENT_ANSWER_BYTES, Peer, quietConnError } from "./peer.ts";
 import { prepareSocketDir } from "./socket_dir.ts";
 

@@ -11,7 +11,9 @@
  * @module
  */
 import type { ImageFormat } from "../../images/qcow2_header.ts";
-import type { DomainState } from "./runtime.ts";
+
+/** A domain's power state. */
+export type DomainState = "running" | "paused" | "stopped";
 
 /** The huge page size of a placement. */
 export type HugePageSize = "none" | "2M" | "1G";

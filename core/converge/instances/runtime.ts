@@ -7,11 +7,10 @@
  */
 
 import type { ImageFormat } from "../../images/qcow2_header.ts";
-import type { HugePageSize, PlanGpu, PlanNic, PlanPlacement } from "./domain_plan.ts";
+import type { DomainState, HugePageSize, PlanGpu, PlanNic, PlanPlacement } from "./domain_plan.ts";
 import type { SnapshotSource } from "./snapshot_source.ts";
 
-/** A domain's power state. */
-export type DomainState = "running" | "paused" | "stopped";
+export type { DomainState };
 
 /** What bcd records when it defines a domain (the runtime's ownership mark). */
 export interface DomainRecord {

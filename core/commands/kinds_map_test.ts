@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { KINDS } from "../core/commands/kinds.ts";
-import { bcd } from "./gen/bcd.js";
+import { KINDS } from "./kinds.ts";
+import { bcd } from "../../proto/gen/bcd.js";
 import {
   EXTRA_KIND_MESSAGES,
   isWireKind,
@@ -9,8 +9,8 @@ import {
   packResult,
   unpackPayload,
   unpackResult,
-} from "./kinds_map.ts";
-import { messageName, WireDecodeError } from "./wire.ts";
+} from "../../proto/kinds_map.ts";
+import { messageName, WireDecodeError } from "../../proto/wire.ts";
 
 /** `inventory.refresh` -> `InventoryRefresh`, `site.httpProxy` -> `SiteHttpProxy`. */
 function pascal(kind: string): string {

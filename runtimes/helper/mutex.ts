@@ -1,0 +1,16 @@
+/**
+ * The lock the helper holds around writes, shared by the ops that write (`dispatch.ts`, `access_ops.ts`).
+ *
+ * @module
+ */
+
+/** A one-at-a-time lock (a promise chain). */
+export class Mutex {
+  #tail: Promise<unknown> = Promise.resolve();
+  /** Runs `f` once every earlier holder has finished. */
+  run<T>(f: () => Promise<T>): Promise<T> {
+    const next = this.#tail.then(f, f);
+    this.#tail = next.catch(() => undefined);
+    return next;
+  }
+}
