@@ -13,6 +13,7 @@ import { DEFAULT_FIRST_PARTITION_BOUND, firstPartitionFacts } from "./first_part
 import { FILL_AFTER, RENAMED } from "./layer_probes.ts";
 import { RootMapper } from "./mapping/mapper.ts";
 import { type MappingContext, probeMap, probeMapChecks, probeMapRefused } from "./mapping/mapping_probes.ts";
+import { errnoOf } from "./mapping/fs_ops.ts";
 import { MemFs, type MemNode } from "./mapping/mem_fs.ts";
 import { checkProbe } from "./probe_table.ts";
 import { probeOrphan, probeZombies } from "./process_probes.ts";
@@ -169,7 +170,10 @@ export class FakeRoot implements RootOperations {
 
   async #contents(): Promise<Facts> {
     const root = this.#root;
-    const release = await this.fs.readFile(`${root}/etc/os-release`).catch(() => null);
+    const release = await this.fs.readFile(`${root}/etc/os-release`).catch((e) => {
+      if (errnoOf(e) === "ENOENT") return null;
+      throw e;
+    });
     const facts: [string, string][] = [];
     if (release !== null) facts.push(["os-release.id", /^ID=(.*)$/m.exec(release)?.[1] ?? "none"]);
     facts.push(["root.mode", "0755"]);

@@ -184,7 +184,12 @@ export async function probeFill(l: Layers, meminfo = "/proc/meminfo"): Promise<F
   } catch (e) {
     after = `failed: ${message(e)}`;
   }
-  const memory = memTotal(await Deno.readTextFile(meminfo).catch(() => ""));
+  const memory = memTotal(
+    await Deno.readTextFile(meminfo).catch((e) => {
+      if (e instanceof Deno.errors.NotFound) return ""; // no /proc/meminfo: the memory fact is absent
+      throw e;
+    }),
+  );
   return [
     ["total", String(total)],
     ["available", String(available)],

@@ -109,15 +109,23 @@ async function cgroups(c: RootConfig): Promise<Facts> {
   return facts;
 }
 
-async function namespaces(pid: number): Promise<string> {
+/** What {@link namespacesFact} reads: `Deno` itself, or a fake in tests. */
+export interface NamespaceLinks {
+  readDir(path: string): AsyncIterable<{ readonly name: string }>;
+  readLink(path: string): Promise<string>;
+}
+
+/**
+ * NAME.namespaces (002 §Probes, processes): `same` when each of PID 1's namespace links reads the same for `pid`,
+ * else the names that differ. A link that cannot be read on either side rejects (the probe reports the fact
+ * `unreadable: …`): two unreadable links are not the same namespace.
+ */
+export async function namespacesFact(pid: number, fs: NamespaceLinks = Deno): Promise<string> {
   const differ: string[] = [];
   const names: string[] = [];
-  for await (const e of Deno.readDir(`/proc/1/ns`)) names.push(e.name);
+  for await (const e of fs.readDir(`/proc/1/ns`)) names.push(e.name);
   for (const n of names.sort()) {
-    const [a, b] = await Promise.all([
-      Deno.readLink(`/proc/1/ns/${n}`).catch(() => null),
-      Deno.readLink(`/proc/${pid}/ns/${n}`).catch(() => null),
-    ]);
+    const [a, b] = await Promise.all([fs.readLink(`/proc/1/ns/${n}`), fs.readLink(`/proc/${pid}/ns/${n}`)]);
     if (a !== b) differ.push(n);
   }
   return differ.length === 0 ? "same" : differ.join(" ");
@@ -136,7 +144,7 @@ async function processes(sibling: number | undefined): Promise<Facts> {
     facts.push([`${name}.root`, root]);
     await add(facts, `${name}.cgroup`, `/proc/${pid}/cgroup`, (s) => s.split("\n").join(" "));
     await add(facts, `${name}.command`, `/proc/${pid}/cmdline`, (s) => s.replace(/\0+$/, "").replaceAll("\0", " "));
-    facts.push([`${name}.namespaces`, await namespaces(pid).catch((e) => `unreadable: ${e}`)]);
+    facts.push([`${name}.namespaces`, await namespacesFact(pid).catch((e) => `unreadable: ${e}`)]);
   }
   return facts;
 }

@@ -74,7 +74,10 @@ export async function virtioDevice(address: bigint, timeoutMs: number): Promise<
   const end = Date.now() + timeoutMs;
   for (;;) {
     for await (const e of Deno.readDir("/sys/class/block")) {
-      const link = await Deno.realPath(`/sys/class/block/${e.name}`).catch(() => "");
+      const link = await Deno.realPath(`/sys/class/block/${e.name}`).catch((err) => {
+        if (err instanceof Deno.errors.NotFound) return ""; // the device went away while the directory was read
+        throw err;
+      });
       if (link.includes(tag) && !/\d$/.test(e.name.replace(/^vd[a-z]+/, ""))) return `/dev/${e.name}`;
       if (/^vd[a-z]+$/.test(e.name)) {
         const s = await Deno.readTextFile(`/sys/class/block/${e.name}/serial`).catch((err) => {

@@ -16,6 +16,7 @@ import {
   type SectionStatus,
   type UnknownSectionName,
 } from "./section.ts";
+import { settled } from "../settled.ts";
 
 /** What an `apply` (or a plan with nothing to do) comes to. */
 export type ApplyOutcome =
@@ -139,7 +140,7 @@ export class ConvergenceEngine {
 
   /** Runs one pass over the held spec; concurrent callers share the pass in flight, then a fresh one runs. */
   async pass(): Promise<StatusSnapshot> {
-    while (this.#running) await this.#running.catch(() => undefined);
+    while (this.#running) await settled(this.#running);
     const p = this.#pass();
     this.#running = p;
     try {

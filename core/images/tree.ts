@@ -22,6 +22,7 @@ import { join } from "node:path";
 import type { Logger } from "../log/mod.ts";
 import { silentLogger } from "../log/mod.ts";
 import { type Check, DIR_MODE, FILE_MODE, unpack } from "./bundle_walk.ts";
+import { settled } from "../settled.ts";
 
 /** The steps of an install, in order (names for logs and for crash tests). */
 export const INSTALL_STEPS = [
@@ -153,7 +154,7 @@ export class Tree {
       return Promise.reject(new RangeError(`config version ${JSON.stringify(version)} is not allowed`));
     }
     const prev = _locks.get(this.root) ?? Promise.resolve();
-    const run = prev.catch(() => {}).then(() => this.#install(version, tarball, check, beforeFlip));
+    const run = settled(prev).then(() => this.#install(version, tarball, check, beforeFlip));
     _locks.set(this.root, run);
     return run.finally(() => {
       if (_locks.get(this.root) === run) _locks.delete(this.root);

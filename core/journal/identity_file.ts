@@ -7,6 +7,7 @@
  */
 import { join } from "node:path";
 import { writeFileDurable } from "./durable_file.ts";
+import { settled } from "../settled.ts";
 
 /** The file name inside the data directory. */
 export const IDENTITY_FILE = "identity.json";
@@ -79,7 +80,7 @@ export function updateIdentity(dataDir: string, patch: Readonly<Record<string, u
     return next;
   };
   const p = (_chains.get(dataDir) ?? Promise.resolve()).then(run, run);
-  const tail = p.catch(() => undefined);
+  const tail = settled(p);
   _chains.set(dataDir, tail);
   void tail.then(() => {
     if (_chains.get(dataDir) === tail) _chains.delete(dataDir);

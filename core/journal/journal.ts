@@ -138,7 +138,9 @@ export class Journal {
         { err: e.cause, journal_id: this.journalId },
         "journal write failed; journal stopped (fail-stop)",
       );
-      void this.#db.close().catch(() => undefined);
+      void this.#db.close().catch((c) =>
+        this.#log.warn({ err: c, journal_id: this.journalId }, "closing the stopped journal failed")
+      );
       this.#wal.close();
       onStop?.(e);
     }, () => this.#syncWrites());

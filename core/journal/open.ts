@@ -112,7 +112,8 @@ export async function openStore(opts: StoreOptions): Promise<OpenStore> {
         const opened: OpenReport = { created: fresh, ...(quarantined ? { quarantined } : {}) };
         return { db, lock, journalId: meta.journalId, opened, wal };
       } catch (e) {
-        await db.close().catch(() => undefined);
+        // The failure above is what the caller needs; a close that fails too is logged beside it, not lost.
+        await db.close().catch((c) => log.warn({ err: c }, "closing the journal after a failed open failed too"));
         const damaged = e instanceof JournalDamaged ||
           (!(e instanceof JournalError) && e instanceof Error && DAMAGE.test(e.message));
         if (!damaged || quarantined !== undefined) throw e;

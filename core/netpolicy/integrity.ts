@@ -12,6 +12,7 @@ import { HelperError } from "../helper/errors.ts";
 import { countDifferences, ListingMalformed, type RuleCounts } from "./counts.ts";
 import { type NetPolicy, NetPolicyError } from "./policy.ts";
 import { type Nft, NftFailed } from "./port.ts";
+import { settled } from "../settled.ts";
 
 /** The failures a load or a listing may end in: retried, never fatal to the node. */
 export function isNftFailure(e: unknown): e is Error {
@@ -125,7 +126,7 @@ export class NftKeeper {
   /** One load or check at a time, in call order. */
   #serial<T>(f: () => Promise<T>): Promise<T> {
     const next = this.#running.then(f, f);
-    this.#running = next.catch(() => undefined);
+    this.#running = settled(next);
     return next;
   }
 }

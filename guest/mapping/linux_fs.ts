@@ -8,6 +8,7 @@
  */
 import { parseMountInfo } from "../proc/mountinfo.ts";
 import { FsError, type FsOps, type MountRow, type NodeKind, type WriterRace } from "./fs_ops.ts";
+import { settled } from "../../core/settled.ts";
 
 async function run(args: string[]): Promise<void> {
   const out = await new Deno.Command("mount", { args, stdout: "piped", stderr: "piped" }).output();
@@ -95,15 +96,23 @@ export class LinuxFs implements FsOps {
     if ((await Deno.stat(source)).isDirectory) await Deno.mkdir(stub);
     else await this.createFile(stub);
     let bound = false;
+    let failure: unknown = undefined;
     try {
       await run(["--bind", source, stub]);
       bound = true;
       await run(["-o", `remount,bind,${readOnly ? "ro," : ""}nosuid,nodev`, stub]);
       await run(["--move", stub, target]);
       bound = false;
+    } catch (e) {
+      failure = e;
+      throw e;
     } finally {
-      if (bound) await umount(stub).catch(() => {});
-      await Deno.remove(stub).catch(() => {});
+      // After a failure, undoing is best effort (the failure is what the caller gets; the staging tmpfs is private
+      // and goes with the root). After a success, the empty stub is removed and a failure to do so surfaces.
+      if (bound) await umount(stub).catch((e) => void (failure ??= e));
+      await Deno.remove(stub).catch((e) => {
+        if (failure === undefined) throw e;
+      });
     }
   }
 
@@ -141,7 +150,7 @@ export class LinuxFs implements FsOps {
       ready.reject(e);
       done.reject(e);
     };
-    done.promise.catch(() => {});
+    void settled(done.promise);
     w.postMessage({ path, dev: st.dev, ino: st.ino, stop });
     await ready.promise;
     return {

@@ -67,6 +67,16 @@ async function outcome(p: Promise<unknown>, link?: string): Promise<string> {
   }
 }
 
+/** The file's text, or null when nothing is there (ENOENT); any other failure surfaces. */
+async function readIfThere(fs: FsOps, path: string): Promise<string | null> {
+  try {
+    return await fs.readFile(path);
+  } catch (e) {
+    if (errnoOf(e) === "ENOENT") return null;
+    throw e;
+  }
+}
+
 async function attempt(p: Promise<unknown>): Promise<string> {
   try {
     await p;
@@ -123,9 +133,9 @@ export async function probeMap(ctx: MappingContext): Promise<Facts> {
     const write = await attempt(fs.writeFile(written, WRITE_TEXT));
     facts.push([`${t.name}.write`, write]);
     if (write === "allowed") {
-      const found = await fs.readFile(reached).catch(() => null);
+      const found = await readIfThere(fs, reached);
       facts.push([`${t.name}.source`, found === WRITE_TEXT ? "reached" : "nothing"]);
-      if (t.directory) await fs.remove(reached).catch(() => {});
+      if (t.directory && found !== null) await fs.remove(reached);
     } else {
       const read = t.directory ? fs.readDir(at).then(list) : fs.readFile(at);
       facts.push([`${t.name}.read`, await read.catch((e) => `unreadable: ${message(e)}`)]);
@@ -309,7 +319,7 @@ async function readOnlyRace(ctx: MappingContext, src: string, target: string): P
   } finally {
     race = await writer.stop();
   }
-  const source = (await fs.readFile(watched).catch(() => null)) === FILE_TEXT ? "intact" : "different";
+  const source = (await readIfThere(fs, watched)) === FILE_TEXT ? "intact" : "different";
   return [
     ["read-only.attaches", failed === null ? String(attaches) : `${attaches} ${failed}`],
     ["read-only.flags", flags],

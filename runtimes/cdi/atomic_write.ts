@@ -22,17 +22,30 @@ export async function atomicWrite(path: string, data: Uint8Array | string, mode 
     await f.sync();
   } catch (e) {
     f.close();
-    await Deno.remove(tmp).catch(() => undefined);
+    await _dropTemp(tmp);
     throw e;
   }
   f.close();
   try {
     await Deno.rename(tmp, path);
   } catch (e) {
-    await Deno.remove(tmp).catch(() => undefined);
+    await _dropTemp(tmp);
     throw e;
   }
   await syncDir(dir);
+}
+
+/**
+ * Removes the temp file of a write that failed, while that failure is on its way to the caller, who branches on it:
+ * a temp file that cannot be removed either (EACCES, EIO) is left for the stale-temp sweep (`hold_store.ts`) rather
+ * than replacing the write's own error.
+ */
+async function _dropTemp(tmp: string): Promise<void> {
+  try {
+    await Deno.remove(tmp);
+  } catch {
+    // deliberately ignored: see above
+  }
 }
 
 /** Removes `path` if it exists and fsyncs its directory; true when there was a file. */

@@ -117,7 +117,10 @@ export class CdiHoldStore implements HoldStore {
   async #sweepTemps(dir: string, names: readonly string[], pattern: RegExp): Promise<void> {
     for (const name of names) {
       if (!pattern.test(name)) continue;
-      const st = await Deno.lstat(`${dir}/${name}`).catch(() => undefined);
+      const st = await Deno.lstat(`${dir}/${name}`).catch((e) => {
+        if (e instanceof Deno.errors.NotFound) return undefined; // another sweep or the writer's rename took it
+        throw e;
+      });
       if (st?.isFile && st.mtime && this.#now() - st.mtime.getTime() > STALE_TEMP_MS) {
         await Deno.remove(`${dir}/${name}`).catch((e) => {
           if (!(e instanceof Deno.errors.NotFound)) throw e;

@@ -89,7 +89,11 @@ export async function fakeSystemdSubject(): Promise<SliceSubject & { log: string
     setPopulated: (name, p) => setSimPopulated(root, name, p),
     cleanup: async () => {
       await Deno.remove(root, { recursive: true });
-      for (const f of [log, env, bin]) await Deno.remove(f).catch(() => undefined);
+      for (const f of [log, env, bin]) {
+        await Deno.remove(f).catch((e) => {
+          if (!(e instanceof Deno.errors.NotFound)) throw e;
+        });
+      }
     },
   };
 }
@@ -163,7 +167,12 @@ export async function realCgroupfsSubject(): Promise<SliceSubject> {
     p.kill("SIGKILL");
     await p.status;
     // The kernel updates cgroup.events once the exit is accounted; wait for it (bounded).
-    for (let i = 0; i < 200 && (await isPopulated(sliceDir(root, name)).catch(() => false)); i++) {
+    const populated = () =>
+      isPopulated(sliceDir(root, name)).catch((e) => {
+        if (e instanceof Deno.errors.NotFound) return false; // the slice is gone: nothing left in it
+        throw e;
+      });
+    for (let i = 0; i < 200 && await populated(); i++) {
       await new Promise((r) => setTimeout(r, 10));
     }
   };

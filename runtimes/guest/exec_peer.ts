@@ -7,6 +7,7 @@
  */
 import type { ExecKey, ExecStart, GuestMessage, HostMessage, Outcome, Pool, Stream } from "../../core/framing/mod.ts";
 import type { Cause } from "../../core/framing/mod.ts";
+import { settled } from "../../core/settled.ts";
 
 /** Where the program's output goes; a promise holds back the credit (and so the guest) until it settles. */
 export type OutputSink = (stream: Stream, bytes: Uint8Array) => void | Promise<void>;
@@ -48,8 +49,8 @@ export class ExecPeer {
       this.#resolveTerminal = res;
       this.#rejectTerminal = rej;
     });
-    this.started.catch(() => {});
-    this.terminal.catch(() => {});
+    void settled(this.started);
+    void settled(this.terminal);
     const w = start.output.size;
     if (start.sharedPool) this.#avail.set(3, w);
     else {

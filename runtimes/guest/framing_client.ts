@@ -46,6 +46,7 @@ import { MAX_WIRE_BYTES } from "../../core/images/mod.ts";
 import type { ByteConn } from "./framing_conn.ts";
 import { ClientEnded, type ClientEndReason, ReceiveTimeout } from "./framing_errors.ts";
 import { ExecPeer, type OutputSink } from "./exec_peer.ts";
+import { settled } from "../../core/settled.ts";
 
 /** A message of the guest, with a body of its own. */
 export interface Message {
@@ -263,7 +264,7 @@ export class FramingClient {
     }).catch((e) => {
       throw e instanceof ClientEnded ? e : this.end("send", e instanceof Error ? e.message : String(e), e);
     });
-    this.#sending = p.catch(() => {});
+    this.#sending = settled(p);
     return p;
   }
 

@@ -230,7 +230,12 @@ export class TurnsClient {
           this.#o.logger.error({ event: "turns_no_key" }, "the guest challenges but this host holds no channel key");
           break;
         }
-        if (msg.type === "Ping") void this.send({ type: "Pong" }).catch(() => {});
+        if (msg.type === "Ping") {
+          // A Pong that cannot be written means the connection is going; the reader sees its end and reports it.
+          void this.send({ type: "Pong" }).catch((e) =>
+            this.#o.logger.warn({ event: "turns_pong_not_sent", err: e }, "a Pong could not be sent")
+          );
+        }
         if (msg.type === "Resumed") this.#resumed = msg;
         for (const l of this.#listeners) l(msg);
         for (const w of [...this.#waiters]) {
@@ -351,7 +356,12 @@ export class TurnsClient {
       this.#migration = q;
       return { result: "quiescent", state: q, inFlightAtAck: acked ?? null };
     }
-    if (how !== "lost") await this.send({ type: "DrainCancel" }).catch(() => {});
+    if (how !== "lost") {
+      // The drain ends aborted either way; a cancel the guest cannot be told of is logged, not thrown past the abort.
+      await this.send({ type: "DrainCancel" }).catch((e) =>
+        this.#o.logger.warn({ event: "turns_drain_cancel_not_sent", err: e }, "DrainCancel could not be sent")
+      );
+    }
     const reason = how === "lost" ? "connection-lost" : how;
     const stable = draining.abort(reason);
     this.#migration = stable;

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { settled } from "../../core/settled.ts";
 
 /** A one-at-a-time lock (a promise chain). */
 export class Mutex {
@@ -10,7 +11,7 @@ export class Mutex {
   /** Runs `f` once every earlier holder has finished. */
   run<T>(f: () => Promise<T>): Promise<T> {
     const next = this.#tail.then(f, f);
-    this.#tail = next.catch(() => undefined);
+    this.#tail = settled(next);
     return next;
   }
 }

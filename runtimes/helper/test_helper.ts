@@ -179,7 +179,11 @@ export async function startTestHelper(
     sys,
     smi,
     smiEnv,
-    smiLog: async () => (await Deno.readTextFile(smiLogPath).catch(() => "")).split("\n").filter(Boolean),
+    smiLog: async () =>
+      (await Deno.readTextFile(smiLogPath).catch((e) => {
+        if (e instanceof Deno.errors.NotFound) return ""; // the fake nvidia-smi has not run yet
+        throw e;
+      })).split("\n").filter(Boolean),
     server,
     listener,
     client,

@@ -12,6 +12,7 @@ import { hgxInventory } from "./hgx.ts";
 import { parseSmiList, withMigUuids } from "./smi_list.ts";
 import { renderSmiList, renderSmiXml } from "./smi_render.ts";
 import { parseSmiXml } from "./smi_xml.ts";
+import { settled } from "../../core/settled.ts";
 
 /** What the state file holds. */
 export interface FakeGpuState {
@@ -34,7 +35,7 @@ const _locks = new Map<string, Promise<unknown>>();
 async function _serialized<T>(path: string, f: () => Promise<T>): Promise<T> {
   const prev = _locks.get(path) ?? Promise.resolve();
   const next = prev.then(f, f);
-  const tail = next.catch(() => undefined);
+  const tail = settled(next);
   _locks.set(path, tail);
   try {
     return await next;
