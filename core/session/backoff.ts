@@ -1,6 +1,10 @@
 /**
- * Reconnect delays: exponential with full jitter, so a gateway restart does not bring every node back in the same
- * second.
+ * Reconnect delays: exponential with **equal jitter** (half the ceiling fixed, half random), so a gateway restart
+ * does not bring every node back in the same second, and no node comes back sooner than half its ceiling.
+ *
+ * Equal, not full, jitter (a uniform wait in [0, ceiling]) on purpose: full jitter spreads reconnects a little wider
+ * but lets a node retry at once after a failure, so a gateway that refuses every session would be hit in a tight
+ * loop by the unlucky draws; the floor keeps every node's retry rate bounded by its ceiling.
  *
  * @module
  */
@@ -15,7 +19,10 @@ export interface BackoffOptions {
   readonly random?: () => number;
 }
 
-/** Jittered exponential backoff: attempt n waits a uniform random time in [ceiling/2, ceiling], ceiling = base·2ⁿ. */
+/**
+ * Exponential backoff with equal jitter: attempt n waits a uniform random time in [ceiling/2, ceiling], where
+ * ceiling = min(max, base·2ⁿ).
+ */
 export class Backoff {
   #attempt = 0;
   readonly #base: number;

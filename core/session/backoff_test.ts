@@ -20,3 +20,18 @@ Deno.test("nonsense bounds are refused", () => {
   assert.throws(() => new Backoff({ baseMs: 0 }), RangeError);
   assert.throws(() => new Backoff({ baseMs: 10, maxMs: 5 }), RangeError);
 });
+
+Deno.test("the jitter is equal jitter: every delay lies in [ceiling/2, ceiling], never below the floor", () => {
+  // A deterministic sweep of the random source over [0, 1) instead of Math.random.
+  const draws = Array.from({ length: 101 }, (_, i) => Math.min(i / 100, 0.999999));
+  for (const [attempt, ceiling] of [[0, 100], [1, 200], [2, 400], [3, 800], [4, 1000], [9, 1000]] as const) {
+    const seen = draws.map((r) => {
+      const b = new Backoff({ baseMs: 100, maxMs: 1000, random: () => r });
+      for (let i = 0; i < attempt; i++) b.next();
+      return b.next();
+    });
+    assert.ok(seen.every((d) => d >= ceiling / 2 && d <= ceiling), `attempt ${attempt}: ${seen}`);
+    assert.equal(Math.min(...seen), ceiling / 2);
+    assert.equal(Math.max(...seen), ceiling);
+  }
+});
