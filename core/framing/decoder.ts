@@ -8,7 +8,7 @@
  * @module
  */
 import { FramingError } from "./errors.ts";
-import { HEADER_BYTES, LIMITS, MAX_BODY, type Sender, SENDERS } from "./kinds.ts";
+import { HEADER_BYTES, LIMITS, MAX_BODY, type Sender, SENDERS } from "./frame_kinds.ts";
 
 /** One decoded message: its kind and a view of its body. */
 export interface Frame {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { Decoder, type Frame } from "./decoder.ts";
 import { encodeFrame } from "./encoder.ts";
 import { FramingError } from "./errors.ts";
-import { HEADER_BYTES, Kind, KINDS, type KindSpec } from "./kinds.ts";
+import { HEADER_BYTES, Kind, KINDS, type KindSpec } from "./frame_kinds.ts";
 
 /** A sample body of each kind: the largest its limit allows, but capped to keep the split tests quick. */
 function sampleBody(k: KindSpec, cap = 40): Uint8Array {

@@ -5,7 +5,7 @@
  * @module
  */
 import { FramingError } from "./errors.ts";
-import { HEADER_BYTES, kindSpec } from "./kinds.ts";
+import { HEADER_BYTES, kindSpec } from "./frame_kinds.ts";
 
 /** Checks that `kind` is assigned and that `bodyLength` fits its limit; throws a {@link FramingError} otherwise. */
 export function checkOutgoing(kind: number, bodyLength: number): void {

@@ -17,7 +17,7 @@ import {
   writeOutcome,
 } from "./exec_outcome.ts";
 import type { Cause } from "./exec_outcome.ts";
-import { HEADER_BYTES, Kind } from "./kinds.ts";
+import { HEADER_BYTES, Kind } from "./frame_kinds.ts";
 import { checkOutgoing, writeHeader } from "./encoder.ts";
 
 /** A pool: 0 the input, 1 standard output, 2 standard error, 3 the output pool both streams share. */

@@ -6,7 +6,7 @@
  */
 import { BodyError } from "./errors.ts";
 import { type BodyReader, BodyWriter, encodeUtf8, utf8 } from "./_bytes.ts";
-import { MAX_DATA_BODY } from "./kinds.ts";
+import { MAX_DATA_BODY } from "./frame_kinds.ts";
 
 /** The execution's key: its ID, then its generation, each a little-endian u64. */
 export interface ExecKey {

@@ -11,7 +11,7 @@ import {
 } from "./exec.ts";
 import { encodeStartBody, type ExecStart, MAX_CHUNK } from "./exec_start.ts";
 import type { Outcome } from "./exec_outcome.ts";
-import { Kind, MAX_EXEC_CONTROL_BODY } from "./kinds.ts";
+import { Kind, MAX_EXEC_CONTROL_BODY } from "./frame_kinds.ts";
 import { Decoder } from "./decoder.ts";
 
 const key = { id: 0x0102030405060708n, generation: 0xfffffffffffffffen };

@@ -9,7 +9,7 @@
  */
 import { BodyError } from "./errors.ts";
 import { BodyReader, BodyWriter, encodeUtf8, utf8 } from "./_bytes.ts";
-import { MAX_DATA_BODY } from "./kinds.ts";
+import { MAX_DATA_BODY } from "./frame_kinds.ts";
 import { MAX_MAPPINGS } from "./root_config.ts";
 
 /** One mapping of the table. */

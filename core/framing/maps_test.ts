@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { BodyError } from "./errors.ts";
 import { decodeMapFailure, decodeMaps, encodeMapFailure, encodeMaps, type Mapping } from "./maps.ts";
-import { MAX_DATA_BODY } from "./kinds.ts";
+import { MAX_DATA_BODY } from "./frame_kinds.ts";
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const m = (src: string, tgt: string, readOnly = false): Mapping => ({ readOnly, source: enc(src), target: enc(tgt) });

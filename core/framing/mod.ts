@@ -12,7 +12,7 @@
  *
  * | kind | message | body limit | from |
  * | --- | --- | --- | --- |
- * | 1–26 | the seed's table: Ping, Pong, Echo, Stop, Stopped, RootConfig, Ready, RootFailed, Probe, Report, ProbeFailed, the execution messages 12–21, Maps, Mapped, MapFailed, Start, Started | as the seed (`kinds.ts`) | |
+ * | 1–26 | the seed's table: Ping, Pong, Echo, Stop, Stopped, RootConfig, Ready, RootFailed, Probe, Report, ProbeFailed, the execution messages 12–21, Maps, Mapped, MapFailed, Start, Started | as the seed (`frame_kinds.ts`) | |
  * | 27–31 | unassigned (kept free so the seed's table can grow); a header naming one is malformed | | |
  * | 32 | AgentConfigVersion: the bundle's version, the first frame of an install (seed 004 §(b)) | 4 KiB | host |
  * | 33 | AgentConfigChunk: gzip-tar bytes of the bundle, in order, 512 KiB each but the last | 512 KiB | host |
@@ -53,7 +53,7 @@
  * @module
  */
 export * from "./errors.ts";
-export * from "./kinds.ts";
+export * from "./frame_kinds.ts";
 export * from "./decoder.ts";
 export * from "./encoder.ts";
 export * from "./root_config.ts";
@@ -63,6 +63,6 @@ export * from "./exec_start.ts";
 export * from "./exec_outcome.ts";
 export * from "./exec.ts";
 export * from "./maps.ts";
-export * from "./agent_config.ts";
+export * from "./agent_config_frames.ts";
 export * from "./auth.ts";
 export * from "./attach.ts";

@@ -7,7 +7,7 @@
  */
 import { BodyError } from "./errors.ts";
 import { encodeUtf8, utf8 } from "./_bytes.ts";
-import { MAX_TEXT_BODY } from "./kinds.ts";
+import { MAX_TEXT_BODY } from "./frame_kinds.ts";
 
 const BODY = "root-config";
 

@@ -7,7 +7,7 @@ import {
   encodeVersion,
   INSTALL_CODES,
   versionProblem,
-} from "./agent_config.ts";
+} from "./agent_config_frames.ts";
 
 Deno.test("versions: the grammar, the reserved current, and the empty version", () => {
   for (const ok of ["", "v-1", "A_b-9", "sha256-abc"]) assert.equal(versionProblem(ok), null, ok);
