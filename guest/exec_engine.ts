@@ -15,7 +15,7 @@ import {
   type ExecKey,
   type HostMessage,
 } from "../core/framing/mod.ts";
-import type { Clock } from "./clock.ts";
+import type { Clock } from "../core/clock.ts";
 import { ExecHistory } from "./exec_history.ts";
 import {
   DROP_WAIT_MS,
@@ -35,7 +35,7 @@ export class SessionError extends Error {
 
 /** What the engine needs of the worker. */
 export interface EngineHost {
-  readonly clock: Clock;
+  readonly clock: Pick<Clock, "monotonic" | "setTimer">;
   readonly log: Logger;
   /** Queues a whole message for the host. */
   emit(frame: Uint8Array): void;
@@ -196,7 +196,7 @@ export class ExecEngine {
     this.#timer = null;
     this.#timerAt = next;
     if (next === Infinity) return;
-    this.#timer = this.host.clock.setTimer(next - this.host.clock.now(), () => {
+    this.#timer = this.host.clock.setTimer(next - this.host.clock.monotonic(), () => {
       this.#timer = null;
       this.#timerAt = Infinity;
       this.wake();

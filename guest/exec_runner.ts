@@ -20,12 +20,12 @@ import {
   type ProgramStatus,
   type Stream,
 } from "../core/framing/mod.ts";
-import type { Clock } from "./clock.ts";
+import type { Clock } from "../core/clock.ts";
 import { killGroup } from "./process_group.ts";
 
 /** What a runner needs of its engine. */
 export interface RunnerHost {
-  readonly clock: Clock;
+  readonly clock: Pick<Clock, "monotonic" | "setTimer">;
   /** Queues a whole message for the host. */
   emit(frame: Uint8Array): void;
   /** Whether the stream to the host takes more output now (≤ 1 MiB queued). */
@@ -126,7 +126,7 @@ export class ExecRunner {
     readonly host: RunnerHost,
   ) {
     this.pgid = child.pid;
-    this.startedAt = host.clock.now();
+    this.startedAt = host.clock.monotonic();
     this.streams = [new StreamState(1, child.stdout), new StreamState(2, child.stderr)];
     this.#inputWriter = start.stdin ? child.stdin.getWriter() : null;
     if (start.sharedPool) this.#avail.set(3, start.output.size);
@@ -143,7 +143,7 @@ export class ExecRunner {
 
   #collected(status: ProgramStatus): void {
     this.status = status;
-    this.statusAt = this.host.clock.now();
+    this.statusAt = this.host.clock.monotonic();
     // What is left of the group: a descendant that stayed in it neither outlives the program nor holds its output.
     killGroup(this.pgid);
     this.host.wake();
@@ -220,7 +220,7 @@ export class ExecRunner {
   cancel(cause: Cause): void {
     if (this.status === null && this.cause === null) {
       this.cause = cause;
-      this.causeAt = this.host.clock.now();
+      this.causeAt = this.host.clock.monotonic();
       this.#kill("SIGTERM");
     }
     this.#truncate();
@@ -283,7 +283,7 @@ export class ExecRunner {
 
   /** One turn: timers, input, output within `budget` bytes; returns the bytes it moved to the stream. */
   step(budget: number): number {
-    const now = this.host.clock.now();
+    const now = this.host.clock.monotonic();
     const s = this.start;
     if (this.status === null) {
       if (this.cause === null && s.timeoutMs !== null && now >= this.startedAt + s.timeoutMs) this.cancel("timeout");

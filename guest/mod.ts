@@ -28,4 +28,3 @@ export { ExecEngine, SessionError } from "./exec_engine.ts";
 export * from "./exec_limits.ts";
 export { agentConfigRoot, ConfigInstaller, DEFAULT_GUEST_ROOT, InstallSession } from "./config_install.ts";
 export { fileTransport, RESET, type Transport } from "./transport.ts";
-export { type Clock, realClock } from "./clock.ts";

@@ -38,7 +38,7 @@ import {
   stageSpec,
 } from "../core/framing/mod.ts";
 import { AGENT_VERSION } from "../core/version.ts";
-import { type Clock, realClock } from "./clock.ts";
+import { type Clock, realClock } from "../core/clock.ts";
 import type { ConfigInstaller, InstallSession } from "./config_install.ts";
 import { type EngineHost, ExecEngine, SessionError } from "./exec_engine.ts";
 import { checkExecIdentity, type ExecIdentity } from "./process_group.ts";
@@ -56,7 +56,7 @@ export const GUEST_BUILD = AGENT_VERSION;
 export interface WorkerOptions {
   readonly ops: RootOperations;
   readonly log: Logger;
-  readonly clock?: Clock;
+  readonly clock?: Pick<Clock, "monotonic" | "setTimer">;
   readonly build?: string;
   readonly installer?: ConfigInstaller;
   readonly spawn?: EngineHost["spawn"];

@@ -10,7 +10,8 @@ import { makeTestPki, type TestPki } from "../pki/test_pki.ts";
 import { QuorumLedger } from "../pki/quorum_ledger.ts";
 import { EMPTY_TRUST_BUNDLE, type TrustBundle } from "../pki/trust_bundle.ts";
 import { type CommandBody, commandBody, type IncomingCommand } from "./command.ts";
-import { type CommandJournal, Dispatcher, type Timers } from "./dispatcher.ts";
+import { type CommandJournal, Dispatcher } from "./dispatcher.ts";
+import type { Clock, Timer } from "../clock.ts";
 import { FakeHandler } from "./fake_handlers.ts";
 import { HandlerRegistry } from "./handlers.ts";
 import type { Role } from "./kinds.ts";
@@ -20,12 +21,12 @@ export const NOW = Date.UTC(2026, 10, 30, 7, 0, 0);
 export const NODE = "node-1";
 
 /** Timers the test fires by hand. */
-export class ManualTimers implements Timers {
+export class ManualTimers implements Pick<Clock, "setTimer"> {
   pending: { fn: () => void; ms: number; cleared: boolean }[] = [];
-  set(fn: () => void, ms: number): () => void {
+  setTimer(ms: number, fn: () => void): Timer {
     const t = { fn, ms, cleared: false };
     this.pending.push(t);
-    return () => t.cleared = true;
+    return { cancel: () => void (t.cleared = true) };
   }
   fireAll(): void {
     const ts = this.pending.splice(0);
@@ -112,7 +113,7 @@ export async function openBench(
     bootId: "boot-1",
     sink: { send: (u) => void updates.push(u) },
     specs: { requestSpec: (have, reason, detail) => void specRequests.push(`${reason} have=${have} ${detail}`) },
-    timers,
+    clock: timers,
     acceptance: {
       nodeId: NODE,
       role: opts.role ?? "node",

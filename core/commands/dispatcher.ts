@@ -45,6 +45,7 @@ import { ResourceLocks } from "./locks.ts";
 import { CommandFailed, InvalidPayload, type TerminalRejectReason } from "./rejection.ts";
 import { type CommandUpdate, terminalUpdate, updateFromEntry, type UpdateSink } from "./results.ts";
 import { encodeAny } from "./any_codec.ts";
+import { type Clock, realClock } from "../clock.ts";
 
 /** The journal operations the dispatcher uses (the real {@link Journal}; a test may wrap it). */
 export type CommandJournal = Pick<
@@ -60,19 +61,6 @@ export type CommandJournal = Pick<
   | "ackResults"
   | "unackedResults"
 >;
-
-/** Host timers, injected so tests drive deferral deadlines by hand. */
-export interface Timers {
-  set(fn: () => void, ms: number): () => void;
-}
-
-/** Real timers. */
-export const REAL_TIMERS: Timers = {
-  set(fn, ms) {
-    const h = setTimeout(fn, Math.max(0, Math.min(ms, 2 ** 31 - 1)));
-    return () => clearTimeout(h);
-  },
-};
 
 /** What the dispatcher asks the session for. */
 export interface SpecRequester {
@@ -91,7 +79,8 @@ export interface DispatcherOptions {
   /** The node's private key, for attested kinds' `node_sig`; absent: results go unsigned. */
   readonly nodeKey?: CryptoKey;
   readonly logger?: Logger;
-  readonly timers?: Timers;
+  /** The deferral timers (`core/clock.ts`; tests fire them by hand). */
+  readonly clock?: Pick<Clock, "setTimer">;
   /** Deferred commands kept at once; beyond it a deferral is `BUSY`. */
   readonly maxDeferred?: number;
   /** Lane limits; the seed's table by default. */
@@ -118,7 +107,7 @@ const DEFAULT_MAX_DEFERRED = 64;
 export class Dispatcher {
   readonly #o: DispatcherOptions;
   readonly #log: Logger;
-  readonly #timers: Timers;
+  readonly #clock: Pick<Clock, "setTimer">;
   readonly #locks = new ResourceLocks();
   readonly #lanes: Record<Lane, LanePool>;
   readonly #flights = new Map<string, Flight>();
@@ -132,7 +121,7 @@ export class Dispatcher {
   constructor(options: DispatcherOptions) {
     this.#o = options;
     this.#log = options.logger ?? silentLogger();
-    this.#timers = options.timers ?? REAL_TIMERS;
+    this.#clock = options.clock ?? realClock;
     const limits = options.laneLimits ?? LANE_LIMITS;
     this.#lanes = {
       control: new LanePool("control", this.#locks, limits.control),
@@ -411,7 +400,8 @@ export class Dispatcher {
       abort: new AbortController(),
     };
     const delay = (body.notAfterMs ?? 0) - this.#o.acceptance.serverNow() + 1;
-    flight.clearTimer = this.#timers.set(() => void this.#redeliver(body.id), delay);
+    const timer = this.#clock.setTimer(delay, () => void this.#redeliver(body.id));
+    flight.clearTimer = () => timer.cancel();
     this.#flights.set(body.id, flight);
     this.#log.info({ command_id: body.id, min_generation: body.minGeneration }, "command deferred: " + message);
     const early = this.#earlyCancels.get(body.id);

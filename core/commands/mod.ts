@@ -25,14 +25,7 @@
  */
 export { type AcceptanceContext, type AcceptanceVerdict, runAcceptanceChecks, UPGRADE_KIND } from "./acceptance.ts";
 export { type AnyMessage, type CommandBody, commandBody, type IncomingCommand } from "./command.ts";
-export {
-  type CommandJournal,
-  Dispatcher,
-  type DispatcherOptions,
-  REAL_TIMERS,
-  type SpecRequester,
-  type Timers,
-} from "./dispatcher.ts";
+export { type CommandJournal, Dispatcher, type DispatcherOptions, type SpecRequester } from "./dispatcher.ts";
 export { type HandlerContext, HandlerRegistry, type HandlerResult, type KindHandler } from "./handlers.ts";
 export {
   DEFAULT_KIND_TIMEOUT_MS,

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { type Clock, realClock } from "../clock.ts";
 
 /** A condition status, as the wire spells it. */
 export type ConditionStatus = "True" | "False" | "Unknown";
@@ -29,18 +30,16 @@ interface _Held {
   since: number;
 }
 
-/** A monotonic clock in milliseconds (`performance.now()` in production, a fake in tests). */
-export type MonotonicClock = () => number;
-
 const _key = (type: string, subject: string) => `${type}\u0000${subject}`;
 
 /** The condition set. */
 export class ConditionSet {
   readonly #held = new Map<string, _Held>();
-  readonly #now: MonotonicClock;
+  readonly #clock: Pick<Clock, "monotonic">;
 
-  constructor(now: MonotonicClock = () => performance.now()) {
-    this.#now = now;
+  /** `clock`: the monotonic clock ages are read from (`core/clock.ts`). */
+  constructor(clock: Pick<Clock, "monotonic"> = realClock) {
+    this.#clock = clock;
   }
 
   /** Sets a condition; its age restarts only when its status or reason changes. */
@@ -51,7 +50,7 @@ export class ConditionSet {
       prev.message = message;
       return;
     }
-    this.#held.set(k, { type, subject, status, reason, message, since: this.#now() });
+    this.#held.set(k, { type, subject, status, reason, message, since: this.#clock.monotonic() });
   }
 
   /** Removes a condition; true when there was one. */
@@ -72,7 +71,7 @@ export class ConditionSet {
 
   /** The conditions with their ages now, sorted by type then subject. */
   report(): ReportedCondition[] {
-    const now = this.#now();
+    const now = this.#clock.monotonic();
     return [...this.#held.values()]
       .sort((a, b) => a.type < b.type ? -1 : a.type > b.type ? 1 : a.subject < b.subject ? -1 : 1)
       .map((c) => ({

@@ -6,7 +6,8 @@
  * @module
  */
 import type { Logger } from "../log/mod.ts";
-import { ConditionSet, type MonotonicClock, type ReportedCondition } from "./conditions.ts";
+import { ConditionSet, type ReportedCondition } from "./conditions.ts";
+import type { Clock } from "../clock.ts";
 import {
   isEmptySection,
   isTerminal,
@@ -79,7 +80,7 @@ export interface StatusSnapshot {
 export interface EngineOptions {
   readonly convergers: readonly SectionConverger[];
   readonly log: Logger;
-  readonly monotonic?: MonotonicClock;
+  readonly clock?: Pick<Clock, "monotonic">;
   readonly conditions?: ConditionSet;
   /** The observed generation held from an earlier process (it never moves backwards). */
   readonly observedGeneration?: number;
@@ -103,7 +104,7 @@ export class ConvergenceEngine {
       this.#convergers.set(c.section, c);
     }
     this.#log = opts.log;
-    this.conditions = opts.conditions ?? new ConditionSet(opts.monotonic);
+    this.conditions = opts.conditions ?? new ConditionSet(opts.clock);
     this.#observed = opts.observedGeneration ?? 0;
   }
 

@@ -197,7 +197,7 @@ Deno.test("the SectionUnsupported condition clears once the section is emptied",
 
 Deno.test("conditions report their age on the monotonic clock, not a timestamp", () => {
   let now = 1_000;
-  const c = new ConditionSet(() => now);
+  const c = new ConditionSet({ monotonic: () => now });
   c.set("XidError", "GPU-1", "True", "63", "row remap pending");
   now = 4_500;
   c.set("XidError", "GPU-1", "True", "63", "still pending");

@@ -4,7 +4,7 @@
  *
  * @module
  */
-export { ConditionSet, type MonotonicClock, type ReportedCondition } from "./conditions.ts";
+export { ConditionSet, type ReportedCondition } from "./conditions.ts";
 export {
   type ApplyContext,
   type ApplyOutcome,

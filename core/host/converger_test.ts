@@ -7,7 +7,11 @@ import { FakeHugepages, FakeSysctl } from "./fakes.ts";
 import { HostUnitError, hugepagesUnit, sysctlUnit, type UnitDriver, type UnitResult } from "./unit.ts";
 import type { UnitName } from "./units.ts";
 
-const ctx = (): ApplyContext => ({ generation: 1, conditions: new ConditionSet(() => 0), log: silentLogger() });
+const ctx = (): ApplyContext => ({
+  generation: 1,
+  conditions: new ConditionSet({ monotonic: () => 0 }),
+  log: silentLogger(),
+});
 const section = (units: Record<string, unknown>) => ({
   units: Object.entries(units).map(([name, s]) => ({ name, settings_json: JSON.stringify(s) })),
 });

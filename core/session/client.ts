@@ -17,6 +17,7 @@ import type { Logger } from "../log/mod.ts";
 import { Backoff, type BackoffOptions } from "./backoff.ts";
 import type { FrameTransport } from "./transport.ts";
 import { forLog } from "../log/bounded_text.ts";
+import { type Clock, realClock, repeat, type Timer } from "../clock.ts";
 
 /** What the node may send. */
 export type NodeFrameInit = Props<typeof bcd.v1.NodeFrame>;
@@ -73,10 +74,8 @@ export interface SessionClientOptions {
   readonly heartbeatRangeMs?: readonly [number, number];
   /** A session must stay up this long before the reconnect backoff starts again from its base (default {@link STABLE_SESSION_MS}). */
   readonly stableSessionMs?: number;
-  /** A monotonic clock in ms (default `performance.now`), injectable for tests. */
-  readonly monotonic?: () => number;
-  /** Sleep, injectable for tests. */
-  readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** The handshake and heartbeat timers, the backoff's sleeps and the session's age (`core/clock.ts`). */
+  readonly clock?: Clock;
 }
 
 /** From opening the connection to `Welcome`: a gateway silent before Challenge or after Hello is dropped. */
@@ -103,21 +102,11 @@ export function heartbeatInterval(askedMs: number, fallbackMs: number, range = H
   return Math.min(range[1], Math.max(range[0], v));
 }
 
-function _sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => {
-      clearTimeout(t);
-      resolve();
-    }, { once: true });
-  });
-}
-
 /** Runs sessions until stopped. */
 export class SessionClient {
   readonly #o: SessionClientOptions;
   readonly #backoff: Backoff;
+  readonly #clock: Clock;
   #phase: SessionPhase = "closed";
   #epoch = 0;
   #transport: FrameTransport | undefined;
@@ -127,6 +116,7 @@ export class SessionClient {
   constructor(opts: SessionClientOptions) {
     this.#o = opts;
     this.#backoff = new Backoff(opts.backoff);
+    this.#clock = opts.clock ?? realClock;
   }
 
   get phase(): SessionPhase {
@@ -145,8 +135,6 @@ export class SessionClient {
 
   /** Connects, runs a session, reconnects with backoff; returns when `signal` aborts. */
   async run(signal: AbortSignal): Promise<void> {
-    const sleep = this.#o.sleep ?? _sleep;
-    const now = this.#o.monotonic ?? (() => performance.now());
     while (!signal.aborted) {
       let reason: string;
       this.#establishedAt = undefined;
@@ -159,13 +147,13 @@ export class SessionClient {
       this.#phase = "closed";
       if (
         this.#establishedAt !== undefined &&
-        now() - this.#establishedAt >= (this.#o.stableSessionMs ?? STABLE_SESSION_MS)
+        this.#clock.monotonic() - this.#establishedAt >= (this.#o.stableSessionMs ?? STABLE_SESSION_MS)
       ) this.#backoff.reset();
       this.#o.delegate.disconnected(reason);
       if (signal.aborted) break;
       const wait = this.#backoff.next();
       this.#o.log.info({ wait_ms: wait, reason }, "session ended; reconnecting");
-      await sleep(wait, signal);
+      await this.#clock.sleep(wait, signal);
     }
   }
 
@@ -174,14 +162,14 @@ export class SessionClient {
     const handshakeMs = this.#o.handshakeTimeoutMs ?? HANDSHAKE_TIMEOUT_MS;
     let handshakeExpired = false;
     let t: FrameTransport | undefined;
-    const handshake = setTimeout(() => {
+    const handshake = this.#clock.setTimer(handshakeMs, () => {
       handshakeExpired = true;
       t?.close(1000, "handshake timeout");
-    }, handshakeMs);
+    });
     try {
       t = await this.#o.connect();
     } catch (e) {
-      clearTimeout(handshake);
+      handshake.cancel();
       throw e;
     }
     if (handshakeExpired) {
@@ -194,15 +182,15 @@ export class SessionClient {
   async #established(
     t: FrameTransport,
     signal: AbortSignal,
-    handshake: ReturnType<typeof setTimeout>,
+    handshake: Timer,
     handshakeExpired: () => boolean,
     handshakeMs: number,
   ): Promise<string> {
     this.#transport = t;
     const onAbort = () => t.close(1000, "shutdown");
     signal.addEventListener("abort", onAbort, { once: true });
-    let heartbeat: ReturnType<typeof setInterval> | undefined;
-    let lastHeard = performance.now();
+    let heartbeat: Timer | undefined;
+    let lastHeard = this.#clock.monotonic();
     try {
       this.#phase = "awaiting-challenge";
       let epoch = 0;
@@ -218,7 +206,7 @@ export class SessionClient {
           if (handshakeExpired() && this.#phase !== "established") return `no Welcome within ${handshakeMs} ms`;
           return t.closedReason ?? "closed";
         }
-        lastHeard = performance.now();
+        lastHeard = this.#clock.monotonic();
         let frame: GatewayFrame;
         try {
           frame = decodeGatewayFrame(bytes);
@@ -253,25 +241,25 @@ export class SessionClient {
               }
               throw e;
             }
-            clearTimeout(handshake);
+            handshake.cancel();
             epoch = Number(frame.welcome.session_epoch ?? 0);
             this.#epoch = epoch;
             this.#phase = "established";
             this.#sessions++;
-            this.#establishedAt = (this.#o.monotonic ?? (() => performance.now()))();
+            this.#establishedAt = this.#clock.monotonic();
             const every = heartbeatInterval(
               frame.welcome.heartbeat_interval_ms ?? 0,
               this.#o.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
               this.#o.heartbeatRangeMs,
             );
             const dead = every * (this.#o.deadIntervals ?? 3);
-            heartbeat = setInterval(() => {
-              if (performance.now() - lastHeard > dead) {
+            heartbeat = repeat(this.#clock, every, () => {
+              if (this.#clock.monotonic() - lastHeard > dead) {
                 t.close(1001, "gateway silent");
                 return;
               }
               sessionOut.send({ heartbeat: this.#o.delegate.heartbeat() });
-            }, every);
+            });
             this.#o.log.info({ epoch, heartbeat_ms: every }, "session established");
             await this.#o.delegate.established(sessionOut);
             break;
@@ -294,8 +282,8 @@ export class SessionClient {
         }
       }
     } finally {
-      clearTimeout(handshake);
-      if (heartbeat !== undefined) clearInterval(heartbeat);
+      handshake.cancel();
+      heartbeat?.cancel();
       signal.removeEventListener("abort", onAbort);
       t.close(1000, "session over");
       this.#transport = undefined;

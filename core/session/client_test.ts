@@ -6,6 +6,8 @@ import { type SessionDelegate, SessionProtocolError } from "./client.ts";
 import { HEARTBEAT_RANGE_MS, heartbeatInterval, SessionClient, STABLE_SESSION_MS } from "./client.ts";
 import { type FrameTransport, webApiCloseCode, wrapWebSocket } from "./transport.ts";
 import { connectWebSocket } from "./ws_client.ts";
+import { type Clock, realClock } from "../clock.ts";
+import { FakeClock } from "../../fixtures/clock/fake_clock.ts";
 
 type GatewayFrameInit = Props<typeof bcd.v1.GatewayFrame>;
 
@@ -28,70 +30,97 @@ async function recv(t: FrameTransport): Promise<NodeFrame> {
 }
 const send = (t: FrameTransport, f: GatewayFrameInit) => t.send(encodeGatewayFrame(f));
 
+/** A gateway-side list a test waits on: `next()` resolves with the next item pushed (or one already there). */
+class Inbox<T> {
+  readonly items: T[] = [];
+  #waiters: ((v: T) => void)[] = [];
+  #taken = 0;
+  push(v: T): void {
+    this.items.push(v);
+    this.#waiters.shift()?.(v);
+  }
+  next(): Promise<T> {
+    const i = this.#taken++;
+    if (i < this.items.length) return Promise.resolve(this.items[i]!);
+    return new Promise((r) => this.#waiters.push(r));
+  }
+}
+
 class RecordingDelegate implements SessionDelegate {
   events: string[] = [];
   frames: GatewayFrame[] = [];
   refuseWelcome = false;
+  #watchers: { pred: (events: readonly string[]) => boolean; resolve: () => void }[] = [];
+
+  /** Resolves once `pred` holds for the events so far: checked now and after each event, never by polling. */
+  when(pred: (events: readonly string[]) => boolean): Promise<void> {
+    if (pred(this.events)) return Promise.resolve();
+    return new Promise((resolve) => this.#watchers.push({ pred, resolve }));
+  }
+
+  #record(e: string): void {
+    this.events.push(e);
+    this.#watchers = this.#watchers.filter((w) => !(w.pred(this.events) && (w.resolve(), true)));
+  }
   hello(ch: bcd.v1.Challenge.$Properties) {
-    this.events.push(`challenge:${ch.gateway_id}`);
+    this.#record(`challenge:${ch.gateway_id}`);
     return Promise.resolve({ node_id: "n-1", role: "node", applied_generation: 3, challenge_sig: new Uint8Array([1]) });
   }
   welcome(w: bcd.v1.Welcome.$Properties) {
-    this.events.push(`welcome:${w.session_epoch}`);
+    this.#record(`welcome:${w.session_epoch}`);
     if (this.refuseWelcome) throw new SessionProtocolError("time-mark", "server_time 10 minutes before the mark");
     return Promise.resolve();
   }
   established() {
-    this.events.push("established");
+    this.#record("established");
     return Promise.resolve();
   }
   frame(f: GatewayFrame) {
     this.frames.push(f);
-    this.events.push(`frame:${f.frame}`);
+    this.#record(`frame:${f.frame}`);
     return Promise.resolve();
   }
   heartbeat() {
     return { applied_generation: 3 };
   }
   disconnected(reason: string) {
-    this.events.push(`disconnected:${reason}`);
+    this.#record(`disconnected:${reason}`);
   }
 }
 
-function client(url: string, d: SessionDelegate) {
+function client(url: string, d: SessionDelegate, clock: Clock = realClock) {
   return new SessionClient({
     connect: () => connectWebSocket(url),
     delegate: d,
     log: silentLogger(),
     backoff: { baseMs: 1, maxMs: 2 },
-    heartbeatMs: 20,
+    heartbeatMs: 200,
+    clock,
   });
 }
 
-async function until(cond: () => boolean, what: string, ms = 5000) {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+const count = (events: readonly string[], e: string) => events.filter((x) => x === e).length;
 
 Deno.test("a session proves the key on the challenge, takes Welcome, then exchanges frames", async () => {
   const hellos: NodeFrame[] = [];
   const gw = scriptedGateway(async (t) => {
     send(t, { challenge: { nonce: new Uint8Array(32), gateway_id: "gw-1" } });
     hellos.push(await recv(t));
-    send(t, { welcome: { session_epoch: 7, heartbeat_interval_ms: 20 } });
+    send(t, { welcome: { session_epoch: 7, heartbeat_interval_ms: 200 } });
     send(t, { cancel: { command_id: "c-1", reason: "operator" } });
-    const hb = await recv(t);
-    assert.equal(hb.heartbeat?.applied_generation, 3);
+    heartbeats.push(await recv(t));
   });
+  const heartbeats = new Inbox<NodeFrame>();
+  const clock = new FakeClock();
   const d = new RecordingDelegate();
-  const c = client(gw.url, d);
+  const c = client(gw.url, d, clock);
   const stop = new AbortController();
   const run = c.run(stop.signal);
-  await until(() => d.frames.length === 1, "the cancel");
+  await d.when((ev) => ev.includes("frame:cancel"));
   assert.deepEqual(d.events.slice(0, 4), ["challenge:gw-1", "welcome:7", "established", "frame:cancel"]);
+  assert.equal(heartbeats.items.length, 0, "no heartbeat before its interval");
+  await clock.advance(200);
+  assert.equal((await heartbeats.next()).heartbeat?.applied_generation, 3);
   assert.equal(hellos[0]?.hello?.node_id, "n-1");
   assert.equal(c.epoch, 7);
   assert.equal(c.phase, "established");
@@ -101,7 +130,7 @@ Deno.test("a session proves the key on the challenge, takes Welcome, then exchan
 });
 
 Deno.test("a frame out of phase ends the session with a protocol close, and the client reconnects", async () => {
-  const closes: NodeFrame[] = [];
+  const closes = new Inbox<NodeFrame>();
   const gw = scriptedGateway(async (t, n) => {
     if (n === 0) {
       send(t, { welcome: { session_epoch: 1 } }); // before any Challenge
@@ -116,8 +145,9 @@ Deno.test("a frame out of phase ends the session with a protocol close, and the 
   const c = client(gw.url, d);
   const stop = new AbortController();
   const run = c.run(stop.signal);
-  await until(() => c.sessions === 1, "the second session");
-  assert.equal(closes[0]?.close?.reason, "protocol");
+  await d.when((ev) => ev.includes("established"));
+  assert.equal(c.sessions, 1);
+  assert.equal((await closes.next()).close?.reason, "protocol");
   assert.match(d.events[0]!, /disconnected:.*expected Challenge/);
   assert.equal(c.epoch, 2);
   stop.abort();
@@ -126,7 +156,7 @@ Deno.test("a frame out of phase ends the session with a protocol close, and the 
 });
 
 Deno.test("a refused Welcome is answered with a close naming the reason and never established", async () => {
-  const closes: NodeFrame[] = [];
+  const closes = new Inbox<NodeFrame>();
   const gw = scriptedGateway(async (t) => {
     send(t, { challenge: { nonce: new Uint8Array(32), gateway_id: "gw" } });
     await recv(t);
@@ -138,8 +168,8 @@ Deno.test("a refused Welcome is answered with a close naming the reason and neve
   const c = client(gw.url, d);
   const stop = new AbortController();
   const run = c.run(stop.signal);
-  await until(() => closes.length > 0, "the close");
-  assert.equal(closes[0]?.close?.reason, "time-mark");
+  assert.equal((await closes.next()).close?.reason, "time-mark");
+  await d.when((ev) => ev.some((e) => e.startsWith("disconnected:refused Welcome")));
   assert.ok(!d.events.includes("established"));
   stop.abort();
   await run;
@@ -155,7 +185,7 @@ Deno.test("an undecodable frame ends the session", async () => {
   const c = client(gw.url, d);
   const stop = new AbortController();
   const run = c.run(stop.signal);
-  await until(() => d.events.some((e) => e.includes("undecodable")), "the disconnect");
+  await d.when((ev) => ev.some((e) => e.includes("undecodable")));
   stop.abort();
   await run;
   await gw.server.shutdown();
@@ -164,13 +194,16 @@ Deno.test("an undecodable frame ends the session", async () => {
 Deno.test("a gateway silent before Challenge, or after Hello, is dropped when the handshake times out", async (t) => {
   for (const phase of ["before Challenge", "after Hello"] as const) {
     await t.step(phase, async () => {
+      const silent = new Inbox<true>();
       const gw = scriptedGateway(async (t) => {
         if (phase === "after Hello") {
           send(t, { challenge: { nonce: new Uint8Array(32), gateway_id: "gw" } });
           await recv(t);
         }
+        silent.push(true);
         await t.receive(); // silent until the node closes
       });
+      const clock = new FakeClock();
       const d = new RecordingDelegate();
       const c = new SessionClient({
         connect: () => connectWebSocket(gw.url),
@@ -178,10 +211,16 @@ Deno.test("a gateway silent before Challenge, or after Hello, is dropped when th
         log: silentLogger(),
         backoff: { baseMs: 1, maxMs: 2 },
         handshakeTimeoutMs: 50,
+        clock,
       });
       const stop = new AbortController();
       const run = c.run(stop.signal);
-      await until(() => d.events.some((e) => e === "disconnected:no Welcome within 50 ms"), "the timeout");
+      await silent.next();
+      if (phase === "after Hello") await d.when((ev) => ev.includes("challenge:gw"));
+      await clock.advance(49);
+      assert.equal(count(d.events, "disconnected:no Welcome within 50 ms"), 0, "not before the timeout");
+      await clock.advance(1);
+      await d.when((ev) => ev.includes("disconnected:no Welcome within 50 ms"));
       assert.ok(!d.events.includes("established"));
       stop.abort();
       await run;
@@ -221,11 +260,15 @@ Deno.test("the backoff starts again from its base only after a session stayed up
     delegate: d,
     log: silentLogger(),
     backoff: { baseMs: 100, maxMs: 100_000, random: () => 0 },
-    monotonic: () => now,
-    sleep: (ms) => {
-      waits.push(ms);
-      if (waits.length >= 6) stop.abort();
-      return Promise.resolve();
+    clock: {
+      now: () => now,
+      monotonic: () => now,
+      setTimer: realClock.setTimer,
+      sleep: (ms: number) => {
+        waits.push(ms);
+        if (waits.length >= 6) stop.abort();
+        return Promise.resolve();
+      },
     },
   });
   await c.run(stop.signal);
@@ -234,7 +277,7 @@ Deno.test("the backoff starts again from its base only after a session stayed up
 });
 
 Deno.test("a delegate's SessionProtocolError on a frame after Welcome ends the session with a close naming the reason", async () => {
-  const closes: NodeFrame[] = [];
+  const closes = new Inbox<NodeFrame>();
   const gw = scriptedGateway(async (t) => {
     send(t, { challenge: { nonce: new Uint8Array(32), gateway_id: "gw" } });
     await recv(t);
@@ -247,9 +290,8 @@ Deno.test("a delegate's SessionProtocolError on a frame after Welcome ends the s
   const c = client(gw.url, d);
   const stop = new AbortController();
   const run = c.run(stop.signal);
-  await until(() => closes.length > 0, "the close");
-  assert.equal(closes[0]?.close?.reason, "time-mark");
-  await until(() => d.events.some((e) => e.includes("refused heartbeat: heartbeat from the year 2200")), "logged");
+  assert.equal((await closes.next()).close?.reason, "time-mark");
+  await d.when((ev) => ev.some((e) => e.includes("refused heartbeat: heartbeat from the year 2200")));
   stop.abort();
   await run;
   await gw.server.shutdown();

@@ -30,7 +30,8 @@ import {
   timestampMs,
   updateToWire,
 } from "../commands/wire.ts";
-import { ConditionSet, type MonotonicClock } from "../converge/conditions.ts";
+import { ConditionSet } from "../converge/conditions.ts";
+import { type Clock, realClock, repeat } from "../clock.ts";
 import { ConvergenceEngine, type SectionConverger, type StatusSnapshot } from "../converge/engine.ts";
 import { ConvergeLoop } from "../converge/loop.ts";
 import type { SectionName } from "../converge/section.ts";
@@ -89,8 +90,8 @@ export interface NodeAgentOptions {
   readonly log: Logger;
   /** The condition set, when the wiring made it first (handlers clear XID conditions in it). */
   readonly conditions?: ConditionSet;
-  readonly now?: () => number;
-  readonly monotonic?: MonotonicClock;
+  /** The clock of the session, the timers, the conditions' ages and the journal's times (`core/clock.ts`). */
+  readonly clock?: Clock;
   /** Reconnect backoff (tests shorten it). */
   readonly backoff?: { baseMs?: number; maxMs?: number };
   /** Drift pass interval (tests shorten it). */
@@ -126,6 +127,7 @@ export class NodeAgent implements SessionDelegate, EventSink {
   readonly journal: Journal;
   readonly #o: NodeAgentOptions;
   readonly #log: Logger;
+  readonly #clock: Clock;
   readonly #now: () => number;
   #trust: TrustBundle;
   #bundleUnbatched = 0;
@@ -146,12 +148,13 @@ export class NodeAgent implements SessionDelegate, EventSink {
   private constructor(o: NodeAgentOptions, ledger: QuorumLedger) {
     this.#o = o;
     this.#log = o.log;
-    this.#now = o.now ?? Date.now;
+    this.#clock = o.clock ?? realClock;
+    this.#now = () => this.#clock.now();
     this.journal = o.journal;
     this.#trustBytes = o.identity.trustBundle;
     this.#trust = trustBundleFromWire(o.identity.trustBundle);
     this.#bundleUnbatched = unbatchedFromWire(o.identity.trustBundle);
-    this.conditions = o.conditions ?? new ConditionSet(o.monotonic);
+    this.conditions = o.conditions ?? new ConditionSet(this.#clock);
     const convergers = o.convergers?.(this, this.conditions) ?? [];
     this.engine = new ConvergenceEngine({ convergers, log: o.log, conditions: this.conditions });
     this.loop = new ConvergeLoop(this.engine, {
@@ -162,6 +165,7 @@ export class NodeAgent implements SessionDelegate, EventSink {
     const role = kindRoleOf(o.role) ?? "node";
     this.dispatcher = new Dispatcher({
       journal: o.journal,
+      clock: this.#clock,
       acceptance: {
         nodeId: o.identity.nodeId,
         role,
@@ -236,14 +240,16 @@ export class NodeAgent implements SessionDelegate, EventSink {
 
   /** Runs the session (when a gateway is configured) and the drift timer until `signal` aborts. */
   async run(signal: AbortSignal): Promise<void> {
-    const ticker = setInterval(
-      () => void this.loop.tick().catch((e) => this.#log.error({ err: String(e) }, "pass failed")),
+    const ticker = repeat(
+      this.#clock,
       1000,
+      () => void this.loop.tick().catch((e) => this.#log.error({ err: String(e) }, "pass failed")),
     );
     // Done entries and orphans older than 7 days go hourly (never the running process's entries).
-    const sweeper = setInterval(
-      () => void this.journal.sweep().catch((e) => this.#log.error({ err: String(e) }, "journal sweep failed")),
+    const sweeper = repeat(
+      this.#clock,
       SWEEP_INTERVAL_MS,
+      () => void this.journal.sweep().catch((e) => this.#log.error({ err: String(e) }, "journal sweep failed")),
     );
     try {
       if (this.#o.connect) {
@@ -253,14 +259,15 @@ export class NodeAgent implements SessionDelegate, EventSink {
           log: this.#log,
           backoff: this.#o.backoff,
           handshakeTimeoutMs: this.#o.config.gateway.handshakeTimeoutMs,
+          clock: this.#clock,
         });
         await this.#client.run(signal);
       } else {
         await new Promise<void>((r) => signal.addEventListener("abort", () => r(), { once: true }));
       }
     } finally {
-      clearInterval(ticker);
-      clearInterval(sweeper);
+      ticker.cancel();
+      sweeper.cancel();
     }
   }
 

@@ -14,7 +14,7 @@ import { startTestHelper } from "../helper/test_helper.ts";
 import { SysctlFiles } from "./sysctl_files.ts";
 import { SysfsHugepages } from "./sysfs_hugepages.ts";
 
-const ctx = () => ({ generation: 1, conditions: new ConditionSet(() => 0), log: silentLogger() });
+const ctx = () => ({ generation: 1, conditions: new ConditionSet({ monotonic: () => 0 }), log: silentLogger() });
 const section = (units: Record<string, unknown>) => ({
   units: Object.entries(units).map(([name, s]) => ({ name, settings_json: JSON.stringify(s) })),
 });

@@ -109,7 +109,7 @@ Deno.test("gpu.reset refuses while an unreadable hold spec may name the GPU", as
 });
 
 Deno.test("xidConditionsOf clears one GPU's XID conditions from the condition set and nothing else", () => {
-  const cs = new ConditionSet(() => 0);
+  const cs = new ConditionSet({ monotonic: () => 0 });
   cs.set("XidError", G0, "True", "79", "fell off the bus");
   cs.set("XidError", G1, "True", "48", "");
   cs.set("SectionUnsupported", "host", "True", "7");

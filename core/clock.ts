@@ -1,0 +1,76 @@
+/**
+ * The one clock bcd reads time through, injected wherever time decides something (deadlines, heartbeats, retries,
+ * backoff, sweeps), so that tests move time by hand (`fixtures/clock/fake_clock.ts`) instead of sleeping.
+ *
+ * | member | what | real |
+ * | --- | --- | --- |
+ * | `now()` | wall-clock milliseconds since the Unix epoch: for times that are recorded, signed or sent | `Date.now()` |
+ * | `monotonic()` | milliseconds that never go back, from an arbitrary origin: for durations and deadlines | `performance.now()` |
+ * | `setTimer(ms, fn)` | runs `fn` once after `ms` (monotonic); `cancel()` before it fires stops it | `setTimeout` |
+ * | `sleep(ms, signal?)` | resolves after `ms`, or at once when `signal` aborts (never rejects) | `setTimeout` |
+ *
+ * A timer longer than the platform's limit (2³¹−1 ms, about 24.8 days) is clamped to it rather than firing at once.
+ * Code that only needs part of it takes `Pick<Clock, …>`, so a test's fake stays small.
+ *
+ * @module
+ */
+
+/** A timer that has been set; `cancel()` is harmless after it fired. */
+export interface Timer {
+  cancel(): void;
+}
+
+/** See the module doc. */
+export interface Clock {
+  now(): number;
+  monotonic(): number;
+  setTimer(ms: number, fn: () => void): Timer;
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+/** The longest delay `setTimeout` takes before it overflows and fires at once. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** The real clock. */
+export const realClock: Clock = {
+  now: () => Date.now(),
+  monotonic: () => performance.now(),
+  setTimer(ms, fn) {
+    const id = setTimeout(fn, Math.max(0, Math.min(ms, MAX_TIMER_MS)));
+    return { cancel: () => clearTimeout(id) };
+  },
+  sleep(ms, signal) {
+    return new Promise((resolve) => {
+      if (signal?.aborted) return resolve();
+      const onAbort = () => {
+        clearTimeout(id);
+        resolve();
+      };
+      const id = setTimeout(() => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      }, Math.max(0, Math.min(ms, MAX_TIMER_MS)));
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  },
+};
+
+/** Runs `fn` every `ms` on `clock` (the next run is set after `fn` returns) until `cancel()`. */
+export function repeat(clock: Pick<Clock, "setTimer">, ms: number, fn: () => void): Timer {
+  let current: Timer | undefined;
+  let stopped = false;
+  const arm = () => {
+    current = clock.setTimer(ms, () => {
+      if (stopped) return;
+      fn();
+      if (!stopped) arm();
+    });
+  };
+  arm();
+  return {
+    cancel: () => {
+      stopped = true;
+      current?.cancel();
+    },
+  };
+}
