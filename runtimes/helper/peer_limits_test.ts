@@ -9,6 +9,7 @@ import { HelperError } from "../../core/helper/mod.ts";
 import { HelperClient } from "./client.ts";
 import { REFUSAL_LOG_BURST } from "./server.ts";
 import { startTestHelper, TEST_BOOT_ID } from "./test_helper.ts";
+import { waitFor } from "../../fixtures/poll.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -38,15 +39,6 @@ function closeQuietly(c: Deno.Conn): void {
     c.close();
   } catch (e) {
     if (!(e instanceof Deno.errors.BadResource)) throw e;
-  }
-}
-
-/** Waits (bounded by `ms`) for `cond`, checking on each timer turn; a state the helper reaches, not a sleep. */
-async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`not reached in ${ms} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
   }
 }
 
@@ -86,9 +78,9 @@ Deno.test("past the connection cap the least recently active peer is evicted for
   const h = await startTestHelper({ server: { maxConnections: 2 } });
   try {
     const older = await Deno.connect({ transport: "unix", path: h.socket });
-    await until(() => h.server.connections === 1, "the first peer is served");
+    await waitFor(() => h.server.connections === 1, "the first peer is served");
     const newer = await Deno.connect({ transport: "unix", path: h.socket });
-    await until(() => h.server.connections === 2, "the second peer is served");
+    await waitFor(() => h.server.connections === 2, "the second peer is served");
     // The node's call is a third connection: the oldest idle peer makes room, and the call is answered.
     assert.equal((await h.client.call("host.boot_id", {})).bootId, TEST_BOOT_ID);
     const evicted = await readToEnd(older);
@@ -123,7 +115,7 @@ Deno.test("a newcomer is answered busy only when every peer has a request runnin
   const other = new HelperClient({ socket: h.socket });
   try {
     const first = h.client.call("node.reboot", { reason: "held" });
-    await until(() => h.logs.some((l) => l.msg === "helper: op" && l.op === "node.reboot"), "the reboot running");
+    await waitFor(() => h.logs.some((l) => l.msg === "helper: op" && l.op === "node.reboot"), "the reboot running");
     await assert.rejects(
       other.call("host.boot_id", {}),
       (e) => e instanceof HelperError && /busy|all busy/.test(e.message),
@@ -154,8 +146,8 @@ Deno.test("a peer that never reads its answers is closed after the write stall, 
           e instanceof Deno.errors.BadResource || e instanceof Deno.errors.Interrupted)
       ) throw e;
     });
-    await until(() => h.logs.some((l) => l.msg === "helper: peer does not read its answers; closing"), "the stall");
-    await until(() => h.server.connections === 0, "the peer closed");
+    await waitFor(() => h.logs.some((l) => l.msg === "helper: peer does not read its answers; closing"), "the stall");
+    await waitFor(() => h.server.connections === 0, "the peer closed");
     closeQuietly(c);
     await writing;
     assert.equal((await h.client.call("host.boot_id", {})).bootId, TEST_BOOT_ID);
@@ -173,7 +165,7 @@ Deno.test("refusals past the log burst are counted and logged once at close, not
     const lines = await readToEnd(c);
     closeQuietly(c);
     assert.equal(lines.length, 50, "every refusal is still answered");
-    await until(() => h.logs.some((l) => l.msg === "helper: connection closed"), "the close");
+    await waitFor(() => h.logs.some((l) => l.msg === "helper: connection closed"), "the close");
     assert.equal(h.logs.filter((l) => l.msg === "helper: refused").length, REFUSAL_LOG_BURST);
     const summary = h.logs.find((l) => l.msg === "helper: refusals past the log burst were not logged");
     assert.equal(summary?.suppressed, 50 - REFUSAL_LOG_BURST);
