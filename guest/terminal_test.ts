@@ -1,11 +1,26 @@
 import assert from "node:assert/strict";
 import { childStatus, spawnOnTerminal } from "./terminal.ts";
+import { waitFor } from "../fixtures/poll.ts";
+
+/** Whether the shell `pid` is in its wait loop: it has a `sleep` child. */
+async function waiting(pid: number): Promise<boolean> {
+  const children = (await Deno.readTextFile(`/proc/${pid}/task/${pid}/children`)).trim().split(/\s+/).filter(Boolean);
+  for (const c of children) {
+    const cmd = await Deno.readTextFile(`/proc/${c}/cmdline`).catch((e) => {
+      if (e instanceof Deno.errors.NotFound) return ""; // that sleep just ended
+      throw e;
+    });
+    if (cmd.startsWith("sleep\0")) return true;
+  }
+  return false;
+}
 
 Deno.test("the agent waits for the tty to appear, then runs on it", async () => {
   const dir = await Deno.makeTempDir();
   const path = `${dir}/tty`;
-  const child = spawnOnTerminal(path, { cmd: "sh", args: ["-c", "test -c /dev/stdin"] }, 5000);
-  await new Promise((r) => setTimeout(r, 250));
+  const child = spawnOnTerminal(path, { cmd: "sh", args: ["-c", "test -c /dev/stdin"] }, 30_000);
+  // The tty appears only once the shell is waiting for it (a sleep of its loop runs), not after a guessed delay.
+  await waitFor(() => waiting(child.pid), "the shell waits for the tty");
   await Deno.symlink("/dev/null", path);
   assert.equal(await childStatus(child), 0);
   await Deno.remove(dir, { recursive: true });

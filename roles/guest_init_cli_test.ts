@@ -68,11 +68,11 @@ Deno.test({
 
 Deno.test("init fails at once on a path that is no tty", async () => {
   const g = guest(["init", "/dev/null"]);
-  const t0 = performance.now();
   const err = await errText(g);
   assert.equal((await g.status).code, 1);
+  // "At once": refused as no tty, never as a tty that did not appear (the path exists, so the 30 s wait never ran).
   assert.match(err, /not a tty/);
-  assert.ok(performance.now() - t0 < 10_000);
+  assert.doesNotMatch(err, /did not appear/);
 });
 
 Deno.test({
