@@ -19,7 +19,7 @@
  */
 import { Journal } from "../core/journal/mod.ts";
 import { signEnvelope } from "../core/pki/envelope.ts";
-import { makeTestPki } from "../core/pki/test_pki.ts";
+import { makeTestPki } from "../core/pki/pki_testing.ts";
 import { bcd, decodeMessage, encodeMessage, packPayload } from "../proto/mod.ts";
 import { incomingFromWire } from "../core/commands/wire.ts";
 import { Dispatcher } from "../core/commands/dispatcher.ts";

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { bcd, decodeMessage, encodeMessage } from "../proto/mod.ts";
-import { sampleUuid } from "../core/converge/devices/sample_inventory.ts";
+import { sampleUuid } from "../core/converge/devices/inventory_testing.ts";
 import { Journal } from "../core/journal/mod.ts";
 import { generateSigningKeyPair } from "../core/pki/ed25519.ts";
 import { openAttestedReport } from "../core/pki/attested_report.ts";

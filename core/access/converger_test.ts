@@ -4,7 +4,7 @@ import { ConvergenceEngine } from "../converge/engine.ts";
 import { silentLogger } from "../log/mod.ts";
 import { AccessConverger } from "./converger.ts";
 import { FAKE_NAMES, FakeAccessHost } from "./fake_host.ts";
-import { ed25519Line } from "./_test_keys.ts";
+import { ed25519Line } from "./keys_testing.ts";
 
 const CA = await ed25519Line();
 

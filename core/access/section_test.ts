@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { AccessSpecInvalid, checkAccessSection, ownPrincipals } from "./section.ts";
 import { parseSshPublicKey, SshKeyError } from "./ssh_public_key.ts";
-import { b64, caught, ed25519Line, p256Line, rsaLine, sshBlob, sshString } from "./_test_keys.ts";
+import { b64, caught, ed25519Line, p256Line, rsaLine, sshBlob, sshString } from "./keys_testing.ts";
 
 const ED = await ed25519Line();
 const ED_B64 = ED.split(" ")[1]!;

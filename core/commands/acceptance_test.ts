@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { approveScope, buildBatch, encodeBatchApproval } from "../pki/quorum.ts";
-import { type Bench, NODE, NOW, openBench } from "./_harness_test_support.ts";
+import { type Bench, NODE, NOW, openBench } from "./harness_testing.ts";
 import type { IncomingCommand } from "./command.ts";
 import { JournalBusy } from "../journal/mod.ts";
 

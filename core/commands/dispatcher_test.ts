@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { Journal } from "../journal/mod.ts";
 import { verifyCommandResult } from "../pki/attest.ts";
 import { generateSigningKeyPair } from "../pki/ed25519.ts";
-import { NOW, openBench, until } from "./_harness_test_support.ts";
+import { NOW, openBench, until } from "./harness_testing.ts";
 import { Dispatcher } from "./dispatcher.ts";
 import { HandlerRegistry } from "./handlers.ts";
 import { FakeHandler } from "./fake_handlers.ts";

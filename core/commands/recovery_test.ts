@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { Journal } from "../journal/mod.ts";
 import { approveScope, buildBatch, encodeBatchApproval } from "../pki/quorum.ts";
 import { QuorumLedger } from "../pki/quorum_ledger.ts";
-import { NODE, NOW, openBench, until } from "./_harness_test_support.ts";
+import { NODE, NOW, openBench, until } from "./harness_testing.ts";
 import { Dispatcher } from "./dispatcher.ts";
 import { FakeHandler } from "./fake_handlers.ts";
 import { HandlerRegistry } from "./handlers.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { bcd, decodeMessage, encodeMessage, packPayload, unpackResult } from "../../proto/mod.ts";
 import { signEnvelope, verifyEnvelope } from "../pki/envelope.ts";
-import { makeTestPki } from "../pki/test_pki.ts";
+import { makeTestPki } from "../pki/pki_testing.ts";
 import {
   CommandDecodeError,
   incomingFromWire,

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { SAMPLE_PLAN } from "./_libvirt_samples.ts";
+import { SAMPLE_PLAN } from "./args_samples_testing.ts";
 import { checkArgs } from "./args.ts";
 import { HelperError } from "./errors.ts";
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { LIBVIRT_VALID } from "./_libvirt_samples.ts";
+import { VALID_ARGS as VALID } from "./args_samples_testing.ts";
 import { sliceName } from "../converge/devices/slice.ts";
 import { checkArgs } from "./args.ts";
 import { HelperError } from "./errors.ts";
@@ -15,76 +15,6 @@ const CDI = {
   env: ENV,
 };
 const MIG = `${GPU}/gi1/ci0`;
-
-/** One accepted request per op: the table's "what passes" column. */
-const VALID: Record<HelperOp, unknown> = {
-  "host.boot_id": {},
-  "host.inventory": {},
-  "host.memory": {},
-  "pci.numa_node": { pciBusId: "00000000:18:00.0" },
-  "holds.list": {},
-  "file.write": CDI,
-  "file.remove": { kind: "allocation-env", allocationId: "a1" },
-  "slice.apply": { name: "bcd-alloc-a1.slice", settings: { allowedCpus: "0-3,8", cpuQuotaPercent: 150 } },
-  "slice.remove": { name: "bcd-alloc-a1.slice" },
-  "slice.list": {},
-  "slice.usage": { name: "bcd-alloc-a1.slice" },
-  "gpu.reset": { gpuUuid: GPU },
-  "node.reboot": { reason: "kernel update" },
-  "nft.apply": {
-    policy: {
-      nics: [{
-        instance: "i-1",
-        index: 0,
-        bridge: "br0",
-        policy: "private",
-        sshFromHostOnly: true,
-        mac: "52:54:00:00:00:01",
-        addresses: ["10.0.3.7/24"],
-      }],
-    },
-  },
-  "nft.list": {},
-  "sysctl.read": { keys: ["net.ipv4.ip_forward"] },
-  "sysctl.apply": {
-    steps: [{ op: "set", key: "net.ipv4.ip_forward", value: "1" }, { op: "restore", key: "vm.swappiness" }],
-  },
-  "hugepages.read": {},
-  "hugepages.apply": { steps: [{ op: "set", size: "2M", node: 0, count: 512 }, { op: "restore", size: "1G" }] },
-  "modules.read": {},
-  "mig.read": {},
-  "sharing.read": {},
-  "sharing.apply": {
-    steps: [{ op: "mps-stop" }, { op: "compute-mode", gpu: "GPU-6f2b3c1a-91d4-5e0b-8a7c-2d9e4f1b0c31" }, {
-      op: "mps-start",
-      gpus: ["GPU-6f2b3c1a-91d4-5e0b-8a7c-2d9e4f1b0c31"],
-      activeThreadPercentage: 50,
-    }],
-  },
-  "mig.apply": {
-    steps: [{ op: "destroy", gpu: "GPU-6f2b3c1a-91d4-5e0b-8a7c-2d9e4f1b0c31", gi: 2, cis: [0] }, {
-      op: "create",
-      gpu: "GPU-6f2b3c1a-91d4-5e0b-8a7c-2d9e4f1b0c31",
-      profile: "3g.40gb",
-    }],
-  },
-  "package.read": { unit: "nvidia-driver", package: "nvidia-driver-550" },
-  "package.apply": {
-    unit: "fabric-manager",
-    package: "nvidia-fabricmanager-550",
-    steps: [{ op: "install", package: "nvidia-fabricmanager-550", version: "550.90.07-1" }, { op: "service" }],
-  },
-  "modules.apply": {
-    steps: [{ op: "load", name: "br_netfilter", options: "a=1 b" }, { op: "drop", name: "overlay", unload: false }],
-  },
-  ...LIBVIRT_VALID,
-  "access.observe": {},
-  "access.apply": {
-    caKeys: ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcH"],
-    principals: [{ account: "root", principals: ["root@n1"] }],
-    revokedSerials: [5],
-  },
-};
 
 Deno.test("checkArgs accepts one well-formed request of every op", () => {
   for (const op of HELPER_OPS) assert.doesNotThrow(() => checkArgs(op, VALID[op]), op);

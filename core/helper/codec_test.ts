@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { LIBVIRT_VALID } from "./_libvirt_samples.ts";
+import { VALID_ARGS as ARGS } from "./args_samples_testing.ts";
 import {
   answerError,
   decodeAnswer,
@@ -10,73 +10,7 @@ import {
   RequestRefused,
 } from "./codec.ts";
 import { HelperError } from "./errors.ts";
-import { HELPER_OPS, type HelperArgs, type HelperOp } from "./protocol.ts";
-
-const GPU = "GPU-6f2a1c3e-3b1e-4f0a-9f3c-0d1e2f3a4b5c";
-const ARGS: { [O in HelperOp]: HelperArgs[O] } = {
-  "host.boot_id": {},
-  "host.inventory": {},
-  "host.memory": {},
-  "pci.numa_node": { pciBusId: "00000000:3A:00.0" },
-  "holds.list": {},
-  "file.write": {
-    kind: "cdi",
-    allocationId: "a1",
-    binding: "hold",
-    devices: [{ class: "gpu.slot", atom: `${GPU}/s2`, gpuUuid: GPU, cdiName: `${GPU}_s2`, minorNumber: 3 }],
-    env: [`NVIDIA_VISIBLE_DEVICES=${GPU}`, "BCD_ALLOCATION_ID=a1", "BCD_CGROUP_PARENT=bcd-alloc-a1.slice"],
-    cgroupParent: "bcd-alloc-a1.slice",
-  },
-  "file.remove": { kind: "cdi", allocationId: "a1" },
-  "slice.apply": {
-    name: "bcd-alloc-a1.slice",
-    settings: { allowedCpus: "0-3", allowedMemoryNodes: "0", cpuQuotaPercent: 400, memoryMaxBytes: 2 ** 33 },
-  },
-  "slice.remove": { name: "bcd-alloc-a1.slice" },
-  "slice.list": {},
-  "slice.usage": { name: "bcd-alloc-a1.slice" },
-  "gpu.reset": { gpuUuid: GPU },
-  "node.reboot": { reason: "requested by op-17" },
-  "nft.apply": {
-    policy: {
-      nics: [{
-        instance: "i-1",
-        index: 0,
-        bridge: "br0",
-        policy: "private",
-        sshFromHostOnly: true,
-        mac: "52:54:00:00:00:01",
-        addresses: ["10.0.3.7/24"],
-      }],
-    },
-  },
-  "nft.list": {},
-  "sysctl.read": { keys: ["net.ipv4.ip_forward"] },
-  "sysctl.apply": {
-    steps: [{ op: "set", key: "net.ipv4.ip_forward", value: "1" }, { op: "restore", key: "vm.swappiness" }],
-  },
-  "hugepages.read": {},
-  "hugepages.apply": { steps: [{ op: "set", size: "2M", node: 0, count: 512 }, { op: "restore", size: "1G" }] },
-  "modules.read": {},
-  "mig.read": {},
-  "sharing.read": {},
-  "sharing.apply": { steps: [{ op: "restore-compute-mode", gpu: "GPU-6f2b3c1a-91d4-5e0b-8a7c-2d9e4f1b0c31" }] },
-  "mig.apply": { steps: [{ op: "create", gpu: "GPU-6f2b3c1a-91d4-5e0b-8a7c-2d9e4f1b0c31", profile: "1g.10gb+me" }] },
-  "package.read": { unit: "container-toolkit", package: "nvidia-container-toolkit" },
-  "package.apply": {
-    unit: "nvidia-driver",
-    package: "nvidia-driver",
-    steps: [{ op: "install", package: "nvidia-driver", version: "1:550.90.07-1" }],
-  },
-  "modules.apply": { steps: [{ op: "load", name: "br_netfilter" }, { op: "drop", name: "overlay", unload: true }] },
-  ...LIBVIRT_VALID,
-  "access.observe": {},
-  "access.apply": {
-    caKeys: ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcH"],
-    principals: [{ account: "root", principals: ["root@n1"] }],
-    revokedSerials: [5],
-  },
-};
+import { HELPER_OPS } from "./protocol.ts";
 
 Deno.test("every op's request survives encode and decode unchanged, one line each", () => {
   HELPER_OPS.forEach((op, i) => {

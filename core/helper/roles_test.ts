@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { LIBVIRT_LINES } from "./_libvirt_samples.ts";
+import { LIBVIRT_LINES } from "./args_samples_testing.ts";
 import { kindsForRole } from "../commands/kinds.ts";
 import { decodeRequest, RequestRefused } from "./codec.ts";
 import { HELPER_OPS, type HelperOp } from "./protocol.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { signEnvelope, verifyEnvelope } from "./envelope.ts";
 import { SignatureError, type SignatureFailure } from "./signature_error.ts";
-import { makeTestPki } from "./test_pki.ts";
+import { makeTestPki } from "./pki_testing.ts";
 import { encodeJson } from "./codec.ts";
 
 const BODY = new TextEncoder().encode("\x0a\x1a01HZY0000000000000000000CMD\x12\x05node1");

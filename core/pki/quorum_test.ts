@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { approveScope, type BatchLeaf, buildBatch, encodeBatchApproval, QuorumError, verifyBatch } from "./quorum.ts";
 import { QuorumLedger } from "./quorum_ledger.ts";
-import { makeTestPki } from "./test_pki.ts";
+import { makeTestPki } from "./pki_testing.ts";
 import { generateSigningKeyPair } from "./ed25519.ts";
 import { encodeJson } from "./codec.ts";
 

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { bcd, encodeMessage, type Props } from "../../proto/mod.ts";
 import { EMPTY_TRUST_BUNDLE, signEnvelope } from "../pki/mod.ts";
-import { makeTestPki } from "../pki/test_pki.ts";
-import { ed25519Line } from "../access/_test_keys.ts";
+import { makeTestPki } from "../pki/pki_testing.ts";
+import { ed25519Line } from "../access/keys_testing.ts";
 import { type HeldDesiredState, type IntakeContext, takeDesiredState } from "./desired_state.ts";
 
 const body = (b: Props<typeof bcd.v1.DesiredStateBody>) => encodeMessage(bcd.v1.DesiredStateBody, b);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { bcd, encodeMessage, type Props } from "../../proto/mod.ts";
 import { EMPTY_TRUST_BUNDLE, signEnvelope } from "../pki/mod.ts";
-import { makeTestPki } from "../pki/test_pki.ts";
+import { makeTestPki } from "../pki/pki_testing.ts";
 import {
   type HeldDesiredState,
   heldFromJournal,

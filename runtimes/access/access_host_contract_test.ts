@@ -5,11 +5,11 @@
 import assert from "node:assert/strict";
 import { type AccessFiles, accessFilesMatch, type AccessHost, NO_ACCESS_FILES } from "../../core/access/mod.ts";
 import { FakeAccessHost } from "../../core/access/fake_host.ts";
-import { ed25519Line, p256Line } from "../../core/access/_test_keys.ts";
+import { ed25519Line, p256Line } from "../../core/access/keys_testing.ts";
 import { HelperError } from "../../core/helper/mod.ts";
 import { HelperAccessHost } from "../helper/access_port.ts";
-import { startTestHelper } from "../helper/test_helper.ts";
-import { filesUnder, ignoreWithoutSshd, makeSshDir, SSHD } from "./_sshd_test_support.ts";
+import { startTestHelper } from "../helper/helper_testing.ts";
+import { filesUnder, ignoreWithoutSshd, makeSshDir, SSHD } from "./sshd_testing.ts";
 import { SshdAccessFiles } from "./sshd_files.ts";
 
 interface Subject {

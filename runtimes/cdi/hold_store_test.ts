@@ -8,11 +8,11 @@ import {
   StaticGpuTool,
   StaticHostMemory,
 } from "../../core/converge/devices/fakes.ts";
-import { sampleInventory, sampleUuid } from "../../core/converge/devices/sample_inventory.ts";
+import { sampleInventory, sampleUuid } from "../../core/converge/devices/inventory_testing.ts";
 import { atomicWrite } from "./atomic_write.ts";
 import { CdiHoldStore } from "./hold_store.ts";
-import { HOLD_RECORDS } from "./sample_records.ts";
-import { assertValidCdiSpec } from "./schema_check.ts";
+import { HOLD_RECORDS } from "./records_testing.ts";
+import { assertValidCdiSpec } from "../../fixtures/cdi/schema_check.ts";
 import { envFileText } from "./spec.ts";
 
 async function withRoot(f: (root: string, store: CdiHoldStore) => Promise<void>) {

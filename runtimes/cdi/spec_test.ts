@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 
 import { isValidCdiDeviceName, isValidCdiKind } from "./cdi_name.ts";
-import { validateSchema } from "./json_schema.ts";
-import { assertValidCdiSpec, CDI_SCHEMA_DIR, loadCdiSchema } from "./schema_check.ts";
+import { validateSchema } from "../../fixtures/cdi/json_schema.ts";
+import { assertValidCdiSpec, CDI_SCHEMA_DIR, loadCdiSchema } from "../../fixtures/cdi/schema_check.ts";
 import { CdiSpecError, parseCdiSpec, renderCdiSpec } from "./spec.ts";
-import { HOLD_RECORDS as RECORDS } from "./sample_records.ts";
+import { HOLD_RECORDS as RECORDS } from "./records_testing.ts";
 
 const docs = loadCdiSchema();
 

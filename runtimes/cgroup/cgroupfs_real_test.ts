@@ -7,7 +7,7 @@ import { sliceName } from "../../core/converge/devices/slice.ts";
 import { CgroupError, isPopulated, sliceDir, writeChecked } from "./cgroup_files.ts";
 import { writeSliceFile } from "./cgroupfs.ts";
 import { PageSizeUnsupported } from "../../core/converge/devices/ports.ts";
-import { hostPageSizesSync, pageSizeUnavailable, realCgroupfsSubject, realCgroupUnavailable } from "./test_trees.ts";
+import { hostPageSizesSync, pageSizeUnavailable, realCgroupfsSubject, realCgroupUnavailable } from "./trees_testing.ts";
 
 const skip = realCgroupUnavailable();
 if (skip) console.log(`real cgroup2 tests skipped: ${skip}`);

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { sliceName, type SliceSettings, sliceSettings } from "../../core/converge/devices/slice.ts";
 import { CgroupError, sliceDir } from "./cgroup_files.ts";
 import { CgroupfsSliceManager, sliceFiles } from "./cgroupfs.ts";
-import { fakeCgroupfsSubject, fakeCgroupRoot } from "./test_trees.ts";
+import { fakeCgroupfsSubject, fakeCgroupRoot } from "./trees_testing.ts";
 
 const GiB = 2 ** 30;
 

@@ -13,7 +13,7 @@ import type { HoldRecord } from "../../core/converge/devices/hold.ts";
 import type { HoldStore, SliceManager } from "../../core/converge/devices/ports.ts";
 import { silentLogger } from "../../core/log/mod.ts";
 import { CdiHoldStore } from "../cdi/hold_store.ts";
-import { assertValidCdiSpec } from "../cdi/schema_check.ts";
+import { assertValidCdiSpec } from "../../fixtures/cdi/schema_check.ts";
 import { FakeGpuTool } from "../nvidia/fake_gpu_tool.ts";
 import { hgxInventory } from "../nvidia/hgx.ts";
 import { sliceDir } from "./cgroup_files.ts";
@@ -23,7 +23,7 @@ import {
   realCgroupfsSubject,
   realCgroupUnavailable,
   type SliceSubject,
-} from "./test_trees.ts";
+} from "./trees_testing.ts";
 
 const GiB = 2 ** 30;
 const HGX = hgxInventory();

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { sliceName } from "../../core/converge/devices/slice.ts";
 import { HelperError } from "../../core/helper/mod.ts";
-import { helperSliceSubject } from "../helper/test_helper.ts";
+import { helperSliceSubject } from "../helper/helper_testing.ts";
 import { sliceDir } from "./cgroup_files.ts";
 import {
   fakeCgroupfsSubject,
@@ -11,7 +11,7 @@ import {
   realCgroupfsSubject,
   realCgroupUnavailable,
   type SliceSubject,
-} from "./test_trees.ts";
+} from "./trees_testing.ts";
 
 const realSkip = realCgroupUnavailable();
 if (realSkip) console.log(`real cgroup2 contract skipped: ${realSkip}`);

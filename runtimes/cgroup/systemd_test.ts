@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { sliceName, sliceSettings } from "../../core/converge/devices/slice.ts";
 import { CgroupError, sliceDir } from "./cgroup_files.ts";
 import { sliceProperties } from "./systemd.ts";
-import { fakeSystemdSubject } from "./test_trees.ts";
+import { fakeSystemdSubject } from "./trees_testing.ts";
 
 const GiB = 2 ** 30;
 

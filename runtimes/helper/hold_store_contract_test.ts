@@ -7,11 +7,11 @@ import { sameHold } from "../../core/converge/devices/hold.ts";
 import type { HoldStore } from "../../core/converge/devices/ports.ts";
 import { HelperError } from "../../core/helper/mod.ts";
 import { CdiHoldStore } from "../cdi/hold_store.ts";
-import { HOLD_RECORDS } from "../cdi/sample_records.ts";
-import { assertValidCdiSpec } from "../cdi/schema_check.ts";
+import { HOLD_RECORDS } from "../cdi/records_testing.ts";
+import { assertValidCdiSpec } from "../../fixtures/cdi/schema_check.ts";
 import { envFileText } from "../cdi/spec.ts";
 import { HelperHoldStore } from "./ports.ts";
-import { startTestHelper } from "./test_helper.ts";
+import { startTestHelper } from "./helper_testing.ts";
 
 interface Subject {
   store: HoldStore;

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { HelperError } from "../../core/helper/mod.ts";
 import { HelperClient } from "./client.ts";
 import { REFUSAL_LOG_BURST } from "./server.ts";
-import { startTestHelper, TEST_BOOT_ID } from "./test_helper.ts";
+import { startTestHelper, TEST_BOOT_ID } from "./helper_testing.ts";
 import { waitFor } from "../../fixtures/poll.ts";
 
 const enc = new TextEncoder();

@@ -8,7 +8,7 @@ import { DevicesMemory } from "../../core/converge/devices/apply.ts";
 import { DevicesConverger } from "../../core/converge/devices/converger.ts";
 import { MemoryEventSink, StaticGpuTool } from "../../core/converge/devices/fakes.ts";
 import { PageSizeUnsupported } from "../../core/converge/devices/ports.ts";
-import { sampleInventory, sampleUuid } from "../../core/converge/devices/sample_inventory.ts";
+import { sampleInventory, sampleUuid } from "../../core/converge/devices/inventory_testing.ts";
 import { HelperError } from "../../core/helper/mod.ts";
 import { ProcHostMemory } from "../cgroup/host_memory.ts";
 import { sliceDir } from "../cgroup/cgroup_files.ts";
@@ -22,7 +22,7 @@ import {
   HelperRebooter,
   HelperSliceManager,
 } from "./ports.ts";
-import { startTestHelper, TEST_BOOT_ID, type TestHelper } from "./test_helper.ts";
+import { startTestHelper, TEST_BOOT_ID, type TestHelper } from "./helper_testing.ts";
 
 Deno.test("host ports through the helper answer what the direct readers answer on the same roots", async (t) => {
   const h = await startTestHelper();

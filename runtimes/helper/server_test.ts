@@ -4,7 +4,7 @@ import { HelperError, MAX_REQUEST_LINE } from "../../core/helper/mod.ts";
 import { silentLogger } from "../../core/log/mod.ts";
 import { MAX_HOLD_FILES } from "./dispatch.ts";
 import { HelperServer } from "./server.ts";
-import { startTestHelper, TEST_BOOT_ID } from "./test_helper.ts";
+import { startTestHelper, TEST_BOOT_ID } from "./helper_testing.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();

@@ -10,7 +10,7 @@ import { FakeHugepages, FakeSysctl } from "../../core/host/fakes.ts";
 import { HostConverger, type HugepagePort, hugepagesUnit, type SysctlPort, sysctlUnit } from "../../core/host/mod.ts";
 import { silentLogger } from "../../core/log/mod.ts";
 import { HelperHugepages, HelperSysctl } from "../helper/ports_host.ts";
-import { startTestHelper } from "../helper/test_helper.ts";
+import { startTestHelper } from "../helper/helper_testing.ts";
 import { SysctlFiles } from "./sysctl_files.ts";
 import { SysfsHugepages } from "./sysfs_hugepages.ts";
 

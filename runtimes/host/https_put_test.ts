@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { UploadError } from "../../core/commands/kind_handlers/mod.ts";
 import { HttpsUploader } from "./https_put.ts";
-import { makeCerts } from "./_test_certs.ts";
+import { makeCerts } from "./certs_testing.ts";
 
 const certs = await makeCerts();
 if (certs === null) console.warn("skipping the HTTPS upload tests: openssl is not installed");

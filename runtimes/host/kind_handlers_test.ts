@@ -7,7 +7,7 @@ import { kindsForRole } from "../../core/commands/kinds.ts";
 import { Journal } from "../../core/journal/mod.ts";
 import { silentLogger } from "../../core/log/mod.ts";
 import { hostKindHandlers } from "./kind_handlers.ts";
-import { makeCerts } from "./_test_certs.ts";
+import { makeCerts } from "./certs_testing.ts";
 
 Deno.test("hostKindHandlers() registers node kinds, and inventory.refresh reports this host", async () => {
   const dir = await Deno.makeTempDir({ dir: "/var/tmp" });

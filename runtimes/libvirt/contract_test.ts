@@ -10,7 +10,7 @@ import type { DomainRecord, LaunchSpec } from "../../core/converge/instances/run
 import { ensureLibvirtd } from "../../fixtures/libvirt/libvirtd.ts";
 import { type ImageServer, makeQcow2, sha256Hex, startImageServer } from "../../fixtures/libvirt/image_server.ts";
 import { FakeVirsh } from "./fake_virsh.ts";
-import { startTestHelper } from "../helper/test_helper.ts";
+import { startTestHelper } from "../helper/helper_testing.ts";
 import { HelperLibvirtHost } from "./helper_port.ts";
 import { LibvirtHost } from "./libvirt_host.ts";
 import { LibvirtRuntime } from "./libvirt_runtime.ts";

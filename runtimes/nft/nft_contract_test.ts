@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { HelperError } from "../../core/helper/mod.ts";
 import { type NetPolicy, NetPolicyError, type Nft } from "../../core/netpolicy/mod.ts";
-import { startTestHelper } from "../helper/test_helper.ts";
+import { startTestHelper } from "../helper/helper_testing.ts";
 import { FakeNft } from "./fake_nft.ts";
 import { HelperNft } from "./helper_nft.ts";
 import { netnsAddresses } from "./host_addresses.ts";

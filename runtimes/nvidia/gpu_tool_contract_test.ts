@@ -9,7 +9,7 @@ import { FakeGpuTool } from "./fake_gpu_tool.ts";
 import { hgxInventory } from "./hgx.ts";
 import { NvidiaSmi, sysfsBdf } from "./nvidia_smi.ts";
 import { HelperGpuTool } from "../helper/ports.ts";
-import { startTestHelper } from "../helper/test_helper.ts";
+import { startTestHelper } from "../helper/helper_testing.ts";
 
 const FIX = new URL("../../fixtures/nvidia/", import.meta.url).pathname;
 const HGX = hgxInventory();

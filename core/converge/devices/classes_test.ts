@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { cdiDeviceName, classOfAtom, parseAtom, resolveDevice } from "./classes.ts";
 import { AllocationRefused } from "./reasons.ts";
-import { sampleInventory, sampleUuid } from "./sample_inventory.ts";
+import { sampleInventory, sampleUuid } from "./inventory_testing.ts";
 
 const G0 = sampleUuid(0);
 const G1 = sampleUuid(1);

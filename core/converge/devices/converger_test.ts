@@ -7,7 +7,7 @@ import type { DeviceEvent } from "./events.ts";
 import { MemoryEventSink, MemoryHoldStore, MemorySliceManager, StaticGpuTool, StaticHostMemory } from "./fakes.ts";
 import { PageSizeUnsupported } from "./ports.ts";
 import type { PassthroughGpu } from "./conflicts.ts";
-import { sampleInventory, sampleUuid } from "./sample_inventory.ts";
+import { sampleInventory, sampleUuid } from "./inventory_testing.ts";
 
 const GiB = 2 ** 30;
 const [G0, G1, G2, G3] = [0, 1, 2, 3].map(sampleUuid) as [string, string, string, string];

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { diagNvml } from "./diag_nvml.ts";
 import { StaticGpuTool } from "./fakes.ts";
-import { sampleGpu, sampleUuid } from "./sample_inventory.ts";
+import { sampleGpu, sampleUuid } from "./inventory_testing.ts";
 
 const tool = () =>
   new StaticGpuTool({

@@ -10,7 +10,7 @@ import { ConvergenceEngine, type SectionConverger } from "../engine.ts";
 import { DevicesMemory } from "./apply.ts";
 import { DevicesConverger } from "./converger.ts";
 import { MemoryEventSink, MemoryHoldStore, MemorySliceManager, StaticGpuTool, StaticHostMemory } from "./fakes.ts";
-import { sampleInventory, sampleUuid } from "./sample_inventory.ts";
+import { sampleInventory, sampleUuid } from "./inventory_testing.ts";
 
 function wired() {
   const holds = new MemoryHoldStore();

@@ -6,7 +6,7 @@ import { silentLogger } from "../../log/mod.ts";
 import { StaticGpuTool } from "./fakes.ts";
 import { diagNvmlHandler, gpuResetHandler } from "./gpu_kind_handlers.ts";
 import type { ObservedHold } from "./hold.ts";
-import { sampleInventory, sampleUuid } from "./sample_inventory.ts";
+import { sampleInventory, sampleUuid } from "./inventory_testing.ts";
 
 const [G0, G1] = [sampleUuid(0), sampleUuid(1)];
 

@@ -5,7 +5,7 @@ import { ConditionSet } from "../conditions.ts";
 import { xidsFromConditions } from "./diag_nvml.ts";
 import type { ObservedHold, UnreadableHold } from "./hold.ts";
 import type { GpuInventory } from "./inventory.ts";
-import { sampleGpu, sampleInventory, sampleUuid } from "./sample_inventory.ts";
+import { sampleGpu, sampleInventory, sampleUuid } from "./inventory_testing.ts";
 import type { PassthroughGpu } from "./conflicts.ts";
 
 const [G0, G1, G2, G3] = [0, 1, 2, 3].map(sampleUuid) as [string, string, string, string];

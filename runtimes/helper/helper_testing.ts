@@ -13,7 +13,7 @@ import { type Logger, memoryLogger } from "../../core/log/mod.ts";
 import { CdiHoldStore } from "../cdi/hold_store.ts";
 import { ProcHostMemory } from "../cgroup/host_memory.ts";
 import { setSimPopulated, SimSliceManager } from "../cgroup/sim_slices.ts";
-import type { SliceSubject } from "../cgroup/test_trees.ts";
+import type { SliceSubject } from "../cgroup/trees_testing.ts";
 import { SysfsHostInventory } from "../host/inventory.ts";
 import { hgxInventory } from "../nvidia/hgx.ts";
 import { NvidiaSmi, readPciNumaNode, sysfsBdf } from "../nvidia/nvidia_smi.ts";

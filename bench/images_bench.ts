@@ -7,10 +7,10 @@
  */
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { hasQemuImg, qemuImg } from "./_qemu_img.ts";
-import { type RawMember, tarOf } from "./_tar_gen.ts";
-import { MAX_BYTES, MAX_FILES, walk } from "./bundle_walk.ts";
-import { checkImage, parseQcow2Header, readQcow2Prefix } from "./qcow2_header.ts";
+import { hasQemuImg, qemuImg } from "../core/images/_qemu_img.ts";
+import { type RawMember, tarOf } from "../core/images/_tar_gen.ts";
+import { MAX_BYTES, MAX_FILES, walk } from "../core/images/bundle_walk.ts";
+import { checkImage, parseQcow2Header, readQcow2Prefix } from "../core/images/qcow2_header.ts";
 
 function _print(line: string): void {
   Deno.stdout.writeSync(new TextEncoder().encode(line + "\n"));

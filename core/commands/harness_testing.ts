@@ -6,7 +6,7 @@
  */
 import { Journal } from "../journal/mod.ts";
 import { signEnvelope } from "../pki/envelope.ts";
-import { makeTestPki, type TestPki } from "../pki/test_pki.ts";
+import { makeTestPki, type TestPki } from "../pki/pki_testing.ts";
 import { QuorumLedger } from "../pki/quorum_ledger.ts";
 import { EMPTY_TRUST_BUNDLE, type TrustBundle } from "../pki/trust_bundle.ts";
 import { type CommandBody, commandBody, type IncomingCommand } from "./command.ts";

@@ -17,8 +17,8 @@ import { ConditionSet } from "../../core/converge/conditions.ts";
 import { ConvergenceEngine } from "../../core/converge/engine.ts";
 import { silentLogger } from "../../core/log/mod.ts";
 import { HelperAccessHost } from "../helper/access_port.ts";
-import { startTestHelper } from "../helper/test_helper.ts";
-import { ignoreWithoutSshd, makeSshDir, SSHD, type SshDir } from "./_sshd_test_support.ts";
+import { startTestHelper } from "../helper/helper_testing.ts";
+import { ignoreWithoutSshd, makeSshDir, SSHD, type SshDir } from "./sshd_testing.ts";
 import { SshdAccessFiles } from "./sshd_files.ts";
 
 const NODE = "n1";
