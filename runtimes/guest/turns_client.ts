@@ -32,14 +32,15 @@ import {
   TurnsProtocolError,
   verifyChannelProof,
 } from "../../core/turns/mod.ts";
+import { type Clock, realClock } from "../../core/clock.ts";
 
-/** Schedules `fn` after `ms`; returns a cancel function. */
-export type SetTimer = (ms: number, fn: () => void) => () => void;
-
-const _realTimer: SetTimer = (ms, fn) => {
-  const id = setTimeout(fn, ms);
-  return () => clearTimeout(id);
-};
+/** `clock.setTimer` as a function that returns its cancel. */
+function _timerOf(clock: Pick<Clock, "setTimer">): (ms: number, fn: () => void) => () => void {
+  return (ms, fn) => {
+    const t = clock.setTimer(ms, fn);
+    return () => t.cancel();
+  };
+}
 
 /** A byte duplex: a `Deno.Conn`, or anything shaped like one. */
 export interface Duplex {
@@ -53,7 +54,8 @@ export interface TurnsClientOptions {
   readonly logger: Logger;
   /** How long to wait for `Hello` (ms). */
   readonly helloTimeoutMs?: number;
-  readonly setTimer?: SetTimer;
+  /** The Hello, wait and drain timers (`core/clock.ts`; tests move a fake by hand). */
+  readonly clock?: Pick<Clock, "setTimer">;
   /** Integer nanoseconds since the Unix epoch, for FSM events. */
   readonly now?: () => bigint;
   readonly maxLineBytes?: number;
@@ -122,7 +124,7 @@ export class TurnsClient {
   /** Attaches to a channel: the first message must be `Hello` (else `no-hello`). */
   static async attach(duplex: Duplex, opts: TurnsClientOptions): Promise<TurnsClient> {
     const lines = readLines(duplex.readable, opts.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES);
-    const setTimer = opts.setTimer ?? _realTimer;
+    const setTimer = _timerOf(opts.clock ?? realClock);
     const next = async (what: string): Promise<GuestMessage> => {
       const r = await new Promise<IteratorResult<{ line: string } | { refused: TurnsProtocolError }>>(
         (resolve, reject) => {
@@ -270,7 +272,7 @@ export class TurnsClient {
   waitFor(match: (m: GuestMessage) => boolean, timeoutMs: number): Promise<GuestMessage>;
   waitFor(match: (m: GuestMessage) => boolean, timeoutMs: number): Promise<GuestMessage> {
     if (this.#closed) return Promise.reject(new TurnsClientError("closed", "channel closed"));
-    const setTimer = this.#o.setTimer ?? _realTimer;
+    const setTimer = _timerOf(this.#o.clock ?? realClock);
     return new Promise((resolve, reject) => {
       const w: _Waiter = {
         match,
@@ -323,7 +325,7 @@ export class TurnsClient {
     const draining = intent.go("Draining");
     this.#migration = draining;
 
-    const setTimer = this.#o.setTimer ?? _realTimer;
+    const setTimer = _timerOf(this.#o.clock ?? realClock);
     let inFlight: number | null | undefined = undefined; // undefined until the ack
     let acked: number | null | undefined = undefined;
     const settled = Promise.withResolvers<"quiescent" | "drain-timeout" | "turn-in-flight-too-long" | "lost">();

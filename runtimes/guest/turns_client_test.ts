@@ -1,33 +1,11 @@
 import assert from "node:assert/strict";
 import { silentLogger } from "../../core/log/mod.ts";
 import { decodeLine, encodeMessage, type GuestMessage, type HostMessage, LineSplitter } from "../../core/turns/mod.ts";
-import { type SetTimer, TurnsClient, TurnsClientError } from "./turns_client.ts";
+import { TurnsClient, TurnsClientError } from "./turns_client.ts";
+import { FakeClock } from "../../fixtures/clock/fake_clock.ts";
 
 const VM = "7e57a1b2-0000-4000-8000-0123456789ab";
 const HELLO: GuestMessage = { type: "Hello", vm_id: VM, guestd_version: "0.1.0" };
-
-/** A manual clock for timers: nothing fires until `advance`. */
-function _fakeTimers() {
-  let now = 0;
-  const timers = new Set<{ at: number; fn: () => void }>();
-  const setTimer: SetTimer = (ms, fn) => {
-    const t = { at: now + ms, fn };
-    timers.add(t);
-    return () => timers.delete(t);
-  };
-  return {
-    setTimer,
-    advance(ms: number) {
-      now += ms;
-      for (const t of [...timers].sort((a, b) => a.at - b.at)) {
-        if (t.at <= now) {
-          timers.delete(t);
-          t.fn();
-        }
-      }
-    },
-  };
-}
 
 /** An in-memory guest: `say` writes guest messages, `heard` collects host messages. */
 function _pair() {
@@ -62,12 +40,12 @@ function _pair() {
   };
 }
 
-async function _attached(timers = _fakeTimers()) {
+async function _attached(timers = new FakeClock()) {
   const p = _pair();
   await p.say(HELLO);
   const client = await TurnsClient.attach(p.duplex, {
     logger: silentLogger(),
-    setTimer: timers.setTimer,
+    clock: timers,
     now: () => 5n,
   });
   return { p, client, timers };
@@ -89,11 +67,14 @@ Deno.test("attach refuses a channel whose first message is not Hello", async () 
 });
 
 Deno.test("attach gives up when no Hello comes before the timeout", async () => {
-  const timers = _fakeTimers();
+  const timers = new FakeClock();
   const p = _pair();
-  const att = TurnsClient.attach(p.duplex, { logger: silentLogger(), setTimer: timers.setTimer, helloTimeoutMs: 50 });
-  timers.advance(50);
-  await assert.rejects(att, (e: unknown) => e instanceof TurnsClientError && e.reason === "timeout");
+  const att = TurnsClient.attach(p.duplex, { logger: silentLogger(), clock: timers, helloTimeoutMs: 50 });
+  const refused = assert.rejects(att, (e: unknown) => e instanceof TurnsClientError && e.reason === "timeout");
+  await timers.advance(49);
+  assert.equal(timers.pending, 1, "still waiting for Hello before its timeout");
+  await timers.advance(1);
+  await refused;
 });
 
 Deno.test("ping sends Ping and resolves on Pong; a guest Ping is answered with Pong", async () => {
@@ -141,7 +122,7 @@ Deno.test("no DrainAck before the deadline: DrainCancel, abort to Stable as drai
   const { p, client, timers } = await _attached();
   const d = client.drain("m-1", 100);
   await p.next();
-  timers.advance(100);
+  await timers.advance(100);
   const out = await d;
   assert.equal(out.result, "aborted");
   assert.ok(out.result === "aborted" && out.reason === "drain-timeout");
@@ -157,7 +138,7 @@ Deno.test("a turn in flight past the deadline: DrainCancel, abort as turn-in-fli
   await p.next();
   await p.say({ type: "DrainAck", in_flight: 0 });
   await new Promise((r) => setTimeout(r, 0));
-  timers.advance(100);
+  await timers.advance(100);
   const out = await d;
   assert.ok(out.result === "aborted" && out.reason === "turn-in-flight-too-long" && out.inFlightAtAck === 0);
   assert.equal((await p.next()).type, "DrainCancel");
