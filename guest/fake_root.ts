@@ -27,8 +27,8 @@ export interface FakeRootOptions {
   readonly cmdline?: string;
   /** A stage that fails. */
   readonly failStage?: RootStage;
-  /** Milliseconds the assembly takes. */
-  readonly assemblyMs?: number;
+  /** The assembly finishes once this settles (a test holds it open to act while the root is being assembled). */
+  readonly assembly?: Promise<void>;
   /** The index of a mapping that fails to apply. */
   readonly failMapping?: number;
   /** The image's files, by path in the root; `null` for a directory. */
@@ -101,7 +101,7 @@ export class FakeRoot implements RootOperations {
   }
 
   async assemble(config: RootConfig, layout: RootLayout): Promise<void> {
-    if (this.opts.assemblyMs) await new Promise((r) => setTimeout(r, this.opts.assemblyMs));
+    if (this.opts.assembly) await this.opts.assembly;
     this.#stage("assembly");
     this.config = config;
     if (layout.image.format === "gpt") {
