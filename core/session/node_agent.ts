@@ -90,7 +90,10 @@ export interface NodeAgentOptions {
   readonly log: Logger;
   /** The condition set, when the wiring made it first (handlers clear XID conditions in it). */
   readonly conditions?: ConditionSet;
-  /** The clock of the session and its timers, the drift and sweep timers, the conditions' ages and the server time (`core/clock.ts`). */
+  /**
+   * The clock (`core/clock.ts`) of the session and its timers, the drift and sweep timers, the conditions' ages and
+   * the server time.
+   */
   readonly clock?: Clock;
   /** Reconnect backoff (tests shorten it). */
   readonly backoff?: { baseMs?: number; maxMs?: number };
