@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { COPY_BELOW, encodeFrame, frameParts } from "./encoder.ts";
 import { FramingError } from "./errors.ts";
-import { Kind } from "./kinds.ts";
+import { Kind } from "./frame_kinds.ts";
 
 const concat = (parts: Uint8Array[]) => new Uint8Array(parts.flatMap((p) => [...p]));
 
