@@ -10,11 +10,11 @@ import { FakeSharing } from "../../core/host/fakes.ts";
 import { gpuSharingUnit, HostConverger, type SharingPort } from "../../core/host/mod.ts";
 import { silentLogger } from "../../core/log/mod.ts";
 import { HelperSharing } from "../helper/ports_host.ts";
-import { startTestHelper } from "../helper/test_helper.ts";
+import { startTestHelper } from "../helper/helper_testing.ts";
 import { MpsSharing } from "./mps_sharing.ts";
 
 const FIX = new URL("../../fixtures/host/", import.meta.url).pathname;
-const ctx = () => ({ generation: 1, conditions: new ConditionSet(() => 0), log: silentLogger() });
+const ctx = () => ({ generation: 1, conditions: new ConditionSet({ monotonic: () => 0 }), log: silentLogger() });
 const section = (units: Record<string, unknown>) => ({
   units: Object.entries(units).map(([name, s]) => ({ name, settings_json: JSON.stringify(s) })),
 });

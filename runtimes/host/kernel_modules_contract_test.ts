@@ -11,12 +11,12 @@ import { FakeKernelModules } from "../../core/host/fakes.ts";
 import { HostConverger, type KernelModulesPort, kernelModulesUnit } from "../../core/host/mod.ts";
 import { silentLogger } from "../../core/log/mod.ts";
 import { HelperKernelModules } from "../helper/ports_host.ts";
-import { startTestHelper } from "../helper/test_helper.ts";
+import { startTestHelper } from "../helper/helper_testing.ts";
 import { ModprobeModules } from "./modprobe_modules.ts";
 
 const FAKE_MODPROBE = new URL("../../fixtures/host/fake-modprobe", import.meta.url).pathname;
 
-const ctx = () => ({ generation: 1, conditions: new ConditionSet(() => 0), log: silentLogger() });
+const ctx = () => ({ generation: 1, conditions: new ConditionSet({ monotonic: () => 0 }), log: silentLogger() });
 const section = (units: Record<string, unknown>) => ({
   units: Object.entries(units).map(([name, s]) => ({ name, settings_json: JSON.stringify(s) })),
 });

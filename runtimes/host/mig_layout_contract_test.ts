@@ -11,11 +11,11 @@ import { HostConverger, migLayoutUnit, type MigPort } from "../../core/host/mod.
 import { silentLogger } from "../../core/log/mod.ts";
 import { hgxInventory } from "../nvidia/hgx.ts";
 import { HelperMig } from "../helper/ports_host.ts";
-import { startTestHelper } from "../helper/test_helper.ts";
+import { startTestHelper } from "../helper/helper_testing.ts";
 import { SmiMig } from "./smi_mig.ts";
 import { writeFakeMigSmi, writeFakeMigState } from "../../fixtures/nvidia/fake_smi_mig.ts";
 
-const ctx = () => ({ generation: 1, conditions: new ConditionSet(() => 0), log: silentLogger() });
+const ctx = () => ({ generation: 1, conditions: new ConditionSet({ monotonic: () => 0 }), log: silentLogger() });
 const section = (units: Record<string, unknown>) => ({
   units: Object.entries(units).map(([name, s]) => ({ name, settings_json: JSON.stringify(s) })),
 });

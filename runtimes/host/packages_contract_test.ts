@@ -11,7 +11,7 @@ import { FakePackages } from "../../core/host/fakes.ts";
 import { HostConverger, type PackagePort, packageUnit, REBOOT_REQUIRED } from "../../core/host/mod.ts";
 import { silentLogger } from "../../core/log/mod.ts";
 import { HelperPackages } from "../helper/ports_host.ts";
-import { startTestHelper } from "../helper/test_helper.ts";
+import { startTestHelper } from "../helper/helper_testing.ts";
 import { AptPackages } from "./apt_packages.ts";
 
 const FIX = new URL("../../fixtures/", import.meta.url).pathname;
@@ -41,7 +41,7 @@ const WANT = section({
 
 async function packagesContract(t: Deno.TestContext, make: () => Promise<PackagesSubject>) {
   const s = await make();
-  const conditions = new ConditionSet(() => 0);
+  const conditions = new ConditionSet({ monotonic: () => 0 });
   const ctx = () => ({ generation: 1, conditions, log: silentLogger() });
   const host = new HostConverger(
     (["nvidia-driver", "fabric-manager", "container-toolkit"] as const).map((u) => packageUnit(u, s.port)),
