@@ -33,6 +33,7 @@ import { HelperAccessHost } from "../runtimes/helper/access_port.ts";
 // The helper's client-side ports, not runtimes/helper/mod.ts: that also loads the helper's server and host backends
 // (nft, sshd, libvirt), which this process never runs.
 import {
+  HelperDcgm,
   HelperGpuTool,
   HelperHoldStore,
   HelperHostInventory,
@@ -49,6 +50,7 @@ import {
   HelperSysctl,
 } from "../runtimes/helper/ports_host.ts";
 import { InstancesConverger } from "../core/converge/instances/mod.ts";
+import { diagDcgmHandler } from "../core/converge/devices/mod.ts";
 import { HelperError } from "../core/helper/mod.ts";
 import { HelperLibvirtHost } from "../runtimes/libvirt/helper_port.ts";
 import { LibvirtRuntime } from "../runtimes/libvirt/libvirt_runtime.ts";
@@ -181,8 +183,17 @@ async function _instances(
 export const COMMANDS: Record<string, Subcommand> = {
   ...agentCommands({
     role: "node",
-    // host kinds, plus gpu.reset and diag.nvml where the role has devices (registerGpuKinds)
-    handles: ["inventory.refresh", "logs.collect", "node.reboot", "gpu.reset", "diag.nvml", "instance.snapshot"],
+    // host kinds, diag.dcgm (dcgmi through the helper) and instance.snapshot, plus gpu.reset and diag.nvml where the role has devices
+    // (registerGpuKinds)
+    handles: [
+      "inventory.refresh",
+      "logs.collect",
+      "node.reboot",
+      "diag.dcgm",
+      "gpu.reset",
+      "diag.nvml",
+      "instance.snapshot",
+    ],
     defaultDataDir: "/var/lib/bcd",
     capabilities: ["devices.limits", "binding.kubernetes"],
     helperSocket: (config) => config.helper.socket ?? DEFAULT_HELPER_SOCKET,
@@ -216,6 +227,12 @@ export const COMMANDS: Record<string, Subcommand> = {
       reg.register(
         instanceSnapshotHandler({ snapshotter: () => _snapshotsByCtx.get(ctx), uploader: new HttpsUploader() }),
       );
+      // From level 2 a GPU a live hold names is busy; VM pass-through is not tracked here yet, as for gpu.reset.
+      reg.register(diagDcgmHandler({
+        dcgm: new HelperDcgm(helper),
+        holds: () => new HelperHoldStore(helper).list(),
+        passthrough: () => [],
+      }));
       return reg;
     },
   }),

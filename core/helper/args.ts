@@ -12,6 +12,7 @@
  * | `slice.apply`    | `name`, `settings`                    | `bcd-alloc-<allocation id>.slice`; cpulists and counts |
  * | `slice.remove`, `slice.usage` | `name`                   | `bcd-alloc-<allocation id>.slice`                      |
  * | `gpu.reset`      | `gpuUuid`                             | `GPU-…` (a whole GPU's UUID, not a MIG device's)       |
+ * | `dcgm.diag`      | `level`, `gpuUuids`                   | 1 to 4; at most 64 whole-GPU UUIDs (empty: every GPU)  |
  * | `node.reboot`    | `reason`                              | at most 512 characters, no control characters          |
  * | `nft.apply`, `nft.list` | `policy`; none                 | the network policy's own table (`args_nft.ts`)         |
  * | `sysctl.*`, `hugepages.*` | `keys`, `steps`; none, `steps` | allowlisted sysctl keys, huge page sizes (`args_host.ts`) |
@@ -238,6 +239,19 @@ const _CHECK: { readonly [O in HelperOp]: (raw: unknown) => HelperArgs[O] } = {
       _refuse("gpu.reset", "gpuUuid", a.gpuUuid, "is not a GPU UUID");
     }
     return { gpuUuid: a.gpuUuid };
+  },
+  "dcgm.diag": (raw) => {
+    const a = _object("dcgm.diag", "args", raw, ["level", "gpuUuids"]);
+    if (a.level !== 1 && a.level !== 2 && a.level !== 3 && a.level !== 4) {
+      _refuse("dcgm.diag", "level", a.level, "is not a dcgmi diag level (1 to 4)");
+    }
+    if (!Array.isArray(a.gpuUuids) || a.gpuUuids.length > 64) {
+      _refuse("dcgm.diag", "gpuUuids", a.gpuUuids, "is not a list of at most 64 GPU UUIDs");
+    }
+    for (const u of a.gpuUuids) {
+      if (typeof u !== "string" || classOfAtom(u) !== "gpu") _refuse("dcgm.diag", "gpuUuids", u, "is not a GPU UUID");
+    }
+    return { level: a.level, gpuUuids: [...new Set(a.gpuUuids as string[])] };
   },
   "node.reboot": (raw) => {
     const a = _object("node.reboot", "args", raw, ["reason"]);

@@ -69,6 +69,7 @@ export const VALID_ARGS: { [O in HelperOp]: HelperArgs[O] } = {
   "slice.list": {},
   "slice.usage": { name: "bcd-alloc-a1.slice" },
   "gpu.reset": { gpuUuid: GPU },
+  "dcgm.diag": { level: 3, gpuUuids: [GPU] },
   "node.reboot": { reason: "requested by op-17" },
   "nft.apply": {
     policy: {

@@ -16,6 +16,7 @@
  * @module
  */
 import type { HoldListing, SliceRemoval } from "../converge/devices/ports.ts";
+import type { DcgmLevel, DcgmRun } from "../converge/devices/diag_dcgm.ts";
 import type { HostMemory } from "../converge/devices/admission.ts";
 import type { HoldBinding } from "../converge/devices/assignment.ts";
 import type { DeviceClass } from "../converge/devices/classes.ts";
@@ -59,6 +60,7 @@ export const HELPER_OPS = [
   "slice.list",
   "slice.usage",
   "gpu.reset",
+  "dcgm.diag",
   "node.reboot",
   "nft.apply",
   "nft.list",
@@ -133,6 +135,8 @@ export interface HelperArgs extends LibvirtArgs {
   "slice.list": Record<never, never>;
   "slice.usage": { readonly name: string };
   "gpu.reset": { readonly gpuUuid: string };
+  /** `dcgmi diag -r level -j` on these GPUs (every GPU when empty). */
+  "dcgm.diag": { readonly level: DcgmLevel; readonly gpuUuids: readonly string[] };
   "node.reboot": { readonly reason: string };
   "nft.apply": { readonly policy: NetPolicy };
   "nft.list": Record<never, never>;
@@ -167,6 +171,8 @@ export interface HelperResults extends LibvirtResults {
   "slice.list": { readonly names: readonly string[] };
   "slice.usage": { readonly usage: { readonly bytes2MB: number; readonly bytes1GB: number } | null };
   "gpu.reset": Record<never, never>;
+  /** dcgmi's exit status, document and GPU id map; `null` when dcgmi is not installed. */
+  "dcgm.diag": { readonly run: DcgmRun | null };
   "node.reboot": Record<never, never>;
   /** The figures of the ruleset root rendered and loaded. */
   "nft.apply": { readonly counts: RuleCounts };

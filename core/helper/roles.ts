@@ -7,7 +7,7 @@
  * | --------- | ----------------------------------------------- | ------------------------------------------------ |
  * | `node`    | every op                                        | boot id, inventory, devices, `gpu.reset`, reboot |
  * | `site`    | `host.boot_id`, `host.inventory`, `node.reboot` | boot id, `inventory.refresh`, `node.reboot`      |
- * | `ramdisk` | `host.boot_id`, `host.inventory`                | boot id, `inventory.refresh`                     |
+ * | `ramdisk` | `host.boot_id`, `host.inventory`, `dcgm.diag`   | boot id, `inventory.refresh`, `diag.dcgm`        |
  *
  * A site never touches GPU holds or slices; a ramdisk has no `node.reboot` (its reboot is `boot.kexec`). The ops its
  * later kinds need (`disk.wipe`, `boot.kexec`, the BMC kinds) join its row with them.
@@ -27,7 +27,7 @@ export const DEFAULT_HELPER_ROLE: KindRole = "node";
 export const HELPER_OPS_BY_ROLE: Readonly<Record<KindRole, readonly HelperOp[]>> = {
   node: HELPER_OPS,
   site: ["host.boot_id", "host.inventory", "node.reboot"],
-  ramdisk: ["host.boot_id", "host.inventory"],
+  ramdisk: ["host.boot_id", "host.inventory", "dcgm.diag"],
 };
 
 /** Whether `s` names a role a helper may serve. */

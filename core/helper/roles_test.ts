@@ -9,7 +9,7 @@ import { DEFAULT_HELPER_ROLE, HELPER_OPS_BY_ROLE, HELPER_ROLES, isHelperRole, op
 const TABLE: Record<string, readonly HelperOp[]> = {
   node: HELPER_OPS,
   site: ["host.boot_id", "host.inventory", "node.reboot"],
-  ramdisk: ["host.boot_id", "host.inventory"],
+  ramdisk: ["host.boot_id", "host.inventory", "dcgm.diag"],
 };
 
 /** A well-formed request line of every op (arguments that pass the default-deny table). */
@@ -26,6 +26,7 @@ const LINE: Record<HelperOp, string> = {
   "slice.list": "{}",
   "slice.usage": '{"name":"bcd-alloc-a1.slice"}',
   "gpu.reset": '{"gpuUuid":"GPU-6f2a1c3e-3b1e-4f0a-9f3c-0d1e2f3a4b5c"}',
+  "dcgm.diag": '{"level":2,"gpuUuids":["GPU-6f2a1c3e-3b1e-4f0a-9f3c-0d1e2f3a4b5c"]}',
   "node.reboot": '{"reason":"kernel update"}',
   "nft.apply": '{"policy":{"nics":[]}}',
   "nft.list": "{}",

@@ -7,6 +7,7 @@
 import type { AccessHost } from "../../core/access/mod.ts";
 import type { HostInventoryReader, Rebooter } from "../../core/commands/kind_handlers/mod.ts";
 import type { HoldRecord } from "../../core/converge/devices/hold.ts";
+import type { DcgmLevel, DcgmRun } from "../../core/converge/devices/diag_dcgm.ts";
 import type { HoldListing, HostMemorySource, SliceManager } from "../../core/converge/devices/ports.ts";
 import type { Nft } from "../../core/netpolicy/mod.ts";
 import type {
@@ -46,6 +47,8 @@ export interface HelperBackends {
   readonly slices: SliceManager;
   /** `nvidia-smi --gpu-reset -i <uuid>`; throws with the tool's message. */
   gpuReset(gpuUuid: string): Promise<void>;
+  /** `dcgmi diag -r <level> -j` on the GPUs (all when empty); `null` when dcgmi is not installed. */
+  dcgmDiag(level: DcgmLevel, gpuUuids: readonly string[]): Promise<DcgmRun | null>;
   readonly rebooter: Rebooter;
   /** bcd's nftables tables: the real `nft` on a host (it renders the policy against the bridges' addresses). */
   readonly nft: Nft;

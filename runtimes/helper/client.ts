@@ -26,6 +26,8 @@ import type { Logger } from "../../core/log/mod.ts";
 export const OP_TIMEOUTS_MS: Readonly<Partial<Record<HelperOp, number>>> = {
   "host.inventory": 60_000,
   "gpu.reset": 180_000,
+  // the diag.dcgm kind's own timeout (000: an hour): level 4 runs long
+  "dcgm.diag": 3_600_000,
   "node.reboot": 60_000,
   "slice.apply": 60_000,
   "slice.remove": 60_000,

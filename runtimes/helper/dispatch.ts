@@ -121,6 +121,8 @@ async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promi
     case "gpu.reset":
       await b.gpuReset(req.args.gpuUuid);
       return {};
+    case "dcgm.diag":
+      return { run: await b.dcgmDiag(req.args.level, req.args.gpuUuids) };
     case "node.reboot":
       await b.rebooter.reboot(req.args.reason);
       return {};

@@ -117,6 +117,8 @@ export async function startTestHelper(
     server?: Partial<Pick<HelperServerOptions, "idleMs" | "partialLineMs" | "writeStallMs" | "maxConnections">>;
     libvirt?: LibvirtHostPort;
     access?: AccessHost;
+    /** `dcgm.diag`'s backend (default: dcgmi is not installed). */
+    dcgmDiag?: HelperBackends["dcgmDiag"];
   } = {},
 ): Promise<TestHelper> {
   const root = await Deno.makeTempDir({ prefix: "bcd-helper-" });
@@ -143,6 +145,7 @@ export async function startTestHelper(
     holds: new CdiHoldStore({ cdiDir, envDir }),
     slices: new SimSliceManager(cgroupRoot),
     gpuReset: (uuid) => tool.reset(uuid),
+    dcgmDiag: opts.dcgmDiag ?? (() => Promise.resolve(null)),
     rebooter: {
       reboot: (reason) => {
         reboots.push(reason);

@@ -23,6 +23,7 @@ import { SmiMig } from "../host/smi_mig.ts";
 import { MpsSharing } from "../host/mps_sharing.ts";
 import { RealNft } from "../nft/real_nft.ts";
 import { NvidiaSmi, readPciNumaNode } from "../nvidia/nvidia_smi.ts";
+import { Dcgmi } from "../nvidia/dcgmi.ts";
 import type { HelperBackends } from "./backends.ts";
 import type { Logger } from "../../core/log/mod.ts";
 import { sshdAccessFiles } from "../access/sshd_files.ts";
@@ -53,6 +54,7 @@ export function systemdRuns(): boolean {
 export function hostBackends(config: ResolvedAgentConfig, opts: HostBackendOptions = {}): HelperBackends {
   const d = config.devices;
   const smi = new NvidiaSmi({ binary: d.nvidiaSmi });
+  const dcgmi = new Dcgmi({ nvidiaSmi: d.nvidiaSmi });
   return {
     bootId: () => readBootId(opts.bootIdPath),
     inventory: new SysfsHostInventory(),
@@ -63,6 +65,7 @@ export function hostBackends(config: ResolvedAgentConfig, opts: HostBackendOptio
       ? new SystemdSliceManager({ cgroupRoot: d.cgroupRoot })
       : new CgroupfsSliceManager({ root: d.cgroupRoot }),
     gpuReset: (uuid) => smi.reset(uuid),
+    dcgmDiag: (level, uuids) => dcgmi.diag(level, uuids),
     rebooter: opts.rebooter ?? new InitRebooter(),
     nft: new RealNft(),
     sysctl: new SysctlFiles({

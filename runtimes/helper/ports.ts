@@ -12,6 +12,13 @@ import type { HostMemory } from "../../core/converge/devices/admission.ts";
 import type { HoldRecord } from "../../core/converge/devices/hold.ts";
 import type { GpuInventory } from "../../core/converge/devices/inventory.ts";
 import {
+  DcgmKindError,
+  type DcgmLevel,
+  type DcgmRun,
+  type DcgmTool,
+  MAX_DCGM_JSON,
+} from "../../core/converge/devices/diag_dcgm.ts";
+import {
   type GpuTool,
   GpuToolError,
   type HoldListing,
@@ -172,5 +179,38 @@ export class HelperGpuTool implements GpuTool {
       }
       throw e;
     }
+  }
+}
+
+/**
+ * `dcgmi diag` through the helper (`dcgm.diag`): the answer is checked before use; the helper's refusal or dcgmi's
+ * failure is `dcgm-failed` with its words, losing the helper is not.
+ */
+export class HelperDcgm implements DcgmTool {
+  readonly #c: HelperClient;
+  constructor(c: HelperClient) {
+    this.#c = c;
+  }
+
+  async diag(level: DcgmLevel, gpuUuids: readonly string[]): Promise<DcgmRun | null> {
+    let run: DcgmRun | null;
+    try {
+      ({ run } = await this.#c.call("dcgm.diag", { level, gpuUuids }));
+    } catch (e) {
+      if (e instanceof HelperError && (e.code === "failed" || e.code === "invalid-argument")) {
+        throw new DcgmKindError("dcgm-failed", `diag.dcgm: ${e.message}`, { cause: e });
+      }
+      throw e;
+    }
+    if (run === null) return null;
+    _expect(
+      typeof run === "object" && Number.isInteger(run.exitCode) && typeof run.stdout === "string" &&
+        run.stdout.length <= MAX_DCGM_JSON && typeof run.stderr === "string" && Array.isArray(run.gpus) &&
+        run.gpus.length <= 64 &&
+        run.gpus.every((g) => Number.isInteger(g?.id) && typeof g?.uuid === "string" && g.uuid.length <= 128),
+      "dcgm.diag",
+      "run",
+    );
+    return run;
   }
 }

@@ -95,7 +95,20 @@ export {
 } from "./diag_nvml.ts";
 export { ENV_LINE, holdEnv, type HoldEnvInput, MPS_PIPE_DIRECTORY, RESERVED_ENV_KEYS } from "./env.ts";
 export { type AllocationBound, type AllocationFailed, type AllocationReleased, type DeviceEvent } from "./events.ts";
-export { diagNvmlHandler, gpuResetHandler } from "./gpu_kind_handlers.ts";
+export { diagDcgmHandler, diagNvmlHandler, gpuResetHandler } from "./gpu_kind_handlers.ts";
+export {
+  checkDiagDcgmPayload,
+  DcgmKindError,
+  type DcgmLevel,
+  type DcgmRun,
+  type DcgmTestResult,
+  type DcgmTool,
+  diagDcgm,
+  type DiagDcgmPorts,
+  type DiagDcgmResult,
+  MAX_DCGM_JSON,
+  parseDcgmDiag,
+} from "./diag_dcgm.ts";
 export {
   checkGpuResetPayload,
   gpuHolder,
