@@ -431,8 +431,20 @@ const REFUSED: { why: string; op: HelperOp; args: unknown; code: string; names: 
     names: /gpuUuid "MIG-/,
   },
   { why: "a MIG atom", op: "gpu.reset", args: { gpuUuid: MIG }, code: "invalid-argument", names: /gpuUuid/ },
-  { why: "dcgmi level 0", op: "dcgm.diag", args: { level: 0, gpuUuids: [] }, code: "invalid-argument", names: /level 0/ },
-  { why: "dcgmi level 5", op: "dcgm.diag", args: { level: 5, gpuUuids: [] }, code: "invalid-argument", names: /level 5/ },
+  {
+    why: "dcgmi level 0",
+    op: "dcgm.diag",
+    args: { level: 0, gpuUuids: [] },
+    code: "invalid-argument",
+    names: /level 0/,
+  },
+  {
+    why: "dcgmi level 5",
+    op: "dcgm.diag",
+    args: { level: 5, gpuUuids: [] },
+    code: "invalid-argument",
+    names: /level 5/,
+  },
   {
     why: "an option for dcgmi in place of a GPU",
     op: "dcgm.diag",
