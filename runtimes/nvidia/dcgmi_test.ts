@@ -7,7 +7,7 @@ import { CommandFailed } from "../../core/commands/rejection.ts";
 import { silentLogger } from "../../core/log/mod.ts";
 import { packPayload, unpackResult } from "../../proto/mod.ts";
 import { HelperDcgm } from "../helper/ports.ts";
-import { startTestHelper } from "../helper/test_helper.ts";
+import { startTestHelper } from "../helper/helper_testing.ts";
 import { Dcgmi, parseIndexUuid } from "./dcgmi.ts";
 
 const FIX = new URL("../../fixtures/dcgm/", import.meta.url).pathname;

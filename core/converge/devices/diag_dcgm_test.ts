@@ -7,7 +7,7 @@ import { type DcgmLevel, type DcgmRun, type DcgmTool, diagDcgm, MAX_DCGM_JSON, p
 import { GpuKindError } from "./gpu_reset.ts";
 import { diagDcgmHandler } from "./gpu_kind_handlers.ts";
 import type { ObservedHold, UnreadableHold } from "./hold.ts";
-import { sampleUuid } from "./sample_inventory.ts";
+import { sampleUuid } from "./inventory_testing.ts";
 
 const FIX = new URL("../../../fixtures/dcgm/", import.meta.url).pathname;
 const G = Array.from({ length: 8 }, (_, i) => sampleUuid(i));
