@@ -184,6 +184,36 @@ function virshContract(label: string, make: () => Promise<Backend>): void {
     }
   });
 
+  Deno.test(`Virsh contract (${label}): the change marker moves with every define, start, pause, resume, destroy and undefine`, async (t) => {
+    const b = await make();
+    if ("skip" in b) return void await skipped(t, b.skip);
+    // The real marker is trusted only once libvirt's last change has settled; this run's clock is a minute ahead.
+    const v = b.real ? new CommandVirsh({ uri: "qemu:///system", now: () => Date.now() + 60_000 }) : b.virsh;
+    const name = `bcd-mk-${crypto.randomUUID().slice(0, 8)}`;
+    try {
+      let last = await v.changeMarker();
+      assert.notEqual(last, undefined, "a marker exists");
+      // Other suites share the real libvirtd and may change it at any moment; only the fake is known to stand still.
+      if (!b.real) assert.equal(await v.changeMarker(), last, "it stands while nothing changes");
+      const steps: Array<[string, () => Promise<unknown>]> = [
+        ["define", () => v.define(tinyDomain(name))],
+        ["start --paused", () => v.start(name, true)],
+        ["resume", () => v.resume(name)],
+        ["suspend", () => v.suspend(name)],
+        ["destroy", () => v.destroy(name)],
+        ["undefine", () => v.undefine(name)],
+      ];
+      for (const [what, f] of steps) {
+        await f();
+        const now = await v.changeMarker();
+        assert.notEqual(now, last, `${what} moves the marker`);
+        last = now;
+      }
+    } finally {
+      await cleanup(v, name);
+    }
+  });
+
   Deno.test(`Virsh contract (${label}): an unknown domain is no-domain and a broken definition invalid`, async (t) => {
     const b = await make();
     if ("skip" in b) return void await skipped(t, b.skip);

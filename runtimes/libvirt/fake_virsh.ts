@@ -41,6 +41,9 @@ export class FakeVirsh implements Virsh {
   readonly #opts: FakeVirshOptions;
   readonly calls: string[] = [];
   readonly #counts = new Map<string, number>();
+  /** Moves with every change of a domain (libvirt's change marker); `markerless` turns the marker off. */
+  #generation = 0;
+  markerless = false;
 
   constructor(opts: FakeVirshOptions = {}) {
     this.#opts = opts;
@@ -59,12 +62,17 @@ export class FakeVirsh implements Virsh {
   }
 
   list(): Promise<VirshDomain[]> {
+    this.#counts.set("list", (this.#counts.get("list") ?? 0) + 1);
     const out = [...this.#doms.entries()].map(([name, d]) => ({ name, state: d.state }));
     return Promise.resolve(out.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   uuids(): Promise<Map<string, string>> {
     return Promise.resolve(new Map([...this.#doms.entries()].map(([n, d]) => [n, d.uuid])));
+  }
+
+  changeMarker(): Promise<string | undefined> {
+    return Promise.resolve(this.markerless ? undefined : `gen-${this.#generation}`);
   }
 
   /** How many times each verb ran (tests of caching). */
@@ -92,6 +100,7 @@ export class FakeVirsh implements Virsh {
       return Promise.reject(new VirshError("invalid", "XML error: a domain needs <domain>, <name> and <memory>"));
     }
     this.calls.push(`define ${name}`);
+    this.#generation++;
     const uuid = _tag(xml, "uuid");
     const have = this.#doms.get(name);
     if (have && uuid !== have.uuid) {
@@ -273,6 +282,7 @@ export class FakeVirsh implements Virsh {
   #sync(f: () => void): Promise<void> {
     try {
       f();
+      this.#generation++;
       return Promise.resolve();
     } catch (e) {
       return Promise.reject(e);

@@ -9,8 +9,12 @@
  * restored disk); the same overlay check runs again before every start. It adds `o+x` (search, never read) to each
  * directory from the data dir down, so QEMU's user reaches the files libvirt relabels.
  *
- * Listing reads each domain's definition once per UUID and keeps its plan (an idle pass is two `virsh list` calls);
- * every verb that changes a domain reads the definition again first, so what it touches is decided on fresh XML.
+ * Listing reads each domain's definition once per UUID and keeps its mark, and keeps the whole listing under libvirt's
+ * change marker ({@link Virsh.changeMarker}): while the marker has not moved, an idle pass asks libvirt nothing (two
+ * directory stats); when it moved, or there is none to trust, the listing is two `virsh list` calls plus a `dumpxml`
+ * of each domain not seen before. The marker is read before the listing, so a change during it moves the marker the
+ * next pass compares against. Every verb that changes a domain reads the definition again first, so what it touches
+ * is decided on fresh XML.
  *
  * A domain without bcd's metadata is foreign: listed with no plan, and every verb on it is refused
  * `unmanaged-domain` before libvirt is asked. So is a domain whose mark names another node: two nodes sharing one
@@ -49,7 +53,7 @@ import {
   renderDomainXml,
 } from "./domain_xml.ts";
 import { rewriteSaveImage, SaveImageRefused } from "./save_image.ts";
-import { type Virsh, VirshError } from "./virsh.ts";
+import { type Virsh, type VirshDomain, VirshError } from "./virsh.ts";
 
 /** Options of {@link LibvirtHost}. */
 export interface LibvirtHostOptions {
@@ -97,6 +101,8 @@ export class LibvirtHost implements LibvirtHostPort {
   readonly paths: DomainPaths;
   /** Marks read back, by `name uuid`; `undefined` for a domain without one. */
   readonly #marks = new Map<string, DomainMark | undefined>();
+  /** The last listing and the change marker it was taken under. */
+  #listing: { marker: string; domains: VirshDomain[]; uuids: Map<string, string> } | undefined;
 
   constructor(opts: LibvirtHostOptions) {
     this.#o = opts;
@@ -122,7 +128,8 @@ export class LibvirtHost implements LibvirtHostPort {
 
   async list(): Promise<HostDomain[]> {
     const out: HostDomain[] = [];
-    const [domains, uuids, owner] = await Promise.all([this.#o.virsh.list(), this.#o.virsh.uuids(), this.#owner()]);
+    const owner = await this.#owner();
+    const { domains, uuids } = await this.#libvirtListing();
     const seen = new Set<string>();
     for (const d of domains) {
       const key = `${d.name} ${uuids.get(d.name) ?? "?"}`;
@@ -139,9 +146,19 @@ export class LibvirtHost implements LibvirtHostPort {
     return out;
   }
 
+  /** What libvirt holds: the listing kept under an unmoved change marker, else a fresh one. */
+  async #libvirtListing(): Promise<{ domains: VirshDomain[]; uuids: Map<string, string> }> {
+    const marker = await this.#o.virsh.changeMarker();
+    if (marker !== undefined && this.#listing?.marker === marker) return this.#listing;
+    const [domains, uuids] = await Promise.all([this.#o.virsh.list(), this.#o.virsh.uuids()]);
+    this.#listing = marker === undefined ? undefined : { marker, domains, uuids };
+    return { domains, uuids };
+  }
+
   /** Forgets what was read of `name` (it was defined or undefined here). */
   #forget(name: string): void {
     for (const k of this.#marks.keys()) if (k.startsWith(`${name} `)) this.#marks.delete(k);
+    this.#listing = undefined;
   }
 
   /** The mark of a domain, `undefined` for one without (or one that went away meanwhile). */
@@ -262,6 +279,7 @@ export class LibvirtHost implements LibvirtHostPort {
     if ("refused" in plan) return plan;
     const files = await this.#checkFiles(plan as DomainPlan);
     if (files.refused) return files;
+    this.#listing = undefined;
     try {
       await this.#o.virsh.start(id, paused);
     } catch (e) {
@@ -275,6 +293,7 @@ export class LibvirtHost implements LibvirtHostPort {
   async #verb(id: string, f: (virsh: Virsh) => Promise<void>): Promise<HostOutcome> {
     const plan = await this.#managed(id);
     if ("refused" in plan) return plan;
+    this.#listing = undefined;
     await f(this.#o.virsh);
     return _OK;
   }

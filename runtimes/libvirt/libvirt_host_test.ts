@@ -48,7 +48,7 @@ async function hostWithDomains(n: number) {
   return { dir, virsh, host, plan };
 }
 
-Deno.test("LibvirtHost.list() reads each domain's definition once; an idle listing is two virsh lists", async () => {
+Deno.test("LibvirtHost.list() reads each domain's definition once; an idle listing asks libvirt nothing while its change marker stands", async () => {
   const { dir, virsh, host, plan } = await hostWithDomains(3);
   try {
     await virsh.define("<domain type='qemu'><name>foreign</name><memory unit='MiB'>32</memory></domain>");
@@ -57,9 +57,18 @@ Deno.test("LibvirtHost.list() reads each domain's definition once; an idle listi
       "foreign",
       undefined,
     ]]);
-    const reads = virsh.count("dumpxml");
+    const reads = virsh.count("dumpxml"), lists = virsh.count("list");
     assert.deepEqual(await host.list(), first);
     assert.equal(virsh.count("dumpxml"), reads, "no definition read again");
+    assert.equal(virsh.count("list"), lists, "no virsh list while the marker stands");
+    await virsh.suspend("d0").catch(() => virsh.start("d0", true));
+    assert.equal((await host.list())[0]?.state, "paused", "a change made outside bcd moves the marker and is seen");
+    assert.equal(virsh.count("list"), lists + 1);
+    virsh.markerless = true;
+    await host.list();
+    await host.list();
+    assert.equal(virsh.count("list"), lists + 3, "without a marker every listing asks libvirt");
+    virsh.markerless = false;
     await host.define({ ...plan("d1"), vcpus: 2 });
     assert.equal((await host.list()).find((d) => d.name === "d1")?.plan?.vcpus, 2, "a redefinition is read again");
   } finally {

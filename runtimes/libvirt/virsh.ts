@@ -3,6 +3,14 @@
  * XML. {@link CommandVirsh} runs the real `virsh -c <uri>` (`qemu:///system` on a host); `fake_virsh.ts` keeps domains
  * in memory. `virsh_contract_test.ts` runs one suite against both, the real one against a libvirtd the test starts.
  *
+ * {@link Virsh.changeMarker} is libvirt's change marker: a value that moves whenever a domain is defined, undefined,
+ * started, stopped, paused, resumed or has its definition or status saved. The real one reads it from the driver's own
+ * directories (`/etc/libvirt/qemu` for persistent definitions, `/run/libvirt/qemu` for live status; libvirt replaces
+ * each file there by rename, so every change moves the directory's mtime); it answers `undefined`, meaning "list
+ * again", where those directories are unknown (another URI) or unreadable, and while the last change is so recent
+ * (under {@link MARKER_SETTLE_MS}) that a second change within the file system's timestamp granularity could hide
+ * behind it.
+ *
  * Failures are {@link VirshError} with a code callers branch on: `no-domain` (libvirt's "failed to get domain" /
  * "Domain not found"), `no-memory` (a start that fails with "Cannot allocate memory": a capacity failure), `invalid`
  * (libvirt refused the request: an XML it cannot parse, a state the verb does not apply to), `failed` (anything else,
@@ -38,6 +46,8 @@ export interface Virsh {
   list(): Promise<VirshDomain[]>;
   /** Every domain's UUID by name (`list --all --uuid --name`). */
   uuids(): Promise<Map<string, string>>;
+  /** libvirt's change marker, or `undefined` when there is none to trust now (list again). */
+  changeMarker(): Promise<string | undefined>;
   /** The domain's current definition (`dumpxml --inactive`). */
   dumpxml(name: string): Promise<string>;
   /** Defines (or redefines) a persistent domain from `xml`; returns the name it defined. */
@@ -121,6 +131,12 @@ export function classifyVirshFailure(stderr: string): VirshErrorCode {
   return "failed";
 }
 
+/** How old libvirt's last change must be before the marker is trusted (ms; timestamps are coarse). */
+export const MARKER_SETTLE_MS = 1000;
+
+/** The qemu driver's directories for `qemu:///system` (definitions, live status). */
+export const SYSTEM_STATE_DIRS: readonly string[] = ["/etc/libvirt/qemu", "/run/libvirt/qemu"];
+
 /** Options of {@link CommandVirsh}. */
 export interface CommandVirshOptions {
   /** The connection (default `qemu:///system`). */
@@ -132,6 +148,11 @@ export interface CommandVirshOptions {
   /** Where `define` stages its XML (default the system temp directory). */
   readonly tmpDir?: string;
   readonly run?: (cmd: string, args: readonly string[], opts: { timeoutMs: number }) => Promise<RunResult>;
+  /** The driver's directories whose mtimes are the change marker (default {@link SYSTEM_STATE_DIRS} for
+   * `qemu:///system`, none for another URI: no marker, every listing asks libvirt). */
+  readonly stateDirs?: readonly string[];
+  /** The wall clock the marker's settle time is measured on (ms since the epoch). */
+  readonly now?: () => number;
 }
 
 /** The real `virsh -c <uri>`. */
@@ -141,6 +162,8 @@ export class CommandVirsh implements Virsh {
   readonly #timeout: number;
   readonly #tmp: string | undefined;
   readonly #run: NonNullable<CommandVirshOptions["run"]>;
+  readonly #dirs: readonly string[];
+  readonly #now: () => number;
 
   constructor(opts: CommandVirshOptions = {}) {
     this.uri = opts.uri ?? "qemu:///system";
@@ -148,6 +171,27 @@ export class CommandVirsh implements Virsh {
     this.#timeout = opts.timeoutMs ?? 120_000;
     this.#tmp = opts.tmpDir;
     this.#run = opts.run ?? denoRunner;
+    this.#dirs = opts.stateDirs ?? (this.uri === "qemu:///system" ? SYSTEM_STATE_DIRS : []);
+    this.#now = opts.now ?? Date.now;
+  }
+
+  async changeMarker(): Promise<string | undefined> {
+    if (this.#dirs.length === 0) return undefined;
+    const parts: string[] = [];
+    const now = this.#now();
+    for (const d of this.#dirs) {
+      let st: Deno.FileInfo;
+      try {
+        st = await Deno.stat(d);
+      } catch (e) {
+        if (e instanceof Deno.errors.NotFound || e instanceof Deno.errors.PermissionDenied) return undefined;
+        throw e;
+      }
+      const m = st.mtime?.getTime(), c = st.ctime?.getTime();
+      if (m === undefined || c === undefined || Math.max(m, c) > now - MARKER_SETTLE_MS) return undefined;
+      parts.push(`${st.dev}:${st.ino}:${m}:${c}`);
+    }
+    return parts.join(" ");
   }
 
   async #virsh(...args: string[]): Promise<string> {
