@@ -21,6 +21,8 @@ import { type EventSink, NodeAgent } from "../core/session/node_agent.ts";
 import { connectWebSocket } from "../core/session/ws_client.ts";
 import { checkTransportUrl, type TransportUse, UrlRefused } from "../core/session/url_policy.ts";
 import type { TunnelPort } from "../core/session/tunnel_frames.ts";
+import { SessionSecrets } from "../core/session/secrets.ts";
+import type { SecretSource } from "../core/converge/instances/user_data.ts";
 import type { DialInstance } from "../runtimes/access/instance_dialer.ts";
 import { AGENT_VERSION } from "../core/version.ts";
 import { HelperError } from "../core/helper/mod.ts";
@@ -67,6 +69,7 @@ export interface RoleWiring {
    */
   instanceConverger?(
     ctx: WiringContext,
+    secrets: SecretSource,
   ): Promise<{ converger: InstancesConverger; capabilities: readonly string[]; stop?: () => void }>;
   /** The devices section's host ports; with them the role converges holds and runs `gpu.reset` and `diag.nvml`. */
   devices?(ctx: WiringContext): DevicePorts;
@@ -290,7 +293,8 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
         const handlers = w.handlers(ctx);
         if (devices) registerGpuKinds(handlers, devices, () => conditions);
         checkHandledKinds(w, handlers);
-        const inst = await w.instanceConverger?.(ctx);
+        const secrets = new SessionSecrets({ log });
+        const inst = await w.instanceConverger?.(ctx, secrets);
         const url = (values.gateway as string | undefined) ?? config.gateway.url ?? identity.gatewayUrl;
         if (url) _checkUrl(url, "session");
         const caCerts = config.gateway.caFile ? [await Deno.readTextFile(config.gateway.caFile)] : undefined;
@@ -315,6 +319,7 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
           ...(inst ? { runtimes: inst.converger.runtimeNames } : {}),
           instances: inst ? () => inst.converger.listing() : w.instances?.(ctx),
           ...(tunnels ? { tunnels } : {}),
+          secrets,
           hostname: ctx.hostname,
           connect: values.offline || !url ? undefined : () => connectWebSocket(url, 10_000, { caCerts }),
           log,

@@ -60,6 +60,7 @@ import { SnapshotStore } from "../runtimes/libvirt/snapshot_store.ts";
 import { cleanStaging, LibvirtSnapshots, snapshotsDir } from "../runtimes/libvirt/snapshots.ts";
 import { instanceSnapshotHandler } from "../core/commands/kind_handlers/mod.ts";
 import { HttpsUploader } from "../runtimes/host/https_put.ts";
+import type { SecretSource } from "../core/converge/instances/user_data.ts";
 import type { DevicePorts } from "./_devices.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
 import { agentCommands, helperOf, type WiringContext } from "./_agent_cli.ts";
@@ -136,6 +137,7 @@ function _host(ctx: WiringContext): SectionConverger {
  */
 async function _instances(
   ctx: WiringContext,
+  secrets: SecretSource,
 ): Promise<{ converger: InstancesConverger; capabilities: string[]; stop?: () => void }> {
   const helper = helperOf(ctx);
   const memory = new HelperHostMemory(helper);
@@ -157,7 +159,7 @@ async function _instances(
   const snapshots = new SnapshotStore({ dir, log: ctx.log });
   const rt = new LibvirtRuntime({ host, dataDir: ctx.dataDir, snapshots, cpuModel, log: ctx.log });
   const net = new NodeNetwork(new HelperNft(helper), ctx.log);
-  const converger = new InstancesConverger([rt], { memory, network: net.rules, snapshots });
+  const converger = new InstancesConverger([rt], { memory, network: net.rules, snapshots, secrets });
   _snapshotsByCtx.set(
     ctx,
     new LibvirtSnapshots({

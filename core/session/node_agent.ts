@@ -63,6 +63,7 @@ import { type NodeIdentity, saveTrustBundle, trustBundleFromWire, unbatchedFromW
 import { signSessionProof } from "./proofs.ts";
 import type { FrameTransport } from "./transport.ts";
 import { routeTunnelFrame, type TunnelPort } from "./tunnel_frames.ts";
+import type { SessionSecrets } from "./secrets.ts";
 
 /** An event as convergers emit it; the journal assigns `seq`. */
 export type EventInit = Omit<Props<typeof bcd.v1.Event>, "seq" | "event_class" | "age_ms">;
@@ -103,6 +104,8 @@ export interface NodeAgentOptions {
   readonly instances?: () => InstanceListing;
   /** Exec tunnels (`OpenTunnel`, `TunnelData`, `TunnelClose`); absent: every `OpenTunnel` is refused. */
   readonly tunnels?: TunnelPort;
+  /** The SecretRequest broker the convergers fetch secrets through; it sends on the live session. */
+  readonly secrets?: SessionSecrets;
 }
 
 const CLASS: Record<EventClass, bcd.v1.Event.Class> = {
@@ -330,6 +333,7 @@ export class NodeAgent implements SessionDelegate, EventSink {
   async established(out: SessionOut): Promise<void> {
     this.#out = out;
     this.#sentEventSeq = 0;
+    this.#o.secrets?.attach((f) => this.#send(f));
     for (const u of await this.dispatcher.unackedResults()) out.send({ command_update: updateToWire(u) });
     if (!this.#held) this.#requestSpec(0, "NO_SPEC", "the journal holds no usable spec");
     const s = this.#latestStatus ?? (this.#held ? this.engine.snapshot() : undefined);
@@ -339,6 +343,10 @@ export class NodeAgent implements SessionDelegate, EventSink {
 
   async frame(f: GatewayFrame, _out: SessionOut): Promise<void> {
     if (routeTunnelFrame(f, this.#o.tunnels, { send: (t) => this.#send(t) }, this.#log)) return;
+    if (f.secret_response) {
+      this.#o.secrets?.response(f.secret_response);
+      return;
+    }
     if (f.desired_state) await this.#desiredState(f.desired_state);
     else if (f.command) await this.#command(f.command);
     else if (f.cancel) await this.#cancel(f.cancel);
@@ -365,6 +373,7 @@ export class NodeAgent implements SessionDelegate, EventSink {
   disconnected(reason: string): void {
     this.#out = undefined;
     this.#o.tunnels?.closeAll(`session closed: ${reason}`);
+    this.#o.secrets?.detach(reason);
     this.#log.info({ reason }, "session closed");
   }
 

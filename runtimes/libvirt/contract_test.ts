@@ -11,6 +11,7 @@ import { ensureLibvirtd } from "../../fixtures/libvirt/libvirtd.ts";
 import { type ImageServer, makeQcow2, sha256Hex, startImageServer } from "../../fixtures/libvirt/image_server.ts";
 import { FakeVirsh } from "./fake_virsh.ts";
 import { startTestHelper } from "../helper/helper_testing.ts";
+import { parseQcow2Header, readQcow2Prefix } from "../../core/images/qcow2_header.ts";
 import { HelperLibvirtHost } from "./helper_port.ts";
 import { LibvirtHost } from "./libvirt_host.ts";
 import { LibvirtRuntime } from "./libvirt_runtime.ts";
@@ -373,6 +374,56 @@ function runtimeContract(label: string, make: () => Promise<Backend>): void {
           await env.close();
         }
       });
+    }
+  });
+
+  Deno.test(`InstanceRuntime contract, libvirt-kvm (${label}): a disk grows stopped (qemu-img resize) and running (blockresize), never shrinks, and not past a rewritten overlay`, async (t) => {
+    const b = await make();
+    if ("skip" in b) return void await skipped(t, b.skip);
+    const env = await setup(b.virsh, { viaHelper: b.viaHelper });
+    if ("skip" in env) return void await skipped(t, env.skip);
+    const { rt, srv, dir } = env;
+    const id = `bcd-grow-${crypto.randomUUID().slice(0, 8)}`;
+    const M = 1024 * 1024;
+    const size = async () =>
+      Number(parseQcow2Header(await readQcow2Prefix(`${rt.instanceDir(id)}/disk.qcow2`)).virtualSize);
+    try {
+      const base = await makeQcow2(dir, "base.qcow2", "16M");
+      srv.put(`/${id}.qcow2`, base);
+      await rt.define(
+        record(id, launch({ url: `${srv.origin}/${id}.qcow2`, sha256: await sha256Hex(base), format: "qcow2" })),
+      );
+      await t.step("stopped: the overlay is resized", async () => {
+        await rt.grow(id, 32 * M);
+        assert.equal(await size(), 32 * M);
+        await rt.grow(id, 32 * M);
+        assert.equal(await size(), 32 * M, "the same size is nothing to do");
+      });
+      await t.step("running: libvirt grows the disk under the guest", async () => {
+        await rt.start(id, true);
+        await rt.grow(id, 48 * M);
+        if (b.real) assert.equal(await size(), 48 * M);
+        else assert.equal((b.virsh as FakeVirsh).sizeOf(id, "vda"), 48 * M);
+      });
+      await t.step("a smaller size is refused disk-shrink", async () => {
+        await assert.rejects(rt.grow(id, 8 * M), (e) => e instanceof RuntimeRefused && e.reason === "disk-shrink");
+      });
+      await t.step("an overlay rewritten to another backing file is refused before the grow", async () => {
+        await rt.stop(id);
+        const out = await new Deno.Command("qemu-img", {
+          args: ["rebase", "-u", "-f", "qcow2", "-F", "raw", "-b", "/etc/hostname", `${rt.instanceDir(id)}/disk.qcow2`],
+        }).output();
+        assert.ok(out.success);
+        const before = await size();
+        await assert.rejects(
+          rt.grow(id, before + 16 * M),
+          (e) => e instanceof RuntimeRefused && e.reason === "backing-mismatch",
+        );
+        assert.equal(await size(), before);
+      });
+    } finally {
+      await cleanup(b.virsh, id);
+      await env.close();
     }
   });
 

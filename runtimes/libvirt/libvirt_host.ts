@@ -290,6 +290,17 @@ export class LibvirtHost implements LibvirtHostPort {
     return _OK;
   }
 
+  /** A verb that opens the domain's files again (a grow): they are checked as root first, as before a start. */
+  async #checkedVerb(id: string, f: (virsh: Virsh) => Promise<void>): Promise<HostOutcome> {
+    const plan = await this.#managed(id);
+    if ("refused" in plan) return plan;
+    const files = await this.#checkFiles(plan as DomainPlan);
+    if (files.refused) return files;
+    this.#listing = undefined;
+    await f(this.#o.virsh);
+    return _OK;
+  }
+
   async #verb(id: string, f: (virsh: Virsh) => Promise<void>): Promise<HostOutcome> {
     const plan = await this.#managed(id);
     if ("refused" in plan) return plan;
@@ -392,6 +403,6 @@ export class LibvirtHost implements LibvirtHostPort {
     if (!Number.isSafeInteger(bytes) || bytes < 1) {
       return Promise.resolve(_refused("invalid-plan", `size ${bytes} is not a positive byte count`));
     }
-    return this.#verb(id, (v) => v.blockresize(id, "vda", bytes));
+    return this.#checkedVerb(id, (v) => v.blockresize(id, "vda", bytes));
   }
 }

@@ -26,6 +26,7 @@ import {
   type InstanceRuntime,
   RuntimeRefused,
 } from "../../core/converge/instances/runtime.ts";
+import { checkOverlay, ImageRefused } from "../../core/images/mod.ts";
 import { INSTANCE_ID } from "../../core/converge/instances/domain_plan.ts";
 import { parseQcow2Header, readQcow2Prefix } from "../../core/images/qcow2_header.ts";
 import type { Logger } from "../../core/log/mod.ts";
@@ -184,7 +185,8 @@ export class LibvirtRuntime implements InstanceRuntime {
       await createOverlay(`${disk}.tmp`, ob ? { path: base, format: ob } : null, size);
       await Deno.rename(`${disk}.tmp`, disk);
     } else if (l.diskBytes > 0) {
-      await this.#grow(id, disk, l.diskBytes);
+      const d = (await this.#o.host.list()).find((x) => x.name === id);
+      await this.#grow(id, disk, l.diskBytes, { sha256: l.image.sha256, format: l.image.format }, d?.state);
     }
     if (l.userData !== null) await buildSeedIso(`${dir}/seed.iso`, id, l.hostname, l.userData);
     const plan: DomainPlan = {
@@ -203,16 +205,50 @@ export class LibvirtRuntime implements InstanceRuntime {
     this.#o.log?.info({ instance: id }, "libvirt-kvm: defined");
   }
 
+  /**
+   * Grows the root disk to `bytes`: `qemu-img resize` of the overlay when the domain is stopped (after
+   * `checkOverlay` of it against its recorded base), `virsh blockresize` through the host when it runs (the host
+   * checks the files as root first). The same size does nothing; a smaller one is refused `disk-shrink`.
+   */
+  async grow(id: string, bytes: number): Promise<void> {
+    if (!INSTANCE_ID.test(id)) {
+      throw new RuntimeRefused("invalid-instance-id", `instance id ${JSON.stringify(id)} is not valid`);
+    }
+    if (!Number.isSafeInteger(bytes) || bytes < 1) {
+      throw new RuntimeRefused("invalid-size", `${id}: disk size ${bytes} is not a positive byte count`);
+    }
+    const d = (await this.#o.host.list()).find((x) => x.name === id);
+    if (!d) throw new RuntimeRefused("no-domain", `${id}: no domain to grow`);
+    if (!d.plan) throw new RuntimeRefused("unmanaged-domain", `domain ${id} is not this node's; never grown`);
+    await this.#grow(id, `${this.instanceDir(id)}/disk.qcow2`, bytes, d.plan.image, d.state);
+  }
+
   /** Grows the disk to `bytes` (`qemu-img resize` stopped, `blockresize` running); a smaller size is refused. */
-  async #grow(id: string, disk: string, bytes: number): Promise<void> {
+  async #grow(
+    id: string,
+    disk: string,
+    bytes: number,
+    img: DomainPlan["image"],
+    state: DomainState | undefined,
+  ): Promise<void> {
     const have = Number(parseQcow2Header(await readQcow2Prefix(disk)).virtualSize);
     if (bytes === have) return;
     if (bytes < have) {
       throw new RuntimeRefused("disk-shrink", `${id}: the disk is ${have} bytes; ${bytes} would shrink it`);
     }
-    const state = (await this.#o.host.list()).find((d) => d.name === id)?.state;
-    if (state === "running" || state === "paused") _check(await this.#o.host.blockresize(id, bytes), id);
-    else await resizeDisk(disk, bytes);
+    if (state === "running" || state === "paused") {
+      _check(await this.#o.host.blockresize(id, bytes), id);
+      return;
+    }
+    const ob = img ? overlayBase(img.format) : null;
+    try {
+      await checkOverlay(disk, img && ob ? { path: this.images.path(img.sha256, img.format), format: ob } : null);
+    } catch (e) {
+      if (e instanceof ImageRefused) throw new RuntimeRefused(e.reason, `${id}: ${e.message}`, { cause: e });
+      throw e;
+    }
+    await resizeDisk(disk, bytes);
+    this.#o.log?.info({ instance: id, bytes }, "libvirt-kvm: disk grown (stopped)");
   }
 
   /** Starts the domain; a domain restored from a memory snapshot starts from its state (`libvirt.restore`) once. */

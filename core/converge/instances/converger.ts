@@ -21,8 +21,11 @@
  * {@link SnapshotFetcher} while the instance waits, and the define boots the runtime from it; every pass prunes the
  * snapshots no desired instance restores from.
  *
- * User data is never in the spec: an instance with a `user_data_ref` waits (`PROGRESSING`) for a SecretRequest broker,
- * which this build does not have yet; one without gets a seed carrying only its NoCloud meta-data.
+ * User data is never in the spec: before an instance with a `user_data_ref` is defined, its user data is fetched from
+ * the {@link SecretSource} (a `SecretRequest` bound to its allocation); a refusal fails that instance
+ * `user-data-refused`, an unavailable broker (or none) keeps it waiting and the section `PROGRESSING`, and the secret
+ * goes onto the seed ISO only (never into a log or a status). One without a reference gets a seed carrying its NoCloud
+ * meta-data and an empty user-data.
  *
  * @module
  */
@@ -35,6 +38,7 @@ import { admitStart, normalCommitmentBytes } from "./admission.ts";
 import type { HugePageSize, PlanPlacement } from "./domain_plan.ts";
 import { type Domain, type DomainRecord, type DomainState, type InstanceRuntime, RuntimeRefused } from "./runtime.ts";
 import { type SnapshotFetcher, snapshotRefProblem, type SnapshotSource } from "./snapshot_source.ts";
+import { MAX_USER_DATA_BYTES, type SecretSource, USER_DATA_REFUSED, WAITING_FOR_USER_DATA } from "./user_data.ts";
 
 type InstancesSection = bcd.v1.InstancesSection.$Properties;
 type InstanceSpec = bcd.v1.InstanceSpec.$Properties;
@@ -46,8 +50,17 @@ export interface ObservedDomain extends Domain {
 
 /** One step of the plan. */
 export type InstanceAction =
-  | { readonly op: "define"; readonly runtime: string; readonly record: DomainRecord; readonly then: DomainState }
+  | {
+    readonly op: "define";
+    readonly runtime: string;
+    readonly record: DomainRecord;
+    readonly then: DomainState;
+    /** The user data to fetch before the define (`InstanceSpec.user_data_ref`). */
+    readonly userDataRef?: string;
+  }
   | { readonly op: "start" | "pause" | "resume" | "stop" | "delete"; readonly runtime: string; readonly id: string }
+  /** Grow the root disk to `bytes` (planned when the spec's `disk_bytes` is not what this converger last grew to). */
+  | { readonly op: "grow"; readonly runtime: string; readonly id: string; readonly bytes: number }
   | { readonly op: "fail"; readonly id: string; readonly reason: string; readonly message: string }
   /** Load the network rules (first of every plan when the converger has them, so they load before any start). */
   | { readonly op: "network" }
@@ -147,6 +160,8 @@ export interface InstancesConvergerOptions {
   readonly holdsCommittedBytes?: () => Promise<number>;
   /** The snapshot downloads of `restore_from`; without it such an instance fails (this host restores none). */
   readonly snapshots?: SnapshotFetcher;
+  /** The SecretRequest broker user data comes from; without it an instance with a `user_data_ref` waits. */
+  readonly secrets?: SecretSource;
 }
 
 /** Order of a pass: failures and waits, then what frees resources, then what takes them. */
@@ -158,6 +173,7 @@ const _ORDER: Record<InstanceAction["op"], number> = {
   stop: 1,
   pause: 1,
   define: 2,
+  grow: 2,
   start: 2,
   resume: 2,
 };
@@ -176,6 +192,10 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
   readonly #runtimes: ReadonlyMap<string, InstanceRuntime>;
   readonly #opts: InstancesConvergerOptions;
   #failed = new Map<string, { reason: string; message: string }>();
+  /** User data the control plane refused, by instance: its reference and why (not asked again for that reference). */
+  #refusedUserData = new Map<string, { ref: string; message: string }>();
+  /** The root disk size each instance was last defined with or grown to, so an unchanged spec plans no grow. */
+  #grown = new Map<string, number>();
   /** Instances waiting (admission, user data): their message, shown with their state. */
   #waiting = new Map<string, string>();
   #observed: ObservedDomain[] = [];
@@ -280,20 +300,36 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
           continue;
         }
       }
-      if (!have && i.user_data_ref) {
-        out.push({
-          op: "wait",
-          id,
-          message: "waiting for the user data or snapshot: no SecretRequest broker in this build",
-        });
+      if (!have && i.user_data_ref && !this.#opts.secrets) {
+        out.push({ op: "wait", id, message: `${WAITING_FOR_USER_DATA}: this agent has no SecretRequest broker` });
         continue;
       }
-      if (!have) out.push({ op: "define", runtime, record: _record(i), then: target });
-      else out.push(..._transition(have.runtime, id, have.state, target));
+      const refused = this.#refusedUserData.get(id);
+      if (!have && refused && refused.ref === i.user_data_ref) {
+        out.push({ op: "fail", id, reason: USER_DATA_REFUSED, message: refused.message });
+        continue;
+      }
+      if (!have) {
+        const ref = i.user_data_ref ? { userDataRef: i.user_data_ref } : {};
+        out.push({ op: "define", runtime, record: _record(i), then: target, ...ref });
+        continue;
+      }
+      const disk = Number(i.disk_bytes ?? 0);
+      if (disk > 0 && this.#grown.get(id) !== disk) {
+        const rt = this.#runtimes.get(have.runtime);
+        if (!rt?.grow) {
+          out.push({ op: "fail", id, reason: "disk-grow-unsupported", message: `${have.runtime} cannot grow disks` });
+          continue;
+        }
+        out.push({ op: "grow", runtime: have.runtime, id, bytes: disk });
+      }
+      out.push(..._transition(have.runtime, id, have.state, target));
     }
     for (const d of observed) {
       if (d.record && !wanted.has(d.id)) out.push({ op: "delete", runtime: d.runtime, id: d.id });
     }
+    for (const id of this.#refusedUserData.keys()) if (!wanted.has(id)) this.#refusedUserData.delete(id);
+    for (const id of this.#grown.keys()) if (!wanted.has(id)) this.#grown.delete(id);
     const sorted = out.map((a, n) => ({ a, n })).sort((x, y) => _ORDER[x.a.op] - _ORDER[y.a.op] || x.n - y.n)
       .map((x) => x.a);
     return this.#network === undefined ? sorted : [{ op: "network" }, ...sorted];
@@ -399,6 +435,32 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
     return true;
   }
 
+  /**
+   * The define's record with its user data fetched (a `SecretRequest` bound to the allocation), `{ failed }` when the
+   * control plane refused it (or it is too large), `{ wait }` when the broker is unavailable. The secret is never
+   * logged.
+   */
+  async #withUserData(
+    a: Extract<InstanceAction, { op: "define" }>,
+  ): Promise<DomainRecord | { failed: string } | { wait: string }> {
+    if (!a.userDataRef) return a.record;
+    const secrets = this.#opts.secrets;
+    if (!secrets) return { wait: `${WAITING_FOR_USER_DATA}: this agent has no SecretRequest broker` };
+    const r = await secrets.fetch({
+      purpose: "user-data",
+      ref: a.userDataRef,
+      allocationId: a.record.allocationId,
+      instanceId: a.record.id,
+    });
+    if (r.status === "refused") return { failed: `the control plane refused its user data: ${r.message}` };
+    if (r.status === "unavailable") return { wait: `${WAITING_FOR_USER_DATA}: ${r.message}` };
+    if (r.secret.length > MAX_USER_DATA_BYTES) {
+      return { failed: `its user data is ${r.secret.length} bytes; at most ${MAX_USER_DATA_BYTES} go on a seed` };
+    }
+    if (!a.record.launch) return a.record;
+    return { ...a.record, launch: { ...a.record.launch, userData: r.secret } };
+  }
+
   async apply(
     planned: readonly InstanceAction[],
     desired: InstancesSection | undefined,
@@ -428,19 +490,37 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
       const id = a.op === "define" ? a.record.id : a.id;
       try {
         switch (a.op) {
-          case "define":
-            await rt.define(a.record);
+          case "define": {
+            const record = await this.#withUserData(a);
+            if ("failed" in record) {
+              this.#refusedUserData.set(id, { ref: a.userDataRef ?? "", message: record.failed });
+              this.#failed.set(id, { reason: USER_DATA_REFUSED, message: record.failed });
+              failed.push(`${id}: ${record.failed}`);
+              continue;
+            }
+            if ("wait" in record) {
+              this.#waiting.set(id, record.wait);
+              waits.push(`${id}: ${record.wait}`);
+              continue;
+            }
+            await rt.define(record);
+            if ((record.launch?.diskBytes ?? 0) > 0) this.#grown.set(id, record.launch!.diskBytes);
             if (a.then !== "stopped") {
               if (this.#admit(base, a.record, id)) await rt.start(a.record.id, a.then === "paused");
               else waits.push(`${id}: ${this.#waiting.get(id)}`);
             }
             break;
+          }
           case "start": {
             const rec = this.#observed.find((d) => d.id === a.id)?.record;
             if (!rec || this.#admit(base, rec, id)) await rt.start(a.id, false);
             else waits.push(`${id}: ${this.#waiting.get(id)}`);
             break;
           }
+          case "grow":
+            await rt.grow!(a.id, a.bytes);
+            this.#grown.set(a.id, a.bytes);
+            break;
           case "pause":
             await rt.pause(a.id);
             break;

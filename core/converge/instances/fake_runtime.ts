@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { Domain, DomainRecord, DomainState, InstanceRuntime } from "./runtime.ts";
+import { type Domain, type DomainRecord, type DomainState, type InstanceRuntime, RuntimeRefused } from "./runtime.ts";
 
 /** An in-memory runtime; set `listError` to make `list()` fail with it. */
 export class MemoryRuntime implements InstanceRuntime {
@@ -21,6 +21,7 @@ export class MemoryRuntime implements InstanceRuntime {
   define(record: DomainRecord): Promise<void> {
     this.calls.push(`define ${record.id}`);
     this.domains.set(record.id, { state: "stopped", record });
+    this.disks.set(record.id, record.launch?.diskBytes ?? 0);
     return Promise.resolve();
   }
 
@@ -38,6 +39,22 @@ export class MemoryRuntime implements InstanceRuntime {
 
   stop(id: string): Promise<void> {
     return this.#set(id, "stopped", "stop");
+  }
+
+  /** Root disk sizes, by instance (set at define from the launch spec, moved by grow). */
+  readonly disks = new Map<string, number>();
+
+  grow(id: string, bytes: number): Promise<void> {
+    const have = this.disks.get(id) ?? 0;
+    if (bytes === have) return Promise.resolve();
+    this.calls.push(`grow ${id} ${bytes} ${this.domains.get(id)?.state}`);
+    if (bytes < have) {
+      return Promise.reject(
+        new RuntimeRefused("disk-shrink", `${id}: the disk is ${have} bytes; ${bytes} would shrink it`),
+      );
+    }
+    this.disks.set(id, bytes);
+    return Promise.resolve();
   }
 
   delete(id: string): Promise<void> {

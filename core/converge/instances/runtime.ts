@@ -70,4 +70,9 @@ export interface InstanceRuntime {
   stop(id: string): Promise<void>;
   /** Stops (when needed) and removes a managed domain and its files. */
   delete(id: string): Promise<void>;
+  /**
+   * Grows the domain's root disk to `bytes` (stopped or running); the same size is nothing to do, a smaller one is a
+   * {@link RuntimeRefused} `disk-shrink`. A runtime without it cannot grow disks (the instance fails).
+   */
+  grow?(id: string, bytes: number): Promise<void>;
 }
