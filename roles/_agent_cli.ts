@@ -22,6 +22,7 @@ import { connectWebSocket } from "../core/session/ws_client.ts";
 import { checkTransportUrl, type TransportUse, UrlRefused } from "../core/session/url_policy.ts";
 import type { TunnelPort } from "../core/session/tunnel_frames.ts";
 import { SessionSecrets } from "../core/session/secrets.ts";
+import type { DevicesConverger } from "../core/converge/devices/mod.ts";
 import type { SecretSource } from "../core/converge/instances/user_data.ts";
 import type { DialInstance } from "../runtimes/access/instance_dialer.ts";
 import { AGENT_VERSION } from "../core/version.ts";
@@ -69,7 +70,7 @@ export interface RoleWiring {
    */
   instanceConverger?(
     ctx: WiringContext,
-    secrets: SecretSource,
+    peers: InstancePeers,
   ): Promise<{ converger: InstancesConverger; capabilities: readonly string[]; stop?: () => void }>;
   /** The devices section's host ports; with them the role converges holds and runs `gpu.reset` and `diag.nvml`. */
   devices?(ctx: WiringContext): DevicePorts;
@@ -222,6 +223,14 @@ function _checkUrl(url: string, use: TransportUse): void {
   }
 }
 
+/** What the instances converger gets from the rest of the agent. */
+export interface InstancePeers {
+  /** The session's SecretRequest broker (user data). */
+  readonly secrets: SecretSource;
+  /** The memory the bound device holds committed (0 on a role without devices). */
+  readonly holdsCommittedBytes: () => Promise<number>;
+}
+
 /** The `join`, `run` and `version` subcommands of a daemon role. */
 export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
   return {
@@ -291,10 +300,18 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
         };
         const devices = w.devices?.(ctx);
         const handlers = w.handlers(ctx);
-        if (devices) registerGpuKinds(handlers, devices, () => conditions);
+        // The instances converger comes after the handlers; gpu.reset reads its passthrough lazily.
+        let inst: Awaited<ReturnType<NonNullable<RoleWiring["instanceConverger"]>>> | undefined;
+        let devicesSide: DevicesConverger | undefined;
+        if (devices) {
+          registerGpuKinds(handlers, devices, () => conditions, () => inst?.converger.passthrough() ?? []);
+        }
         checkHandledKinds(w, handlers);
         const secrets = new SessionSecrets({ log });
-        const inst = await w.instanceConverger?.(ctx, secrets);
+        inst = await w.instanceConverger?.(ctx, {
+          secrets,
+          holdsCommittedBytes: () => Promise.resolve(devicesSide?.boundCommittedBytes() ?? 0),
+        });
         const url = (values.gateway as string | undefined) ?? config.gateway.url ?? identity.gatewayUrl;
         if (url) _checkUrl(url, "session");
         const caCerts = config.gateway.caFile ? [await Deno.readTextFile(config.gateway.caFile)] : undefined;
@@ -311,7 +328,7 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
           handlers,
           conditions,
           convergers: (events) => [
-            ...(devices ? [devicesConverger(ctx, devices, events)] : []),
+            ...(devices ? [devicesSide = devicesConverger(ctx, devices, events, inst?.converger)] : []),
             ...(w.convergers?.(ctx, events, conditions) ?? []),
             ...(inst ? [inst.converger] : []),
           ],

@@ -15,6 +15,7 @@ import {
   type GpuTool,
   type HoldStore,
   type HostMemorySource,
+  type PassthroughGpu,
   type SliceManager,
   xidConditionsOf,
   xidsFromConditions,
@@ -40,9 +41,23 @@ export interface DevicesWiring {
 }
 
 /** The devices converger of a role. */
-export function devicesConverger(ctx: DevicesWiring, ports: DevicePorts, events: EventSink): DevicesConverger {
+/** What the devices side learns from the instances converger (the GPUs it passes through, the memory it committed). */
+export interface InstancesView {
+  passthrough(): readonly PassthroughGpu[];
+  committedBytes(): number;
+}
+
+export function devicesConverger(
+  ctx: DevicesWiring,
+  ports: DevicePorts,
+  events: EventSink,
+  instances?: InstancesView,
+): DevicesConverger {
   return new DevicesConverger({
     ...ports,
+    ...(instances
+      ? { passthrough: () => instances.passthrough(), domainCommittedBytes: () => instances.committedBytes() }
+      : {}),
     events: deviceEventSink(events, ctx.identity.nodeId, ctx.identity.key.privateKey),
     memory: new DevicesMemory(),
     // What the journal says was announced: a hold written but not announced (a crash between the two) is announced
@@ -56,6 +71,7 @@ export function registerGpuKinds(
   reg: HandlerRegistry,
   ports: DevicePorts,
   conditions: () => ConditionSet | undefined,
+  passthrough: () => readonly PassthroughGpu[] = () => [],
 ): HandlerRegistry {
   const lazy = {
     clearType: (type: string, subject?: string) => conditions()?.clearType(type, subject),
@@ -65,7 +81,7 @@ export function registerGpuKinds(
     .register(gpuResetHandler({
       gpu: ports.gpu,
       holds: () => ports.holds.list(),
-      passthrough: () => [],
+      passthrough,
       conditions: xidConditionsOf(lazy),
     }))
     .register(diagNvmlHandler({ gpu: ports.gpu, xids: xidsFromConditions(lazy) }));

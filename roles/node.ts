@@ -60,10 +60,9 @@ import { SnapshotStore } from "../runtimes/libvirt/snapshot_store.ts";
 import { cleanStaging, LibvirtSnapshots, snapshotsDir } from "../runtimes/libvirt/snapshots.ts";
 import { instanceSnapshotHandler } from "../core/commands/kind_handlers/mod.ts";
 import { HttpsUploader } from "../runtimes/host/https_put.ts";
-import type { SecretSource } from "../core/converge/instances/user_data.ts";
 import type { DevicePorts } from "./_devices.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
-import { agentCommands, helperOf, type WiringContext } from "./_agent_cli.ts";
+import { agentCommands, helperOf, type InstancePeers, type WiringContext } from "./_agent_cli.ts";
 import { IMAGE_COMMAND } from "./node_image_cli.ts";
 import { JOURNAL_COMMAND } from "./node_journal_cli.ts";
 
@@ -137,7 +136,7 @@ function _host(ctx: WiringContext): SectionConverger {
  */
 async function _instances(
   ctx: WiringContext,
-  secrets: SecretSource,
+  peers: InstancePeers,
 ): Promise<{ converger: InstancesConverger; capabilities: string[]; stop?: () => void }> {
   const helper = helperOf(ctx);
   const memory = new HelperHostMemory(helper);
@@ -159,7 +158,13 @@ async function _instances(
   const snapshots = new SnapshotStore({ dir, log: ctx.log });
   const rt = new LibvirtRuntime({ host, dataDir: ctx.dataDir, snapshots, cpuModel, log: ctx.log });
   const net = new NodeNetwork(new HelperNft(helper), ctx.log);
-  const converger = new InstancesConverger([rt], { memory, network: net.rules, snapshots, secrets });
+  const converger = new InstancesConverger([rt], {
+    memory,
+    network: net.rules,
+    snapshots,
+    secrets: peers.secrets,
+    holdsCommittedBytes: peers.holdsCommittedBytes,
+  });
   _snapshotsByCtx.set(
     ctx,
     new LibvirtSnapshots({

@@ -7,7 +7,7 @@
  */
 import type { Logger } from "../../log/mod.ts";
 import type { DevicesSection } from "./assignment.ts";
-import type { HostMemory } from "./admission.ts";
+import { boundHoldsCommittedBytes, type HostMemory } from "./admission.ts";
 import type { GpuInventory } from "./inventory.ts";
 import { applyDevices, type DevicesMemory, type DevicesOutcome } from "./apply.ts";
 import type { PassthroughGpu } from "./conflicts.ts";
@@ -36,9 +36,9 @@ export interface DevicesConvergerOptions {
   readonly mpsPipeDirectory?: string;
   /** Whether a directory exists (injected so tests run in temp roots). */
   readonly dirExists?: (path: string) => Promise<boolean>;
-  /** GPUs the instances converger passes through (none until the instances issue lands). */
+  /** GPUs the instances converger passes through to running or paused domains (as of its last pass). */
   readonly passthrough?: () => readonly PassthroughGpu[];
-  /** Memory the running and paused domains committed (0 until the instances issue lands). */
+  /** Memory the running and paused domains committed (as of the instances converger's last pass). */
   readonly domainCommittedBytes?: () => number;
   /** Allocation ids whose last journaled event is `AllocationBound` (see {@link DevicesObserved.announced}). */
   readonly announced?: () => Promise<ReadonlySet<string>>;
@@ -63,7 +63,16 @@ export async function dirExists(path: string): Promise<boolean> {
 /** The `devices` section converger. */
 export class DevicesConverger {
   readonly section = "devices" as const;
+  #boundCommitted = 0;
   constructor(private readonly opts: DevicesConvergerOptions) {}
+
+  /**
+   * The normal memory the bound holds committed as of the last plan (those held, and those the plan binds), for the
+   * instances converger's start admission: VMs and holds never take what the other was promised.
+   */
+  boundCommittedBytes(): number {
+    return this.#boundCommitted;
+  }
 
   /**
    * Reads the host: holds, slices, inventory, memory. Throws (retryable) when the holds or slices cannot be read; an
@@ -123,7 +132,16 @@ export class DevicesConverger {
    * already-mapped {@link DevicesSection}; {@link devicesSectionFromWire} maps either.
    */
   plan(desired: WireDevicesSection | DevicesSection | undefined, observed: DevicesObserved): readonly DevicesAction[] {
-    return planDevices(desired === undefined ? undefined : devicesSectionFromWire(desired), observed);
+    const section = desired === undefined ? undefined : devicesSectionFromWire(desired);
+    const actions = planDevices(section, observed);
+    const bound = new Set(observed.listing.holds.map((h) => h.allocationId));
+    for (const a of actions) if (a.kind === "bind") bound.add(a.assignment.allocation_id);
+    for (const a of actions) {
+      if (a.kind === "release") bound.delete(a.allocationId);
+      if (a.kind === "fail") bound.delete(a.assignment.allocation_id);
+    }
+    this.#boundCommitted = boundHoldsCommittedBytes(section, bound);
+    return actions;
   }
 
   /** {@link applyDevices}; the outcome is the engine's `ApplyOutcome`. */

@@ -34,6 +34,7 @@ import type { ApplyContext, ApplyOutcome, SectionConverger } from "../engine.ts"
 import { type InstanceNetwork, NETWORK_POLICY_REASON } from "./network.ts";
 import type { HostMemory } from "../devices/admission.ts";
 import type { HostMemorySource } from "../devices/ports.ts";
+import type { PassthroughGpu } from "../devices/conflicts.ts";
 import { admitStart, normalCommitmentBytes } from "./admission.ts";
 import type { HugePageSize, PlanPlacement } from "./domain_plan.ts";
 import { type Domain, type DomainRecord, type DomainState, type InstanceRuntime, RuntimeRefused } from "./runtime.ts";
@@ -216,6 +217,26 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
   /** The desired spec of instance `id` as of the last pass (`instance.snapshot` reads its volumes). */
   specOf(id: string): InstanceSpec | undefined {
     return this.#desired.find((i) => i.id === id);
+  }
+
+  /**
+   * The GPUs passed through to running or paused managed domains, as of the last listing: busy for new holds
+   * (`overlap`) and for `gpu.reset` (`gpu-busy`), naming the instance.
+   */
+  passthrough(): PassthroughGpu[] {
+    return this.#observed.filter((d) => d.record && d.state !== "stopped")
+      .flatMap((d) => d.record!.gpus.filter((g) => g !== "").map((gpuUuid) => ({ gpuUuid, instance: d.id })));
+  }
+
+  /** The normal memory running and paused managed domains committed (memory plus VMM overhead), for hold admission. */
+  committedBytes(): number {
+    let sum = 0;
+    for (const d of this.#observed) {
+      if (d.record && d.state !== "stopped") {
+        sum += normalCommitmentBytes(d.record.memoryBytes, d.record.hugepages ?? "none");
+      }
+    }
+    return sum;
   }
 
   /** The runtimes this converger drives, by name (advertised in `Hello`). */
