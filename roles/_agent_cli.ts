@@ -229,6 +229,8 @@ export interface InstancePeers {
   readonly secrets: SecretSource;
   /** The memory the bound device holds committed (0 on a role without devices). */
   readonly holdsCommittedBytes: () => Promise<number>;
+  /** Makes the agent's next converge pass due now. */
+  readonly wake: () => void;
 }
 
 /** The `join`, `run` and `version` subcommands of a daemon role. */
@@ -300,6 +302,7 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
         };
         const devices = w.devices?.(ctx);
         const handlers = w.handlers(ctx);
+        let started: NodeAgent | undefined;
         // The instances converger comes after the handlers; gpu.reset reads its passthrough lazily.
         let inst: Awaited<ReturnType<NonNullable<RoleWiring["instanceConverger"]>>> | undefined;
         let devicesSide: DevicesConverger | undefined;
@@ -311,11 +314,11 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
         inst = await w.instanceConverger?.(ctx, {
           secrets,
           holdsCommittedBytes: () => Promise.resolve(devicesSide?.boundCommittedBytes() ?? 0),
+          wake: () => started?.loop.expedite(),
         });
         const url = (values.gateway as string | undefined) ?? config.gateway.url ?? identity.gatewayUrl;
         if (url) _checkUrl(url, "session");
         const caCerts = config.gateway.caFile ? [await Deno.readTextFile(config.gateway.caFile)] : undefined;
-        let started: NodeAgent | undefined;
         const tunnels = w.tunnels?.(ctx, {
           serverNow: async () => Math.max(started?.serverNow() ?? Date.now(), (await journal.meta()).serverTimeMark),
           instances: () => started?.held?.spec.instances?.instances ?? [],

@@ -164,6 +164,7 @@ async function _instances(
     snapshots,
     secrets: peers.secrets,
     holdsCommittedBytes: peers.holdsCommittedBytes,
+    wake: peers.wake,
   });
   _snapshotsByCtx.set(
     ctx,

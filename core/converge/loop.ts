@@ -38,6 +38,11 @@ export class ConvergeLoop {
     return await this.#run();
   }
 
+  /** Makes the next timed pass due now (something a pass waits for has come: a secret, a download). */
+  expedite(): void {
+    this.#lastPassAt = Number.NEGATIVE_INFINITY;
+  }
+
   /** When the next timed pass is due. */
   nextPassAt(): number {
     const wait = this.#engine.progressing

@@ -22,7 +22,10 @@
  * snapshots no desired instance restores from.
  *
  * User data is never in the spec: before an instance with a `user_data_ref` is defined, its user data is fetched from
- * the {@link SecretSource} (a `SecretRequest` bound to its allocation); a refusal fails that instance
+ * the {@link SecretSource} (a `SecretRequest` bound to its allocation). The request runs beside the pass, as the
+ * seed's snapshot downloads do (the instance waits "for the user data or snapshot"; its end wakes the loop and the
+ * next pass takes the answer), since the session that carries the answer may be busy with the frame whose spec
+ * started this pass. A refusal fails that instance
  * `user-data-refused`, an unavailable broker (or none) keeps it waiting and the section `PROGRESSING`, and the secret
  * goes onto the seed ISO only (never into a log or a status). One without a reference gets a seed carrying its NoCloud
  * meta-data and an empty user-data.
@@ -39,7 +42,13 @@ import { admitStart, normalCommitmentBytes } from "./admission.ts";
 import type { HugePageSize, PlanPlacement } from "./domain_plan.ts";
 import { type Domain, type DomainRecord, type DomainState, type InstanceRuntime, RuntimeRefused } from "./runtime.ts";
 import { type SnapshotFetcher, snapshotRefProblem, type SnapshotSource } from "./snapshot_source.ts";
-import { MAX_USER_DATA_BYTES, type SecretSource, USER_DATA_REFUSED, WAITING_FOR_USER_DATA } from "./user_data.ts";
+import {
+  MAX_USER_DATA_BYTES,
+  type SecretAnswer,
+  type SecretSource,
+  USER_DATA_REFUSED,
+  WAITING_FOR_USER_DATA,
+} from "./user_data.ts";
 
 type InstancesSection = bcd.v1.InstancesSection.$Properties;
 type InstanceSpec = bcd.v1.InstanceSpec.$Properties;
@@ -163,6 +172,8 @@ export interface InstancesConvergerOptions {
   readonly snapshots?: SnapshotFetcher;
   /** The SecretRequest broker user data comes from; without it an instance with a `user_data_ref` waits. */
   readonly secrets?: SecretSource;
+  /** Asks for a pass soon (a user data request ended); the node makes its next tick due. */
+  readonly wake?: () => void;
 }
 
 /** Order of a pass: failures and waits, then what frees resources, then what takes them. */
@@ -197,6 +208,8 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
   #refusedUserData = new Map<string, { ref: string; message: string }>();
   /** The root disk size each instance was last defined with or grown to, so an unchanged spec plans no grow. */
   #grown = new Map<string, number>();
+  /** User data requests by instance: the reference, and the answer once it came (taken by the next pass). */
+  #userData = new Map<string, { ref: string; answer?: SecretAnswer }>();
   /** Instances waiting (admission, user data): their message, shown with their state. */
   #waiting = new Map<string, string>();
   #observed: ObservedDomain[] = [];
@@ -351,6 +364,7 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
     }
     for (const id of this.#refusedUserData.keys()) if (!wanted.has(id)) this.#refusedUserData.delete(id);
     for (const id of this.#grown.keys()) if (!wanted.has(id)) this.#grown.delete(id);
+    for (const id of this.#userData.keys()) if (!wanted.has(id)) this.#userData.delete(id);
     const sorted = out.map((a, n) => ({ a, n })).sort((x, y) => _ORDER[x.a.op] - _ORDER[y.a.op] || x.n - y.n)
       .map((x) => x.a);
     return this.#network === undefined ? sorted : [{ op: "network" }, ...sorted];
@@ -461,18 +475,33 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
    * control plane refused it (or it is too large), `{ wait }` when the broker is unavailable. The secret is never
    * logged.
    */
-  async #withUserData(
+  #withUserData(
     a: Extract<InstanceAction, { op: "define" }>,
-  ): Promise<DomainRecord | { failed: string } | { wait: string }> {
-    if (!a.userDataRef) return a.record;
+  ): DomainRecord | { failed: string } | { wait: string } {
+    const ref = a.userDataRef;
+    if (!ref) return a.record;
     const secrets = this.#opts.secrets;
     if (!secrets) return { wait: `${WAITING_FOR_USER_DATA}: this agent has no SecretRequest broker` };
-    const r = await secrets.fetch({
-      purpose: "user-data",
-      ref: a.userDataRef,
-      allocationId: a.record.allocationId,
-      instanceId: a.record.id,
-    });
+    const id = a.record.id;
+    const have = this.#userData.get(id);
+    if (!have || have.ref !== ref) {
+      // The request runs beside the pass (the session that answers it may be waiting on this very pass); its end
+      // wakes the loop, and the next pass takes the answer.
+      const entry: { ref: string; answer?: SecretAnswer } = { ref };
+      this.#userData.set(id, entry);
+      const q = { purpose: "user-data", ref, allocationId: a.record.allocationId, instanceId: id };
+      void secrets.fetch(q).catch((e) => ({
+        status: "unavailable" as const,
+        message: e instanceof Error ? e.message : String(e),
+      })).then((answer) => {
+        entry.answer = answer;
+        this.#opts.wake?.();
+      });
+      return { wait: `${WAITING_FOR_USER_DATA}: SecretRequest sent` };
+    }
+    const r = have.answer;
+    if (!r) return { wait: `${WAITING_FOR_USER_DATA}: SecretRequest sent` };
+    this.#userData.delete(id);
     if (r.status === "refused") return { failed: `the control plane refused its user data: ${r.message}` };
     if (r.status === "unavailable") return { wait: `${WAITING_FOR_USER_DATA}: ${r.message}` };
     if (r.secret.length > MAX_USER_DATA_BYTES) {
@@ -512,7 +541,7 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
       try {
         switch (a.op) {
           case "define": {
-            const record = await this.#withUserData(a);
+            const record = this.#withUserData(a);
             if ("failed" in record) {
               this.#refusedUserData.set(id, { ref: a.userDataRef ?? "", message: record.failed });
               this.#failed.set(id, { reason: USER_DATA_REFUSED, message: record.failed });

@@ -26,7 +26,8 @@ class Broker implements SecretSource {
 
 function setup(secrets?: SecretSource) {
   const rt = new MemoryRuntime("libvirt-kvm");
-  const conv = new InstancesConverger([rt], secrets ? { secrets } : {});
+  const wakes: number[] = [];
+  const conv = new InstancesConverger([rt], secrets ? { secrets, wake: () => wakes.push(1) } : {});
   const engine = new ConvergenceEngine({ convergers: [conv], log: silentLogger() });
   let gen = 0;
   const pass = async (instances: unknown[]) => {
@@ -34,15 +35,23 @@ function setup(secrets?: SecretSource) {
     const s = await engine.pass();
     return s.sections.find((x) => x.section === "instances")!;
   };
-  return { rt, conv, pass };
+  /** Two passes: the first sends the SecretRequest (beside the pass), the next takes its answer. */
+  const settle = async (instances: unknown[]) => {
+    const first = await pass(instances);
+    assert.equal(first.state, "PROGRESSING", "the first pass waits for the answer");
+    assert.match(first.message, /waiting for the user data or snapshot: SecretRequest sent/);
+    return await pass(instances);
+  };
+  return { rt, conv, pass, settle, wakes };
 }
 
 Deno.test("user data is fetched with a SecretRequest bound to the allocation before the define, and goes into the seed", async () => {
   const broker = new Broker();
   broker.answer = { status: "ok", secret: new TextEncoder().encode("#cloud-config\nhostname: a\n") };
-  const { rt, pass } = setup(broker);
-  const sec = await pass([vm("i1", "ud-ref-1")]);
+  const { rt, pass, settle, wakes } = setup(broker);
+  const sec = await settle([vm("i1", "ud-ref-1")]);
   assert.equal(sec.state, "CONVERGED");
+  assert.equal(wakes.length, 1, "the answer woke the loop");
   assert.deepEqual(broker.asked, [{
     purpose: "user-data",
     ref: "ud-ref-1",
@@ -59,8 +68,8 @@ Deno.test("user data is fetched with a SecretRequest bound to the allocation bef
 Deno.test("refused user data fails only that instance (user-data-refused), is not asked again, and a new reference is", async () => {
   const broker = new Broker();
   broker.answer = { status: "refused", message: "allocation alloc-i1 is not bound to this node" };
-  const { rt, conv, pass } = setup(broker);
-  const sec = await pass([vm("i1", "ud-ref-1"), { ...vm("i2", ""), user_data_ref: "" }]);
+  const { rt, conv, pass, settle } = setup(broker);
+  const sec = await settle([vm("i1", "ud-ref-1"), { ...vm("i2", ""), user_data_ref: "" }]);
   assert.equal(sec.state, "FAILED");
   assert.equal(sec.reason, "InstanceFailed");
   assert.match(sec.message, /i1: the control plane refused its user data: allocation alloc-i1 is not bound/);
@@ -72,21 +81,21 @@ Deno.test("refused user data fails only that instance (user-data-refused), is no
   await pass([vm("i1", "ud-ref-1"), { ...vm("i2", ""), user_data_ref: "" }]);
   assert.equal(broker.asked.length, 1, "a refused reference is not asked again");
   broker.answer = { status: "ok", secret: new Uint8Array([1]) };
-  assert.equal((await pass([vm("i1", "ud-ref-2")])).state, "CONVERGED", "a new reference is asked for");
+  assert.equal((await settle([vm("i1", "ud-ref-2")])).state, "CONVERGED", "a new reference is asked for");
   assert.equal(broker.asked.length, 2);
 });
 
 Deno.test("an unavailable broker keeps the section PROGRESSING and the instance waiting; it is defined once the broker answers", async () => {
   const broker = new Broker();
-  const { rt, conv, pass } = setup(broker);
-  const sec = await pass([vm("i1", "ud-ref-1")]);
+  const { rt, conv, settle } = setup(broker);
+  const sec = await settle([vm("i1", "ud-ref-1")]);
   assert.equal(sec.state, "PROGRESSING");
   assert.equal(sec.reason, "InstanceWaiting");
   assert.match(sec.message, /i1: waiting for the user data or snapshot: no session to the control plane/);
   assert.equal(rt.domains.size, 0);
   assert.equal(conv.report().find((x) => x.id === "i1")?.state, "PENDING");
   broker.answer = { status: "ok", secret: new Uint8Array([1, 2]) };
-  assert.equal((await pass([vm("i1", "ud-ref-1")])).state, "CONVERGED");
+  assert.equal((await settle([vm("i1", "ud-ref-1")])).state, "CONVERGED");
   assert.deepEqual([...rt.domains.get("i1")?.record?.launch?.userData ?? []], [1, 2]);
 });
 
@@ -98,7 +107,22 @@ Deno.test("without a broker an instance with a user_data_ref waits; user data be
   const broker = new Broker();
   broker.answer = { status: "ok", secret: new Uint8Array(1024 * 1024 + 1) };
   const big = setup(broker);
-  const s2 = await big.pass([vm("i1", "ud-ref-1")]);
+  const s2 = await big.settle([vm("i1", "ud-ref-1")]);
   assert.equal(s2.state, "FAILED");
   assert.match(s2.message, /1048577 bytes; at most 1048576/);
+});
+
+Deno.test("the SecretRequest runs beside the pass: a pass never waits on the answer, which the next pass takes", async () => {
+  let answer: (a: SecretAnswer) => void = () => {};
+  const slow: SecretSource = { fetch: () => new Promise((r) => answer = r) };
+  const { rt, pass, wakes } = setup(slow);
+  const first = await pass([vm("i1", "ud-ref-1")]);
+  assert.equal(first.state, "PROGRESSING", "the pass ended while the request is open");
+  assert.match((await pass([vm("i1", "ud-ref-1")])).message, /SecretRequest sent/, "still open: still waiting");
+  assert.equal(wakes.length, 0);
+  answer({ status: "ok", secret: new Uint8Array([9]) });
+  await new Promise((r) => setTimeout(r, 0)); // the answer's promise chain settles (microtasks), no wall time
+  assert.equal(wakes.length, 1);
+  assert.equal((await pass([vm("i1", "ud-ref-1")])).state, "CONVERGED");
+  assert.deepEqual([...rt.domains.get("i1")?.record?.launch?.userData ?? []], [9]);
 });
