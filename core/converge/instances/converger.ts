@@ -21,6 +21,11 @@
  * {@link SnapshotFetcher} while the instance waits, and the define boots the runtime from it; every pass prunes the
  * snapshots no desired instance restores from.
  *
+ * A root disk grows when the spec's `disk_bytes` differs from what this converger last defined or grew it to (a
+ * `grow` after the pass's stops, before its starts; the runtime refuses a shrink `disk-shrink`). The GPUs of running
+ * and paused domains ({@link InstancesConverger.passthrough}) and the memory they committed
+ * ({@link InstancesConverger.committedBytes}) are what the devices side counts against holds and `gpu.reset`.
+ *
  * User data is never in the spec: before an instance with a `user_data_ref` is defined, its user data is fetched from
  * the {@link SecretSource} (a `SecretRequest` bound to its allocation). The request runs beside the pass, as the
  * seed's snapshot downloads do (the instance waits "for the user data or snapshot"; its end wakes the loop and the
