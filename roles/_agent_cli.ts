@@ -304,18 +304,18 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
         const handlers = w.handlers(ctx);
         let started: NodeAgent | undefined;
         // The instances converger comes after the handlers; gpu.reset reads its passthrough lazily.
-        let inst: Awaited<ReturnType<NonNullable<RoleWiring["instanceConverger"]>>> | undefined;
-        let devicesSide: DevicesConverger | undefined;
+        const late: { instances?: InstancesConverger; devices?: DevicesConverger } = {};
         if (devices) {
-          registerGpuKinds(handlers, devices, () => conditions, () => inst?.converger.passthrough() ?? []);
+          registerGpuKinds(handlers, devices, () => conditions, () => late.instances?.passthrough() ?? []);
         }
         checkHandledKinds(w, handlers);
         const secrets = new SessionSecrets({ log });
-        inst = await w.instanceConverger?.(ctx, {
+        const inst = await w.instanceConverger?.(ctx, {
           secrets,
-          holdsCommittedBytes: () => Promise.resolve(devicesSide?.boundCommittedBytes() ?? 0),
+          holdsCommittedBytes: () => Promise.resolve(late.devices?.boundCommittedBytes() ?? 0),
           wake: () => started?.loop.expedite(),
         });
+        late.instances = inst?.converger;
         const url = (values.gateway as string | undefined) ?? config.gateway.url ?? identity.gatewayUrl;
         if (url) _checkUrl(url, "session");
         const caCerts = config.gateway.caFile ? [await Deno.readTextFile(config.gateway.caFile)] : undefined;
@@ -331,7 +331,7 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
           handlers,
           conditions,
           convergers: (events) => [
-            ...(devices ? [devicesSide = devicesConverger(ctx, devices, events, inst?.converger)] : []),
+            ...(devices ? [late.devices = devicesConverger(ctx, devices, events, inst?.converger)] : []),
             ...(w.convergers?.(ctx, events, conditions) ?? []),
             ...(inst ? [inst.converger] : []),
           ],
