@@ -612,11 +612,14 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
       if (pruned.length > 0) ctx.log.info({ snapshots: pruned }, "downloaded snapshots no spec restores from deleted");
     }
     if (transient) return { kind: "progressing", reason: "InstanceRetry", message: transient };
-    if (failed.length > 0) return { kind: "failed", reason: "InstanceFailed", message: failed.join("; ") };
+    // An instance still waiting (admission, user data) keeps the section PROGRESSING even when another failed: a
+    // FAILED section is retried only by the drift pass, and the wait must be tried again on the next pass. The failed
+    // instances stay ERROR in the report and their messages stay in the section's.
     if (waits.length > 0) {
       const reason = waits.some((w) => w.includes("ResourcesExhausted")) ? "ResourcesExhausted" : "InstanceWaiting";
-      return { kind: "progressing", reason, message: waits.join("; ") };
+      return { kind: "progressing", reason, message: [...waits, ...failed].join("; ") };
     }
+    if (failed.length > 0) return { kind: "failed", reason: "InstanceFailed", message: failed.join("; ") };
     return { kind: "converged" };
   }
 

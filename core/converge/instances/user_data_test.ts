@@ -126,3 +126,18 @@ Deno.test("the SecretRequest runs beside the pass: a pass never waits on the ans
   assert.equal((await pass([vm("i1", "ud-ref-1")])).state, "CONVERGED");
   assert.deepEqual([...rt.domains.get("i1")?.record?.launch?.userData ?? []], [9]);
 });
+
+Deno.test("an instance waiting for its user data keeps the section PROGRESSING while another instance failed, so the wait is retried", async () => {
+  const broker = new Broker();
+  const { pass, conv } = setup(broker);
+  const spec = [vm("i1", "ud-ref-1"), { ...vm("bad", ""), runtime: "no-such-runtime" }];
+  await pass(spec);
+  const sec = await pass(spec);
+  assert.equal(sec.state, "PROGRESSING", "the unavailable broker is retried on the next pass");
+  assert.match(sec.message, /i1: waiting for the user data or snapshot: no session/);
+  assert.match(sec.message, /bad: runtime "no-such-runtime"/);
+  assert.equal(conv.report().find((r) => r.id === "bad")?.state, "ERROR");
+  broker.answer = { status: "ok", secret: new Uint8Array([1]) };
+  await pass(spec);
+  assert.equal((await pass(spec)).state, "FAILED", "once nothing waits, the failed instance fails the section");
+});
