@@ -204,6 +204,7 @@ export class FakeVirsh implements Virsh {
         mode: 0o600,
       });
       this.#off(name, d);
+      this.#generation++;
       return Promise.resolve();
     } catch (e) {
       return Promise.reject(e);
@@ -234,6 +235,7 @@ export class FakeVirsh implements Virsh {
     }
     if (!have) await this.define(xml);
     this.#doms.get(name!)!.state = paused ? "paused" : "running";
+    this.#generation++;
   }
 
   setmem(name: string, kib: number): Promise<void> {

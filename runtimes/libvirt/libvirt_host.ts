@@ -367,6 +367,7 @@ export class LibvirtHost implements LibvirtHostPort {
       throw e;
     }
     await this.#searchable(m.plan);
+    this.#listing = undefined;
     try {
       await this.#o.virsh.restore(file, xml, paused);
     } catch (e) {
@@ -387,6 +388,7 @@ export class LibvirtHost implements LibvirtHostPort {
       return _refused("invalid-size", `balloon target ${kib} KiB is not 1 to the domain's ${max} KiB`);
     }
     if (m.state === "stopped") return _refused("not-running", `domain ${id} is not running`);
+    this.#listing = undefined;
     await this.#o.virsh.setmem(id, kib);
     return _OK;
   }
