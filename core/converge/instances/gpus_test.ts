@@ -18,7 +18,7 @@ import {
   StaticHostMemory,
 } from "../devices/fakes.ts";
 import { GpuKindError, gpuReset } from "../devices/gpu_reset.ts";
-import { sampleInventory, sampleUuid } from "../devices/sample_inventory.ts";
+import { sampleInventory, sampleUuid } from "../devices/inventory_testing.ts";
 import { normalCommitmentBytes } from "./admission.ts";
 import { InstancesConverger } from "./converger.ts";
 import { MemoryRuntime } from "./fake_runtime.ts";
