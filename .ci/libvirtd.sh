@@ -6,7 +6,7 @@
 # already answers is left alone and not stopped. Tests start their own when this did not run
 # (fixtures/libvirt/libvirtd.ts).
 set -u
-dir="$(dirname "$0")/.libvirtd"
+dir="$(cd "$(dirname "$0")" && pwd)/.libvirtd" # absolute: the daemons chdir to / before they write their pidfiles
 case "${1:-}" in
 start)
   command -v libvirtd >/dev/null && command -v virtlogd >/dev/null || { echo "libvirtd not installed; libvirt tests will skip"; exit 0; }
