@@ -60,7 +60,13 @@ export interface RoleWiring {
    */
   readonly handles: readonly string[];
   handlers(ctx: WiringContext): HandlerRegistry;
-  convergers?(ctx: WiringContext, events: EventSink, conditions: ConditionSet): readonly SectionConverger[];
+  /** The role's other section convergers; `peers` are the session's SecretRequest broker and the loop's wake. */
+  convergers?(
+    ctx: WiringContext,
+    events: EventSink,
+    conditions: ConditionSet,
+    peers: Pick<InstancePeers, "secrets" | "wake">,
+  ): readonly SectionConverger[];
   /** Every VM the host runtimes know, and whether the listing is complete, for status reports. */
   instances?(ctx: WiringContext): () => InstanceListing;
   /**
@@ -332,7 +338,7 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
           conditions,
           convergers: (events) => [
             ...(devices ? [late.devices = devicesConverger(ctx, devices, events, inst?.converger)] : []),
-            ...(w.convergers?.(ctx, events, conditions) ?? []),
+            ...(w.convergers?.(ctx, events, conditions, { secrets, wake: () => started?.loop.expedite() }) ?? []),
             ...(inst ? [inst.converger] : []),
           ],
           capabilities: [...(w.capabilities ?? []), ...(inst?.capabilities ?? [])],

@@ -3,7 +3,7 @@
  * flags (`roles/permissions.ts`), beside the root `bcd-helper` (000 §privilege separation): everything under /proc,
  * /sys and /dev and every root-only write goes to the helper's socket (`[helper] socket`, default
  * `/run/bcd/helper.sock`) — the boot id, the host inventory and memory, the CDI/env hold files, the hold slices, the
- * GPUs' NUMA nodes, the host section's units (kernel modules, sysctl, huge pages, the NVIDIA packages, the MIG layout, GPU sharing), `gpu.reset`, `node.reboot`, sshd's access files
+ * GPUs' NUMA nodes, the host section's units (kernel modules, sysctl, huge pages, the NVIDIA packages, the MIG layout, GPU sharing, the Kubernetes join), `gpu.reset`, `node.reboot`, sshd's access files
  * (`access.*`) and, beside an instance runtime, bcd's nftables tables (`nft.*`). The node still runs `nvidia-smi`
  * itself for queries, does HTTPS log and snapshot uploads and runs the image checks. It refuses to start when the helper cannot be reached.
  *
@@ -18,6 +18,7 @@ import {
   hostSectionConverger,
   hugepagesUnit,
   kernelModulesUnit,
+  kubernetesJoinUnit,
   migHoldUsers,
   migLayoutUnit,
   PACKAGE_UNITS,
@@ -44,6 +45,7 @@ import {
 import {
   HelperHugepages,
   HelperKernelModules,
+  HelperKubernetes,
   HelperMig,
   HelperPackages,
   HelperSharing,
@@ -101,12 +103,11 @@ function _devices(ctx: WiringContext): DevicePorts {
 }
 
 /**
- * The `host` section: its units through the helper (`modules.*`, `sysctl.*`, `hugepages.*`, `package.*`, `mig.*`, `sharing.*` ops),
- * or, with
- * `[host] units = false`,
+ * The `host` section: its units through the helper (`modules.*`, `sysctl.*`, `hugepages.*`, `package.*`, `mig.*`,
+ * `sharing.*`, `kube.*` ops; the join token from the session's SecretRequest broker), or, with `[host] units = false`,
  * no converger: a non-empty section is `UNSUPPORTED` `HostManagedExternally`.
  */
-function _host(ctx: WiringContext): SectionConverger {
+function _host(ctx: WiringContext, peers: Pick<InstancePeers, "secrets" | "wake">): SectionConverger {
   if (!ctx.config.host.units) return externallyManagedHost();
   const helper = helperOf(ctx);
   return hostSectionConverger(
@@ -120,6 +121,7 @@ function _host(ctx: WiringContext): SectionConverger {
       gpuSharingUnit(new HelperSharing(helper), async () =>
         (await new HelperHoldStore(helper).list()).holds
           .filter((h) => h.devices.some((d) => d.class === "gpu.slot")).map((h) => h.allocationId)),
+      kubernetesJoinUnit(new HelperKubernetes(helper), peers),
     ]),
   );
 }
@@ -206,8 +208,8 @@ export const COMMANDS: Record<string, Subcommand> = {
     capabilities: ["devices.limits", "binding.kubernetes"],
     helperSocket: (config) => config.helper.socket ?? DEFAULT_HELPER_SOCKET,
     devices: _devices,
-    convergers: (ctx) => [
-      _host(ctx),
+    convergers: (ctx, _events, _conditions, peers) => [
+      _host(ctx, peers),
       new AccessConverger({ host: new HelperAccessHost(helperOf(ctx)), nodeId: ctx.identity.nodeId, jwks: _jwks(ctx) }),
     ],
     instanceConverger: _instances,

@@ -20,6 +20,7 @@
  * | `mig.read`, `mig.apply` | none; `steps`                    | GPU UUIDs, MIG profiles, instance ids (`args_host.ts`) |
  * | `sharing.read`, `sharing.apply` | none; `steps`           | GPU UUIDs, a thread percentage (`args_host.ts`)        |
  * | `package.read`, `package.apply` | `unit`, `package`, `steps` | a package unit, its own kind of package, a Debian version (`args_host.ts`) |
+ * | `kube.read`, `kube.join`, `kube.reset` | none; the join's settings and token; none | an endpoint, CA key pins, a node name, labels, taints, a bootstrap token never shown (`args_host.ts`) |
  * | `libvirt.*`      | see `args_libvirt.ts`                 | instance ids and a domain plan; never a path or XML    |
  * | `access.observe`, `access.apply` | see `args_access.ts`  | sshd's access files as content, never a path           |
  *

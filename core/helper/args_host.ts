@@ -2,8 +2,8 @@
  * The helper's argument checks for the host section's units (000 §NodeSpec, the `host` row): the node names sysctl
  * keys, huge page pools and kernel modules, never a path or a command line; root builds `/proc/sys/<key with / for .>`,
  * its fixed files `/etc/sysctl.d/90-bcd.conf`, `/etc/modules-load.d/bcd.conf` and `/etc/modprobe.d/bcd.conf`, the
- * sysfs `nr_hugepages` paths, and the argv of modprobe, dpkg-query, apt-get and systemctl (whose service it names
- * itself, per unit) itself.
+ * sysfs `nr_hugepages` paths, the argv of modprobe, dpkg-query, apt-get and systemctl (whose service it names
+ * itself, per unit), and kubeadm's argv and its 0600 join configuration itself.
  *
  * | op                | fields  | rule                                                                          |
  * | ----------------- | ------- | ----------------------------------------------------------------------------- |
@@ -18,6 +18,8 @@
  * | `sharing.apply`   | `steps` | 1–130 of `{op: "mps-stop"}`, `{op: "compute-mode", gpu}`, `{op: "restore-compute-mode", gpu}` or `{op: "mps-start", gpus, activeThreadPercentage?}` (1–64 GPU UUIDs, 1–100); root refuses a stop while a slot hold file is bound |
  * | `package.read`    | `unit`, `package` | unit `nvidia-driver`, `fabric-manager` or `container-toolkit`; package 2–64 of `[a-z0-9+.-]` with one of the unit's prefixes (`core/host/packages.ts`) |
  * | `package.apply`   | `unit`, `package`, `steps` | as above; 1–2 of `{op: "install", package, version}` (the same package; version a Debian version) or `{op: "service"}` (only a unit with a service) |
+ * | `kube.read`, `kube.reset` | none |                                                                       |
+ * | `kube.join`       | `apiServerEndpoint`, `caCertHashes`, `nodeName?`, `labels`, `taints`, `token` | host:port; 1–16 `sha256:<hex>`; a DNS subdomain; label keys/values the kubelet takes; taints `{key, value?, effect}`; a bootstrap token `[a-z0-9]{6}.[a-z0-9]{16}`, refused without showing it (`core/host/kubernetes_join.ts`) |
  * | `modules.apply`   | `steps` | 1–128 of `{op: "load", name, options?}` or `{op: "drop", name, unload}`; name 1–56 of `[a-z0-9_]` (the kernel's spelling), options space-separated `key`/`key=value` tokens (`core/host/kernel_modules.ts`), unload a boolean |
  *
  * @module
@@ -36,7 +38,20 @@ import {
   type PackageUnit,
   UNIT_SERVICES,
 } from "../host/packages.ts";
+import {
+  isApiServerEndpoint,
+  isBootstrapToken,
+  isCaCertHash,
+  isDnsSubdomain,
+  type KubeJoin,
+  labelsProblem,
+  MAX_CA_HASHES,
+  MAX_NODE_TAINTS,
+  type NodeTaint,
+  taintProblem,
+} from "../host/kubernetes_join.ts";
 import { argObject as _fields, refuseArg as _refuse } from "./arg_fields.ts";
+import { HelperError } from "./errors.ts";
 import type { HelperArgs } from "./protocol.ts";
 
 function _list(op: string, v: unknown, min: number, max: number): unknown[] {
@@ -187,6 +202,52 @@ function _sharingStep(raw: unknown, i: number): SharingStep {
   _refuse(op, `${path}.op`, head.op, "is not mps-stop, compute-mode, restore-compute-mode or mps-start");
 }
 
+function _kubeJoin(raw: unknown): KubeJoin & { token: string } {
+  const op = "kube.join";
+  const a = _fields(op, "args", raw, ["apiServerEndpoint", "caCertHashes", "nodeName", "labels", "taints", "token"], [
+    "apiServerEndpoint",
+    "caCertHashes",
+    "labels",
+    "taints",
+    "token",
+  ]);
+  // The token first, and never shown: a refusal is logged and answered.
+  if (!isBootstrapToken(a.token)) {
+    throw new HelperError("invalid-argument", `${op}: token is not a bootstrap token ([a-z0-9]{6}.[a-z0-9]{16})`);
+  }
+  if (!isApiServerEndpoint(a.apiServerEndpoint)) {
+    _refuse(op, "apiServerEndpoint", a.apiServerEndpoint, "is not host:port");
+  }
+  if (!Array.isArray(a.caCertHashes) || a.caCertHashes.length < 1 || a.caCertHashes.length > MAX_CA_HASHES) {
+    _refuse(op, "caCertHashes", a.caCertHashes, `is not a list of 1 to ${MAX_CA_HASHES} CA key hashes`);
+  }
+  for (const h of a.caCertHashes) if (!isCaCertHash(h)) _refuse(op, "caCertHashes", h, "is not sha256:<64 hex>");
+  if (a.nodeName !== undefined && !isDnsSubdomain(a.nodeName)) {
+    _refuse(op, "nodeName", a.nodeName, "is not a DNS subdomain");
+  }
+  const lwhy = labelsProblem(a.labels);
+  if (lwhy !== undefined) _refuse(op, "labels", a.labels, lwhy);
+  if (!Array.isArray(a.taints) || a.taints.length > MAX_NODE_TAINTS) {
+    _refuse(op, "taints", a.taints, `is not a list of at most ${MAX_NODE_TAINTS} taints`);
+  }
+  a.taints.forEach((t, i) => {
+    const why = taintProblem(t);
+    if (why !== undefined) _refuse(op, `taints[${i}]`, t, why);
+  });
+  return {
+    apiServerEndpoint: a.apiServerEndpoint,
+    caCertHashes: [...a.caCertHashes as string[]],
+    ...(a.nodeName !== undefined ? { nodeName: a.nodeName } : {}),
+    labels: { ...a.labels as Record<string, string> },
+    taints: (a.taints as NodeTaint[]).map((t) => ({
+      key: t.key,
+      ...(t.value !== undefined ? { value: t.value } : {}),
+      effect: t.effect,
+    })),
+    token: a.token,
+  };
+}
+
 /** The checkers of the host unit ops, joined into the helper's argument table. */
 export const HOST_ARG_CHECKS: {
   readonly "sysctl.read": (raw: unknown) => HelperArgs["sysctl.read"];
@@ -201,6 +262,9 @@ export const HOST_ARG_CHECKS: {
   readonly "sharing.apply": (raw: unknown) => HelperArgs["sharing.apply"];
   readonly "package.read": (raw: unknown) => HelperArgs["package.read"];
   readonly "package.apply": (raw: unknown) => HelperArgs["package.apply"];
+  readonly "kube.read": (raw: unknown) => HelperArgs["kube.read"];
+  readonly "kube.join": (raw: unknown) => HelperArgs["kube.join"];
+  readonly "kube.reset": (raw: unknown) => HelperArgs["kube.reset"];
 } = {
   "sysctl.read": (raw) => {
     const a = _fields("sysctl.read", "args", raw, ["keys"]);
@@ -240,4 +304,7 @@ export const HOST_ARG_CHECKS: {
     const steps = _list("package.apply", a.steps, 1, 2).map((r, i) => _packageStep(up.unit, up.package, r, i));
     return { ...up, steps };
   },
+  "kube.read": (raw) => (_fields("kube.read", "args", raw, []), {}),
+  "kube.join": _kubeJoin,
+  "kube.reset": (raw) => (_fields("kube.reset", "args", raw, []), {}),
 };

@@ -103,6 +103,16 @@ export const VALID_ARGS: { [O in HelperOp]: HelperArgs[O] } = {
     steps: [{ op: "install", package: "nvidia-driver", version: "1:550.90.07-1" }],
   },
   "modules.apply": { steps: [{ op: "load", name: "br_netfilter" }, { op: "drop", name: "overlay", unload: true }] },
+  "kube.read": {},
+  "kube.join": {
+    apiServerEndpoint: "10.0.0.1:6443",
+    caCertHashes: [`sha256:${"0f".repeat(32)}`],
+    nodeName: "gpu-17",
+    labels: { "node.kubernetes.io/gpu": "h100" },
+    taints: [{ key: "nvidia.com/gpu", value: "present", effect: "NoSchedule" }],
+    token: "abcdef.0123456789abcdef",
+  },
+  "kube.reset": {},
   ...LIBVIRT_VALID,
   "access.observe": {},
   "access.apply": {

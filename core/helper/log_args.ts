@@ -3,7 +3,8 @@
  * whose policy can run to hundreds of kilobytes (1,000 instances with two NICs is about 350 KB): its log line names
  * the NIC and instance counts and the SHA-256 of the policy's JSON instead, so the same policy logs the same digest;
  * and `access.apply`, whose files can hold 20,000 revoked serials: its line names the counts and the SHA-256 of the
- * files' JSON.
+ * files' JSON; and `kube.join`, whose bootstrap token is never logged: its line carries the join's settings with the
+ * token replaced by `"<redacted>"`.
  *
  * @module
  */
@@ -22,6 +23,7 @@ export function loggedArgs(req: HelperRequest): unknown {
       sha256: createHash("sha256").update(JSON.stringify(f)).digest("hex"),
     };
   }
+  if (req.op === "kube.join") return { ...req.args, token: "<redacted>" };
   if (req.op !== "nft.apply") return req.args;
   const nics = req.args.policy.nics;
   return {

@@ -37,3 +37,16 @@ Deno.test("loggedArgs(): access.apply's files as counts and a digest, not 20,000
   assert.match(String(a.sha256), /^[0-9a-f]{64}$/);
   assert.ok(JSON.stringify(a).length < 200);
 });
+
+Deno.test("loggedArgs(): kube.join's bootstrap token is never logged, the join's settings are", () => {
+  const args = {
+    apiServerEndpoint: "10.0.0.1:6443",
+    caCertHashes: [`sha256:${"ab".repeat(32)}`],
+    labels: {},
+    taints: [],
+    token: "abcdef.0123456789abcdef",
+  };
+  const a = loggedArgs({ id: 5, op: "kube.join", args });
+  assert.deepEqual(a, { ...args, token: "<redacted>" });
+  assert.doesNotMatch(JSON.stringify(a), /0123456789abcdef/);
+});

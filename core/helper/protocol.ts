@@ -25,7 +25,15 @@ import type { HostInventory } from "../commands/kind_handlers/mod.ts";
 import type { RuleCounts } from "../netpolicy/counts.ts";
 import type { NetPolicy } from "../netpolicy/policy.ts";
 import type { HugepageObserved, HugepageStep } from "../host/hugepages.ts";
-import type { KernelModulesApplied, MigApplied, PackageApplied, PoolResult, SharingApplied } from "../host/ports.ts";
+import type {
+  KernelModulesApplied,
+  KubernetesApplied,
+  MigApplied,
+  PackageApplied,
+  PoolResult,
+  SharingApplied,
+} from "../host/ports.ts";
+import type { KubeJoin, KubernetesObserved } from "../host/kubernetes_join.ts";
 import type { SharingObserved, SharingStep } from "../host/gpu_sharing.ts";
 import type { MigObserved, MigStep } from "../host/mig_layout.ts";
 import type { PackageObserved, PackageStep, PackageUnit } from "../host/packages.ts";
@@ -76,6 +84,9 @@ export const HELPER_OPS = [
   "mig.apply",
   "sharing.read",
   "sharing.apply",
+  "kube.read",
+  "kube.join",
+  "kube.reset",
   ...LIBVIRT_OPS,
   "access.observe",
   "access.apply",
@@ -152,6 +163,10 @@ export interface HelperArgs extends LibvirtArgs {
   "mig.apply": { readonly steps: readonly MigStep[] };
   "sharing.read": Record<never, never>;
   "sharing.apply": { readonly steps: readonly SharingStep[] };
+  "kube.read": Record<never, never>;
+  /** The join's settings and the bootstrap token (never logged: `log_args.ts`). */
+  "kube.join": KubeJoin & { readonly token: string };
+  "kube.reset": Record<never, never>;
   "access.observe": Record<never, never>;
   "access.apply": AccessFiles;
 }
@@ -201,6 +216,12 @@ export interface HelperResults extends LibvirtResults {
   "sharing.read": SharingObserved;
   /** The same after the steps, and the tool's words when one failed. */
   "sharing.apply": SharingApplied;
+  /** The endpoint the kubelet is joined to and the one bcd's record names. */
+  "kube.read": KubernetesObserved;
+  /** The same after `kubeadm join`, and kubeadm's words (the token scrubbed) when it failed. */
+  "kube.join": KubernetesApplied;
+  /** The same after the reset (or after only the record was dropped). */
+  "kube.reset": KubernetesApplied;
   "access.observe": AccessObserved;
   "access.apply": AccessApplied;
 }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { LIBVIRT_LINES } from "./args_samples_testing.ts";
+import { LIBVIRT_LINES, VALID_ARGS } from "./args_samples_testing.ts";
 import { kindsForRole } from "../commands/kinds.ts";
 import { decodeRequest, RequestRefused } from "./codec.ts";
 import { HELPER_OPS, type HelperOp } from "./protocol.ts";
@@ -42,6 +42,9 @@ const LINE: Record<HelperOp, string> = {
   "package.read": '{"unit":"nvidia-driver","package":"nvidia-driver"}',
   "package.apply": '{"unit":"fabric-manager","package":"nvidia-fabricmanager","steps":[{"op":"service"}]}',
   "modules.apply": '{"steps":[{"op":"drop","name":"overlay","unload":false}]}',
+  "kube.read": "{}",
+  "kube.join": JSON.stringify(VALID_ARGS["kube.join"]),
+  "kube.reset": "{}",
   ...LIBVIRT_LINES,
   "access.observe": "{}",
   "access.apply":

@@ -14,6 +14,8 @@
  * | `gpu_sharing.ts`  | the `gpu-sharing` unit's settings and plan (MPS or time-slicing)      |
  * | `mig_layout.ts`   | the `mig-layout` unit's settings and plan (holds checked before any removal) |
  * | `packages.ts`     | the package units' settings and plan (`nvidia-driver`, `fabric-manager`, `container-toolkit`) |
+ * | `kubernetes_join.ts` | the `kubernetes-join` unit's settings and plan (joined elsewhere refused)  |
+ * | `kubernetes_unit.ts` | its driver: the join token from a `SecretRequest`, beside the pass        |
  * | `unit.ts`         | the unit driver interface and the `kernel-modules` / `sysctl` / `hugepages` drivers |
  * | `converger.ts`    | the converger, the stop rule, `RebootRequired`, `HostManagedExternally` |
  *
@@ -23,11 +25,34 @@
  * const converger = config.host.units ? hostSectionConverger(host) : externallyManagedHost();
  * ```
  *
- * Not built yet (a section listing it is `FAILED` `UnitUnsupported:<unit>`): `kubernetes-join` (it needs a SecretRequest
- * broker for its token, which this build does not have).
+ * A listed unit the converger was built without fails the section `UnitUnsupported:<unit>` before anything runs.
  *
  * @module
  */
+export {
+  isApiServerEndpoint,
+  isBootstrapToken,
+  isCaCertHash,
+  isDnsSubdomain,
+  isLabelKey,
+  isLabelValue,
+  type KubeJoin,
+  KUBERNETES_JOIN_PURPOSE,
+  KubernetesJoinRefused,
+  type KubernetesJoinSettings,
+  type KubernetesObserved,
+  type KubernetesStep,
+  labelsProblem,
+  MAX_CA_HASHES,
+  MAX_NODE_LABELS,
+  MAX_NODE_TAINTS,
+  nodeLabelProblem,
+  type NodeTaint,
+  parseKubernetesJoinSettings,
+  planKubernetesJoin,
+  taintProblem,
+} from "./kubernetes_join.ts";
+export { type KubernetesJoinPeers, kubernetesJoinUnit } from "./kubernetes_unit.ts";
 export { externallyManagedHost, HostConverger, hostSectionConverger, REBOOT_REQUIRED } from "./converger.ts";
 export {
   HUGEPAGE_SIZES,
@@ -64,6 +89,8 @@ export type {
   HugepagePort,
   KernelModulesApplied,
   KernelModulesPort,
+  KubernetesApplied,
+  KubernetesPort,
   MigApplied,
   MigPort,
   PackageApplied,

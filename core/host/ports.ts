@@ -10,6 +10,7 @@ import type { PackageObserved, PackageStep, PackageUnit } from "./packages.ts";
 import type { MigObserved, MigStep } from "./mig_layout.ts";
 import type { SharingObserved, SharingStep } from "./gpu_sharing.ts";
 import type { SysctlObserved, SysctlStep } from "./sysctl.ts";
+import type { KubeJoin, KubernetesObserved } from "./kubernetes_join.ts";
 
 /** The sysctl file and live values. */
 export interface SysctlPort {
@@ -103,3 +104,21 @@ export interface SharingApplied {
 
 /** The allocation ids of the bound `gpu.slot` holds (those MPS serves). */
 export type SlotHolds = () => Promise<readonly string[]>;
+
+/**
+ * The kubelet's join (`kubeadm join`, `kubeadm reset -f`) and bcd's record of the join it made. The token travels
+ * beside the join's settings and is never logged, never put in an argv, never kept.
+ */
+export interface KubernetesPort {
+  read(): Promise<KubernetesObserved>;
+  /** Records the endpoint, then runs the join; the host after, and kubeadm's words (the token scrubbed) on failure. */
+  join(join: KubeJoin, token: string): Promise<KubernetesApplied>;
+  /** Gives back bcd's join: `kubeadm reset -f` only when the kubelet is joined to the recorded endpoint; drops the record. */
+  reset(): Promise<KubernetesApplied>;
+}
+
+/** What a {@link KubernetesPort} change came to. */
+export interface KubernetesApplied {
+  readonly observed: KubernetesObserved;
+  readonly failure?: string;
+}

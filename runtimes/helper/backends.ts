@@ -13,6 +13,7 @@ import type { Nft } from "../../core/netpolicy/mod.ts";
 import type {
   HugepagePort,
   KernelModulesPort,
+  KubernetesPort,
   MigPort,
   PackagePort,
   SharingPort,
@@ -64,6 +65,8 @@ export interface HelperBackends {
   readonly mig: MigPort;
   /** The gpu-sharing unit: compute modes and the MPS control daemon. */
   readonly sharing: SharingPort;
+  /** The kubernetes-join unit: `kubeadm join`/`reset` and bcd's record of the join it made. */
+  readonly kubernetes: KubernetesPort;
   /** The `libvirt-kvm` runtime's root half (`runtimes/libvirt/libvirt_host.ts`); absent where virsh is not installed. */
   readonly libvirt?: LibvirtHostPort;
   /** sshd's access files (`access.*`); absent where the helper is not configured for them (the ops then fail). */

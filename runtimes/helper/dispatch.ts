@@ -169,6 +169,14 @@ async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promi
       return await b.packages.read(req.args.unit, req.args.package);
     case "package.apply":
       return await writes.run(() => b.packages.apply(req.args.unit, req.args.package, req.args.steps));
+    case "kube.read":
+      return await b.kubernetes.read();
+    case "kube.join": {
+      const { token, ...join } = req.args;
+      return await writes.run(() => b.kubernetes.join(join, token));
+    }
+    case "kube.reset":
+      return await writes.run(() => b.kubernetes.reset());
     case "access.observe":
     case "access.apply":
       return await runAccessOp(b, req, writes);

@@ -24,12 +24,14 @@ import { FakeNft } from "../nft/fake_nft.ts";
 import type {
   HugepagePort,
   KernelModulesPort,
+  KubernetesPort,
   MigPort,
   PackagePort,
   SharingPort,
   SysctlPort,
 } from "../../core/host/mod.ts";
 import { FakeKernelModules, FakeMig, FakePackages, FakeSharing } from "../../core/host/fakes.ts";
+import { FakeKubernetes } from "../../core/host/fake_kubernetes.ts";
 import { SysctlFiles } from "../host/sysctl_files.ts";
 import { SysfsHugepages } from "../host/sysfs_hugepages.ts";
 import { HelperSliceManager } from "./ports.ts";
@@ -114,6 +116,7 @@ export async function startTestHelper(
     packages?: PackagePort;
     mig?: MigPort;
     sharing?: SharingPort;
+    kubernetes?: KubernetesPort;
     server?: Partial<Pick<HelperServerOptions, "idleMs" | "partialLineMs" | "writeStallMs" | "maxConnections">>;
     libvirt?: LibvirtHostPort;
     access?: AccessHost;
@@ -159,6 +162,7 @@ export async function startTestHelper(
     packages: opts.packages ?? new FakePackages(),
     mig: opts.mig ?? new FakeMig({}),
     sharing: opts.sharing ?? new FakeSharing([]),
+    kubernetes: opts.kubernetes ?? new FakeKubernetes(),
     ...(opts.libvirt ? { libvirt: opts.libvirt } : {}),
     ...(opts.access ? { access: opts.access } : {}),
   };

@@ -21,6 +21,7 @@ import { ModprobeModules } from "../host/modprobe_modules.ts";
 import { AptPackages } from "../host/apt_packages.ts";
 import { SmiMig } from "../host/smi_mig.ts";
 import { MpsSharing } from "../host/mps_sharing.ts";
+import { KubeadmJoin } from "../host/kubeadm_join.ts";
 import { RealNft } from "../nft/real_nft.ts";
 import { NvidiaSmi, readPciNumaNode } from "../nvidia/nvidia_smi.ts";
 import { Dcgmi } from "../nvidia/dcgmi.ts";
@@ -77,6 +78,7 @@ export function hostBackends(config: ResolvedAgentConfig, opts: HostBackendOptio
     packages: new AptPackages({ nvidiaSmi: d.nvidiaSmi }),
     mig: new SmiMig({ nvidiaSmi: d.nvidiaSmi, etc: config.host.etcRoot }),
     sharing: new MpsSharing({ nvidiaSmi: d.nvidiaSmi, etc: config.host.etcRoot }),
+    kubernetes: new KubeadmJoin({ etc: config.host.etcRoot }),
     access: sshdAccessFiles(config, opts.log),
   };
 }

@@ -1,7 +1,7 @@
 /**
  * The host units' ports over the root helper: `sysctl.read`/`sysctl.apply`, `hugepages.read`/`hugepages.apply` and
  * `modules.read`/`modules.apply`, `package.read`/`package.apply`, `mig.read`/`mig.apply`,
- * `sharing.read`/`sharing.apply`.
+ * `sharing.read`/`sharing.apply`, `kube.read`/`kube.join`/`kube.reset`.
  * The node names keys and pools; the helper builds every path.
  *
  * @module
@@ -14,6 +14,10 @@ import type {
   KernelModulesObserved,
   KernelModulesPort,
   KernelModuleStep,
+  KubeJoin,
+  KubernetesApplied,
+  KubernetesObserved,
+  KubernetesPort,
   MigApplied,
   MigObserved,
   MigPort,
@@ -97,5 +101,19 @@ export class HelperSharing implements SharingPort {
   }
   apply(steps: readonly SharingStep[]): Promise<SharingApplied> {
     return this.helper.call("sharing.apply", { steps });
+  }
+}
+
+/** {@link KubernetesPort} through the helper; the token rides in `kube.join`'s arguments, which the helper never logs. */
+export class HelperKubernetes implements KubernetesPort {
+  constructor(readonly helper: HelperClient) {}
+  read(): Promise<KubernetesObserved> {
+    return this.helper.call("kube.read", {});
+  }
+  join(join: KubeJoin, token: string): Promise<KubernetesApplied> {
+    return this.helper.call("kube.join", { ...join, token });
+  }
+  reset(): Promise<KubernetesApplied> {
+    return this.helper.call("kube.reset", {});
   }
 }
