@@ -1,12 +1,15 @@
 /**
- * The VM's control tty (seed 002 §Guest agent, `nvx::guest::terminal`): wait up to 30 seconds while the kernel
- * sets the tty up, refuse a path that is no tty, and put it in raw mode so it passes the session's bytes as
- * they are.
+ * The VM's control channel (seed 002 §Guest agent, `nvx::guest::terminal`): wait up to 30 seconds while the kernel
+ * sets the device up, refuse a path that is no character device, and serve it. A tty (hvc, ttyS, pts) is put in raw
+ * mode so it passes the session's bytes as they are; a virtio-serial port (`/dev/vportNpM`, which `bcd-vm` launches
+ * use: a virtio console loses bytes when the host reads slowly, see `runtimes/vm/vmm.ts`) has no line discipline to
+ * set, and reads 0 bytes while the host side is away, as a tty's hangup does.
  *
  * Deno refuses to open a device under /dev without `--allow-all` (denoland/deno#27980), which the guest role
- * does not hold. So the tty is never opened by Deno: the agent runs its serving process through `sh`, whose
- * redirections make the tty that process's standard input and output, and the process puts its standard input
- * in raw mode (`Deno.stdin.setRaw`, which needs no permission).
+ * does not hold. So the device is never opened by Deno: the agent runs its serving process through `sh`, whose
+ * redirection opens it once, read-write (a virtio-serial port admits one opener), as that process's standard input
+ * and output, and the process puts its standard input in raw mode when it is a tty (`Deno.stdin.setRaw`, which needs
+ * no permission).
  *
  * @module
  */
@@ -15,7 +18,7 @@ import { fileTransport, type Transport } from "./transport.ts";
 /** How long the agent waits for the tty to appear. */
 export const TERMINAL_WAIT_MS = 30_000;
 
-/** A path or a standard input that is not a tty. */
+/** A path or a standard input that is neither a tty nor a virtio-serial port. */
 export class NotATerminal extends Error {
   override name = "NotATerminal";
 }
@@ -35,7 +38,7 @@ const ON_TERMINAL = 'tty="$1"; tries="$2"; shift 2; i=0; ' +
   'while [ ! -e "$tty" ] && [ "$i" -lt "$tries" ]; do sleep 0.1; i=$((i+1)); done; ' +
   '[ -e "$tty" ] || { echo "bcd-guest: $tty did not appear" >&2; exit 1; }; ' +
   '[ -c "$tty" ] || { echo "bcd-guest: $tty is not a tty" >&2; exit 1; }; ' +
-  'exec "$@" <"$tty" >"$tty"';
+  'exec "$@" <>"$tty" >&0';
 
 /** Spawns `command` with the tty at `path` as its standard input and output, once the tty appeared. */
 export function spawnOnTerminal(path: string, command: CommandLine, waitMs = TERMINAL_WAIT_MS): Deno.ChildProcess {
@@ -48,14 +51,33 @@ export function spawnOnTerminal(path: string, command: CommandLine, waitMs = TER
   }).spawn();
 }
 
+/** Where a virtio-serial port's device lies (`vport<device>p<port>`). */
+const VIRTIO_PORT = /^\/dev\/vport\d+p\d+$/;
+
 /**
- * The control session on this process's standard input and output, which must be a tty: raw mode, and the end
- * of the tty's host side as a reset (see `core/framing/mod.ts`).
+ * The control session on this process's standard input and output, which must be a tty (put in raw mode) or a
+ * virtio-serial port: the end of the host side, as a reset (see `core/framing/mod.ts`).
  */
 export function stdioTerminal(): Transport {
-  if (!Deno.stdin.isTerminal()) throw new NotATerminal("standard input is not a tty");
-  Deno.stdin.setRaw(true);
+  if (Deno.stdin.isTerminal()) {
+    Deno.stdin.setRaw(true);
+  } else {
+    const device = _stdinDevice();
+    if (device === null || !VIRTIO_PORT.test(device)) {
+      throw new NotATerminal(`standard input is not a tty or a virtio-serial port (it is ${device ?? "unnamed"})`);
+    }
+  }
   return fileTransport(Deno.stdin, Deno.stdout, { resetOnEof: true });
+}
+
+/** The path that standard input was opened at, or null when it names none that can be read. */
+function _stdinDevice(): string | null {
+  try {
+    return Deno.readLinkSync("/proc/self/fd/0");
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound || e instanceof Deno.errors.NotCapable) return null;
+    throw e;
+  }
 }
 
 /** The status of a child as a shell reports it (128 + N for a signal, real-time ones included). */

@@ -2,14 +2,15 @@
  * The guest agent in place of the base initramfs's agents (seed 002 §"The guest agent in place of NVX's agents"): a
  * second newc archive, appended to a copy of the base initramfs at a 4-byte boundary, which Linux unpacks over the
  * first. The base's `/init` hands a VM with `nvx_sandbox=1` to `/sbin/bcd-init-agent` (no arguments) and any other
- * to `/sbin/bcd-managed-agent /dev/hvc0 …`; the archive replaces both with links to its own launchers:
+ * to `/sbin/bcd-managed-agent PORT` (the control port, `/dev/virtio-ports/org.bcd.control`, see `vmm.ts`); the
+ * archive replaces both with links to its own launchers:
  *
  * - `/opt/bcd/guest.js` (the bundled guest agent) and `/sbin/bcd-guest`, which runs it with the base's Deno under
  *   the flags the launch names — `--allow-all`: PID 1 of a layered root mounts it and writes cgroupfs and
  *   `/proc/sysrq-trigger`, which Deno grants only to `--allow-all` — and `BCD_GUEST_ALLOW_ALL=1`, so that the
  *   worker and idle child it starts run with the same;
- * - `/sbin/bcd-guest-init`: `bcd-guest init "$1"` (the control tty, the first argument `/init` passes);
- * - `/sbin/bcd-guest-layered`: `bcd-guest init /dev/hvc0 layered` (it names the tty itself: `/init` passes none);
+ * - `/sbin/bcd-guest-init`: `bcd-guest init "$1"` (the control port, the first argument `/init` passes);
+ * - `/sbin/bcd-guest-layered`: `bcd-guest init PORT layered` (it names the port itself: `/init` passes none);
  * - the links `/sbin/bcd-managed-agent` → `bcd-guest-init` and `/sbin/bcd-init-agent` → `bcd-guest-layered`;
  * - `/etc/bcd/launch-capability` (mode 0400), the launch's capability, which the guest requires of each attach
  *   (`core/framing/attach.ts`), when the launch names one.
@@ -21,6 +22,7 @@
  */
 import { formatCapability } from "../../core/framing/mod.ts";
 import { type NewcEntry, writeInitramfs } from "../../core/images/newc.ts";
+import { CONTROL_PORT_PATH } from "./vmm.ts";
 
 /** The entries of the appended archive for a bundled guest agent. */
 export function guestAgentEntries(
@@ -55,7 +57,7 @@ export function guestAgentEntries(
     {
       type: "file",
       path: "sbin/bcd-guest-layered",
-      data: sh("exec /sbin/bcd-guest init /dev/hvc0 layered"),
+      data: sh(`exec /sbin/bcd-guest init ${CONTROL_PORT_PATH} layered`),
       mode: 0o755,
     },
     { type: "symlink", path: "sbin/bcd-managed-agent", target: "bcd-guest-init" },

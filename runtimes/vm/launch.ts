@@ -47,7 +47,7 @@ import {
   VMM_LOG,
 } from "./store.ts";
 import { spawnVmm, type Vmm, type VmmDisk } from "./vmm.ts";
-import { connectControl, readOutcome, waitExit, waitForLog } from "./vm_session.ts";
+import { connectControl, readOutcome, waitExit } from "./vm_session.ts";
 
 /** The boot tokens' addresses of the image and the scratch (the seed's examples). */
 export const DISTRO_ADDRESS = "0xd0003000";
@@ -245,7 +245,6 @@ export async function launch(o: LaunchOptions): Promise<HostResult> {
     out.push(["pid", String(pid)]);
     await o.hook.at("spawned");
 
-    if (o.vmm.consoleReady) await waitForLog(store.path(VMM_LOG), o.vmm.consoleReady, vmm, o.timeoutMs);
     // The first attachment of a fresh VM: no earlier epoch's bytes to drop, and a layered root's worker accepts
     // nothing but its configuration or Stop before the root, so no synchronizing Echo either.
     client = await FramingClient.attach(await connectControl(store.path(CONTROL_SOCKET), vmm, o.timeoutMs), {

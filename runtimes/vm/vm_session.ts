@@ -23,21 +23,6 @@ export async function connectControl(path: string, vmm: ProcessIdentity, timeout
   }
 }
 
-/** Waits until the VMM's log has a line matching `re`; fails once the VMM ended or after `timeoutMs`. */
-export async function waitForLog(path: string, re: RegExp, vmm: ProcessIdentity, timeoutMs: number): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const text = await Deno.readTextFile(path).catch((e) => {
-      if (e instanceof Deno.errors.NotFound) return "";
-      throw e;
-    });
-    if (re.test(text.replaceAll("\r", ""))) return;
-    if (!(await isAlive(vmm))) throw new Error(`the VMM (pid ${vmm.pid}) ended before its log said ${re}`);
-    if (Date.now() > until) throw new Error(`the VMM's log said no ${re} within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 /** Whether the VMM ended within `timeoutMs`. */
 export async function waitExit(vmm: ProcessIdentity, timeoutMs: number): Promise<boolean> {
   const until = Date.now() + timeoutMs;
