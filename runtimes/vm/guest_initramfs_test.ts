@@ -47,7 +47,10 @@ Deno.test({
           stdout: "piped",
           stderr: "null",
         }).output();
-        assert.equal(new TextDecoder().decode(ex.stdout), "#!/bin/sh\nexec /sbin/bcd-guest init /dev/virtio-ports/org.bcd.control layered\n");
+        assert.equal(
+          new TextDecoder().decode(ex.stdout),
+          "#!/bin/sh\nexec /sbin/bcd-guest init /dev/virtio-ports/org.bcd.control layered\n",
+        );
       }
     } finally {
       await Deno.remove(dir, { recursive: true });
