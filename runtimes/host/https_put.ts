@@ -7,13 +7,16 @@
  * `Content-Length` (fetch sends a stream body chunked), and writing the body ourselves measures real progress (each
  * write returns when the kernel took the bytes), which the stall rule needs. The trusted CAs are injectable, so tests
  * trust a local server's certificate made by openssl. A body is bytes (`put`) or a file streamed from disk
- * (`putFile`, for snapshots of many GiB); the stall window and the cap run on a {@link TransferClock} that tests
- * replace, so no test of the rules waits for real time.
+ * (`putFile`, for snapshots of many GiB); the stall window and the cap run on the injected `core/clock.ts` clock (tests
+ * pass `fixtures/clock` FakeClock), so no test of the rules waits for real time.
  *
  * @module
  */
 import { type FileUploader, type Uploader, UploadError } from "../../core/commands/kind_handlers/mod.ts";
-import { REAL_TRANSFER_CLOCK, type TransferClock } from "./transfer_clock.ts";
+import { type Clock, realClock, repeat } from "../../core/clock.ts";
+
+/** The part of the clock the transfer rules run on: the cap's elapsed time, the stall window and the cap's timer. */
+export type TransferClock = Pick<Clock, "monotonic" | "setTimer">;
 
 /** The transfer rules. */
 export interface TransferLimits {
@@ -93,7 +96,7 @@ export class HttpsUploader implements Uploader, FileUploader {
     opts: { caCerts?: string[]; connect?: TlsConnect; limits?: Partial<TransferLimits>; clock?: TransferClock } = {},
   ) {
     this.#limits = { ...TRANSFER_LIMITS, ...opts.limits };
-    this.#clock = opts.clock ?? REAL_TRANSFER_CLOCK;
+    this.#clock = opts.clock ?? realClock;
     this.#connect = opts.connect ??
       ((hostname, port) => Deno.connectTls({ hostname, port, ...(opts.caCerts ? { caCerts: opts.caCerts } : {}) }));
   }
@@ -110,9 +113,9 @@ export class HttpsUploader implements Uploader, FileUploader {
 
   async #put(url: string, body: _Body, opts: { contentType: string; signal?: AbortSignal }): Promise<void> {
     let target = _httpsUrl(url, "upload URL");
-    const started = this.#clock.now();
+    const started = this.#clock.monotonic();
     for (let hop = 0;; hop++) {
-      const remainingMs = this.#limits.capMs - (this.#clock.now() - started);
+      const remainingMs = this.#limits.capMs - (this.#clock.monotonic() - started);
       if (remainingMs <= 0) throw new UploadError("upload-timeout", `the transfer passed ${this.#limits.capMs} ms`);
       const res = await this.#once(target, body, opts.contentType, remainingMs, opts.signal);
       if ([301, 302, 307, 308].includes(res.status)) {
@@ -154,7 +157,7 @@ export class HttpsUploader implements Uploader, FileUploader {
     };
     let lastMoved = 0;
     let lastSent = 0;
-    const stopWatch = this.#clock.every(this.#limits.stallWindowMs, () => {
+    const watch = repeat(this.#clock, this.#limits.stallWindowMs, () => {
       const remaining = body.size - lastSent;
       const required = remaining > 0 ? Math.min(this.#limits.stallMinBytes, remaining) : 1;
       if (moved - lastMoved < required) {
@@ -168,7 +171,7 @@ export class HttpsUploader implements Uploader, FileUploader {
       lastMoved = moved;
       lastSent = sent;
     });
-    const stopCap = this.#clock.after(
+    const cap = this.#clock.setTimer(
       capMs,
       () => fail(new UploadError("upload-timeout", `the transfer passed its ${this.#limits.capMs} ms cap`)),
     );
@@ -194,8 +197,8 @@ export class HttpsUploader implements Uploader, FileUploader {
         cause: e,
       });
     } finally {
-      stopWatch();
-      stopCap();
+      watch.cancel();
+      cap.cancel();
       signal?.removeEventListener("abort", onAbort);
       _closeQuietly(conn);
     }

@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 import { UploadError } from "../../core/commands/kind_handlers/mod.ts";
 import { HttpsUploader } from "./https_put.ts";
 import { makeCerts } from "./certs_testing.ts";
+import { FakeClock } from "../../fixtures/clock/fake_clock.ts";
+import { waitFor } from "../../fixtures/poll.ts";
 
 const certs = await makeCerts();
 if (certs === null) console.warn("skipping the HTTPS upload tests: openssl is not installed");
@@ -131,25 +133,14 @@ Deno.test({
   },
 });
 
-/** A TLS peer that reads `bytesPerTick` every 50 ms and never answers: a trickle. */
-function trickle(c: NonNullable<typeof certs>, bytesPerTick: number) {
+/** A TLS peer that completes the handshake and then never reads nor answers: the kernel's buffers fill and stay full. */
+function mute(c: NonNullable<typeof certs>) {
   const listener = Deno.listenTls({ hostname: "127.0.0.1", port: 0, cert: c.cert, key: c.key });
-  const conns: Deno.Conn[] = [];
-  const loops: Promise<void>[] = [];
+  const conns: Deno.TlsConn[] = [];
   const done = (async () => {
     for await (const conn of listener) {
       conns.push(conn);
-      loops.push((async () => {
-        const buf = new Uint8Array(bytesPerTick);
-        try {
-          while (true) {
-            if ((await conn.read(buf)) === null) return;
-            await new Promise((r) => setTimeout(r, 50));
-          }
-        } catch (e) {
-          if (!(e instanceof Deno.errors.BadResource || e instanceof Deno.errors.ConnectionReset)) throw e;
-        }
-      })());
+      await conn.handshake();
     }
   })();
   return {
@@ -163,31 +154,41 @@ function trickle(c: NonNullable<typeof certs>, bytesPerTick: number) {
           if (!(e instanceof Deno.errors.BadResource)) throw e;
         }
       }
-      await done.catch(() => {});
-      await Promise.allSettled(loops);
+      await done.catch((e) => {
+        if (!(e instanceof Deno.errors.BadResource || e instanceof Deno.errors.ConnectionReset)) throw e;
+      });
     },
+  };
+}
+
+/** Settles to "resolved" or the upload error's code. */
+function outcomeOf(p: Promise<void>): { readonly got: string | undefined; readonly settled: Promise<string> } {
+  let got: string | undefined;
+  const settled = p.then(() => "resolved", (e) => code(e)).then((g) => (got = g));
+  return {
+    get got() {
+      return got;
+    },
+    settled,
   };
 }
 
 Deno.test({
   ...T,
-  name: "HttpsUploader: a trickling peer that moves less than the window's minimum is upload-stalled",
+  name: "HttpsUploader: a real TLS peer that stops taking bytes is upload-stalled once a 2-minute window moved less than 1 MiB",
   fn: async () => {
-    const peer = trickle(certs!, 4096); // ~80 KiB/s
+    const peer = mute(certs!);
     try {
-      const up = new HttpsUploader({
-        caCerts: [certs!.ca],
-        limits: { stallWindowMs: 400, stallMinBytes: 1024 * 1024 },
-      });
-      const t0 = Date.now();
-      let got = "resolved";
-      try {
-        await up.put(`https://127.0.0.1:${peer.port}/o`, new Uint8Array(32 * 1024 * 1024), { contentType: "x" });
-      } catch (e) {
-        got = code(e);
-      }
-      assert.equal(got, "upload-stalled");
-      assert.ok(Date.now() - t0 < 10_000);
+      const clock = new FakeClock();
+      const up = new HttpsUploader({ caCerts: [certs!.ca], clock });
+      const o = outcomeOf(
+        up.put(`https://127.0.0.1:${peer.port}/o`, new Uint8Array(32 * 1024 * 1024), { contentType: "x" }),
+      );
+      // Each fake window lets real I/O run between its ticks; once the kernel's buffers are full a window moves
+      // nothing. The limit is a hang guard (32 MiB of windows of at least 1 MiB), not the thing asserted.
+      await clock.advanceUntil(() => o.got !== undefined, { stepMs: 120_000, limitMs: 40 * 120_000 });
+      assert.equal(await o.settled, "upload-stalled");
+      assert.equal(clock.pending, 0, "the window and the cap were cancelled");
     } finally {
       await peer.close();
     }
@@ -196,28 +197,32 @@ Deno.test({
 
 Deno.test({
   ...T,
-  name: "HttpsUploader: a transfer past its cap is upload-timeout, and a cancel ends it at once",
+  name: "HttpsUploader: a real TLS transfer past its cap is upload-timeout, and a cancel ends one at once",
   fn: async () => {
-    const peer = trickle(certs!, 64 * 1024);
+    const peer = mute(certs!);
     try {
-      const capped = new HttpsUploader({ caCerts: [certs!.ca], limits: { stallWindowMs: 60_000, capMs: 300 } });
-      let got = "resolved";
-      try {
-        await capped.put(`https://127.0.0.1:${peer.port}/o`, new Uint8Array(64 * 1024 * 1024), { contentType: "x" });
-      } catch (e) {
-        got = code(e);
-      }
-      assert.equal(got, "upload-timeout");
-      const ac = new AbortController();
-      setTimeout(() => ac.abort(), 200);
-      const open = new HttpsUploader({ caCerts: [certs!.ca], limits: { stallWindowMs: 60_000 } });
-      await assert.rejects(
-        open.put(`https://127.0.0.1:${peer.port}/o`, new Uint8Array(64 * 1024 * 1024), {
-          contentType: "x",
-          signal: ac.signal,
-        }),
-        (e) => e instanceof UploadError && /cancelled/.test(e.message),
+      const clock = new FakeClock();
+      // A stall window longer than the cap isolates the cap.
+      const capped = new HttpsUploader({ caCerts: [certs!.ca], clock, limits: { stallWindowMs: 7 * 3_600_000 } });
+      const o = outcomeOf(
+        capped.put(`https://127.0.0.1:${peer.port}/o`, new Uint8Array(64 * 1024 * 1024), { contentType: "x" }),
       );
+      await waitFor(() => clock.pending === 2 || o.got !== undefined, "the transfer set its window and its cap");
+      await clock.advance(6 * 3_600_000 - 1);
+      assert.equal(o.got, undefined, "nothing ended before the cap");
+      await clock.advance(1);
+      assert.equal(await o.settled, "upload-timeout");
+
+      const ac = new AbortController();
+      const open = new HttpsUploader({ caCerts: [certs!.ca], clock, limits: { stallWindowMs: 7 * 3_600_000 } });
+      const cancelled = open.put(`https://127.0.0.1:${peer.port}/o`, new Uint8Array(64 * 1024 * 1024), {
+        contentType: "x",
+        signal: ac.signal,
+      });
+      await waitFor(() => clock.pending === 2, "the second transfer set its window and its cap");
+      ac.abort();
+      await assert.rejects(cancelled, (e) => e instanceof UploadError && /cancelled/.test(e.message));
+      assert.equal(clock.pending, 0);
     } finally {
       await peer.close();
     }

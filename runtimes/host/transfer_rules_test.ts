@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { UploadError } from "../../core/commands/kind_handlers/mod.ts";
 import { type Conn, HttpsUploader } from "./https_put.ts";
-import { ManualTransferClock } from "./transfer_clock.ts";
+import { FakeClock } from "../../fixtures/clock/fake_clock.ts";
 
 /** A connection that takes `takeBytes` and then blocks every write until it is closed. */
 function blockingConn(takeBytes: number): { conn: Conn; blocked: Promise<void> } {
@@ -44,15 +44,15 @@ async function withFile<T>(bytes: number, f: (path: string) => Promise<T>): Prom
 
 Deno.test("putFile: a peer that stops taking bytes is upload-stalled when a 2-minute window moved less than 1 MiB", async () => {
   await withFile(4 * 1024 * 1024, async (path) => {
-    const clock = new ManualTransferClock();
+    const clock = new FakeClock();
     const { conn, blocked } = blockingConn(512 * 1024);
     const up = new HttpsUploader({ clock, connect: () => Promise.resolve(conn) });
     const put = up.putFile("https://store.example/s.tar", path, { contentType: "application/x-tar" });
     const outcome = put.then(() => "done", (e) => e);
     await blocked;
-    clock.advance(119_999);
+    await clock.advance(119_999);
     assert.equal(clock.pending, 2, "nothing ended before the window closed");
-    clock.advance(1);
+    await clock.advance(1);
     const e = await outcome;
     assert.ok(e instanceof UploadError, String(e));
     assert.equal(e.code, "upload-stalled");
@@ -63,7 +63,7 @@ Deno.test("putFile: a peer that stops taking bytes is upload-stalled when a 2-mi
 
 Deno.test("putFile: a transfer that keeps moving is still upload-timeout after 6 hours in all", async () => {
   await withFile(64 * 1024, async (path) => {
-    const clock = new ManualTransferClock();
+    const clock = new FakeClock();
     const { conn, blocked } = blockingConn(0);
     // A stall window longer than the cap isolates the cap (the window's own test is above).
     const up = new HttpsUploader({
@@ -76,7 +76,7 @@ Deno.test("putFile: a transfer that keeps moving is still upload-timeout after 6
       (e) => e,
     );
     await blocked;
-    clock.advance(6 * 3_600_000);
+    await clock.advance(6 * 3_600_000);
     const e = await outcome;
     assert.ok(e instanceof UploadError && e.code === "upload-timeout", String(e));
   });

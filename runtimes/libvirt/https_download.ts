@@ -8,8 +8,8 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import { TRANSFER_LIMITS, type TransferLimits } from "../host/https_put.ts";
-import type { TransferClock } from "../host/transfer_clock.ts";
+import { type TransferClock, TRANSFER_LIMITS, type TransferLimits } from "../host/https_put.ts";
+import { repeat } from "../../core/clock.ts";
 
 /** A download that failed or was refused; `reason`: `not-https`, `download-failed`, `too-large`, `download-stalled`, `download-timeout`. */
 export class DownloadRefused extends Error {
@@ -43,7 +43,7 @@ export async function httpsDownload(url: string, dest: string, o: DownloadOption
     failure ??= e;
     abort.abort(e);
   };
-  const stopWatch = o.clock?.every(limits.stallWindowMs, () => {
+  const watch = o.clock && repeat(o.clock, limits.stallWindowMs, () => {
     if (moved - last < limits.stallMinBytes) {
       fail(
         new DownloadRefused(
@@ -56,7 +56,7 @@ export async function httpsDownload(url: string, dest: string, o: DownloadOption
     }
     last = moved;
   });
-  const stopCap = o.clock?.after(
+  const cap = o.clock?.setTimer(
     limits.capMs,
     () => fail(new DownloadRefused("download-timeout", `${o.what} ${url}: the transfer passed ${limits.capMs} ms`)),
   );
@@ -66,8 +66,8 @@ export async function httpsDownload(url: string, dest: string, o: DownloadOption
     if (failure !== undefined) throw failure;
     throw e;
   } finally {
-    stopWatch?.();
-    stopCap?.();
+    watch?.cancel();
+    cap?.cancel();
   }
 }
 

@@ -15,8 +15,8 @@ import {
   type SnapshotSource,
 } from "../../core/converge/instances/snapshot_source.ts";
 import type { Logger } from "../../core/log/mod.ts";
-import type { TransferLimits } from "../host/https_put.ts";
-import { REAL_TRANSFER_CLOCK, type TransferClock } from "../host/transfer_clock.ts";
+import type { TransferClock, TransferLimits } from "../host/https_put.ts";
+import { realClock } from "../../core/clock.ts";
 import { DownloadRefused, httpsDownload } from "./https_download.ts";
 
 /** Options of {@link SnapshotStore}. */
@@ -47,7 +47,7 @@ export class SnapshotStore implements SnapshotFetcher {
   constructor(opts: SnapshotStoreOptions) {
     this.dir = opts.dir;
     this.#o = opts;
-    this.#clock = opts.clock ?? REAL_TRANSFER_CLOCK;
+    this.#clock = opts.clock ?? realClock;
   }
 
   /** The verified archive of `sha256`. */
@@ -76,7 +76,7 @@ export class SnapshotStore implements SnapshotFetcher {
     const f = this.#failed.get(src.sha256);
     if (f) {
       const terminal = _TERMINAL.has(f.reason);
-      if (terminal || this.#clock.now() - f.at < SNAPSHOT_RETRY_MS) {
+      if (terminal || this.#clock.monotonic() - f.at < SNAPSHOT_RETRY_MS) {
         return { state: "failed", reason: f.reason, message: f.message, terminal };
       }
       this.#failed.delete(src.sha256);
@@ -84,7 +84,7 @@ export class SnapshotStore implements SnapshotFetcher {
     const p = this.#download(src).catch((e) => {
       const reason = e instanceof DownloadRefused ? e.reason : "download-failed";
       const message = e instanceof Error ? e.message : String(e);
-      this.#failed.set(src.sha256, { at: this.#clock.now(), reason, message });
+      this.#failed.set(src.sha256, { at: this.#clock.monotonic(), reason, message });
       this.#o.log?.warn({ sha256: src.sha256, reason, err: message }, "snapshot download failed");
     }).finally(() => {
       this.#inflight.delete(src.sha256);

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { ManualTransferClock } from "../host/transfer_clock.ts";
+import { FakeClock } from "../../fixtures/clock/fake_clock.ts";
 import { SnapshotStore } from "./snapshot_store.ts";
 
 const BYTES = new TextEncoder().encode("a snapshot archive");
@@ -53,24 +53,24 @@ function stallingFetch(stall: { on: boolean }, sent: () => void): typeof fetch {
 Deno.test("SnapshotStore: a stalled download fails download-stalled, is reported for a minute, then tried again and kept once verified", async () => {
   const dir = await Deno.makeTempDir({ prefix: "bcd-snapstore-" });
   try {
-    const clock = new ManualTransferClock();
+    const clock = new FakeClock();
     const stall = { on: true };
     let onSent!: () => void;
     let sent = new Promise<void>((r) => onSent = r);
     const store = new SnapshotStore({ dir, clock, fetch: stallingFetch(stall, () => onSent()) });
     assert.equal(store.poll(ref()).state, "downloading");
     await sent;
-    clock.advance(120_000);
+    await clock.advance(120_000);
     await store.settled(SHA);
     const failed = store.poll(ref());
     assert.equal(failed.state, "failed");
     assert.ok(failed.state === "failed" && failed.reason === "download-stalled" && !failed.terminal);
     assert.deepEqual([...Deno.readDirSync(dir)].map((e) => e.name), [], "no partial file is left");
-    clock.advance(59_999);
+    await clock.advance(59_999);
     assert.equal(store.poll(ref()).state, "failed", "reported for a minute");
     stall.on = false;
     sent = new Promise<void>((r) => onSent = r);
-    clock.advance(1);
+    await clock.advance(1);
     assert.equal(store.poll(ref()).state, "downloading", "tried again after a minute");
     await sent;
     await store.settled(SHA);
