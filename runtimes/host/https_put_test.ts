@@ -175,7 +175,8 @@ function outcomeOf(p: Promise<void>): { readonly got: string | undefined; readon
 
 Deno.test({
   ...T,
-  name: "HttpsUploader: a real TLS peer that stops taking bytes is upload-stalled once a 2-minute window moved less than 1 MiB",
+  name:
+    "HttpsUploader: a real TLS peer that stops taking bytes is upload-stalled once a 2-minute window moved less than 1 MiB",
   fn: async () => {
     const peer = mute(certs!);
     try {
