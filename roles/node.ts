@@ -56,7 +56,7 @@ import { diagDcgmHandler } from "../core/converge/devices/mod.ts";
 import { HelperError } from "../core/helper/mod.ts";
 import { HelperLibvirtHost } from "../runtimes/libvirt/helper_port.ts";
 import { LibvirtRuntime } from "../runtimes/libvirt/libvirt_runtime.ts";
-import { HelperNft } from "../runtimes/nft/helper_nft.ts";
+import { HelperNft } from "../runtimes/helper/nft_port.ts";
 import { NodeNetwork } from "../runtimes/nft/node_network.ts";
 import { SnapshotStore } from "../runtimes/libvirt/snapshot_store.ts";
 import { cleanStaging, LibvirtSnapshots, snapshotsDir } from "../runtimes/libvirt/snapshots.ts";

@@ -8,7 +8,6 @@
  * @module
  */
 import type { Logger } from "../log/mod.ts";
-import { HelperError } from "../helper/errors.ts";
 import { countDifferences, ListingMalformed, type RuleCounts } from "./counts.ts";
 import { type NetPolicy, NetPolicyError } from "./policy.ts";
 import { type Nft, NftFailed } from "./port.ts";
@@ -16,8 +15,7 @@ import { settled } from "../settled.ts";
 
 /** The failures a load or a listing may end in: retried, never fatal to the node. */
 export function isNftFailure(e: unknown): e is Error {
-  return e instanceof NftFailed || e instanceof ListingMalformed || e instanceof NetPolicyError ||
-    e instanceof HelperError;
+  return e instanceof NftFailed || e instanceof ListingMalformed || e instanceof NetPolicyError;
 }
 
 /** How often the tables are counted. */
@@ -65,7 +63,7 @@ export class NftKeeper {
 
   /**
    * Loads `policy` unless it is the one loaded and intact. Throws what the port throws (`NetPolicyError`,
-   * `NftFailed`, a helper error); the tables then stay as they were, and the next call tries again.
+   * `NftFailed`); the tables then stay as they were, and the next call tries again.
    */
   ensure(policy: NetPolicy): Promise<void> {
     return this.#serial(async () => {

@@ -2,7 +2,7 @@
  * Privilege separation's two halves over `core/helper`'s protocol: the root helper's server
  * ({@link HelperServer}, over {@link HelperBackends}: the real runtimes from {@link hostBackends}, or temp roots in
  * tests), and the agents' {@link HelperClient} with the host ports built on it (hold store, slices, host memory, host
- * inventory, rebooter, GPU tool, boot id).
+ * inventory, rebooter, GPU tool, boot id, nftables).
  *
  * @module
  */
@@ -10,6 +10,7 @@ export type { HelperBackends, HoldFiles } from "./backends.ts";
 export { DEFAULT_OP_TIMEOUT_MS, HelperClient, type HelperClientOptions, OP_TIMEOUTS_MS } from "./client.ts";
 export { runOp } from "./dispatch.ts";
 export { Mutex } from "./mutex.ts";
+export { HelperNft } from "./nft_port.ts";
 export { groupId, type HostBackendOptions, hostBackends, systemdRuns } from "./host_backends.ts";
 export {
   helperBootId,

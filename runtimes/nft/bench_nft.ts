@@ -21,7 +21,7 @@ import process from "node:process";
 import { silentLogger } from "../../core/log/mod.ts";
 import { checkNetPolicy, NFT_TABLES, NftKeeper, renderRuleset } from "../../core/netpolicy/mod.ts";
 import { startTestHelper } from "../helper/helper_testing.ts";
-import { HelperNft } from "./helper_nft.ts";
+import { HelperNft } from "../helper/nft_port.ts";
 import { Netns, netnsUnavailable } from "./netns_harness.ts";
 import { RealNft } from "./real_nft.ts";
 import { FLEET_HOST, fleetPolicy } from "./suite/fleet.ts";

@@ -3,17 +3,18 @@
  * namespace this test creates, and the node's helper-backed port over an in-process helper serving each of those.
  */
 import assert from "node:assert/strict";
-import { HelperError } from "../../core/helper/mod.ts";
-import { type NetPolicy, NetPolicyError, type Nft } from "../../core/netpolicy/mod.ts";
+import { type NetPolicy, NetPolicyError, type Nft, NftFailed } from "../../core/netpolicy/mod.ts";
 import { startTestHelper } from "../helper/helper_testing.ts";
+import { HelperNft } from "../helper/nft_port.ts";
 import { FakeNft } from "./fake_nft.ts";
-import { HelperNft } from "./helper_nft.ts";
 import { netnsAddresses } from "./host_addresses.ts";
 import { Netns, netnsUnavailable } from "./netns_harness.ts";
 import { RealNft } from "./real_nft.ts";
 
 interface Subject {
   readonly nft: Nft;
+  /** Makes the next apply fail as a refusing `nft -f` would (the fakes; the real nft cannot be told to). */
+  readonly failNextApply?: () => void;
   close(): Promise<void>;
 }
 
@@ -44,6 +45,7 @@ async function _overHelper(inner: () => Promise<Subject>): Promise<Subject> {
   const h = await startTestHelper({ nft: s.nft });
   return {
     nft: new HelperNft(h.client),
+    ...(s.failNextApply ? { failNextApply: s.failNextApply } : {}),
     close: async () => {
       await h.close();
       await s.close();
@@ -51,8 +53,10 @@ async function _overHelper(inner: () => Promise<Subject>): Promise<Subject> {
   };
 }
 
-const _fake = () =>
-  Promise.resolve({ nft: new FakeNft({ hostAddresses: ["10.0.3.1"] }), close: () => Promise.resolve() });
+function _fake(): Promise<Subject> {
+  const nft = new FakeNft({ hostAddresses: ["10.0.3.1"] });
+  return Promise.resolve({ nft, failNextApply: () => nft.failApplies(1), close: () => Promise.resolve() });
+}
 const skip = netnsUnavailable();
 const SUBJECTS: [string, () => Promise<Subject>, string | undefined][] = [
   ["FakeNft", _fake, undefined],
@@ -87,10 +91,18 @@ for (const [name, make, ignore] of SUBJECTS) {
           const hostile = { nics: [{ ...NIC, bridge: 'brt0" } flush ruleset' }] } as NetPolicy;
           await assert.rejects(
             s.nft.apply(hostile),
-            (e) => e instanceof NetPolicyError || (e instanceof HelperError && e.code === "invalid-argument"),
+            (e) => e instanceof NetPolicyError,
           );
           assert.deepEqual(await s.nft.list(), before);
         });
+        if (s.failNextApply) {
+          await t.step("a failed load is NftFailed and changes nothing", async () => {
+            const before = await s.nft.list();
+            s.failNextApply!();
+            await assert.rejects(s.nft.apply(ONE), (e) => e instanceof NftFailed && /fake failure/.test(e.message));
+            assert.deepEqual(await s.nft.list(), before);
+          });
+        }
         await t.step("an empty policy still loads the backstop tables", async () => {
           const loaded = await s.nft.apply({ nics: [] });
           assert.deepEqual(loaded["inet bcd_taps"]!.chains, { input: 1, forward: 2, output: 1 });
