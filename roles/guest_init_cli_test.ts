@@ -18,14 +18,35 @@ const python = await new Deno.Command("python3", { args: ["-c", "import pty, tty
 );
 if (!python) console.log("guest_init_cli_test: skipped: python3 with the pty module is missing");
 
-function guest(args: string[], stdio: "null" | "piped" = "null"): Deno.ChildProcess {
+function guest(args: string[], stdio: "null" | "piped" = "null", logLevel = "warn"): Deno.ChildProcess {
   return new Deno.Command(Deno.execPath(), {
     args: ["run", ...roleFlags("guest"), `${ROOT}roles/guest.ts`, ...args],
     stdin: "null",
     stdout: stdio,
     stderr: "piped",
-    env: { BCD_LOG_LEVEL: "warn" },
+    env: { BCD_LOG_LEVEL: logLevel },
   }).spawn();
+}
+
+/** Reads `c`'s stderr until a line holds `needle`; the text so far, and the rest of the stream drained. */
+async function stderrUntil(c: Deno.ChildProcess, needle: string): Promise<{ seen: string; rest: Promise<string> }> {
+  const reader = c.stderr.getReader();
+  const dec = new TextDecoder();
+  let seen = "";
+  while (!seen.includes(needle)) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`stderr ended before ${JSON.stringify(needle)}: ${seen}`);
+    seen += dec.decode(value, { stream: true });
+  }
+  const rest = (async () => {
+    let more = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return more;
+      more += dec.decode(value, { stream: true });
+    }
+  })();
+  return { seen, rest };
 }
 
 /** A relay and the slave's path. */
@@ -135,12 +156,15 @@ Deno.test("usage errors of init and worker, and idle runs until a signal ends it
     await errText(g);
     assert.equal((await g.status).code, 2, args.join(" "));
   }
-  const idle = guest(["idle"]);
-  const err = errText(idle);
-  await new Promise((r) => setTimeout(r, 300));
+  // idle says when it waits; the signal goes only then, so the status proves the signal ended it, not a start-up exit.
+  const idle = guest(["idle"], "null", "info");
+  let exited = false;
+  const status = idle.status.then((s) => (exited = true, s));
+  const { rest } = await stderrUntil(idle, "idle until a signal ends it");
+  assert.equal(exited, false, "idle ended by itself");
   idle.kill("SIGTERM");
-  const st = await idle.status;
-  await err;
+  const st = await status;
+  await rest;
   assert.equal(st.signal, "SIGTERM");
   assert.equal(Kind.Stop, 4);
 });

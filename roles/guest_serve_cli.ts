@@ -149,10 +149,11 @@ const workerCmd: Subcommand = {
   },
 };
 
-/** `idle`: sleeps until a signal ends it (PID 1's unrelated child). */
+/** `idle`: sleeps until a signal ends it (PID 1's unrelated child); says so (info) once it is waiting. */
 const idleCmd: Subcommand = {
   summary: "sleep until a signal ends it",
   run: async () => {
+    logger("idle").info("idle until a signal ends it");
     for (;;) await new Promise((r) => setTimeout(r, 3_600_000));
   },
 };
