@@ -1,7 +1,7 @@
 /**
  * The nftables port: what bcd needs from the kernel's firewall, behind one interface with a real implementation (the
  * `nft` binary, in the root helper: `runtimes/nft/real_nft.ts`), the node's (the helper's `nft.apply`/`nft.list` ops:
- * `runtimes/nft/helper_nft.ts`) and a fake (`runtimes/nft/fake_nft.ts`); one contract suite runs against all three.
+ * `runtimes/helper/nft_port.ts`) and a fake (`runtimes/nft/fake_nft.ts`); one contract suite runs against all three.
  *
  * @module
  */
