@@ -47,6 +47,8 @@ export interface PluginHostOptions {
   readonly maxInvokeMs?: number;
 }
 
+/** How long a crash report waits, after the exit, for the rest of stderr. */
+const _STDERR_AFTER_EXIT_MS = 2_000;
 const _STDERR_TAIL = 4096;
 
 interface _Pending {
@@ -85,9 +87,14 @@ class _Process {
     this.ready.catch((e) => {
       if (!(e instanceof PluginError)) throw e;
     });
-    void this.#drainStderr();
+    const drained = this.#drainStderr();
     void this.#readFrames();
-    this.exited = this.#child.status.then((s) => {
+    // The crash report carries the stderr written before the exit: the status can resolve before the last of it was
+    // read, so wait for the pipe's end — bounded, since a child the plugin left behind may hold the pipe open.
+    this.exited = this.#child.status.then(async (s) => {
+      let grace: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([drained, new Promise<void>((r) => grace = setTimeout(r, _STDERR_AFTER_EXIT_MS))]);
+      clearTimeout(grace);
       this.#fail(
         new PluginError(
           "plugin-crashed",
