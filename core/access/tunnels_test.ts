@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { jwksOf, newTicketSigner, signTicket } from "../../fixtures/testbed/tickets.ts";
-import { openTest, tempDataDir, TestClock } from "../journal/_testing.ts";
+import { openTest, tempDataDir, testClock } from "../journal/_testing.ts";
 import type { Journal } from "../journal/journal.ts";
 import { silentLogger } from "../log/mod.ts";
 import { JwksHolder } from "./jwks.ts";
@@ -105,7 +105,7 @@ function tunnels(
   });
 }
 
-const clock = new TestClock();
+const clock = testClock();
 const S = Math.floor(clock.now() / 1000);
 const claims = { aud: "n1", instance: "i-1", port: 22, exp: S + 300, nbf: S - 1 };
 

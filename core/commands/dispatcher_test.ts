@@ -9,6 +9,7 @@ import { FakeHandler } from "./fake_handlers.ts";
 import { CommandFailed, InvalidPayload } from "./rejection.ts";
 import type { CommandUpdate } from "./results.ts";
 import { EMPTY_TRUST_BUNDLE } from "../pki/trust_bundle.ts";
+import { FakeClock } from "../../fixtures/clock/fake_clock.ts";
 
 const tick = async (n = 10) => {
   for (let i = 0; i < n; i++) await new Promise((r) => setTimeout(r, 0));
@@ -47,7 +48,7 @@ Deno.test("handler failures become FAILED with invalid-payload, a kind-specific 
   for (const [name, fail, want] of rows) {
     await t.step(name, async () => {
       const dir = await Deno.makeTempDir({ dir: "/var/tmp" });
-      const journal = await Journal.open({ dataDir: dir, bootId: "boot-1", now: () => NOW });
+      const journal = await Journal.open({ dataDir: dir, bootId: "boot-1", clock: new FakeClock(NOW) });
       const updates: CommandUpdate[] = [];
       const registry = new HandlerRegistry().register(
         new FakeHandler("inventory.refresh", { result: () => Promise.resolve(fail()) }),
@@ -275,7 +276,7 @@ Deno.test("a replay after a restart is refused by the journal: the stored result
   await b.dispatcher.settled();
   await b.dispatcher.stop();
   await b.journal.close();
-  const journal2 = await Journal.open({ dataDir: b.dir, bootId: "boot-1", now: () => NOW });
+  const journal2 = await Journal.open({ dataDir: b.dir, bootId: "boot-1", clock: new FakeClock(NOW) });
   try {
     const updates: CommandUpdate[] = [];
     const registry = new HandlerRegistry().register(new FakeHandler("inventory.refresh"));
@@ -306,7 +307,7 @@ Deno.test("a replay after a restart is refused by the journal: the stored result
   } finally {
     await journal2.close();
     // the bench's own dispose closes the first journal again: reopen so it has something to close
-    b.journal = await Journal.open({ dataDir: b.dir, bootId: "boot-1", now: () => NOW });
+    b.journal = await Journal.open({ dataDir: b.dir, bootId: "boot-1", clock: new FakeClock(NOW) });
   }
 });
 

@@ -16,6 +16,7 @@ import { FakeHandler } from "./fake_handlers.ts";
 import { HandlerRegistry } from "./handlers.ts";
 import type { Role } from "./kinds.ts";
 import type { CommandUpdate } from "./results.ts";
+import { FakeClock } from "../../fixtures/clock/fake_clock.ts";
 
 export const NOW = Date.UTC(2026, 10, 30, 7, 0, 0);
 export const NODE = "node-1";
@@ -79,7 +80,7 @@ export async function openBench(
   } = {},
 ): Promise<Bench> {
   const dir = await Deno.makeTempDir({ dir: "/var/tmp", prefix: "bcd-commands-test-" });
-  const journal = await Journal.open({ dataDir: dir, bootId: "boot-1", now: () => NOW, nodeId: NODE });
+  const journal = await Journal.open({ dataDir: dir, bootId: "boot-1", clock: new FakeClock(NOW), nodeId: NODE });
   const pki = await makeTestPki({ approvers: opts.approvers ?? 2 });
   const ledger = await QuorumLedger.open(dir, () => NOW);
   const gated = opts.gated ?? false;

@@ -8,10 +8,11 @@ import { FakeHandler } from "./fake_handlers.ts";
 import { HandlerRegistry } from "./handlers.ts";
 import type { CommandUpdate } from "./results.ts";
 import type { TrustBundle } from "../pki/trust_bundle.ts";
+import { FakeClock } from "../../fixtures/clock/fake_clock.ts";
 
 /** A second process on the same data dir: a new incarnation of the journal and a fresh dispatcher. */
 async function restart(dir: string, bundle: TrustBundle, serverNow: number, unbatched = 0) {
-  const journal = await Journal.open({ dataDir: dir, bootId: "boot-1", now: () => NOW });
+  const journal = await Journal.open({ dataDir: dir, bootId: "boot-1", clock: new FakeClock(NOW) });
   const ledger = await QuorumLedger.open(dir, () => NOW);
   const handlers = {
     inv: new FakeHandler("inventory.refresh"),
@@ -71,7 +72,7 @@ Deno.test("a retry-safe command an earlier process accepted runs its acceptance 
         assert.equal(p2.handlers.inv.runs.length, want === "SUCCEEDED" ? 1 : 0);
       } finally {
         await p2.close();
-        b.journal = await Journal.open({ dataDir: b.dir, bootId: "boot-1", now: () => NOW });
+        b.journal = await Journal.open({ dataDir: b.dir, bootId: "boot-1", clock: new FakeClock(NOW) });
       }
     });
   }
@@ -94,7 +95,7 @@ Deno.test("a non-retry-safe command an earlier process left is FAILED interrupte
     assert.deepEqual(p2.handlers.reset.runs, []);
   } finally {
     await p2.close();
-    b.journal = await Journal.open({ dataDir: b.dir, bootId: "boot-1", now: () => NOW });
+    b.journal = await Journal.open({ dataDir: b.dir, bootId: "boot-1", clock: new FakeClock(NOW) });
   }
 });
 
@@ -141,7 +142,7 @@ Deno.test("quorum through the dispatcher: a batch leaf runs once, even across a 
     );
   } finally {
     await p2.close();
-    b.journal = await Journal.open({ dataDir: b.dir, bootId: "boot-1", now: () => NOW });
+    b.journal = await Journal.open({ dataDir: b.dir, bootId: "boot-1", clock: new FakeClock(NOW) });
   }
 });
 
@@ -160,7 +161,7 @@ Deno.test("the unbatched hourly limit holds across a restart of the daemon", asy
     assert.deepEqual(p2.updates.map((u) => `${u.state}:${u.reason}`), ["REJECTED:UNBATCHED_LIMIT"]);
   } finally {
     await p2.close();
-    b.journal = await Journal.open({ dataDir: b.dir, bootId: "boot-1", now: () => NOW });
+    b.journal = await Journal.open({ dataDir: b.dir, bootId: "boot-1", clock: new FakeClock(NOW) });
   }
 });
 
@@ -204,6 +205,6 @@ Deno.test("a graceful stop leaves queued commands accepted (not CANCELLED); the 
     ]);
   } finally {
     await p2.close();
-    b.journal = await Journal.open({ dataDir: b.dir, bootId: "boot-1", now: () => NOW });
+    b.journal = await Journal.open({ dataDir: b.dir, bootId: "boot-1", clock: new FakeClock(NOW) });
   }
 });

@@ -1,19 +1,18 @@
 /**
- * Test support for the journal's suites: temp data directories, a settable clock and a fault-injecting driver.
+ * Test support for the journal's suites: temp data directories, a clock tests move (`fixtures/clock` FakeClock) and a
+ * fault-injecting driver.
  *
  * @module
  */
+import type { Clock } from "../clock.ts";
+import { FakeClock } from "../../fixtures/clock/fake_clock.ts";
 import { openNodeSqlite } from "./driver_node_sqlite.ts";
 import { Journal, type JournalOptions } from "./journal.ts";
 import type { SqlDriver, SqlDriverFactory, SqlRow, SqlValue } from "./sql_driver.ts";
 
-/** A clock tests move by hand. */
-export class TestClock {
-  constructor(public t = Date.UTC(2026, 10, 30, 6, 0, 0)) {}
-  readonly now = (): number => this.t;
-  advance(ms: number): void {
-    this.t += ms;
-  }
+/** A fake clock whose wall time starts at `t` (default 2026-11-30T06:00Z) and moves only when the test advances it. */
+export function testClock(t = Date.UTC(2026, 10, 30, 6, 0, 0)): FakeClock {
+  return new FakeClock(t);
 }
 
 /** A fresh temp data directory; removed by the returned disposer. */
@@ -23,8 +22,12 @@ export async function tempDataDir(): Promise<{ dir: string } & AsyncDisposable> 
 }
 
 /** Opens a journal in `dir` with test defaults (boot "boot-1", the given clock). */
-export function openTest(dir: string, clock: TestClock, extra: Partial<JournalOptions> = {}): Promise<Journal> {
-  return Journal.open({ dataDir: dir, bootId: "boot-1", now: clock.now, ...extra });
+export function openTest(
+  dir: string,
+  clock: Pick<Clock, "now">,
+  extra: Partial<JournalOptions> = {},
+): Promise<Journal> {
+  return Journal.open({ dataDir: dir, bootId: "boot-1", clock, ...extra });
 }
 
 /** Faults a {@link FaultyDriver} can inject. */

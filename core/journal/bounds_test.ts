@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { boundsFromConfig, DEFAULT_BOUNDS, EVENT_ROW_OVERHEAD } from "./bounds.ts";
 import { JournalBusy } from "./errors.ts";
-import { bytes, openTest, tempDataDir, TestClock } from "./_testing.ts";
+import { bytes, openTest, tempDataDir, testClock } from "./_testing.ts";
 
 const RS = { kind: "inventory.refresh", retrySafe: true, selfTerminating: false };
 
@@ -24,7 +24,7 @@ Deno.test("bounds default to 64 MiB and 10,000 events; config may lower them, ne
 
 Deno.test("when the event count bound is reached the oldest metric events go first", async () => {
   await using tmp = await tempDataDir();
-  const j = await openTest(tmp.dir, new TestClock(), { bounds: { maxBytes: 1 << 20, maxUnackedEvents: 4 } });
+  const j = await openTest(tmp.dir, testClock(), { bounds: { maxBytes: 1 << 20, maxUnackedEvents: 4 } });
   await j.appendEvent("metric", bytes("m1"));
   await j.appendEvent("transition", bytes("t2"));
   await j.appendEvent("metric", bytes("m3"));
@@ -41,7 +41,7 @@ Deno.test("when the event count bound is reached the oldest metric events go fir
 Deno.test("when the byte bound is reached the oldest metric events go first, several if needed", async () => {
   await using tmp = await tempDataDir();
   const each = 100 + EVENT_ROW_OVERHEAD;
-  const j = await openTest(tmp.dir, new TestClock(), { bounds: { maxBytes: each * 4, maxUnackedEvents: 100 } });
+  const j = await openTest(tmp.dir, testClock(), { bounds: { maxBytes: each * 4, maxUnackedEvents: 100 } });
   const p = new Uint8Array(100);
   for (let i = 0; i < 3; i++) await j.appendEvent("metric", p);
   await j.appendEvent("transition", p);
@@ -54,7 +54,7 @@ Deno.test("when the byte bound is reached the oldest metric events go first, sev
 
 Deno.test("results and transitions are never dropped: they pass the bound and the journal answers BUSY", async () => {
   await using tmp = await tempDataDir();
-  const j = await openTest(tmp.dir, new TestClock(), { bounds: { maxBytes: 1 << 20, maxUnackedEvents: 3 } });
+  const j = await openTest(tmp.dir, testClock(), { bounds: { maxBytes: 1 << 20, maxUnackedEvents: 3 } });
   await j.appendEvent("metric", bytes("m"));
   for (let i = 0; i < 3; i++) await j.appendEvent(i % 2 ? "result" : "transition", bytes(`x${i}`));
   assert.deepEqual((await j.unackedEvents()).map((e) => e.class), ["transition", "result", "transition"]);
@@ -75,7 +75,7 @@ Deno.test("results and transitions are never dropped: they pass the bound and th
 
 Deno.test("metric events alone never make the journal BUSY", async () => {
   await using tmp = await tempDataDir();
-  const j = await openTest(tmp.dir, new TestClock(), { bounds: { maxBytes: 1 << 20, maxUnackedEvents: 2 } });
+  const j = await openTest(tmp.dir, testClock(), { bounds: { maxBytes: 1 << 20, maxUnackedEvents: 2 } });
   for (let i = 0; i < 5; i++) await j.appendEvent("metric", bytes(`m${i}`));
   assert.deepEqual((await j.unackedEvents()).map((e) => e.seq), [4, 5]);
   assert.equal(await j.isFull(), false);
@@ -85,7 +85,7 @@ Deno.test("metric events alone never make the journal BUSY", async () => {
 
 Deno.test("an event larger than the whole byte bound is refused and leaves the journal usable", async () => {
   await using tmp = await tempDataDir();
-  const j = await openTest(tmp.dir, new TestClock(), { bounds: { maxBytes: 1000, maxUnackedEvents: 10 } });
+  const j = await openTest(tmp.dir, testClock(), { bounds: { maxBytes: 1000, maxUnackedEvents: 10 } });
   await assert.rejects(() => j.appendEvent("result", new Uint8Array(1000)), RangeError);
   const r = await j.appendEvent("result", new Uint8Array(10));
   assert.deepEqual(r, { appended: true, seq: 1, droppedMetrics: 0 }, "no sequence number was spent");

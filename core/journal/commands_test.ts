@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { CommandStateError } from "./errors.ts";
-import { openTest, tempDataDir, TestClock } from "./_testing.ts";
+import { openTest, tempDataDir, testClock } from "./_testing.ts";
 import type { Journal } from "./journal.ts";
 
 const NRS = { kind: "gpu.reset", retrySafe: false, selfTerminating: false };
@@ -11,7 +11,7 @@ async function refused(p: Promise<unknown>, reason: string): Promise<void> {
 
 Deno.test("each lifecycle step refuses what does not belong to it", async (t) => {
   await using tmp = await tempDataDir();
-  const clock = new TestClock();
+  const clock = testClock();
   const old = await openTest(tmp.dir, clock, { incarnation: "old" });
   await old.accept("left", NRS);
   await old.close();
@@ -48,7 +48,7 @@ Deno.test("each lifecycle step refuses what does not belong to it", async (t) =>
 
 Deno.test("a retry-safe entry an earlier process left that fails its checks again is rejected and journaled", async () => {
   await using tmp = await tempDataDir();
-  const clock = new TestClock();
+  const clock = testClock();
   const old = await openTest(tmp.dir, clock, { incarnation: "old" });
   await old.accept("inv", { kind: "inventory.refresh", retrySafe: true, selfTerminating: false });
   await old.close();
@@ -60,7 +60,7 @@ Deno.test("a retry-safe entry an earlier process left that fails its checks agai
 
 Deno.test("expire() settles an accepted entry of this process REJECTED/EXPIRED; a running one is refused", async () => {
   await using tmp = await tempDataDir();
-  const j = await openTest(tmp.dir, new TestClock(), { incarnation: "now" });
+  const j = await openTest(tmp.dir, testClock(), { incarnation: "now" });
   await j.accept("late", NRS);
   const d = await j.expire("late", "past not_after at its start");
   assert.deepEqual([d.state, d.result.state, d.result.code, d.result.message, d.result.bootId], [

@@ -8,7 +8,7 @@ import { openLibsql } from "./driver_libsql.ts";
 import { openNodeSqlite } from "./driver_node_sqlite.ts";
 import { enforceDurability } from "./schema.ts";
 import type { SqlDriverFactory } from "./sql_driver.ts";
-import { bytes, openTest, tempDataDir, TestClock } from "./_testing.ts";
+import { bytes, openTest, tempDataDir, testClock } from "./_testing.ts";
 
 const DRIVERS: [string, SqlDriverFactory][] = [["node:sqlite", openNodeSqlite], ["libsql", openLibsql]];
 
@@ -35,7 +35,7 @@ for (const [name, factory] of DRIVERS) {
 
   Deno.test(`${name}: the journal's command path runs on it`, async () => {
     await using tmp = await tempDataDir();
-    const j = await openTest(tmp.dir, new TestClock(), { driver: factory });
+    const j = await openTest(tmp.dir, testClock(), { driver: factory });
     await Promise.all([1, 2, 3].map((i) => j.accept(`c${i}`, { kind: "k", retrySafe: true, selfTerminating: false })));
     await j.finish("c1", { state: "SUCCEEDED", body: bytes("r") });
     const r = await j.resolve("c1", { retrySafe: true, selfTerminating: false });

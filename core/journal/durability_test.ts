@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
 import { JournalDurabilityError, JournalStopped } from "./errors.ts";
-import { bytes, faultyFactory, openTest, tempDataDir, TestClock } from "./_testing.ts";
+import { bytes, faultyFactory, openTest, tempDataDir, testClock } from "./_testing.ts";
 import { IDENTITY_FILE } from "./identity_file.ts";
 import { JOURNAL_FILE } from "./journal.ts";
 
@@ -20,7 +20,7 @@ function peek(dir: string, sql: string): Record<string, unknown>[] {
 
 Deno.test("the journal runs in WAL mode (synchronous=NORMAL; the journal syncs the WAL itself)", async () => {
   await using tmp = await tempDataDir();
-  const j = await openTest(tmp.dir, new TestClock());
+  const j = await openTest(tmp.dir, testClock());
   await j.close();
   const db = new DatabaseSync(join(tmp.dir, JOURNAL_FILE));
   assert.equal((db.prepare("PRAGMA journal_mode").get() as { journal_mode: string }).journal_mode, "wal");
@@ -38,11 +38,11 @@ Deno.test("the journal refuses to open with durability weaker than WAL + synchro
       await using tmp = await tempDataDir();
       const f = faultyFactory(c.faults);
       await assert.rejects(
-        () => openTest(tmp.dir, new TestClock(), { driver: f.factory }),
+        () => openTest(tmp.dir, testClock(), { driver: f.factory }),
         (e: unknown) => e instanceof JournalDurabilityError && e.reason === "weak-durability",
       );
       // The lock was released: a proper open succeeds.
-      const j = await openTest(tmp.dir, new TestClock());
+      const j = await openTest(tmp.dir, testClock());
       await j.close();
     });
   }
@@ -50,7 +50,7 @@ Deno.test("the journal refuses to open with durability weaker than WAL + synchro
 
 Deno.test("accepted is committed before accept() returns: another connection sees it at once", async () => {
   await using tmp = await tempDataDir();
-  const j = await openTest(tmp.dir, new TestClock());
+  const j = await openTest(tmp.dir, testClock());
   await j.accept("c1", NRS);
   assert.deepEqual(peek(tmp.dir, "SELECT id, state FROM commands").map((r) => [r.id, r.state]), [["c1", "accepted"]]);
   await j.markRunning("c1");
@@ -63,7 +63,7 @@ Deno.test("accepted is committed before accept() returns: another connection see
 Deno.test("every write commits (one fsync) before it returns; concurrent acceptances share one commit", async () => {
   await using tmp = await tempDataDir();
   const f = faultyFactory({});
-  const j = await openTest(tmp.dir, new TestClock(), { driver: f.factory });
+  const j = await openTest(tmp.dir, testClock(), { driver: f.factory });
   const before = f.driver().commits;
   await j.accept("one", NRS);
   assert.equal(f.driver().commits, before + 1);
@@ -76,7 +76,7 @@ Deno.test("every write commits (one fsync) before it returns; concurrent accepta
 
 Deno.test("a refusal inside a group rolls back only its own operation", async () => {
   await using tmp = await tempDataDir();
-  const j = await openTest(tmp.dir, new TestClock());
+  const j = await openTest(tmp.dir, testClock());
   await j.accept("dup", NRS);
   const results = await Promise.allSettled([j.accept("a", NRS), j.accept("dup", NRS), j.accept("b", NRS)]);
   assert.deepEqual(results.map((r) => r.status), ["fulfilled", "rejected", "fulfilled"]);
@@ -88,7 +88,7 @@ Deno.test("a failed write/fsync stops the journal (fail-stop): no retry, every l
   await using tmp = await tempDataDir();
   const f = faultyFactory({});
   let stops = 0;
-  const j = await openTest(tmp.dir, new TestClock(), { driver: f.factory, onStop: () => stops++ });
+  const j = await openTest(tmp.dir, testClock(), { driver: f.factory, onStop: () => stops++ });
   await j.accept("before", NRS);
   f.driver().faults.failCommit = true;
   const commitsBefore = f.driver().execs.filter((s) => s === "COMMIT").length;
@@ -101,7 +101,7 @@ Deno.test("a failed write/fsync stops the journal (fail-stop): no retry, every l
   assert.equal(stops, 1);
   assert.ok(j.stopped instanceof JournalStopped);
   await j.close();
-  const j2 = await openTest(tmp.dir, new TestClock());
+  const j2 = await openTest(tmp.dir, testClock());
   assert.equal(await j2.get("x"), null, "the failed group left nothing behind");
   assert.equal((await j2.get("before"))?.state, "accepted");
   await j2.close();
@@ -109,7 +109,7 @@ Deno.test("a failed write/fsync stops the journal (fail-stop): no retry, every l
 
 Deno.test("identity.json mirrors the server time mark, mode 0600, written atomically", async () => {
   await using tmp = await tempDataDir();
-  const j = await openTest(tmp.dir, new TestClock());
+  const j = await openTest(tmp.dir, testClock());
   await j.observeServerTime(1_000_000, "welcome");
   const path = join(tmp.dir, IDENTITY_FILE);
   assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
@@ -122,7 +122,7 @@ Deno.test("identity.json mirrors the server time mark, mode 0600, written atomic
 Deno.test("a failed write statement stops the journal too, and the group's other operations fail with it", async () => {
   await using tmp = await tempDataDir();
   const f = faultyFactory({});
-  const j = await openTest(tmp.dir, new TestClock(), { driver: f.factory });
+  const j = await openTest(tmp.dir, testClock(), { driver: f.factory });
   await j.accept("ok", NRS);
   f.driver().faults.failWrites = true;
   const r = await Promise.allSettled([j.get("ok"), j.accept("x", NRS)]);
@@ -130,7 +130,7 @@ Deno.test("a failed write statement stops the journal too, and the group's other
   assert.ok(r.every((x) => x.status === "rejected" && x.reason instanceof JournalStopped));
   assert.match(j.stopped?.message ?? "", /disk is full/);
   await j.close();
-  const j2 = await openTest(tmp.dir, new TestClock());
+  const j2 = await openTest(tmp.dir, testClock());
   assert.equal((await j2.get("ok"))?.state, "accepted");
   assert.equal(await j2.get("x"), null);
   await j2.close();

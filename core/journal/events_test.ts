@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { bytes, openTest, tempDataDir, TestClock } from "./_testing.ts";
+import { bytes, openTest, tempDataDir, testClock } from "./_testing.ts";
 
 Deno.test("event sequence numbers increase from 1 per journal_id and survive reopening", async () => {
   await using tmp = await tempDataDir();
-  const clock = new TestClock();
+  const clock = testClock();
   const j = await openTest(tmp.dir, clock);
   const seqs = [];
   for (const c of ["metric", "transition", "result"] as const) {
@@ -23,7 +23,7 @@ Deno.test("event sequence numbers increase from 1 per journal_id and survive reo
 
 Deno.test("acks are cumulative; an ack for another journal_id is ignored", async () => {
   await using tmp = await tempDataDir();
-  const j = await openTest(tmp.dir, new TestClock());
+  const j = await openTest(tmp.dir, testClock());
   for (let i = 0; i < 5; i++) await j.appendEvent("transition", bytes(`t${i}`));
   assert.equal(await j.ackEvents("another-journal", 5), 0);
   assert.equal((await j.unackedEvents()).length, 5);
@@ -40,7 +40,7 @@ Deno.test("acks are cumulative; an ack for another journal_id is ignored", async
 
 Deno.test("the spec part keeps the last full spec, its hash and its signature", async () => {
   await using tmp = await tempDataDir();
-  const j = await openTest(tmp.dir, new TestClock());
+  const j = await openTest(tmp.dir, testClock());
   assert.equal(await j.getSpec(), null);
   await j.putSpec({ generation: 3, bytes: bytes("spec3"), hash: "h3" });
   await j.putSpec({ generation: 4, bytes: bytes("spec4"), hash: "h4", signature: bytes("sig4") });
@@ -48,7 +48,7 @@ Deno.test("the spec part keeps the last full spec, its hash and its signature", 
   await j.setLastEpoch(7);
   await j.setNodeId("node-1");
   await j.close();
-  const j2 = await openTest(tmp.dir, new TestClock());
+  const j2 = await openTest(tmp.dir, testClock());
   assert.deepEqual(await j2.getSpec(), { generation: 4, bytes: bytes("spec4"), hash: "h4", signature: bytes("sig4") });
   const m = await j2.meta();
   assert.deepEqual([m.appliedGeneration, m.lastEpoch, m.nodeId], [4, 7, "node-1"]);
@@ -57,7 +57,7 @@ Deno.test("the spec part keeps the last full spec, its hash and its signature", 
 
 Deno.test("announced allocations follow the Bound/Released events they ride, survive acks and reopening", async () => {
   await using tmp = await tempDataDir();
-  const clock = new TestClock();
+  const clock = testClock();
   const j = await openTest(tmp.dir, clock);
   assert.deepEqual(await j.announcedAllocations(), new Set());
   await j.appendEvent("transition", bytes("bound a"), { allocationId: "a", bound: true });
@@ -79,7 +79,7 @@ Deno.test("announced allocations follow the Bound/Released events they ride, sur
 
 Deno.test("a journal written before announced allocations existed opens with the table added, empty", async () => {
   await using tmp = await tempDataDir();
-  const clock = new TestClock();
+  const clock = testClock();
   const j = await openTest(tmp.dir, clock);
   await j.appendEvent("transition", bytes("e"));
   await j.close();

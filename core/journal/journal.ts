@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { type Clock, realClock } from "../clock.ts";
 import { DEFAULT_BOUNDS, type JournalBounds } from "./bounds.ts";
 import {
   acceptOp,
@@ -69,8 +70,8 @@ export interface JournalOptions {
   readonly bootId: string;
   /** This process start's incarnation id; a fresh UUID by default. */
   readonly incarnation?: string;
-  /** The clock, ms since the epoch; `Date.now` by default. */
-  readonly now?: () => number;
+  /** The clock whose wall time stamps entries and events (default the real clock). */
+  readonly clock?: Pick<Clock, "now">;
   /** From `boundsFromConfig(resolved.journal)`; the defaults otherwise. */
   readonly bounds?: JournalBounds;
   readonly logger?: JournalLogger;
@@ -98,7 +99,7 @@ export class Journal {
   #syncedChanges = -1;
   readonly #queue: WriteQueue;
   readonly #lock: DataDirLock;
-  readonly #now: () => number;
+  readonly #clock: Pick<Clock, "now">;
   readonly #log: JournalLogger;
   readonly #maxTickets: number;
   #closed = false;
@@ -116,7 +117,7 @@ export class Journal {
       journalId: string;
       opened: OpenReport;
       wal: WalSync;
-      now: () => number;
+      clock: Pick<Clock, "now">;
       log: JournalLogger;
     },
   ) {
@@ -129,7 +130,7 @@ export class Journal {
     this.#db = init.db;
     this.#wal = init.wal;
     this.#lock = init.lock;
-    this.#now = init.now;
+    this.#clock = init.clock;
     this.#log = init.log;
     this.#maxTickets = init.opts.maxExecTickets ?? MAX_EXEC_TICKETS;
     const onStop = init.opts.onStop;
@@ -165,18 +166,18 @@ export class Journal {
    * error level), and restores the server time mark from the identity.json mirror. Call {@link recover} next.
    */
   static async open(opts: JournalOptions): Promise<Journal> {
-    const now = opts.now ?? Date.now;
+    const clock = opts.clock ?? realClock;
     const log = opts.logger ?? _NO_LOG;
     const incarnation = opts.incarnation ?? crypto.randomUUID();
     const s = await openStore({
       dataDir: opts.dataDir,
       incarnation,
-      now,
+      clock,
       log,
       driver: opts.driver ?? openNodeSqlite,
       nodeId: opts.nodeId ?? null,
     });
-    return new Journal({ opts, ...s, incarnation, now, log });
+    return new Journal({ opts, ...s, incarnation, clock, log });
   }
 
   #ctx(): ResolveContext {
@@ -185,7 +186,7 @@ export class Journal {
 
   #op<T>(fn: (db: SqlDriver, now: number) => Promise<T>): Promise<T> {
     if (this.#closed) return Promise.reject(new JournalError("journal-closed", "the journal is closed"));
-    return this.#queue.submit((db) => fn(db, this.#now()));
+    return this.#queue.submit((db) => fn(db, this.#clock.now()));
   }
 
   /** The error that stopped the journal (fail-stop), or null. */
@@ -399,7 +400,7 @@ export class Journal {
       this.#markWritten ??= written;
       this.#mark ??= written;
     }
-    const mark = advanceMark(this.#mark, serverTime, source, this.#now());
+    const mark = advanceMark(this.#mark, serverTime, source, this.#clock.now());
     this.#mark = mark;
     if (mark - this.#markWritten >= MARK_PERSIST_STEP_MS || (source === "welcome" && mark > this.#markWritten)) {
       await this.#writeMark();

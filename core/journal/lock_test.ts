@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import { JournalLocked } from "./errors.ts";
 import { lockHolder } from "./lock.ts";
-import { openTest, tempDataDir, TestClock } from "./_testing.ts";
+import { openTest, tempDataDir, testClock } from "./_testing.ts";
 
 Deno.test("a second opener of the same data_dir is refused with a message naming the holder", async () => {
   await using tmp = await tempDataDir();
-  const j = await openTest(tmp.dir, new TestClock(), { incarnation: "inc-holder" });
+  const j = await openTest(tmp.dir, testClock(), { incarnation: "inc-holder" });
   await assert.rejects(
-    () => openTest(tmp.dir, new TestClock()),
+    () => openTest(tmp.dir, testClock()),
     (e: unknown) =>
       e instanceof JournalLocked && e.reason === "journal-locked" && e.message.includes(`pid ${Deno.pid}`) &&
       e.message.includes("inc-holder"),
@@ -15,7 +15,7 @@ Deno.test("a second opener of the same data_dir is refused with a message naming
   assert.match(lockHolder(tmp.dir) ?? "", /inc-holder/);
   await j.close();
   assert.equal(lockHolder(tmp.dir), null);
-  const again = await openTest(tmp.dir, new TestClock());
+  const again = await openTest(tmp.dir, testClock());
   await again.close();
 });
 
@@ -36,13 +36,13 @@ Deno.test("a second process is refused while the first holds the journal; the lo
   const first = await reader.read();
   assert.match(new TextDecoder().decode(first.value), /held/);
   await assert.rejects(
-    () => openTest(tmp.dir, new TestClock()),
+    () => openTest(tmp.dir, testClock()),
     (e: unknown) => e instanceof JournalLocked && e.message.includes(`pid ${holder.pid}`),
   );
   holder.kill("SIGKILL");
   await holder.status;
   reader.releaseLock();
   await holder.stdout.cancel();
-  const j = await openTest(tmp.dir, new TestClock());
+  const j = await openTest(tmp.dir, testClock());
   await j.close();
 });

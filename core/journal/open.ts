@@ -5,6 +5,7 @@
  * @module
  */
 import { join } from "node:path";
+import type { Clock } from "../clock.ts";
 import type { Logger } from "../log/mod.ts";
 import { fsyncDir } from "./durable_file.ts";
 import { JournalDamaged, JournalError } from "./errors.ts";
@@ -40,7 +41,7 @@ export interface OpenReport {
 export interface StoreOptions {
   readonly dataDir: string;
   readonly incarnation: string;
-  readonly now: () => number;
+  readonly clock: Pick<Clock, "now">;
   readonly log: JournalLogger;
   readonly driver: SqlDriverFactory;
   readonly nodeId: string | null;
@@ -65,12 +66,12 @@ const DAMAGE = /not a database|malformed|corrupt|file is encrypted/i;
  * released.
  */
 export async function openStore(opts: StoreOptions): Promise<OpenStore> {
-  const { dataDir, now, log } = opts;
+  const { dataDir, clock, log } = opts;
   await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 });
   const lock = acquireLock(dataDir, {
     pid: Deno.pid,
     incarnation: opts.incarnation,
-    since: new Date(now()).toISOString(),
+    since: new Date(clock.now()).toISOString(),
   });
   try {
     const mirror = (await readIdentity(dataDir))?.server_time_mark;
@@ -87,7 +88,7 @@ export async function openStore(opts: StoreOptions): Promise<OpenStore> {
           journalId: crypto.randomUUID(),
           nodeId: opts.nodeId,
           serverTimeMark: typeof mirror === "number" ? mirror : 0,
-          createdAt: now(),
+          createdAt: clock.now(),
         });
         let meta = await getMeta(db);
         if (typeof mirror === "number" && Number.isSafeInteger(mirror) && mirror > meta.serverTimeMark) {
@@ -117,7 +118,7 @@ export async function openStore(opts: StoreOptions): Promise<OpenStore> {
         const damaged = e instanceof JournalDamaged ||
           (!(e instanceof JournalError) && e instanceof Error && DAMAGE.test(e.message));
         if (!damaged || quarantined !== undefined) throw e;
-        quarantined = await quarantineJournal(dataDir, dbPath, (e as Error).message, now());
+        quarantined = await quarantineJournal(dataDir, dbPath, (e as Error).message, clock.now());
       }
     }
   } catch (e) {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { memoryLogger } from "../log/mod.ts";
-import { bytes, openTest, tempDataDir, TestClock } from "./_testing.ts";
+import { bytes, openTest, tempDataDir, testClock } from "./_testing.ts";
 import { JOURNAL_FILE } from "./journal.ts";
 import { QUARANTINE_DIR } from "./quarantine.ts";
 
@@ -19,7 +19,7 @@ Deno.test("a journal that is not a database is moved aside and a new journal_id 
   const garbage = bytes("this is not sqlite ".repeat(300));
   await Deno.writeFile(join(tmp.dir, JOURNAL_FILE), garbage);
   const { logger, lines } = memoryLogger();
-  const j = await openTest(tmp.dir, new TestClock(), { logger });
+  const j = await openTest(tmp.dir, testClock(), { logger });
   assert.ok(j.opened.quarantined, "reported as quarantined");
   assert.equal(j.opened.created, true);
   const names = quarantined(tmp.dir);
@@ -35,7 +35,7 @@ Deno.test("a journal that is not a database is moved aside and a new journal_id 
 
 Deno.test("a journal with a damaged page fails its integrity check and is quarantined, never reused in place", async () => {
   await using tmp = await tempDataDir();
-  const clock = new TestClock();
+  const clock = testClock();
   const j = await openTest(tmp.dir, clock);
   for (let i = 0; i < 300; i++) await j.accept(`cmd-${i}`, { kind: "k", retrySafe: true, selfTerminating: false });
   const oldId = j.journalId;
@@ -56,13 +56,13 @@ Deno.test("a journal with a damaged page fails its integrity check and is quaran
 
 Deno.test("a journal without its meta is damaged, not silently reinitialised", async () => {
   await using tmp = await tempDataDir();
-  const j = await openTest(tmp.dir, new TestClock());
+  const j = await openTest(tmp.dir, testClock());
   await j.close();
   const { DatabaseSync } = await import("node:sqlite");
   const db = new DatabaseSync(join(tmp.dir, JOURNAL_FILE));
   db.exec("DELETE FROM meta WHERE key = 'journal_id'");
   db.close();
-  const j2 = await openTest(tmp.dir, new TestClock());
+  const j2 = await openTest(tmp.dir, testClock());
   assert.match(j2.opened.quarantined?.reason ?? "", /journal_id/);
   await j2.close();
 });

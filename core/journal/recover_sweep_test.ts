@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { openTest, tempDataDir, TestClock } from "./_testing.ts";
+import { openTest, tempDataDir, testClock } from "./_testing.ts";
 import { RETENTION_MS } from "./sweep.ts";
 import { TicketReplayed, TicketsFull } from "./errors.ts";
 
@@ -12,7 +12,7 @@ const K = {
 
 Deno.test("recover() settles rebooted and interrupted for the next Hello; retry-safe entries wait", async () => {
   await using tmp = await tempDataDir();
-  const clock = new TestClock();
+  const clock = testClock();
   const j = await openTest(tmp.dir, clock, { incarnation: "i1", bootId: "b1" });
   await j.accept("reboot", K.reboot);
   await j.markRunning("reboot");
@@ -46,22 +46,22 @@ Deno.test("recover() settles rebooted and interrupted for the next Hello; retry-
 
 Deno.test("sweep() deletes done and orphaned entries older than 7 days, never the running process's", async () => {
   await using tmp = await tempDataDir();
-  const clock = new TestClock();
+  const clock = testClock();
   const j = await openTest(tmp.dir, clock, { incarnation: "old" });
   await j.accept("orphan", K.inv);
   await j.accept("done-old", K.inv);
   await j.finish("done-old", { state: "SUCCEEDED" });
   await j.close();
-  clock.advance(60_000);
+  await clock.advance(60_000);
   const j2 = await openTest(tmp.dir, clock, { incarnation: "now" });
   await j2.accept("mine", K.inv);
   await j2.accept("done-new", K.inv);
   await j2.finish("done-new", { state: "SUCCEEDED" });
-  clock.advance(RETENTION_MS - 60_000);
+  await clock.advance(RETENTION_MS - 60_000);
   assert.deepEqual(await j2.sweep(), { done: 0, orphaned: 0, tickets: 0 }, "exactly 7 days old is kept");
-  clock.advance(1);
+  await clock.advance(1);
   assert.deepEqual(await j2.sweep(), { done: 1, orphaned: 1, tickets: 0 });
-  clock.advance(RETENTION_MS);
+  await clock.advance(RETENTION_MS);
   assert.deepEqual(await j2.sweep(), { done: 1, orphaned: 0, tickets: 0 });
   assert.equal((await j2.get("mine"))?.state, "accepted", "the running process's entry stays");
   await j2.close();
@@ -69,17 +69,17 @@ Deno.test("sweep() deletes done and orphaned entries older than 7 days, never th
 
 Deno.test("exec tickets: a used jti is refused until it expires; a full set refuses new tickets", async () => {
   await using tmp = await tempDataDir();
-  const clock = new TestClock();
+  const clock = testClock();
   const j = await openTest(tmp.dir, clock, { maxExecTickets: 3 });
-  await j.useExecTicket("a", clock.t + 1000);
-  await assert.rejects(() => j.useExecTicket("a", clock.t + 1000), TicketReplayed);
-  await j.useExecTicket("b", clock.t + 5000);
-  await j.useExecTicket("c", clock.t + 5000);
-  await assert.rejects(() => j.useExecTicket("d", clock.t + 5000), (e: unknown) => e instanceof TicketsFull);
-  clock.advance(1000);
-  await j.useExecTicket("d", clock.t + 5000);
-  await assert.rejects(() => j.useExecTicket("a", clock.t + 5000), TicketsFull, "expired a is forgotten, set full");
-  clock.advance(10_000);
+  await j.useExecTicket("a", clock.now() + 1000);
+  await assert.rejects(() => j.useExecTicket("a", clock.now() + 1000), TicketReplayed);
+  await j.useExecTicket("b", clock.now() + 5000);
+  await j.useExecTicket("c", clock.now() + 5000);
+  await assert.rejects(() => j.useExecTicket("d", clock.now() + 5000), (e: unknown) => e instanceof TicketsFull);
+  await clock.advance(1000);
+  await j.useExecTicket("d", clock.now() + 5000);
+  await assert.rejects(() => j.useExecTicket("a", clock.now() + 5000), TicketsFull, "expired a is forgotten, set full");
+  await clock.advance(10_000);
   assert.equal((await j.sweep()).tickets, 3);
   await j.close();
 });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { CommandStateError } from "./errors.ts";
 import { resolveEntry } from "./resolve.ts";
-import { bytes, openTest, tempDataDir, TestClock } from "./_testing.ts";
+import { bytes, openTest, tempDataDir, testClock } from "./_testing.ts";
 import type { JournalEntry, ResolveFlags } from "./types.ts";
 
 const ME = { incarnation: "inc-now", bootId: "boot-now" };
@@ -97,7 +97,7 @@ Deno.test("resolveEntry() follows the seed's resolution table row by row", async
 
 Deno.test("Journal.resolve() settles the rebooted and interrupted rows durably and resends them afterwards", async () => {
   await using tmp = await tempDataDir();
-  const clock = new TestClock();
+  const clock = testClock();
   const j1 = await openTest(tmp.dir, clock, { incarnation: "inc-1", bootId: "boot-1" });
   await j1.accept("reboot", { kind: "node.reboot", ...ST_RS });
   await j1.markRunning("reboot");
@@ -122,7 +122,7 @@ Deno.test("Journal.resolve() settles the rebooted and interrupted rows durably a
 
 Deno.test("a journaled rejection answers a duplicate delivery the same way", async () => {
   await using tmp = await tempDataDir();
-  const j = await openTest(tmp.dir, new TestClock());
+  const j = await openTest(tmp.dir, testClock());
   const d = await j.reject("c1", { kind: "gpu.reset", ...NRS }, "EXPIRED", "past not_after");
   assert.deepEqual([d.result.state, d.result.code], ["REJECTED", "EXPIRED"]);
   const r = await j.resolve("c1", NRS);
@@ -135,7 +135,7 @@ Deno.test("a journaled rejection answers a duplicate delivery the same way", asy
 
 Deno.test("cancelled is a journal outcome and a real outcome wins over a late cancel", async (t) => {
   await using tmp = await tempDataDir();
-  const clock = new TestClock();
+  const clock = testClock();
   const old = await openTest(tmp.dir, clock, { incarnation: "old" });
   await old.accept("left", { kind: "logs.collect", ...RS });
   await old.close();

@@ -7,6 +7,7 @@ import { Dispatcher } from "../dispatcher.ts";
 import { HandlerRegistry } from "../handlers.ts";
 import type { CommandUpdate } from "../results.ts";
 import { nodeRebootHandler } from "./node_reboot.ts";
+import { FakeClock } from "../../../fixtures/clock/fake_clock.ts";
 
 const NOW = Date.UTC(2026, 10, 30, 7, 0, 0);
 
@@ -47,7 +48,7 @@ function reboot(id: string) {
 Deno.test("node.reboot journals running{boot_id} before the rebooter is asked, and the next boot reports SUCCEEDED rebooted", async () => {
   const dir = await Deno.makeTempDir({ dir: "/var/tmp" });
   try {
-    const journal = await Journal.open({ dataDir: dir, bootId: "boot-1", now: () => NOW });
+    const journal = await Journal.open({ dataDir: dir, bootId: "boot-1", clock: new FakeClock(NOW) });
     const seen: string[] = [];
     let stateAtReboot = "";
     let rebooted!: () => void;
@@ -72,7 +73,7 @@ Deno.test("node.reboot journals running{boot_id} before the rebooter is asked, a
     // The machine goes down: the process never finishes the command (its dispatcher is abandoned, not stopped).
     await journal.close();
 
-    const after = await Journal.open({ dataDir: dir, bootId: "boot-2", now: () => NOW });
+    const after = await Journal.open({ dataDir: dir, bootId: "boot-2", clock: new FakeClock(NOW) });
     try {
       await after.recover();
       const updates2: CommandUpdate[] = [];
@@ -106,7 +107,7 @@ Deno.test("node.reboot fails reboot-failed when the init system refuses, or when
   ) {
     await t.step(name, async () => {
       const dir = await Deno.makeTempDir({ dir: "/var/tmp" });
-      const journal = await Journal.open({ dataDir: dir, bootId: "boot-1", now: () => NOW });
+      const journal = await Journal.open({ dataDir: dir, bootId: "boot-1", clock: new FakeClock(NOW) });
       const registry = new HandlerRegistry().register(
         nodeRebootHandler({ rebooter: { reboot: rebootFn }, sleep: () => Promise.resolve() }),
       );
