@@ -117,7 +117,9 @@ export async function startTestHelper(
     mig?: MigPort;
     sharing?: SharingPort;
     kubernetes?: KubernetesPort;
-    server?: Partial<Pick<HelperServerOptions, "idleMs" | "partialLineMs" | "writeStallMs" | "maxConnections">>;
+    server?: Partial<
+      Pick<HelperServerOptions, "idleMs" | "partialLineMs" | "writeStallMs" | "maxConnections" | "clock">
+    >;
     libvirt?: LibvirtHostPort;
     access?: AccessHost;
     /** `dcgm.diag`'s backend (default: dcgmi is not installed). */

@@ -12,6 +12,7 @@
  * @module
  */
 import { encodeError, HelperError } from "../../core/helper/mod.ts";
+import type { Clock } from "../../core/clock.ts";
 
 /** Answer bytes a peer may leave unread before the helper stops reading its requests (backpressure). */
 export const MAX_UNSENT_ANSWER_BYTES = 256 * 1024;
@@ -46,7 +47,7 @@ export class Peer {
   /** Why the server ends this peer gracefully: sent as the `closing` notice after its last answer. */
   closingWhy: string | undefined;
   readonly #conn: Deno.Conn;
-  readonly #now: () => number;
+  readonly #clock: Pick<Clock, "monotonic">;
   readonly #onIoError: (e: unknown) => void;
   #queue: Uint8Array[] = [];
   #writing = false;
@@ -58,13 +59,13 @@ export class Peer {
   constructor(
     readonly id: number,
     conn: Deno.Conn,
-    now: () => number,
+    clock: Pick<Clock, "monotonic">,
     onIoError: (e: unknown) => void,
   ) {
     this.#conn = conn;
-    this.#now = now;
+    this.#clock = clock;
     this.#onIoError = onIoError;
-    this.lastActivity = now();
+    this.lastActivity = clock.monotonic();
     this.lastWrite = this.lastActivity;
     this.#stopped = new Promise<null>((r) => this.#stopRead = () => r(null));
   }
@@ -161,7 +162,7 @@ export class Peer {
           if (this.#dead) return;
           n += w;
           this.unsent -= w;
-          this.lastWrite = this.lastActivity = this.#now();
+          this.lastWrite = this.lastActivity = this.#clock.monotonic();
         }
         this.#queue.shift();
         this.#wake();
@@ -171,7 +172,7 @@ export class Peer {
       this.#die(); // a dead peer's queue goes at once: every later answer is dropped, not tried
     } finally {
       this.#writing = false;
-      if (this.#queue.length === 0) this.lastWrite = this.#now();
+      if (this.#queue.length === 0) this.lastWrite = this.#clock.monotonic();
       this.#wake();
     }
   }

@@ -1,15 +1,20 @@
 /**
  * What one connection may cost the helper (issue 27, items 2–4 and 8's log): idle and partial-line deadlines with the
  * `closing` notice, eviction of the least active peer past the connection cap, the write stall, the client sending
- * again what a closed connection never had read, and the refusal log's burst. In process, with short deadlines; the
+ * again what a closed connection never had read, and the refusal log's burst. In process, the deadlines at their
+ * defaults on a fake clock (`fixtures/clock`), so no test waits for them and none depends on the machine's speed; the
  * same attacks on a real `bcd-helper` process are `fixtures/testbed/e2e_helper_attack_test.ts`.
  */
 import assert from "node:assert/strict";
 import { HelperError } from "../../core/helper/mod.ts";
 import { HelperClient } from "./client.ts";
-import { REFUSAL_LOG_BURST } from "./server.ts";
+import { IDLE_TIMEOUT_MS, PARTIAL_LINE_DEADLINE_MS, REFUSAL_LOG_BURST, WRITE_STALL_MS } from "./server.ts";
 import { startTestHelper, TEST_BOOT_ID } from "./helper_testing.ts";
 import { waitFor } from "../../fixtures/poll.ts";
+import { FakeClock } from "../../fixtures/clock/fake_clock.ts";
+
+/** The server's watch interval at the default deadlines (a quarter of the shortest). */
+const TICK_MS = Math.min(IDLE_TIMEOUT_MS, PARTIAL_LINE_DEADLINE_MS, WRITE_STALL_MS) / 4;
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -42,33 +47,48 @@ function closeQuietly(c: Deno.Conn): void {
   }
 }
 
+/** Reads until the helper closes `c`, advancing `clock` a watch tick at a time meanwhile; the lines and the fake instant. */
+async function readToEndOnClock(c: Deno.Conn, clock: FakeClock, limitMs: number) {
+  let lines: Awaited<ReturnType<typeof readToEnd>> | undefined;
+  const reading = readToEnd(c).then((l) => lines = l);
+  const at = await clock.advanceUntil(() => lines !== undefined, { stepMs: TICK_MS, limitMs });
+  return { lines: await reading, at };
+}
+
 Deno.test("an idle connection is ended with the closing notice after the idle timeout", async () => {
-  const h = await startTestHelper({ server: { idleMs: 150 } });
+  const clock = new FakeClock();
+  const h = await startTestHelper({ server: { clock } });
   try {
     const c = await Deno.connect({ transport: "unix", path: h.socket });
     await c.write(enc.encode('{"id":1,"op":"host.boot_id"}\n'));
-    const lines = await readToEnd(c);
+    const { lines, at } = await readToEndOnClock(c, clock, 2 * IDLE_TIMEOUT_MS);
     closeQuietly(c);
     assert.equal(lines.length, 2);
     assert.deepEqual(lines[0], { id: 1, ok: true, result: { bootId: TEST_BOOT_ID } });
     assert.equal(lines[1]!.id, null);
     assert.equal(lines[1]!.error?.code, "closing");
-    assert.match(lines[1]!.error!.message, /idle for 150 ms/);
+    assert.match(lines[1]!.error!.message, new RegExp(`idle for ${IDLE_TIMEOUT_MS} ms`));
+    assert.ok(at > IDLE_TIMEOUT_MS, `ended at ${at} ms, not before the idle timeout`);
   } finally {
     await h.close();
   }
 });
 
 Deno.test("a line begun and not finished within the deadline ends the connection", async () => {
-  const h = await startTestHelper({ server: { partialLineMs: 150 } });
+  const clock = new FakeClock();
+  const h = await startTestHelper({ server: { clock } });
   try {
     const c = await Deno.connect({ transport: "unix", path: h.socket });
     await c.write(enc.encode('{"id":1,"op":"host.bo'));
-    const lines = await readToEnd(c);
+    const { lines, at } = await readToEndOnClock(c, clock, 2 * IDLE_TIMEOUT_MS);
     closeQuietly(c);
     assert.equal(lines.length, 1);
     assert.equal(lines[0]!.error?.code, "closing");
-    assert.match(lines[0]!.error!.message, /a line begun was not finished in 150 ms/);
+    assert.match(
+      lines[0]!.error!.message,
+      new RegExp(`a line begun was not finished in ${PARTIAL_LINE_DEADLINE_MS} ms`),
+    );
+    assert.ok(at > PARTIAL_LINE_DEADLINE_MS && at < IDLE_TIMEOUT_MS, `ended at ${at} ms: by the line's deadline`);
   } finally {
     await h.close();
   }
@@ -131,7 +151,8 @@ Deno.test("a newcomer is answered busy only when every peer has a request runnin
 });
 
 Deno.test("a peer that never reads its answers is closed after the write stall, its queue dropped", async () => {
-  const h = await startTestHelper({ server: { writeStallMs: 200 } });
+  const clock = new FakeClock();
+  const h = await startTestHelper({ server: { clock } });
   try {
     const c = await Deno.connect({ transport: "unix", path: h.socket });
     const flood = enc.encode("{}\n".repeat(200_000));
@@ -146,7 +167,9 @@ Deno.test("a peer that never reads its answers is closed after the write stall, 
           e instanceof Deno.errors.BadResource || e instanceof Deno.errors.Interrupted)
       ) throw e;
     });
-    await waitFor(() => h.logs.some((l) => l.msg === "helper: peer does not read its answers; closing"), "the stall");
+    const stalled = () => h.logs.some((l) => l.msg === "helper: peer does not read its answers; closing");
+    const at = await clock.advanceUntil(stalled, { stepMs: TICK_MS, limitMs: 4 * WRITE_STALL_MS });
+    assert.ok(at > WRITE_STALL_MS, `closed at ${at} ms, not before the write stall`);
     await waitFor(() => h.server.connections === 0, "the peer closed");
     closeQuietly(c);
     await writing;

@@ -48,6 +48,7 @@ import {
   RequestRefused,
 } from "../../core/helper/mod.ts";
 import type { KindRole } from "../../core/commands/kinds.ts";
+import { type Clock, realClock, repeat } from "../../core/clock.ts";
 import type { Logger } from "../../core/log/mod.ts";
 import type { HelperBackends } from "./backends.ts";
 import { runOp } from "./dispatch.ts";
@@ -83,8 +84,8 @@ export interface HelperServerOptions {
   readonly partialLineMs?: number;
   /** Write-stall timeout in ms (default {@link WRITE_STALL_MS}). */
   readonly writeStallMs?: number;
-  /** The clock of those deadlines, in ms (default `Date.now`); the watch runs every quarter of the shortest. */
-  readonly now?: () => number;
+  /** The clock of those deadlines (default the real clock); the watch runs on it every quarter of the shortest. */
+  readonly clock?: Pick<Clock, "monotonic" | "setTimer">;
 }
 
 /** How the socket is made. */
@@ -117,7 +118,7 @@ export class HelperServer {
   readonly #idleMs: number;
   readonly #partialMs: number;
   readonly #stallMs: number;
-  readonly #now: () => number;
+  readonly #clock: Pick<Clock, "monotonic" | "setTimer">;
   readonly #writes = new Mutex();
   readonly #peers = new Set<Peer>();
   #nextConn = 1;
@@ -132,7 +133,7 @@ export class HelperServer {
     this.#idleMs = opts.idleMs ?? IDLE_TIMEOUT_MS;
     this.#partialMs = opts.partialLineMs ?? PARTIAL_LINE_DEADLINE_MS;
     this.#stallMs = opts.writeStallMs ?? WRITE_STALL_MS;
-    this.#now = opts.now ?? Date.now;
+    this.#clock = opts.clock ?? realClock;
   }
 
   /** The agent role served. */
@@ -187,7 +188,7 @@ export class HelperServer {
 
   #watch(p: Peer, reader: LineReaderState & { lines: number }, mark: { since?: number; lines: number }): void {
     if (p.dead) return;
-    const now = this.#now();
+    const now = this.#clock.monotonic();
     if (p.unsent > 0 && now - p.lastWrite > this.#stallMs) {
       this.#log.warn(
         { conn: p.id, unsent: p.unsent, ms: this.#stallMs },
@@ -217,7 +218,7 @@ export class HelperServer {
   /** Serves one connection until the peer closes it, sends a line past the cap, idles or is evicted; closes it. */
   async serve(conn: Deno.Conn): Promise<void> {
     const cid = this.#nextConn++;
-    const peer = new Peer(cid, conn, this.#now, (e) => {
+    const peer = new Peer(cid, conn, this.#clock, (e) => {
       this.#log.error({ conn: cid, err: String(e) }, "helper: connection I/O failed");
     });
     if (this.#peers.size >= this.#maxConns) {
@@ -236,7 +237,7 @@ export class HelperServer {
     const reader: LineReaderState & { lines: number } = { partialBytes: 0, lines: 0 };
     const mark: { since?: number; lines: number } = { lines: 0 };
     const tick = Math.max(10, Math.floor(Math.min(this.#idleMs, this.#partialMs, this.#stallMs) / 4));
-    const watch = setInterval(() => this.#watch(peer, reader, mark), tick);
+    const watch = repeat(this.#clock, tick, () => this.#watch(peer, reader, mark));
     const running = new Set<Promise<void>>();
     try {
       for await (const ev of boundedLines(peer.readable(), MAX_REQUEST_LINE, reader)) {
@@ -262,7 +263,7 @@ export class HelperServer {
           peer.send(encodeError(e.id, e.error));
           continue;
         }
-        peer.lastActivity = this.#now();
+        peer.lastActivity = this.#clock.monotonic();
         if (peer.running >= this.#maxInFlight) {
           this.#refused(peer, { id: req.id, op: req.op, code: "busy" }, "helper: busy");
           peer.send(encodeError(req.id, new HelperError("busy", `${req.op}: ${this.#maxInFlight} requests in flight`)));
@@ -282,7 +283,7 @@ export class HelperServer {
           },
         ).finally(() => {
           peer.running--;
-          peer.lastActivity = this.#now();
+          peer.lastActivity = this.#clock.monotonic();
           running.delete(t);
         });
         running.add(t);
@@ -294,7 +295,7 @@ export class HelperServer {
       await Promise.allSettled([...running]);
       if (peer.closingWhy !== undefined) peer.sendClosing(peer.closingWhy);
       await peer.drained();
-      clearInterval(watch);
+      watch.cancel();
       this.#peers.delete(peer);
       peer.close();
       if (peer.refusalsSuppressed > 0) {
