@@ -22,6 +22,7 @@ import { instanceSnapshotHandler } from "../../core/commands/kind_handlers/insta
 import type { HandlerContext } from "../../core/commands/handlers.ts";
 import { packPayload, unpackResult } from "../../proto/mod.ts";
 import { CommandVirsh, parseVirshList, type Virsh, VirshError, type VirshErrorCode } from "./virsh.ts";
+import { FakeClock } from "../../fixtures/clock/fake_clock.ts";
 
 type Backend = { readonly virsh: Virsh; readonly real: boolean; readonly viaHelper?: boolean } | {
   readonly skip: string;
@@ -189,7 +190,7 @@ function virshContract(label: string, make: () => Promise<Backend>): void {
     const b = await make();
     if ("skip" in b) return void await skipped(t, b.skip);
     // The real marker is trusted only once libvirt's last change has settled; this run's clock is a minute ahead.
-    const v = b.real ? new CommandVirsh({ uri: "qemu:///system", now: () => Date.now() + 60_000 }) : b.virsh;
+    const v = b.real ? new CommandVirsh({ uri: "qemu:///system", clock: new FakeClock(Date.now() + 60_000) }) : b.virsh;
     const name = `bcd-mk-${crypto.randomUUID().slice(0, 8)}`;
     try {
       let last = await v.changeMarker();
@@ -843,10 +844,13 @@ async function setup(
     shutdownGraceMs: opts.shutdownGraceMs ?? 5_000,
     snapshots: store,
     cpuModel: () => Promise.resolve(CPU),
-    now: () => clock.t,
-    sleep: (ms) => {
-      clock.t += ms;
-      return new Promise((r) => setTimeout(r, 50));
+    // A clock that moves by what the runtime sleeps, and lets the fake guest's real timers run meanwhile.
+    clock: {
+      monotonic: () => clock.t,
+      sleep: (ms) => {
+        clock.t += ms;
+        return new Promise((r) => setTimeout(r, 50));
+      },
     },
   });
   return {

@@ -34,6 +34,7 @@ import { baseVirtualSize, buildSeedIso, createOverlay, overlayBase, resizeDisk }
 import { ImageFetchRefused, ImageStore } from "./image_store.ts";
 import { unpackSnapshot } from "./snapshot_restore.ts";
 import type { SnapshotStore } from "./snapshot_store.ts";
+import { type Clock, realClock } from "../../core/clock.ts";
 
 /** The runtime's name in `InstanceSpec.runtime`. */
 export const LIBVIRT_RUNTIME = "libvirt-kvm";
@@ -46,9 +47,8 @@ export interface LibvirtRuntimeOptions {
   readonly fetch?: typeof fetch;
   /** How long a stop waits for the guest to power off before `destroy` (default 60 s). */
   readonly shutdownGraceMs?: number;
-  /** Clock and sleep (tests inject both). */
-  readonly now?: () => number;
-  readonly sleep?: (ms: number) => Promise<void>;
+  /** The clock a stop's shutdown grace runs on, polling the domain's state each second (default the real clock). */
+  readonly clock?: Pick<Clock, "monotonic" | "sleep">;
   /** The downloaded snapshots `restore_from` boots from; without it such an instance is refused. */
   readonly snapshots?: SnapshotStore;
   /** The host CPU model (the inventory's): a memory snapshot restores only on the model it was taken on. */
@@ -282,12 +282,11 @@ export class LibvirtRuntime implements InstanceRuntime {
     if (state === undefined || state === "stopped") return;
     if (state === "running") {
       _check(await this.#o.host.shutdown(id), id);
-      const now = this.#o.now ?? Date.now;
-      const sleep = this.#o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-      const until = now() + (this.#o.shutdownGraceMs ?? 60_000);
-      while (now() < until) {
+      const clock = this.#o.clock ?? realClock;
+      const until = clock.monotonic() + (this.#o.shutdownGraceMs ?? 60_000);
+      while (clock.monotonic() < until) {
         if ((await this.#state(id)) !== "running") break;
-        await sleep(1000);
+        await clock.sleep(1000);
       }
     }
     const left = await this.#state(id);

@@ -19,6 +19,7 @@
  * @module
  */
 import { denoRunner, type RunResult } from "../nvidia/nvidia_smi.ts";
+import { type Clock, realClock } from "../../core/clock.ts";
 
 /** A domain's state as `virsh list --all` prints it, folded to the three bcd knows. */
 export type VirshState = "running" | "paused" | "stopped";
@@ -151,8 +152,8 @@ export interface CommandVirshOptions {
   /** The driver's directories whose mtimes are the change marker (default {@link SYSTEM_STATE_DIRS} for
    * `qemu:///system`, none for another URI: no marker, every listing asks libvirt). */
   readonly stateDirs?: readonly string[];
-  /** The wall clock the marker's settle time is measured on (ms since the epoch). */
-  readonly now?: () => number;
+  /** The clock whose wall time the marker's settle time is measured on (file times are wall times; default real). */
+  readonly clock?: Pick<Clock, "now">;
 }
 
 /** The real `virsh -c <uri>`. */
@@ -163,7 +164,7 @@ export class CommandVirsh implements Virsh {
   readonly #tmp: string | undefined;
   readonly #run: NonNullable<CommandVirshOptions["run"]>;
   readonly #dirs: readonly string[];
-  readonly #now: () => number;
+  readonly #clock: Pick<Clock, "now">;
 
   constructor(opts: CommandVirshOptions = {}) {
     this.uri = opts.uri ?? "qemu:///system";
@@ -172,13 +173,13 @@ export class CommandVirsh implements Virsh {
     this.#tmp = opts.tmpDir;
     this.#run = opts.run ?? denoRunner;
     this.#dirs = opts.stateDirs ?? (this.uri === "qemu:///system" ? SYSTEM_STATE_DIRS : []);
-    this.#now = opts.now ?? Date.now;
+    this.#clock = opts.clock ?? realClock;
   }
 
   async changeMarker(): Promise<string | undefined> {
     if (this.#dirs.length === 0) return undefined;
     const parts: string[] = [];
-    const now = this.#now();
+    const now = this.#clock.now();
     for (const d of this.#dirs) {
       let st: Deno.FileInfo;
       try {
