@@ -4,6 +4,7 @@ import { ConditionSet } from "./conditions.ts";
 import { type ApplyOutcome, ConvergenceEngine, type SectionConverger, TerminalSectionError } from "./engine.ts";
 import { ConvergeLoop, DRIFT_INTERVAL_MS, RETRY_INTERVAL_MS } from "./loop.ts";
 import { SECTION_FIELD_NUMBER, SECTION_ORDER, type SectionName } from "./section.ts";
+import { FakeClock } from "../../fixtures/clock/fake_clock.ts";
 
 type Behaviour = ApplyOutcome | "throw" | "terminal-throw" | "nothing-to-do";
 
@@ -217,25 +218,25 @@ Deno.test("conditions report their age on the monotonic clock, not a timestamp",
 });
 
 Deno.test("passes run on every spec, on the 10-minute drift timer, and after 30 s while progressing", async () => {
-  let now = 0;
+  const clock = new FakeClock();
   const calls: string[] = [];
   const dev = new FakeSection("devices", CONVERGED, calls);
   const e = engine([dev]);
   const reports: number[] = [];
-  const loop = new ConvergeLoop(e, { now: () => now, onStatus: (s) => reports.push(s.observed_generation) });
+  const loop = new ConvergeLoop(e, { clock, onStatus: (s) => reports.push(s.observed_generation) });
   assert.equal(await loop.tick(), undefined, "no spec, no pass");
   await loop.onSpec({ generation: 1, specHash: "h", sections: { devices: 1 } });
   assert.equal(e.passes, 1);
-  now = DRIFT_INTERVAL_MS - 1;
+  await clock.advance(DRIFT_INTERVAL_MS - 1);
   assert.equal(await loop.tick(), undefined);
-  now = DRIFT_INTERVAL_MS;
+  await clock.advance(1);
   assert.ok(await loop.tick());
   assert.equal(e.passes, 2);
   dev.behaviour = PROGRESSING;
   await loop.onSpec({ generation: 2, specHash: "h2", sections: { devices: 2 } });
-  now += RETRY_INTERVAL_MS - 1;
+  await clock.advance(RETRY_INTERVAL_MS - 1);
   assert.equal(await loop.tick(), undefined);
-  now += 1;
+  await clock.advance(1);
   dev.behaviour = CONVERGED;
   assert.equal((await loop.tick())?.observed_generation, 2);
   assert.deepEqual(reports, [1, 1, 1, 2]);

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { Clock } from "../clock.ts";
 import type { ConvergenceEngine, HeldSpec, StatusSnapshot } from "./engine.ts";
 
 /** The drift pass interval (000 §Device assignments: "the 10-minute drift pass"). */
@@ -13,8 +14,8 @@ export const RETRY_INTERVAL_MS = 30_000;
 
 /** Options for {@link ConvergeLoop}. */
 export interface ConvergeLoopOptions {
-  /** Wall or monotonic milliseconds; only differences matter. */
-  readonly now: () => number;
+  /** The clock the intervals are measured on (its monotonic time: a wall-clock step moves no pass). */
+  readonly clock: Pick<Clock, "monotonic">;
   readonly driftMs?: number;
   readonly retryMs?: number;
   /** Called with every pass's status (the session coalesces them latest-wins). */
@@ -43,7 +44,7 @@ export class ConvergeLoop {
     this.#lastPassAt = Number.NEGATIVE_INFINITY;
   }
 
-  /** When the next timed pass is due. */
+  /** When the next timed pass is due (the clock's monotonic time). */
   nextPassAt(): number {
     const wait = this.#engine.progressing
       ? (this.#opts.retryMs ?? RETRY_INTERVAL_MS)
@@ -53,12 +54,12 @@ export class ConvergeLoop {
 
   /** Runs a pass when one is due; returns its status, or `undefined` when none was due. */
   async tick(): Promise<StatusSnapshot | undefined> {
-    if (this.#engine.spec === undefined || this.#opts.now() < this.nextPassAt()) return undefined;
+    if (this.#engine.spec === undefined || this.#opts.clock.monotonic() < this.nextPassAt()) return undefined;
     return await this.#run();
   }
 
   async #run(): Promise<StatusSnapshot> {
-    this.#lastPassAt = this.#opts.now();
+    this.#lastPassAt = this.#opts.clock.monotonic();
     const s = await this.#engine.pass();
     this.#opts.onStatus?.(s);
     return s;

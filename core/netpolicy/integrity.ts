@@ -7,6 +7,7 @@
  *
  * @module
  */
+import type { Clock } from "../clock.ts";
 import type { Logger } from "../log/mod.ts";
 import { countDifferences, ListingMalformed, type RuleCounts } from "./counts.ts";
 import { type NetPolicy, NetPolicyError } from "./policy.ts";
@@ -23,8 +24,8 @@ export const INTEGRITY_INTERVAL_MS = 5_000;
 
 /** Options of {@link NftKeeper}. */
 export interface NftKeeperOptions {
-  /** Monotonic milliseconds; only differences matter. */
-  readonly now: () => number;
+  /** The clock the checks are spaced on (its monotonic time). */
+  readonly clock: Pick<Clock, "monotonic">;
   readonly log: Logger;
   readonly intervalMs?: number;
 }
@@ -77,7 +78,10 @@ export class NftKeeper {
 
   /** Runs the integrity check when one is due; `undefined` when none was due or nothing was ever loaded. */
   tick(): Promise<IntegrityResult | undefined> {
-    if (this.#policy === undefined || this.#o.now() < this.#lastCheck + (this.#o.intervalMs ?? INTEGRITY_INTERVAL_MS)) {
+    if (
+      this.#policy === undefined ||
+      this.#o.clock.monotonic() < this.#lastCheck + (this.#o.intervalMs ?? INTEGRITY_INTERVAL_MS)
+    ) {
       return Promise.resolve(undefined);
     }
     return this.check();
@@ -86,7 +90,7 @@ export class NftKeeper {
   /** Counts the tables now and reloads on a difference. */
   check(): Promise<IntegrityResult | undefined> {
     return this.#serial(async () => {
-      this.#lastCheck = this.#o.now();
+      this.#lastCheck = this.#o.clock.monotonic();
       if (this.#policy === undefined) return undefined;
       let differences: string[];
       try {
@@ -118,7 +122,7 @@ export class NftKeeper {
     this.#expect = await this.#nft.apply(this.#policy!);
     this.#broken = false;
     // A load is as good as a check: the next one is due a whole interval later.
-    this.#lastCheck = this.#o.now();
+    this.#lastCheck = this.#o.clock.monotonic();
   }
 
   /** One load or check at a time, in call order. */

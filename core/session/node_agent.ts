@@ -164,7 +164,7 @@ export class NodeAgent implements SessionDelegate, EventSink {
     const convergers = o.convergers?.(this, this.conditions) ?? [];
     this.engine = new ConvergenceEngine({ convergers, log: o.log, conditions: this.conditions });
     this.loop = new ConvergeLoop(this.engine, {
-      now: this.#now,
+      clock: this.#clock,
       driftMs: o.driftMs,
       onStatus: (s) => this.#status(s),
     });

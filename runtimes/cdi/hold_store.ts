@@ -14,6 +14,7 @@ import type { HoldRecord, ObservedHold, UnreadableHold } from "../../core/conver
 import type { HoldListing, HoldStore } from "../../core/converge/devices/ports.ts";
 import { atomicWrite, removeDurably } from "./atomic_write.ts";
 import { CdiSpecError, cdiSpecText, envFileText, MAX_SPEC_BYTES, parseCdiSpec } from "./spec.ts";
+import { type Clock, realClock } from "../../core/clock.ts";
 
 /** Where the store keeps its files. */
 export interface CdiHoldStoreOptions {
@@ -23,8 +24,8 @@ export interface CdiHoldStoreOptions {
   readonly specMode?: number;
   /** Mode of env files (default 0640). */
   readonly envMode?: number;
-  /** Wall clock in ms, for the age of temp files a crashed write left (default `Date.now`). */
-  readonly now?: () => number;
+  /** The wall clock the age of temp files a crashed write left is measured on (default the real clock). */
+  readonly clock?: Pick<Clock, "now">;
   /** Test seam: runs after the directories were listed, before any spec is read (a swap's window). */
   readonly afterListing?: () => Promise<void>;
 }
@@ -41,13 +42,13 @@ export class CdiHoldStore implements HoldStore {
   readonly envDir: string;
   readonly #specMode: number;
   readonly #envMode: number;
-  readonly #now: () => number;
+  readonly #clock: Pick<Clock, "now">;
   readonly #afterListing: (() => Promise<void>) | undefined;
   /** Parsed specs by file name, with the stat key they were parsed at. */
   readonly #parsed = new Map<string, { key: string; hold: ObservedHold }>();
 
   constructor(opts: CdiHoldStoreOptions = {}) {
-    this.#now = opts.now ?? Date.now;
+    this.#clock = opts.clock ?? realClock;
     this.#afterListing = opts.afterListing;
     this.cdiDir = opts.cdiDir ?? "/etc/cdi";
     this.envDir = opts.envDir ?? "/run/bcd/allocations";
@@ -121,7 +122,7 @@ export class CdiHoldStore implements HoldStore {
         if (e instanceof Deno.errors.NotFound) return undefined; // another sweep or the writer's rename took it
         throw e;
       });
-      if (st?.isFile && st.mtime && this.#now() - st.mtime.getTime() > STALE_TEMP_MS) {
+      if (st?.isFile && st.mtime && this.#clock.now() - st.mtime.getTime() > STALE_TEMP_MS) {
         await Deno.remove(`${dir}/${name}`).catch((e) => {
           if (!(e instanceof Deno.errors.NotFound)) throw e;
         });

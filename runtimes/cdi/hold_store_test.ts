@@ -14,6 +14,7 @@ import { CdiHoldStore } from "./hold_store.ts";
 import { HOLD_RECORDS } from "./records_testing.ts";
 import { assertValidCdiSpec } from "../../fixtures/cdi/schema_check.ts";
 import { envFileText } from "./spec.ts";
+import { FakeClock } from "../../fixtures/clock/fake_clock.ts";
 
 async function withRoot(f: (root: string, store: CdiHoldStore) => Promise<void>) {
   const root = await Deno.makeTempDir({ prefix: "bcd-cdi-" });
@@ -141,8 +142,8 @@ Deno.test("the devices converger over CdiHoldStore: a 2-GPU hold binds, every sp
 Deno.test("CdiHoldStore sweeps temp files a crashed write left, once they are stale, and never a fresh one", async () => {
   const root = await Deno.makeTempDir({ prefix: "bcd-cdi-" });
   try {
-    let now = Date.now();
-    const store = new CdiHoldStore({ cdiDir: `${root}/cdi`, envDir: `${root}/env`, now: () => now });
+    const clock = new FakeClock(Date.now());
+    const store = new CdiHoldStore({ cdiDir: `${root}/cdi`, envDir: `${root}/env`, clock });
     await Deno.mkdir(`${root}/cdi`);
     await Deno.mkdir(`${root}/env`);
     const tmp = ".bcd-a1.json.tmp-0f8e6a52-1c2d-4e3f-8a9b-0c1d2e3f4a5b";
@@ -155,7 +156,7 @@ Deno.test("CdiHoldStore sweeps temp files a crashed write left, once they are st
       ".bcd-a1.json.tmp-0f8e6a52-1c2d-4e3f-8a9b-0c1d2e3f4a5b",
       ".other.tmp",
     ]);
-    now += 11 * 60_000;
+    await clock.advance(11 * 60_000);
     await store.list();
     assert.deepEqual(await names(`${root}/cdi`), [".other.tmp"]);
     assert.deepEqual(await names(`${root}/env`), []);

@@ -19,6 +19,7 @@
  */
 import process from "node:process";
 import { silentLogger } from "../../core/log/mod.ts";
+import { realClock } from "../../core/clock.ts";
 import { checkNetPolicy, NFT_TABLES, NftKeeper, renderRuleset } from "../../core/netpolicy/mod.ts";
 import { startTestHelper } from "../helper/helper_testing.ts";
 import { HelperNft } from "../helper/nft_port.ts";
@@ -90,7 +91,7 @@ try {
     const r = await real.run(["-f", "-"], text);
     if (r.code !== 0) throw new Error(r.stderr);
   };
-  const keeper = new NftKeeper(real, { now: () => performance.now(), log: silentLogger() });
+  const keeper = new NftKeeper(real, { clock: realClock, log: silentLogger() });
   await keeper.ensure(policy);
   const t = {
     anchor: [] as number[],

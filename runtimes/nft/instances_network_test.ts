@@ -12,6 +12,7 @@ import { MemoryRuntime } from "../../core/converge/instances/fake_runtime.ts";
 import { silentLogger } from "../../core/log/mod.ts";
 import { type NetPolicy, NetworkRules, NftKeeper, type RuleCounts } from "../../core/netpolicy/mod.ts";
 import { FakeNft } from "./fake_nft.ts";
+import { FakeClock } from "../../fixtures/clock/fake_clock.ts";
 
 type InstanceSpec = bcd.v1.InstanceSpec.$Properties;
 
@@ -36,7 +37,7 @@ class OrderedNft extends FakeNft {
 function setup() {
   const rt = new MemoryRuntime("libvirt-kvm");
   const nft = new OrderedNft(rt.calls);
-  const keeper = new NftKeeper(nft, { now: () => 0, log: silentLogger() });
+  const keeper = new NftKeeper(nft, { clock: new FakeClock(), log: silentLogger() });
   const conv = new InstancesConverger([rt], { network: new NetworkRules(keeper, silentLogger()) });
   const engine = new ConvergenceEngine({ convergers: [conv], log: silentLogger() });
   let gen = 0;

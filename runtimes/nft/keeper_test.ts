@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { memoryLogger } from "../../core/log/mod.ts";
 import { INTEGRITY_INTERVAL_MS, type NetPolicy, NftKeeper } from "../../core/netpolicy/mod.ts";
 import { FakeNft } from "./fake_nft.ts";
+import { FakeClock } from "../../fixtures/clock/fake_clock.ts";
 
 const POLICY: NetPolicy = {
   nics: [{
@@ -16,11 +17,11 @@ const POLICY: NetPolicy = {
 };
 
 function _setup() {
-  let now = 0;
+  const clock = new FakeClock();
   const nft = new FakeNft({ hostAddresses: ["10.0.3.1"] });
   const mem = memoryLogger("warn");
-  const keeper = new NftKeeper(nft, { now: () => now, log: mem.logger });
-  return { nft, keeper, lines: mem.lines, advance: (ms: number) => (now += ms) };
+  const keeper = new NftKeeper(nft, { clock, log: mem.logger });
+  return { nft, keeper, lines: mem.lines, advance: (ms: number) => clock.advance(ms) };
 }
 
 Deno.test("NftKeeper.ensure() loads a policy once and again only when it changed", async () => {
@@ -37,13 +38,13 @@ Deno.test("NftKeeper.tick() checks every 5 s of the injected clock, not before",
   const { nft, keeper, advance } = _setup();
   assert.equal(await keeper.tick(), undefined, "nothing loaded: nothing to check");
   await keeper.ensure(POLICY);
-  advance(INTEGRITY_INTERVAL_MS - 1);
+  await advance(INTEGRITY_INTERVAL_MS - 1);
   assert.equal(await keeper.tick(), undefined, "a load counts as a check");
-  advance(1);
+  await advance(1);
   assert.deepEqual(await keeper.tick(), { kind: "intact" });
-  advance(INTEGRITY_INTERVAL_MS - 1);
+  await advance(INTEGRITY_INTERVAL_MS - 1);
   assert.equal(await keeper.tick(), undefined);
-  advance(1);
+  await advance(1);
   assert.deepEqual(await keeper.tick(), { kind: "intact" });
   assert.equal(nft.lists, 2);
 });
@@ -52,14 +53,14 @@ Deno.test("NftKeeper: after `flush ruleset` the next check reloads the last poli
   const { nft, keeper, lines, advance } = _setup();
   await keeper.ensure(POLICY);
   nft.flushRuleset();
-  advance(INTEGRITY_INTERVAL_MS);
+  await advance(INTEGRITY_INTERVAL_MS);
   const r = await keeper.tick();
   assert.equal(r?.kind, "reloaded");
   assert.ok(r?.kind === "reloaded" && r.differences.includes("table bridge bcd_instances is gone"));
   assert.equal(nft.loaded.length, 2);
   assert.equal(nft.loaded[1], nft.loaded[0]);
   assert.ok(lines.some((l) => l.level === "warn" && /changed/.test(String(l.msg))));
-  advance(INTEGRITY_INTERVAL_MS);
+  await advance(INTEGRITY_INTERVAL_MS);
   assert.deepEqual(await keeper.tick(), { kind: "intact" });
 });
 
@@ -78,7 +79,7 @@ Deno.test("NftKeeper: a failed reload is reported, leaves loaded false, and the 
   await keeper.ensure(POLICY);
   nft.flushRuleset();
   nft.failApplies(1);
-  advance(INTEGRITY_INTERVAL_MS);
+  await advance(INTEGRITY_INTERVAL_MS);
   const r = await keeper.tick();
   assert.ok(r?.kind === "failed" && /fake failure/.test(r.error));
   assert.ok(!keeper.loaded);

@@ -25,6 +25,7 @@
  * @module
  */
 import type { Logger } from "../../core/log/mod.ts";
+import { type Clock, realClock } from "../../core/clock.ts";
 import { isNftFailure, NetworkRules, type Nft, NFT_TABLES, NftKeeper } from "../../core/netpolicy/mod.ts";
 
 /** What a host that enforces the rules advertises in `Hello`. */
@@ -35,8 +36,8 @@ export const TICK_MS = 1_000;
 
 /** Options of {@link NodeNetwork}. */
 export interface NodeNetworkOptions {
-  /** Monotonic milliseconds (default `performance.now`). */
-  readonly now?: () => number;
+  /** The clock the integrity checks are spaced on (default the real clock). */
+  readonly clock?: Pick<Clock, "monotonic">;
 }
 
 /** The node's nftables rules: preparation, the converger's port, and the integrity timer. */
@@ -50,7 +51,7 @@ export class NodeNetwork {
   constructor(nft: Nft, log: Logger, opts: NodeNetworkOptions = {}) {
     this.#nft = nft;
     this.#log = log;
-    this.keeper = new NftKeeper(nft, { now: opts.now ?? (() => performance.now()), log });
+    this.keeper = new NftKeeper(nft, { clock: opts.clock ?? realClock, log });
     this.rules = new NetworkRules(this.keeper, log);
   }
 

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { type Clock, realClock } from "../../clock.ts";
 
 /** The default bound: 8 MiB of recent log lines. */
 export const DEFAULT_LOG_RING_BYTES = 8 * 1024 * 1024;
@@ -14,13 +15,14 @@ export class LogRing {
   #head = 0;
   #bytes = 0;
 
-  constructor(readonly maxBytes = DEFAULT_LOG_RING_BYTES, private readonly now: () => number = Date.now) {}
+  /** `clock`: stamps each line with its wall time, for `since` (default the real clock). */
+  constructor(readonly maxBytes = DEFAULT_LOG_RING_BYTES, private readonly clock: Pick<Clock, "now"> = realClock) {}
 
   /** Appends one line (a pino destination's `write`). */
   write(line: string): void {
     const l = line.endsWith("\n") ? line : line + "\n";
     if (l.length > this.maxBytes) return;
-    this.#lines.push({ at: this.now(), line: l });
+    this.#lines.push({ at: this.clock.now(), line: l });
     this.#bytes += l.length;
     while (this.#bytes > this.maxBytes) {
       this.#bytes -= this.#lines[this.#head]!.line.length;

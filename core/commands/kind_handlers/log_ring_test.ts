@@ -1,13 +1,14 @@
 import assert from "node:assert/strict";
 import { LogRing } from "./log_ring.ts";
+import { FakeClock } from "../../../fixtures/clock/fake_clock.ts";
 
-Deno.test("LogRing keeps the newest lines within its byte bound and filters by time", () => {
-  let t = 1000;
-  const ring = new LogRing(30, () => t);
+Deno.test("LogRing keeps the newest lines within its byte bound and filters by time", async () => {
+  const clock = new FakeClock(1000);
+  const ring = new LogRing(30, clock);
   ring.write("aaaaaaaaa"); // 10 bytes with the newline
-  t = 2000;
+  await clock.advance(1000);
   ring.write("bbbbbbbbb\n");
-  t = 3000;
+  await clock.advance(1000);
   ring.write("ccccccccc");
   assert.deepEqual(ring.since(0, 1000), { text: "aaaaaaaaa\nbbbbbbbbb\nccccccccc\n", truncated: false });
   ring.write("ddddddddd");

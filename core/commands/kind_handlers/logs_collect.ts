@@ -15,6 +15,7 @@ import { sha256, toHex } from "../../pki/ed25519.ts";
 import type { HandlerContext, HandlerResult, KindHandler } from "../handlers.ts";
 import { CommandFailed, InvalidPayload } from "../rejection.ts";
 import { timestampMs } from "../wire.ts";
+import { type Clock, realClock } from "../../clock.ts";
 import { type TarEntry, tarGz } from "./tar_gz.ts";
 
 /** The archive's default and largest bound. */
@@ -64,9 +65,10 @@ export function checkUploadUrl(raw: string): URL {
 export function logsCollectHandler(ports: {
   sources: readonly LogSource[];
   uploader: Uploader;
-  now?: () => number;
+  /** Stamps the archive's entries (default the real clock). */
+  clock?: Pick<Clock, "now">;
 }): KindHandler {
-  const now = ports.now ?? Date.now;
+  const clock = ports.clock ?? realClock;
   return {
     kind: "logs.collect",
     resources(command) {
@@ -87,7 +89,7 @@ export function logsCollectHandler(ports: {
         const got = await s.collect(since, budget);
         budget -= got.data.length;
         truncated ||= got.truncated;
-        entries.push({ name: s.file, data: got.data, mtimeMs: now() });
+        entries.push({ name: s.file, data: got.data, mtimeMs: clock.now() });
         included.push(s.name);
       }
       const archive = await tarGz(entries);

@@ -13,6 +13,7 @@ import { netnsUnavailable } from "../netns_harness.ts";
 import { RealNft } from "../real_nft.ts";
 import { buildTopology, macOf } from "./topology.ts";
 import { type Row, runRows, truthTable } from "./truth_table.ts";
+import { FakeClock } from "../../../fixtures/clock/fake_clock.ts";
 
 function _python(): string | undefined {
   try {
@@ -48,10 +49,10 @@ Deno.test({
   fn: async (t) => {
     const topo = await buildTopology();
     try {
-      let now = 0;
+      const clock = new FakeClock();
       const mem = memoryLogger("warn");
       const nft = new RealNft({ netns: topo.host, hostAddresses: netnsAddresses(topo.host) });
-      const keeper = new NftKeeper(nft, { now: () => now, log: mem.logger });
+      const keeper = new NftKeeper(nft, { clock, log: mem.logger });
       const macs = [await macOf(topo.nets, topo.host, topo.offTap), await macOf(topo.nets, topo.host, "xg0")] as const;
       const rows = truthTable(topo, ...macs);
       const bare = await runRows(rows);
@@ -71,7 +72,7 @@ Deno.test({
         assert.deepEqual(open, spoof.map(() => ({ probeSeen: true, canarySeen: true })));
       });
       assert.equal(await keeper.tick(), undefined, "the check is not due before 5 s");
-      now += INTEGRITY_INTERVAL_MS;
+      await clock.advance(INTEGRITY_INTERVAL_MS);
       const r = await keeper.tick();
       await t.step("the next 5 s check finds the tables gone and loads the last ruleset again", () => {
         assert.equal(r?.kind, "reloaded");
@@ -85,7 +86,7 @@ Deno.test({
       );
 
       await topo.nets.exec(topo.host, "nft", ["flush", "chain", "bridge", "bcd_instances", "from_tap"]);
-      now += INTEGRITY_INTERVAL_MS;
+      await clock.advance(INTEGRITY_INTERVAL_MS);
       const chain = await keeper.tick();
       await t.step("a flushed chain is found by its rule count and reloaded", () => {
         assert.ok(
@@ -93,7 +94,7 @@ Deno.test({
             chain.differences[0] === "bridge bcd_instances chain from_tap holds 0 rules, 21 loaded",
         );
       });
-      now += INTEGRITY_INTERVAL_MS;
+      await clock.advance(INTEGRITY_INTERVAL_MS);
       assert.deepEqual(await keeper.tick(), { kind: "intact" });
     } finally {
       await topo.nets.close();
