@@ -13,6 +13,18 @@
  * is refused as soon as the cap is passed, without buffering the rest, and the connection is closed. Answers may come
  * out of order: the node matches them by id.
  *
+ * This file owns the wire: the line shapes above ({@link HelperRequest}, {@link HelperAnswer}), the op list, and each
+ * op's arguments and result ({@link HelperArgs}, {@link HelperResults}), with the wire-only shapes (a hold's devices
+ * as sent, the two `file.write` forms). The node's client (`runtimes/helper/client.ts`) types every call by them and
+ * the root server's runners can only answer through `runtimes/helper/answer.ts`, which checks each result against
+ * `HelperResults` for its op; so both halves meet in one declaration.
+ *
+ * A judgement call, written down: a payload that is a port's own value (the host inventory, a hold listing, a net
+ * policy and its rule counts, a host unit's observed state and steps) is imported from the port's module, not copied
+ * here. The node hands what the helper answers to the port unchanged, so one declaration keeps the two equal, where a
+ * copy would be a second one to keep in step. The dependency points one way: nothing those modules import reaches
+ * back into `core/helper` (`fixtures/structure/import_graph_test.ts` fails on any module or folder cycle).
+ *
  * @module
  */
 import type { HoldListing, SliceRemoval } from "../converge/devices/ports.ts";
@@ -21,7 +33,7 @@ import type { HostMemory } from "../converge/devices/admission.ts";
 import type { HoldBinding } from "../converge/devices/assignment.ts";
 import type { DeviceClass } from "../converge/devices/classes.ts";
 import type { SliceSettings } from "../converge/devices/slice.ts";
-import type { HostInventory } from "../commands/kind_handlers/mod.ts";
+import type { HostInventory } from "../commands/kind_handlers/inventory_refresh.ts";
 import type { RuleCounts } from "../netpolicy/counts.ts";
 import type { NetPolicy } from "../netpolicy/policy.ts";
 import type { HugepageObserved, HugepageStep } from "../host/hugepages.ts";

@@ -7,16 +7,17 @@
 import { HelperError, type HelperRequest } from "../../core/helper/mod.ts";
 import type { HelperBackends } from "./backends.ts";
 import type { Mutex } from "./mutex.ts";
+import { type Answer, answer } from "./answer.ts";
 
 /** Runs `access.observe` or `access.apply`. */
 export async function runAccessOp(
   b: HelperBackends,
   req: Extract<HelperRequest, { op: "access.observe" | "access.apply" }>,
   writes: Mutex,
-): Promise<unknown> {
+): Promise<Answer> {
   const host = b.access;
   if (!host) throw new HelperError("failed", `${req.op}: this helper has no access backend configured`);
-  if (req.op === "access.observe") return await host.observe();
+  if (req.op === "access.observe") return answer(req, await host.observe());
   const files = req.args;
-  return await writes.run(() => host.apply(files));
+  return answer(req, await writes.run(() => host.apply(files)));
 }

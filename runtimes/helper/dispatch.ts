@@ -17,6 +17,7 @@ import { type SliceHostLimits, sliceHostProblem } from "../../core/converge/devi
 import { HelperError, type HelperRequest } from "../../core/helper/mod.ts";
 import { PageSizeUnsupported } from "../../core/converge/devices/ports.ts";
 import { runAccessOp } from "./access_ops.ts";
+import { type Answer, answer as _answer } from "./answer.ts";
 import { migHoldUsers, migStepsProblem } from "../../core/host/mod.ts";
 import type { Mutex } from "./mutex.ts";
 import type { HelperBackends } from "./backends.ts";
@@ -56,7 +57,7 @@ async function _roomFor(b: HelperBackends, kind: "cdi" | "allocation-env", alloc
   }
 }
 
-/** Runs one checked request against `b`. */
+/** Runs one checked request against `b`; the result is `HelperResults[req.op]`. */
 export async function runOp(b: HelperBackends, req: HelperRequest, writes: Mutex): Promise<unknown> {
   try {
     return await _run(b, req, writes);
@@ -68,18 +69,18 @@ export async function runOp(b: HelperBackends, req: HelperRequest, writes: Mutex
   }
 }
 
-async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promise<unknown> {
+async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promise<Answer> {
   switch (req.op) {
     case "host.boot_id":
-      return { bootId: await b.bootId() };
+      return _answer(req, { bootId: await b.bootId() });
     case "host.inventory":
-      return await b.inventory.read();
+      return _answer(req, await b.inventory.read());
     case "host.memory":
-      return await b.memory.read();
+      return _answer(req, await b.memory.read());
     case "pci.numa_node":
-      return { numaNode: (await b.numaNode(req.args.pciBusId)) ?? null };
+      return _answer(req, { numaNode: (await b.numaNode(req.args.pciBusId)) ?? null });
     case "holds.list":
-      return await b.holds.list();
+      return _answer(req, await b.holds.list());
     case "file.write": {
       const a = req.args;
       await writes.run(async () => {
@@ -99,84 +100,90 @@ async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promi
           ...(a.cgroupParent !== undefined ? { cgroupParent: a.cgroupParent } : {}),
         });
       });
-      return {};
+      return _answer(req, {});
     }
     case "file.remove": {
       const { kind, allocationId } = req.args;
       await writes.run(() => kind === "cdi" ? b.holds.removeSpec(allocationId) : b.holds.removeEnv(allocationId));
-      return {};
+      return _answer(req, {});
     }
     case "slice.apply": {
       const why = sliceHostProblem(req.args.settings, await sliceHostLimits(b));
       if (why !== undefined) throw new HelperError("invalid-argument", `slice.apply: ${why}`);
       await writes.run(() => b.slices.apply(req.args.name, req.args.settings));
-      return {};
+      return _answer(req, {});
     }
     case "slice.remove":
-      return { removal: await writes.run(() => b.slices.remove(req.args.name)) };
+      return _answer(req, { removal: await writes.run(() => b.slices.remove(req.args.name)) });
     case "slice.list":
-      return { names: await b.slices.list() };
+      return _answer(req, { names: await b.slices.list() });
     case "slice.usage":
-      return { usage: (await b.slices.hugetlbUsage(req.args.name)) ?? null };
+      return _answer(req, { usage: (await b.slices.hugetlbUsage(req.args.name)) ?? null });
     case "gpu.reset":
       await b.gpuReset(req.args.gpuUuid);
-      return {};
+      return _answer(req, {});
     case "dcgm.diag":
-      return { run: await b.dcgmDiag(req.args.level, req.args.gpuUuids) };
+      return _answer(req, { run: await b.dcgmDiag(req.args.level, req.args.gpuUuids) });
     case "node.reboot":
       await b.rebooter.reboot(req.args.reason);
-      return {};
+      return _answer(req, {});
     case "nft.apply":
-      return { counts: await writes.run(() => b.nft.apply(req.args.policy)) };
+      return _answer(req, { counts: await writes.run(() => b.nft.apply(req.args.policy)) });
     case "nft.list":
-      return { counts: await b.nft.list() };
+      return _answer(req, { counts: await b.nft.list() });
     case "sysctl.read":
-      return await b.sysctl.read(req.args.keys);
+      return _answer(req, await b.sysctl.read(req.args.keys));
     case "sysctl.apply":
-      return { live: await writes.run(() => b.sysctl.apply(req.args.steps)) };
+      return _answer(req, { live: await writes.run(() => b.sysctl.apply(req.args.steps)) });
     case "hugepages.read":
-      return await b.hugepages.read();
+      return _answer(req, await b.hugepages.read());
     case "hugepages.apply":
-      return { pools: await writes.run(() => b.hugepages.apply(req.args.steps)) };
+      return _answer(req, { pools: await writes.run(() => b.hugepages.apply(req.args.steps)) });
     case "modules.read":
-      return await b.modules.read();
+      return _answer(req, await b.modules.read());
     case "modules.apply":
-      return await writes.run(() => b.modules.apply(req.args.steps));
+      return _answer(req, await writes.run(() => b.modules.apply(req.args.steps)));
     case "mig.read":
-      return await b.mig.read();
+      return _answer(req, await b.mig.read());
     case "mig.apply":
-      return await writes.run(async () => {
-        // Root checks the holds itself: no step touches an instance, or a GPU, that a hold file names.
-        const why = migStepsProblem(req.args.steps, await b.mig.read(), migHoldUsers((await b.holds.list()).holds));
-        if (why !== undefined) throw new HelperError("invalid-argument", `mig.apply: ${why}`);
-        return await b.mig.apply(req.args.steps);
-      });
+      return _answer(
+        req,
+        await writes.run(async () => {
+          // Root checks the holds itself: no step touches an instance, or a GPU, that a hold file names.
+          const why = migStepsProblem(req.args.steps, await b.mig.read(), migHoldUsers((await b.holds.list()).holds));
+          if (why !== undefined) throw new HelperError("invalid-argument", `mig.apply: ${why}`);
+          return await b.mig.apply(req.args.steps);
+        }),
+      );
     case "sharing.read":
-      return await b.sharing.read();
+      return _answer(req, await b.sharing.read());
     case "sharing.apply":
-      return await writes.run(async () => {
-        // Root checks the holds itself: MPS is not stopped from under a bound slot hold.
-        if (req.args.steps.some((s) => s.op === "mps-stop")) {
-          const slots = (await b.holds.list()).holds.filter((h) => h.devices.some((d) => d.class === "gpu.slot"));
-          if (slots.length) {
-            const ids = slots.map((h) => h.allocationId).join(", ");
-            throw new HelperError("invalid-argument", `sharing.apply: slot hold ${ids} uses MPS`);
+      return _answer(
+        req,
+        await writes.run(async () => {
+          // Root checks the holds itself: MPS is not stopped from under a bound slot hold.
+          if (req.args.steps.some((s) => s.op === "mps-stop")) {
+            const slots = (await b.holds.list()).holds.filter((h) => h.devices.some((d) => d.class === "gpu.slot"));
+            if (slots.length) {
+              const ids = slots.map((h) => h.allocationId).join(", ");
+              throw new HelperError("invalid-argument", `sharing.apply: slot hold ${ids} uses MPS`);
+            }
           }
-        }
-        return await b.sharing.apply(req.args.steps);
-      });
+          return await b.sharing.apply(req.args.steps);
+        }),
+      );
     case "package.read":
-      return await b.packages.read(req.args.unit, req.args.package);
+      return _answer(req, await b.packages.read(req.args.unit, req.args.package));
     case "package.apply":
-      return await writes.run(() => b.packages.apply(req.args.unit, req.args.package, req.args.steps));
+      return _answer(req, await writes.run(() => b.packages.apply(req.args.unit, req.args.package, req.args.steps)));
     case "kube.read":
-      return await b.kubernetes.read();
+      return _answer(req, await b.kubernetes.read());
     case "kube.join": {
       const { token, ...join } = req.args;
-      return await writes.run(() => b.kubernetes.join(join, token));
+      return _answer(req, await writes.run(() => b.kubernetes.join(join, token)));
     }
     case "kube.reset":
-      return await writes.run(() => b.kubernetes.reset());
+      return _answer(req, await writes.run(() => b.kubernetes.reset()));
     case "access.observe":
     case "access.apply":
       return await runAccessOp(b, req, writes);
@@ -186,36 +193,38 @@ async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promi
 }
 
 /** The `libvirt.*` ops: refused `failed` on a host without virsh. */
-async function _libvirt(b: HelperBackends, req: HelperRequest): Promise<unknown> {
+async function _libvirt(b: HelperBackends, req: HelperRequest): Promise<Answer> {
   const l = b.libvirt;
   if (!l) throw new HelperError("failed", `${req.op}: libvirt is not installed on this host`);
   switch (req.op) {
     case "libvirt.list":
-      return { domains: (await l.list()).map((d) => ({ name: d.name, state: d.state, plan: d.plan ?? null })) };
+      return _answer(req, {
+        domains: (await l.list()).map((d) => ({ name: d.name, state: d.state, plan: d.plan ?? null })),
+      });
     case "libvirt.define":
-      return await l.define(req.args.plan);
+      return _answer(req, await l.define(req.args.plan));
     case "libvirt.start":
-      return await l.start(req.args.id, req.args.paused);
+      return _answer(req, await l.start(req.args.id, req.args.paused));
     case "libvirt.suspend":
-      return await l.suspend(req.args.id);
+      return _answer(req, await l.suspend(req.args.id));
     case "libvirt.resume":
-      return await l.resume(req.args.id);
+      return _answer(req, await l.resume(req.args.id));
     case "libvirt.shutdown":
-      return await l.shutdown(req.args.id);
+      return _answer(req, await l.shutdown(req.args.id));
     case "libvirt.destroy":
-      return await l.destroy(req.args.id);
+      return _answer(req, await l.destroy(req.args.id));
     case "libvirt.undefine":
-      return await l.undefine(req.args.id);
+      return _answer(req, await l.undefine(req.args.id));
     case "libvirt.blockresize":
-      return await l.blockresize(req.args.id, req.args.bytes);
+      return _answer(req, await l.blockresize(req.args.id, req.args.bytes));
     case "libvirt.save":
-      return await l.save(req.args.id);
+      return _answer(req, await l.save(req.args.id));
     case "libvirt.restore":
-      return await l.restore(req.args.id, req.args.paused);
+      return _answer(req, await l.restore(req.args.id, req.args.paused));
     case "libvirt.setmem":
-      return await l.setmem(req.args.id, req.args.kib);
+      return _answer(req, await l.setmem(req.args.id, req.args.kib));
     case "libvirt.domstats":
-      return await l.domstats(req.args.id);
+      return _answer(req, await l.domstats(req.args.id));
     default:
       throw new HelperError("unknown-op", `${req.op} has no runner`);
   }
