@@ -117,6 +117,8 @@ export namespace bcd {
             persistent: boolean;
             uefi: boolean;
             http_boot_uri: string;
+            virtual_media_url: string;
+            eject_virtual_media: boolean;
             static create(properties: bcd.v1.BmcBootPayload.$Shape): bcd.v1.BmcBootPayload & bcd.v1.BmcBootPayload.$Shape;
             static create(properties?: bcd.v1.BmcBootPayload.$Properties): bcd.v1.BmcBootPayload;
             static encode(message: bcd.v1.BmcBootPayload.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
@@ -134,6 +136,8 @@ export namespace bcd {
                 persistent?: (boolean|null);
                 uefi?: (boolean|null);
                 http_boot_uri?: (string|null);
+                virtual_media_url?: (string|null);
+                eject_virtual_media?: (boolean|null);
                 $unknowns?: Uint8Array[];
             }
             type $Shape = bcd.v1.BmcBootPayload.$Properties;
@@ -147,6 +151,7 @@ export namespace bcd {
             $unknowns?: Uint8Array[];
             device: string;
             persistent: boolean;
+            virtual_media_url: string;
             static create(properties: bcd.v1.BmcBootResult.$Shape): bcd.v1.BmcBootResult & bcd.v1.BmcBootResult.$Shape;
             static create(properties?: bcd.v1.BmcBootResult.$Properties): bcd.v1.BmcBootResult;
             static encode(message: bcd.v1.BmcBootResult.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
@@ -161,6 +166,7 @@ export namespace bcd {
             interface $Properties {
                 device?: (string|null);
                 persistent?: (boolean|null);
+                virtual_media_url?: (string|null);
                 $unknowns?: Uint8Array[];
             }
             type $Shape = bcd.v1.BmcBootResult.$Properties;

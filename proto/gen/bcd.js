@@ -655,6 +655,8 @@ export const bcd = $root.bcd = (() => {
             BmcBootPayload.prototype.persistent = false;
             BmcBootPayload.prototype.uefi = false;
             BmcBootPayload.prototype.http_boot_uri = "";
+            BmcBootPayload.prototype.virtual_media_url = "";
+            BmcBootPayload.prototype.eject_virtual_media = false;
 
             BmcBootPayload.create = function(properties) {
                 return new BmcBootPayload(properties);
@@ -677,6 +679,10 @@ export const bcd = $root.bcd = (() => {
                     writer.uint32(32).bool(message.uefi);
                 if (message.http_boot_uri != null && $Object.hasOwnProperty.call(message, "http_boot_uri") && message.http_boot_uri !== "")
                     writer.uint32(42).string(message.http_boot_uri);
+                if (message.virtual_media_url != null && $Object.hasOwnProperty.call(message, "virtual_media_url") && message.virtual_media_url !== "")
+                    writer.uint32(50).string(message.virtual_media_url);
+                if (message.eject_virtual_media != null && $Object.hasOwnProperty.call(message, "eject_virtual_media") && message.eject_virtual_media !== false)
+                    writer.uint32(56).bool(message.eject_virtual_media);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -752,6 +758,24 @@ export const bcd = $root.bcd = (() => {
                                 delete message.http_boot_uri;
                             continue;
                         }
+                    case 6: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.virtual_media_url = value;
+                            else
+                                delete message.virtual_media_url;
+                            continue;
+                        }
+                    case 7: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.bool())
+                                message.eject_virtual_media = value;
+                            else
+                                delete message.eject_virtual_media;
+                            continue;
+                        }
                     }
                     reader.skipType(wireType, _depth, tag);
                     if (!reader.discardUnknown) {
@@ -796,6 +820,12 @@ export const bcd = $root.bcd = (() => {
                 if (object.http_boot_uri != null)
                     if (typeof object.http_boot_uri !== "string" || object.http_boot_uri.length)
                         message.http_boot_uri = $String(object.http_boot_uri);
+                if (object.virtual_media_url != null)
+                    if (typeof object.virtual_media_url !== "string" || object.virtual_media_url.length)
+                        message.virtual_media_url = $String(object.virtual_media_url);
+                if (object.eject_virtual_media != null)
+                    if (object.eject_virtual_media)
+                        message.eject_virtual_media = $Boolean(object.eject_virtual_media);
                 return message;
             };
 
@@ -813,6 +843,8 @@ export const bcd = $root.bcd = (() => {
                     object.persistent = false;
                     object.uefi = false;
                     object.http_boot_uri = "";
+                    object.virtual_media_url = "";
+                    object.eject_virtual_media = false;
                 }
                 if (message.target != null && $Object.hasOwnProperty.call(message, "target"))
                     object.target = $root.bcd.v1.BmcTarget.toObject(message.target, options, _depth + 1);
@@ -824,6 +856,10 @@ export const bcd = $root.bcd = (() => {
                     object.uefi = message.uefi;
                 if (message.http_boot_uri != null && $Object.hasOwnProperty.call(message, "http_boot_uri"))
                     object.http_boot_uri = message.http_boot_uri;
+                if (message.virtual_media_url != null && $Object.hasOwnProperty.call(message, "virtual_media_url"))
+                    object.virtual_media_url = message.virtual_media_url;
+                if (message.eject_virtual_media != null && $Object.hasOwnProperty.call(message, "eject_virtual_media"))
+                    object.eject_virtual_media = message.eject_virtual_media;
                 return object;
             };
 
@@ -851,6 +887,7 @@ export const bcd = $root.bcd = (() => {
 
             BmcBootResult.prototype.device = "";
             BmcBootResult.prototype.persistent = false;
+            BmcBootResult.prototype.virtual_media_url = "";
 
             BmcBootResult.create = function(properties) {
                 return new BmcBootResult(properties);
@@ -867,6 +904,8 @@ export const bcd = $root.bcd = (() => {
                     writer.uint32(10).string(message.device);
                 if (message.persistent != null && $Object.hasOwnProperty.call(message, "persistent") && message.persistent !== false)
                     writer.uint32(16).bool(message.persistent);
+                if (message.virtual_media_url != null && $Object.hasOwnProperty.call(message, "virtual_media_url") && message.virtual_media_url !== "")
+                    writer.uint32(26).string(message.virtual_media_url);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -918,6 +957,15 @@ export const bcd = $root.bcd = (() => {
                                 delete message.persistent;
                             continue;
                         }
+                    case 3: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.virtual_media_url = value;
+                            else
+                                delete message.virtual_media_url;
+                            continue;
+                        }
                     }
                     reader.skipType(wireType, _depth, tag);
                     if (!reader.discardUnknown) {
@@ -951,6 +999,9 @@ export const bcd = $root.bcd = (() => {
                 if (object.persistent != null)
                     if (object.persistent)
                         message.persistent = $Boolean(object.persistent);
+                if (object.virtual_media_url != null)
+                    if (typeof object.virtual_media_url !== "string" || object.virtual_media_url.length)
+                        message.virtual_media_url = $String(object.virtual_media_url);
                 return message;
             };
 
@@ -965,11 +1016,14 @@ export const bcd = $root.bcd = (() => {
                 if (options.defaults) {
                     object.device = "";
                     object.persistent = false;
+                    object.virtual_media_url = "";
                 }
                 if (message.device != null && $Object.hasOwnProperty.call(message, "device"))
                     object.device = message.device;
                 if (message.persistent != null && $Object.hasOwnProperty.call(message, "persistent"))
                     object.persistent = message.persistent;
+                if (message.virtual_media_url != null && $Object.hasOwnProperty.call(message, "virtual_media_url"))
+                    object.virtual_media_url = message.virtual_media_url;
                 return object;
             };
 
