@@ -68,11 +68,19 @@ export class SessionSecrets implements SecretSource {
           ref: q.ref,
           allocation_id: q.allocationId,
           instance_id: q.instanceId,
+          ...(q.commandId ? { command_id: q.commandId } : {}),
         },
       });
       if (!sent) this.#settle(id, { status: "unavailable", message: "the session could not take the request" });
       this.#o.log?.info(
-        { request_id: id, purpose: q.purpose, ref: q.ref, allocation: q.allocationId, instance: q.instanceId },
+        {
+          request_id: id,
+          purpose: q.purpose,
+          ref: q.ref,
+          allocation: q.allocationId,
+          instance: q.instanceId,
+          command_id: q.commandId,
+        },
         "secret requested",
       );
     });

@@ -28,6 +28,20 @@ Deno.test("SessionSecrets sends a SecretRequest bound to the allocation and hand
     secrets.response({ request_id: lastId(), status: S.OK, secret: new Uint8Array([7, 8]) });
     assert.deepEqual(await p, { status: "ok", secret: new Uint8Array([7, 8]) });
   });
+  await t.step("a command's secret (bmc-credential) carries the command it is bound to", async () => {
+    const { secrets, sent, lastId } = attached();
+    const p = secrets.fetch({ purpose: "bmc-credential", ref: "bmc/r1", allocationId: "", instanceId: "", commandId: "c-9" });
+    assert.deepEqual({ ...sent[0]!.secret_request, request_id: "x" }, {
+      request_id: "x",
+      purpose: "bmc-credential",
+      ref: "bmc/r1",
+      allocation_id: "",
+      instance_id: "",
+      command_id: "c-9",
+    });
+    secrets.response({ request_id: lastId(), status: S.OK, secret: new Uint8Array([1]) });
+    assert.equal((await p).status, "ok");
+  });
   await t.step("REFUSED is a refusal with the control plane's message", async () => {
     const { secrets, lastId } = attached();
     const p = secrets.fetch(Q);

@@ -188,19 +188,26 @@ export class RedfishClient {
     }
   }
 
-  /** Logs the session out (a BMC has few session slots) and releases the transport. */
-  async close(): Promise<void> {
+  /**
+   * Logs the session out (a BMC has few session slots) and releases the transport. Never throws: a logout the BMC
+   * refuses (the session already ended, a password changed under it) or cannot be reached for is returned instead,
+   * since a command's outcome does not depend on it.
+   */
+  async close(): Promise<RedfishError | undefined> {
     const path = this.#sessionPath;
+    const token = this.#token;
     this.#sessionPath = undefined;
+    this.#token = undefined;
     try {
-      if (path && this.#token) {
-        const res = await this.#send("DELETE", path, undefined, { "X-Auth-Token": this.#token });
-        if (res.status >= 400 && res.status !== 404) {
-          throw statusError("DELETE", path, res.status, _json(res.body, "DELETE", path, true));
-        }
+      if (path && token) {
+        const res = await this.#send("DELETE", path, undefined, { "X-Auth-Token": token });
+        if (res.status >= 400) return statusError("DELETE", path, res.status, _json(res.body, "DELETE", path, true));
       }
+      return undefined;
+    } catch (e) {
+      if (e instanceof RedfishError) return e;
+      throw e;
     } finally {
-      this.#token = undefined;
       this.#transport.close();
     }
   }

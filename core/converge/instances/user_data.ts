@@ -15,6 +15,8 @@ export interface SecretQuery {
   readonly ref: string;
   readonly allocationId: string;
   readonly instanceId: string;
+  /** For a command's secret (`bmc-credential`): the command it is bound to. */
+  readonly commandId?: string;
 }
 
 /** The broker's answer. */

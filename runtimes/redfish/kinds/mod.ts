@@ -1,0 +1,25 @@
+/**
+ * The site agent's Redfish kinds, ready for its wiring: `bmc.query`, `bmc.power`, `bmc.boot`, `bmc.rotate` over the
+ * Redfish client, each recording its BMC in `bmc-hosts.json` and taking its credentials from the SecretRequest broker.
+ * `bmc.firmware` and `bmc.storage` are not built yet (refused `UNSUPPORTED`).
+ *
+ * @module
+ */
+import type { KindHandler } from "../../../core/commands/handlers.ts";
+import type { BmcPorts } from "../bmc_target.ts";
+import { bmcBootHandler } from "./bmc_boot.ts";
+import { type BmcPowerTiming, bmcPowerHandler } from "./bmc_power.ts";
+import { bmcQueryHandler } from "./bmc_query.ts";
+import { bmcRotateHandler } from "./bmc_rotate.ts";
+
+export { BOOT_DEVICES } from "./bmc_boot.ts";
+export { RESET_TYPES } from "./bmc_power.ts";
+export { queryBmc } from "./bmc_query.ts";
+
+/** The kinds {@link bmcKindHandlers} registers. */
+export const BMC_KINDS = ["bmc.boot", "bmc.power", "bmc.query", "bmc.rotate"] as const;
+
+/** The Redfish kinds' handlers. */
+export function bmcKindHandlers(ports: BmcPorts & { power?: BmcPowerTiming }): KindHandler[] {
+  return [bmcQueryHandler(ports), bmcPowerHandler(ports), bmcBootHandler(ports), bmcRotateHandler(ports)];
+}
