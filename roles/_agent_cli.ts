@@ -47,6 +47,8 @@ export interface WiringContext {
   readonly conditions: ConditionSet;
   /** The root helper's client, for a role with {@link RoleWiring.helperSocket} (node, site, ramdisk). */
   readonly helper?: HelperClient;
+  /** The session's SecretRequest broker (user data, BMC credentials). */
+  readonly secrets: SecretSource;
 }
 
 /** A role's wiring. */
@@ -294,6 +296,7 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
           },
         });
         const conditions = new ConditionSet();
+        const secrets = new SessionSecrets({ log });
         const ctx: WiringContext = {
           config,
           dataDir,
@@ -305,6 +308,7 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
           logRing,
           conditions,
           ...(opened ? { helper: opened.helper } : {}),
+          secrets,
         };
         const devices = w.devices?.(ctx);
         const handlers = w.handlers(ctx);
@@ -315,7 +319,6 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
           registerGpuKinds(handlers, devices, () => conditions, () => late.instances?.passthrough() ?? []);
         }
         checkHandledKinds(w, handlers);
-        const secrets = new SessionSecrets({ log });
         const inst = await w.instanceConverger?.(ctx, {
           secrets,
           holdsCommittedBytes: () => Promise.resolve(late.devices?.boundCommittedBytes() ?? 0),

@@ -5,8 +5,11 @@
  * "site"`: the boot id, the host inventory of `inventory.refresh` and `node.reboot` go to the helper's socket
  * (`[helper] socket`, default `/run/bcd/helper.sock`; access by the socket's group `[helper] node_group`), and the
  * agent refuses to start when the helper cannot be reached. `logs.collect` uploads over HTTPS from the agent itself.
- * The site kinds (`bmc.*`, `boot.*`, `site.httpProxy`) and the `site` section's converger register with their flags
- * and land with their issues; until then they are refused `UNSUPPORTED`.
+ * The Redfish kinds `bmc.query`, `bmc.power`, `bmc.boot` and `bmc.rotate` (`runtimes/redfish/`) talk to the BMCs over
+ * the network from the agent itself (no helper op: a BMC is a network peer, not a host effect), take their
+ * credentials from the session's SecretRequest broker and record every BMC host in `<data dir>/bmc-hosts.json`.
+ * `bmc.firmware`, `bmc.storage`, `boot.*`, `site.httpProxy` and the `site` section's converger land with the rest of
+ * issue 18; until then they are refused `UNSUPPORTED`.
  *
  * @module
  */
@@ -14,6 +17,8 @@ import { HandlerRegistry } from "../core/commands/handlers.ts";
 import { DEFAULT_HELPER_SOCKET } from "../core/helper/mod.ts";
 import { hostKindHandlers } from "../runtimes/host/mod.ts";
 import { HelperHostInventory, HelperRebooter } from "../runtimes/helper/ports.ts"; // not mod.ts: the helper server stays out
+import { BmcHostBook } from "../runtimes/redfish/bmc_hosts.ts";
+import { BMC_KINDS, bmcKindHandlers } from "../runtimes/redfish/kinds/mod.ts";
 import { agentCommands, helperOf } from "./_agent_cli.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
 
@@ -21,7 +26,7 @@ import { runCli, type Subcommand } from "./_cli.ts";
 export const COMMANDS: Record<string, Subcommand> = {
   ...agentCommands({
     role: "site",
-    handles: ["inventory.refresh", "logs.collect", "node.reboot"],
+    handles: ["inventory.refresh", "logs.collect", "node.reboot", ...BMC_KINDS],
     defaultDataDir: "/var/lib/bcd-site",
     helperSocket: (config) => config.helper.socket ?? DEFAULT_HELPER_SOCKET,
     handlers(ctx) {
@@ -35,6 +40,7 @@ export const COMMANDS: Record<string, Subcommand> = {
           rebooter: new HelperRebooter(helper),
         })
       ) reg.register(h);
+      for (const h of bmcKindHandlers({ secrets: ctx.secrets, hosts: new BmcHostBook(ctx.dataDir) })) reg.register(h);
       return reg;
     },
   }),

@@ -46,7 +46,7 @@ Deno.test("`version` of every role lists exactly its kinds of the seed's table, 
   }
 });
 
-Deno.test("`version` says which kinds each role's build handles: the site's bmc.* kinds have no handler yet", async () => {
+Deno.test("`version` says which kinds each role's build handles: the site's Redfish kinds, not yet the rest", async () => {
   const handled = async (role: string) => {
     const r = await task(role, "version");
     assert.equal(r.code, 0, r.stderr);
@@ -55,7 +55,8 @@ Deno.test("`version` says which kinds each role's build handles: the site's bmc.
   };
   const site = await handled("site");
   assert.equal(site["inventory.refresh"], true);
-  for (const k of ["bmc.query", "bmc.power", "bmc.boot", "site.httpProxy"]) assert.equal(site[k], false, k);
+  for (const k of ["bmc.query", "bmc.power", "bmc.boot", "bmc.rotate"]) assert.equal(site[k], true, k);
+  for (const k of ["bmc.firmware", "bmc.storage", "site.httpProxy", "boot.prepareRamdisk"]) assert.equal(site[k], false, k);
   const node = await handled("node");
   for (const k of ["inventory.refresh", "logs.collect", "node.reboot", "gpu.reset", "diag.nvml", "instance.snapshot"]) {
     assert.equal(node[k], true, k);
