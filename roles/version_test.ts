@@ -56,7 +56,9 @@ Deno.test("`version` says which kinds each role's build handles: the site's Redf
   const site = await handled("site");
   assert.equal(site["inventory.refresh"], true);
   for (const k of ["bmc.query", "bmc.power", "bmc.boot", "bmc.rotate"]) assert.equal(site[k], true, k);
-  for (const k of ["bmc.firmware", "bmc.storage", "site.httpProxy", "boot.prepareRamdisk"]) assert.equal(site[k], false, k);
+  for (const k of ["bmc.firmware", "bmc.storage", "site.httpProxy", "boot.prepareRamdisk"]) {
+    assert.equal(site[k], false, k);
+  }
   const node = await handled("node");
   for (const k of ["inventory.refresh", "logs.collect", "node.reboot", "gpu.reset", "diag.nvml", "instance.snapshot"]) {
     assert.equal(node[k], true, k);

@@ -30,7 +30,13 @@ Deno.test("SessionSecrets sends a SecretRequest bound to the allocation and hand
   });
   await t.step("a command's secret (bmc-credential) carries the command it is bound to", async () => {
     const { secrets, sent, lastId } = attached();
-    const p = secrets.fetch({ purpose: "bmc-credential", ref: "bmc/r1", allocationId: "", instanceId: "", commandId: "c-9" });
+    const p = secrets.fetch({
+      purpose: "bmc-credential",
+      ref: "bmc/r1",
+      allocationId: "",
+      instanceId: "",
+      commandId: "c-9",
+    });
     assert.deepEqual({ ...sent[0]!.secret_request, request_id: "x" }, {
       request_id: "x",
       purpose: "bmc-credential",

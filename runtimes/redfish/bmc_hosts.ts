@@ -58,7 +58,9 @@ export class BmcHostBook {
       const key = normalizeHost(host);
       const prev = hosts.get(key);
       const now = this.#now();
-      if (!prev && hosts.size >= MAX_BMC_HOSTS) throw new RangeError(`${this.#path} already holds ${MAX_BMC_HOSTS} hosts`);
+      if (!prev && hosts.size >= MAX_BMC_HOSTS) {
+        throw new RangeError(`${this.#path} already holds ${MAX_BMC_HOSTS} hosts`);
+      }
       const next = new Map(hosts);
       next.set(key, { host: key, port, first_seen_ms: prev?.first_seen_ms ?? now, last_seen_ms: now, last_kind: kind });
       const sorted = [...next.values()].sort((a, b) => a.host < b.host ? -1 : a.host > b.host ? 1 : 0);

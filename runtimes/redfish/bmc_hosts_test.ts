@@ -20,7 +20,10 @@ Deno.test("BmcHostBook records each BMC host once, durable across a new book, lo
 });
 
 Deno.test("BmcHostBook refuses a file it cannot read rather than treating it as empty", async (t) => {
-  const rows: [string, string][] = [["not JSON", "{"], ["another version", '{"version":2,"hosts":[]}'], ["an entry without a port", '{"version":1,"hosts":[{"host":"a"}]}']];
+  const rows: [string, string][] = [["not JSON", "{"], ["another version", '{"version":2,"hosts":[]}'], [
+    "an entry without a port",
+    '{"version":1,"hosts":[{"host":"a"}]}',
+  ]];
   for (const [name, text] of rows) {
     await t.step(name, async () => {
       const dir = await Deno.makeTempDir();

@@ -63,7 +63,16 @@ export interface RedfishAnswer {
 }
 
 /** Task states that are still running (Redfish `TaskState`). */
-const RUNNING_TASK = new Set(["New", "Starting", "Running", "Pending", "Stopping", "Suspended", "Service", "Interrupted"]);
+const RUNNING_TASK = new Set([
+  "New",
+  "Starting",
+  "Running",
+  "Pending",
+  "Stopping",
+  "Suspended",
+  "Service",
+  "Interrupted",
+]);
 /** Task states that ended badly. */
 const FAILED_TASK = new Set(["Exception", "Killed", "Cancelled"]);
 
@@ -142,8 +151,9 @@ export class RedfishClient {
   }
 
   /**
-   * The path of system `id` (`/redfish/v1/Systems/<id>`, found among the members so vendor ids and name forms both
-   * work), or of the only system when `id` is empty.
+   * The path of system `id`, or of the only system when `id` is empty. `id` is matched against the members' last path
+   * segment first, then against each member's `Id`, `Name` and `UUID` (sushy-tools lists libvirt domains by UUID and
+   * knows them by name too); at most 64 members are read.
    */
   async systemPath(id: string): Promise<string> {
     const root = await this.get("/redfish/v1/");
@@ -156,6 +166,10 @@ export class RedfishClient {
     }
     const hit = members.find((m) => m.replace(/\/$/, "").split("/").pop() === id);
     if (hit) return hit;
+    for (const m of members.slice(0, 64)) {
+      const b = (await this.get(m)).body;
+      if (b.Id === id || b.Name === id || b.UUID === id) return m;
+    }
     throw new RedfishError("bmc-refused", `the BMC has no system ${JSON.stringify(id)} (it has ${members.length})`);
   }
 
@@ -330,7 +344,9 @@ export function checkPath(ref: string, what: string, base?: URL): string {
     }
     path = u.pathname + u.search;
   }
-  if (!path.startsWith("/redfish/") || path.split(/[/?]/).includes("..") || /[\s\\#]/.test(path) || path.length > 1024) {
+  if (
+    !path.startsWith("/redfish/") || path.split(/[/?]/).includes("..") || /[\s\\#]/.test(path) || path.length > 1024
+  ) {
     throw new RedfishError("bmc-bad-response", `${what} ${JSON.stringify(path.slice(0, 200))} is not a Redfish path`);
   }
   return path;

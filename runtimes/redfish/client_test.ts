@@ -69,7 +69,9 @@ Deno.test({
       await bmc.stop();
     }
     // The session was logged out, and no request carried a password anywhere but the login.
-    assert(bmc.requests.some((r) => r.method === "DELETE" && r.path.startsWith("/redfish/v1/SessionService/Sessions/")));
+    assert(
+      bmc.requests.some((r) => r.method === "DELETE" && r.path.startsWith("/redfish/v1/SessionService/Sessions/")),
+    );
   },
 });
 
@@ -150,7 +152,11 @@ Deno.test("RedfishClient falls back to basic auth on a BMC without sessions, and
     await c.login();
     assert.deepEqual(c.authMode, "basic");
     assert.deepEqual(bmc.requests.at(-1)?.user, "Administrator");
-    const wrong = _client(bmc, { scheme: "http", certSha256: undefined, credentials: { username: "Administrator", password: "old" } });
+    const wrong = _client(bmc, {
+      scheme: "http",
+      certSha256: undefined,
+      credentials: { username: "Administrator", password: "old" },
+    });
     assert.deepEqual(await _code(wrong.login()), "bmc-auth");
     await wrong.close();
   } finally {
@@ -185,7 +191,10 @@ Deno.test("RedfishClient follows only paths on the same BMC", async (t) => {
       await t.step(p, async () => assert.deepEqual(await _code(c.get(p)), "bmc-bad-response"));
     }
     await t.step("a task monitor elsewhere", async () => {
-      assert.deepEqual(await _code(c.waitTask("http://10.0.0.9/redfish/v1/TaskService/Tasks/1", { timeoutMs: 1 })), "bmc-bad-response");
+      assert.deepEqual(
+        await _code(c.waitTask("http://10.0.0.9/redfish/v1/TaskService/Tasks/1", { timeoutMs: 1 })),
+        "bmc-bad-response",
+      );
     });
   } finally {
     await c.close();

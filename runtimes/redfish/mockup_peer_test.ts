@@ -24,8 +24,10 @@ Deno.test({
     await Deno.writeTextFile(`${dir}/cert.pem`, certs!.cert);
     await Deno.writeTextFile(`${dir}/key.pem`, certs!.key);
     const peer = await startMockup({ certFile: `${dir}/cert.pem`, keyFile: `${dir}/key.pem` });
-    const der = Uint8Array.from(atob(certs!.cert.replace(/-----[^-]+-----/g, "").replace(/\s+/g, "")), (c) =>
-      c.charCodeAt(0));
+    const der = Uint8Array.from(
+      atob(certs!.cert.replace(/-----[^-]+-----/g, "").replace(/\s+/g, "")),
+      (c) => c.charCodeAt(0),
+    );
     const c = new RedfishClient({
       host: "127.0.0.1",
       port: peer.port,

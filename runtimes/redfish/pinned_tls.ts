@@ -93,7 +93,10 @@ export class PinnedTlsTransport implements RedfishTransport {
       socket.once("end", () => {
         try {
           const res = parseHttp1(buf, r.maxBytes, what, true);
-          finish(res ? undefined : new RedfishError("bmc-bad-response", `${what}: the connection closed mid-answer`), res);
+          finish(
+            res ? undefined : new RedfishError("bmc-bad-response", `${what}: the connection closed mid-answer`),
+            res,
+          );
         } catch (e) {
           finish(e as Error);
         }
@@ -129,7 +132,9 @@ export function parseHttp1(
 ): TransportResponse | undefined {
   const end = _indexOf(buf, CRLFCRLF, 0);
   if (end < 0) {
-    if (buf.length > MAX_HEAD) throw new RedfishError("bmc-bad-response", `${what}: a header block past ${MAX_HEAD} bytes`);
+    if (buf.length > MAX_HEAD) {
+      throw new RedfishError("bmc-bad-response", `${what}: a header block past ${MAX_HEAD} bytes`);
+    }
     if (closed) throw new RedfishError("bmc-bad-response", `${what}: the connection closed before the headers`);
     return undefined;
   }
@@ -161,7 +166,9 @@ export function parseHttp1(
     return undefined;
   }
   if (status === 204 || status === 304) return { status, headers, body: new Uint8Array() };
-  if (rest.length > maxBytes) throw new RedfishError("bmc-bad-response", `${what}: the answer passed ${maxBytes} bytes`);
+  if (rest.length > maxBytes) {
+    throw new RedfishError("bmc-bad-response", `${what}: the answer passed ${maxBytes} bytes`);
+  }
   return closed ? { status, headers, body: rest.slice() } : undefined;
 }
 

@@ -76,7 +76,9 @@ export class FetchTransport implements RedfishTransport {
       res.headers.forEach((v, k) => headers.set(k.toLowerCase(), v));
       return { status: res.status, headers, body };
     } catch (e) {
-      if (timedOut) throw new RedfishError("bmc-timeout", `${what}: no answer within ${r.timeoutMs} ms`, {}, { cause: e });
+      if (timedOut) {
+        throw new RedfishError("bmc-timeout", `${what}: no answer within ${r.timeoutMs} ms`, {}, { cause: e });
+      }
       if (e instanceof TypeError) {
         const said = e.cause instanceof Error ? `${e.message}: ${e.cause.message}` : e.message;
         const tls = /certificate|tls|handshake/i.test(said);

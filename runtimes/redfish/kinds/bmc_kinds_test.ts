@@ -77,7 +77,11 @@ Deno.test({
     assert.equal(res.bios_version, "P79 v1.45 (12/06/2017)");
     assert.equal(res.bmc_firmware_version, "1.45.455b66-rev4");
     assert.deepEqual(res.nic_macs, ["12:44:6a:3b:04:11", "aa:bb:cc:dd:ee:00", "aa:bb:cc:dd:ee:fe"]); // VLAN1 repeats one
-    assert.deepEqual((await r.hosts.list()).map((h) => [h.host, h.port, h.last_kind]), [["127.0.0.1", r.bmc.port, "bmc.query"]]);
+    assert.deepEqual((await r.hosts.list()).map((h) => [h.host, h.port, h.last_kind]), [[
+      "127.0.0.1",
+      r.bmc.port,
+      "bmc.query",
+    ]]);
     assert.deepEqual(r.secrets.queries, [{
       purpose: BMC_CREDENTIAL_PURPOSE,
       ref: "cred/admin",
@@ -85,7 +89,10 @@ Deno.test({
       instanceId: "",
       commandId: "cmd-q1",
     }]);
-    assert(!r.bmc.requests.some((q) => q.method !== "GET" && !q.path.includes("SessionService")), "query changed nothing");
+    assert(
+      !r.bmc.requests.some((q) => q.method !== "GET" && !q.path.includes("SessionService")),
+      "query changed nothing",
+    );
   },
 });
 
@@ -152,12 +159,26 @@ Deno.test({
   name: "bmc.power sends the reset and reads the power state back, row by row",
   ignore: why !== undefined,
   async fn(t) {
-    const rows: { name: string; opts?: FakeBmcOptions; before: string; action: string; after: string; resets: string[]; message?: RegExp }[] = [
+    const rows: {
+      name: string;
+      opts?: FakeBmcOptions;
+      before: string;
+      action: string;
+      after: string;
+      resets: string[];
+      message?: RegExp;
+    }[] = [
       { name: "ForceOff from On", before: "On", action: "ForceOff", after: "Off", resets: ["ForceOff"] },
       { name: "On from Off", before: "Off", action: "On", after: "On", resets: ["On"] },
       { name: "On when On sends nothing", before: "On", action: "On", after: "On", resets: [], message: /already On/ },
       { name: "ForceRestart ends On", before: "On", action: "ForceRestart", after: "On", resets: ["ForceRestart"] },
-      { name: "GracefulShutdown the OS honours", before: "On", action: "GracefulShutdown", after: "Off", resets: ["GracefulShutdown"] },
+      {
+        name: "GracefulShutdown the OS honours",
+        before: "On",
+        action: "GracefulShutdown",
+        after: "Off",
+        resets: ["GracefulShutdown"],
+      },
       {
         name: "GracefulShutdown the OS ignores falls back to ForceOff",
         opts: { ignoreGraceful: true },
@@ -240,7 +261,11 @@ Deno.test({
     const refusals: [string, Record<string, unknown>, string][] = [
       ["a device outside the kind's list", { device: "Floppy" }, "invalid-payload"],
       ["nothing asked", {}, "invalid-payload"],
-      ["insert and eject at once", { virtual_media_url: "https://x/a.iso", eject_virtual_media: true }, "invalid-payload"],
+      [
+        "insert and eject at once",
+        { virtual_media_url: "https://x/a.iso", eject_virtual_media: true },
+        "invalid-payload",
+      ],
       ["an image URL with credentials", { virtual_media_url: "https://u:p@x/a.iso" }, "invalid-payload"],
       ["a file: image URL", { virtual_media_url: "file:///etc/shadow" }, "invalid-payload"],
       ["a device the system does not allow", { device: "UefiHttp" }, "bmc-refused"],
@@ -283,15 +308,21 @@ Deno.test({
       r.secrets.put("cred/admin-2x", "Administrator", "n3w-S3cret!");
       await bmcQueryHandler(ports(r)).run(ok.ctx);
     });
-    await t.step("the proof was a login with the new password after the PATCH", async () => {
-      const i = r.bmc.requests.findIndex((q) => q.method === "PATCH" && q.path === "/redfish/v1/AccountService/Accounts/1");
+    await t.step("the proof was a login with the new password after the PATCH", () => {
+      const i = r.bmc.requests.findIndex((q) =>
+        q.method === "PATCH" && q.path === "/redfish/v1/AccountService/Accounts/1"
+      );
       assert(i >= 0);
       assert.match(r.bmc.requests[i]!.ifMatch ?? "", /^W\//);
-      assert(r.bmc.requests.slice(i + 1).some((q) => q.method === "POST" && q.path === "/redfish/v1/SessionService/Sessions"));
+      assert(
+        r.bmc.requests.slice(i + 1).some((q) =>
+          q.method === "POST" && q.path === "/redfish/v1/SessionService/Sessions"
+        ),
+      );
     });
     await t.step("neither the result nor a log line holds a password", () => {
       const text = JSON.stringify(lines) + new TextDecoder().decode(out.result!.value) + (out.message ?? "");
-      assert(!text.includes("n3w-S3cret!") && !text.includes("secret\""), text);
+      assert(!text.includes("n3w-S3cret!") && !text.includes('secret"'), text);
       assert(lines.some((l) => l.msg === "bmc password rotated"));
     });
     await t.step("an account the BMC does not have: bmc-account-missing", async () => {
@@ -304,7 +335,11 @@ Deno.test({
       assert.equal(await failure(bmcRotateHandler(ports(r)).run(ctx)), "bmc-account-missing");
     });
     await t.step("the same reference twice is invalid-payload", () => {
-      const { ctx } = bmcContext("bmc.rotate", { target: r.target, username: "Administrator", new_credential_ref: "cred/admin" });
+      const { ctx } = bmcContext("bmc.rotate", {
+        target: r.target,
+        username: "Administrator",
+        new_credential_ref: "cred/admin",
+      });
       assert.throws(() => bmcRotateHandler(ports(r)).resources!(ctx.command), InvalidPayload);
     });
   },

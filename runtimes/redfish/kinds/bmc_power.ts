@@ -17,7 +17,7 @@
 import { realClock } from "../../../core/clock.ts";
 import type { HandlerContext, HandlerResult, KindHandler } from "../../../core/commands/handlers.ts";
 import { CommandFailed, InvalidPayload } from "../../../core/commands/rejection.ts";
-import type { RedfishClient, RedfishResource } from "../client.ts";
+import type { RedfishResource } from "../client.ts";
 import { bmcLock, type BmcPorts, checkTarget, openBmc } from "../bmc_target.ts";
 import { RedfishError } from "../errors.ts";
 import { actionTarget, missing, obj, payloadOf, readUntil, resultOf, str } from "./_common.ts";
@@ -120,6 +120,9 @@ function _allowed(sys: RedfishResource): string[] | undefined {
 
 function _checkAllowed(allowed: string[] | undefined, action: string, path: string): void {
   if (allowed && !allowed.includes(action)) {
-    throw new RedfishError("bmc-refused", `${path} does not allow ResetType ${action} (it allows ${allowed.join(", ")})`);
+    throw new RedfishError(
+      "bmc-refused",
+      `${path} does not allow ResetType ${action} (it allows ${allowed.join(", ")})`,
+    );
   }
 }

@@ -41,7 +41,11 @@ export function bmcRotateHandler(ports: BmcPorts): KindHandler {
       let patched = false;
       try {
         const root = await c.get("/redfish/v1/");
-        const accounts = link((await c.get(link(root.body, "AccountService", "/redfish/v1/"))).body, "Accounts", "AccountService");
+        const accounts = link(
+          (await c.get(link(root.body, "AccountService", "/redfish/v1/"))).body,
+          "Accounts",
+          "AccountService",
+        );
         let account: string | undefined;
         let etag: string | undefined;
         for (const m of (await c.members(accounts)).slice(0, MAX_ACCOUNTS)) {
@@ -66,14 +70,19 @@ export function bmcRotateHandler(ports: BmcPorts): KindHandler {
         if (!(e instanceof RedfishError)) throw e;
         throw new CommandFailed(
           "bmc-rotate-unproven",
-          `the new password was set${patched ? "" : " (perhaps)"} but logging in with it failed (${e.code}: ${e.message}); ` +
+          `the new password was set${
+            patched ? "" : " (perhaps)"
+          } but logging in with it failed (${e.code}: ${e.message}); ` +
             `the old password may no longer work — keep both references`,
           { cause: e },
         );
       } finally {
         await proof.close();
       }
-      ctx.logger.info({ bmc: t.host, username: p.username, credential_ref: p.new_credential_ref }, "bmc password rotated");
+      ctx.logger.info(
+        { bmc: t.host, username: p.username, credential_ref: p.new_credential_ref },
+        "bmc password rotated",
+      );
       return {
         result: resultOf("bmc.rotate", { username: p.username, credential_ref: p.new_credential_ref, rotated: true }),
       };

@@ -8,7 +8,7 @@
 import type { KindHandler } from "../../../core/commands/handlers.ts";
 import type { BmcPorts } from "../bmc_target.ts";
 import { bmcBootHandler } from "./bmc_boot.ts";
-import { type BmcPowerTiming, bmcPowerHandler } from "./bmc_power.ts";
+import { bmcPowerHandler, type BmcPowerTiming } from "./bmc_power.ts";
 import { bmcQueryHandler } from "./bmc_query.ts";
 import { bmcRotateHandler } from "./bmc_rotate.ts";
 
