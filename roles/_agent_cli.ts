@@ -146,7 +146,9 @@ const DATA_DIR_OPTS = {
 } as const;
 
 /** The config in force (`--config`, else `BCD_CONFIG`, else `/etc/bcd/config.toml` when readable, else the defaults). */
-async function _configText(path: string | undefined): Promise<{ config: ResolvedAgentConfig; text: string }> {
+async function _configText(
+  path: string | undefined,
+): Promise<{ config: ResolvedAgentConfig; text: string; path?: string }> {
   let p = path;
   if (p === undefined) {
     try {
@@ -156,17 +158,23 @@ async function _configText(path: string | undefined): Promise<{ config: Resolved
     }
   }
   if (p === undefined) {
-    let text = "";
+    let text: string | undefined;
     try {
       text = await Deno.readTextFile("/etc/bcd/config.toml");
     } catch (e) {
       if (!(e instanceof Deno.errors.NotFound || e instanceof Deno.errors.NotCapable)) throw e;
     }
-    return { config: loadAgentConfig(text), text };
+    if (text === undefined) return { config: loadAgentConfig(""), text: "" };
+    try {
+      return { config: loadAgentConfig(text), text, path: "/etc/bcd/config.toml" };
+    } catch (e) {
+      if (e instanceof ConfigError) throw new UsageError(`/etc/bcd/config.toml: ${e.message}`, { cause: e });
+      throw e;
+    }
   }
   try {
     const text = await Deno.readTextFile(p);
-    return { config: loadAgentConfig(text), text };
+    return { config: loadAgentConfig(text), text, path: p };
   } catch (e) {
     if (e instanceof ConfigError) throw new UsageError(`${p}: ${e.message}`, { cause: e });
     if (e instanceof Deno.errors.NotFound) throw new UsageError(`config file ${p} does not exist`);
@@ -179,16 +187,16 @@ async function _configText(path: string | undefined): Promise<{ config: Resolved
  * `data_dir` the config in force names, else the role's own default (the resolved config's default is the node's
  * `/var/lib/bcd`, which is not the sim's).
  */
-async function _configAndDataDir(
+export async function configAndDataDir(
   values: Record<string, unknown>,
-  w: RoleWiring,
-): Promise<{ config: ResolvedAgentConfig; dataDir: string }> {
-  const { config, text } = await _configText(values.config as string | undefined);
+  w: Pick<RoleWiring, "defaultDataDir">,
+): Promise<{ config: ResolvedAgentConfig; dataDir: string; path?: string }> {
+  const { config, text, path } = await _configText(values.config as string | undefined);
   const named = (parseToml(text) as { data_dir?: unknown }).data_dir;
   const dataDir = (values["data-dir"] as string | undefined) ??
     (typeof named === "string" ? config.dataDir : undefined) ??
     w.defaultDataDir;
-  return { config, dataDir };
+  return { config, dataDir, ...(path !== undefined ? { path } : {}) };
 }
 
 function _hostname(): string {
@@ -249,7 +257,7 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
       summary: "join the control plane once with a one-time token (generates the node key)",
       options: { ...DATA_DIR_OPTS, token: { type: "string" }, "join-url": { type: "string" } },
       async run({ values }) {
-        const { dataDir } = await _configAndDataDir(values, w);
+        const { dataDir } = await configAndDataDir(values, w);
         const token = values.token as string | undefined;
         const joinUrl = values["join-url"] as string | undefined;
         if (!token || !joinUrl) throw new UsageError("join needs --token and --join-url");
@@ -271,7 +279,7 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
       summary: "run the daemon: journal, session to the gateway, commands and convergence",
       options: { ...DATA_DIR_OPTS, gateway: { type: "string" }, offline: { type: "boolean" } },
       async run({ values }) {
-        const { config, dataDir } = await _configAndDataDir(values, w);
+        const { config, dataDir } = await configAndDataDir(values, w);
         const logRing = new LogRing();
         const log = createLogger({
           level: levelFromEnv(config.log.level),

@@ -18,10 +18,20 @@ import { createLogger, levelFromEnv } from "../core/log/mod.ts";
 import { groupId, HelperServer, hostBackends, SocketDirRefused } from "../runtimes/helper/mod.ts";
 import { libvirtBackend } from "../runtimes/libvirt/host_setup.ts";
 import { NvidiaSmi } from "../runtimes/nvidia/nvidia_smi.ts";
+import { RealHostDoctor } from "../runtimes/helper/doctor_facts.ts";
+import type { KindRole } from "../core/commands/kinds.ts";
+import { parse as parseToml } from "smol-toml";
 import { EXIT_OK, runCli, StartRefused, type Subcommand, UsageError } from "./_cli.ts";
 
+/** The data dir of each agent role when the config names none (the roles' own defaults). */
+const _AGENT_DATA_DIR: Readonly<Record<KindRole, string>> = {
+  node: "/var/lib/bcd",
+  site: "/var/lib/bcd-site",
+  ramdisk: "/run/bcd",
+};
+
 /** The config file: `--config`, else `BCD_CONFIG`, else `/etc/bcd/config.toml` when it exists, else the defaults. */
-async function _config(path: string | undefined): Promise<ResolvedAgentConfig> {
+async function _config(path: string | undefined): Promise<{ config: ResolvedAgentConfig; namesDataDir: boolean }> {
   const p = path ?? Deno.env.get("BCD_CONFIG");
   let text = "";
   try {
@@ -31,7 +41,10 @@ async function _config(path: string | undefined): Promise<ResolvedAgentConfig> {
     if (p !== undefined) throw new UsageError(`config file ${p} does not exist`);
   }
   try {
-    return loadAgentConfig(text);
+    return {
+      config: loadAgentConfig(text),
+      namesDataDir: typeof (parseToml(text) as { data_dir?: unknown }).data_dir === "string",
+    };
   } catch (e) {
     if (e instanceof ConfigError) throw new UsageError(`${p ?? "/etc/bcd/config.toml"}: ${e.message}`, { cause: e });
     throw e;
@@ -43,7 +56,7 @@ const SERVE: Subcommand = {
   summary: "serve the agent's requests ([helper] role: node, site or ramdisk) on a unix socket, as root, until SIGTERM",
   options: { socket: { type: "string" }, config: { type: "string" } },
   async run({ values }) {
-    const config = await _config(values.config as string | undefined);
+    const { config, namesDataDir } = await _config(values.config as string | undefined);
     const socket = (values.socket as string | undefined) ?? config.helper.socket ?? DEFAULT_HELPER_SOCKET;
     if (!socket.startsWith("/")) throw new UsageError(`--socket ${socket} must be an absolute path`);
     let gid: number | undefined;
@@ -66,7 +79,13 @@ const SERVE: Subcommand = {
           (await new NvidiaSmi({ binary: config.devices.nvidiaSmi }).query()).gpus.map((g) => g.pciBusId),
       })
       : undefined;
-    const backends = { ...host, ...(libvirt ? { libvirt } : {}) };
+    const doctor = new RealHostDoctor({
+      role,
+      dataDir: namesDataDir ? config.dataDir : _AGENT_DATA_DIR[role],
+      cgroupRoot: config.devices.cgroupRoot,
+      bridges: config.helper.instanceBridges,
+    });
+    const backends = { ...host, ...(libvirt ? { libvirt } : {}), doctor };
     const server = new HelperServer(backends, { log, role });
     let listener;
     try {

@@ -67,6 +67,7 @@ import { runCli, type Subcommand } from "./_cli.ts";
 import { agentCommands, helperOf, type InstancePeers, type WiringContext } from "./_agent_cli.ts";
 import { IMAGE_COMMAND } from "./node_image_cli.ts";
 import { JOURNAL_COMMAND } from "./node_journal_cli.ts";
+import { doctorCommand } from "./doctor_cli.ts";
 
 /** `nvidia-smi` for queries, NUMA nodes and resets through the helper. */
 function _gpu(ctx: WiringContext): HelperGpuTool {
@@ -248,6 +249,7 @@ export const COMMANDS: Record<string, Subcommand> = {
   }),
   image: IMAGE_COMMAND,
   journal: JOURNAL_COMMAND,
+  doctor: doctorCommand("node", "/var/lib/bcd"),
 };
 
 if (import.meta.main) {

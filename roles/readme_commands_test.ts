@@ -116,6 +116,14 @@ const PLANS: Record<string, Plan> = {
     reason:
       "rewrites the host's /var/lib/bcd journal; node_journal_cli_test resets a real journal's mark in a temp dir",
   },
+  "deno task node doctor": {
+    how: "parse",
+    reason: "reads the host's /etc/bcd, /var/lib/bcd and helper socket; doctor_cli_test runs it beside a real helper",
+  },
+  "deno task site doctor --json": {
+    how: "parse",
+    reason: "reads the host's /var/lib/bcd-site and helper socket; doctor_cli_test runs it beside a real site helper",
+  },
   "deno task sim join ...": {
     how: "run",
     sub: { "...": "--token {TOKEN} --join-url {JOIN_URL}" },

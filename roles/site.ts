@@ -21,6 +21,7 @@ import { BmcHostBook } from "../runtimes/redfish/bmc_hosts.ts";
 import { BMC_KINDS, bmcKindHandlers } from "../runtimes/redfish/kinds/mod.ts";
 import { agentCommands, helperOf } from "./_agent_cli.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
+import { doctorCommand } from "./doctor_cli.ts";
 
 /** The `site` role's subcommands beyond `version` and `help`. */
 export const COMMANDS: Record<string, Subcommand> = {
@@ -44,6 +45,7 @@ export const COMMANDS: Record<string, Subcommand> = {
       return reg;
     },
   }),
+  doctor: doctorCommand("site", "/var/lib/bcd-site"),
 };
 
 if (import.meta.main) {

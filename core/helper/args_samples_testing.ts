@@ -50,6 +50,7 @@ export const VALID_ARGS: { [O in HelperOp]: HelperArgs[O] } = {
   "host.boot_id": {},
   "host.inventory": {},
   "host.memory": {},
+  "host.doctor": {},
   "pci.numa_node": { pciBusId: "00000000:3A:00.0" },
   "holds.list": {},
   "file.write": {

@@ -30,6 +30,7 @@
 import type { HoldListing, SliceRemoval } from "../converge/devices/ports.ts";
 import type { DcgmLevel, DcgmRun } from "../converge/devices/diag_dcgm.ts";
 import type { HostMemory } from "../converge/devices/admission.ts";
+import type { HostFacts } from "../doctor/host_facts.ts";
 import type { HoldBinding } from "../converge/devices/assignment.ts";
 import type { DeviceClass } from "../converge/devices/classes.ts";
 import type { SliceSettings } from "../converge/devices/slice.ts";
@@ -71,6 +72,7 @@ export const HELPER_OPS = [
   "host.boot_id",
   "host.inventory",
   "host.memory",
+  "host.doctor",
   "pci.numa_node",
   "holds.list",
   "file.write",
@@ -149,6 +151,7 @@ export interface HelperArgs extends LibvirtArgs {
   "host.boot_id": Record<never, never>;
   "host.inventory": Record<never, never>;
   "host.memory": Record<never, never>;
+  "host.doctor": Record<never, never>;
   "pci.numa_node": { readonly pciBusId: string };
   "holds.list": Record<never, never>;
   "file.write": CdiWriteArgs | EnvWriteArgs;
@@ -188,6 +191,8 @@ export interface HelperResults extends LibvirtResults {
   "host.boot_id": { readonly bootId: string };
   "host.inventory": HostInventory;
   "host.memory": HostMemory;
+  /** What `doctor` needs of the host that only root sees (`core/doctor/host_facts.ts`). */
+  "host.doctor": HostFacts;
   /** `null`: sysfs names no NUMA node (absent, or -1). */
   "pci.numa_node": { readonly numaNode: number | null };
   "holds.list": HoldListing;

@@ -6,8 +6,8 @@
  * | role      | ops                                             | for                                              |
  * | --------- | ----------------------------------------------- | ------------------------------------------------ |
  * | `node`    | every op                                        | boot id, inventory, devices, `gpu.reset`, reboot |
- * | `site`    | `host.boot_id`, `host.inventory`, `node.reboot` | boot id, `inventory.refresh`, `node.reboot`      |
- * | `ramdisk` | `host.boot_id`, `host.inventory`, `dcgm.diag`   | boot id, `inventory.refresh`, `diag.dcgm`        |
+ * | `site`    | `host.boot_id`, `host.inventory`, `host.doctor`, `node.reboot` | boot id, `inventory.refresh`, `doctor`, `node.reboot` |
+ * | `ramdisk` | `host.boot_id`, `host.inventory`, `host.doctor`, `dcgm.diag`   | boot id, `inventory.refresh`, `doctor`, `diag.dcgm`   |
  *
  * A site never touches GPU holds or slices; a ramdisk has no `node.reboot` (its reboot is `boot.kexec`). The ops its
  * later kinds need (`disk.wipe`, `boot.kexec`, the BMC kinds) join its row with them.
@@ -26,8 +26,8 @@ export const DEFAULT_HELPER_ROLE: KindRole = "node";
 /** The table above, row by row, each in the protocol's op order. */
 export const HELPER_OPS_BY_ROLE: Readonly<Record<KindRole, readonly HelperOp[]>> = {
   node: HELPER_OPS,
-  site: ["host.boot_id", "host.inventory", "node.reboot"],
-  ramdisk: ["host.boot_id", "host.inventory", "dcgm.diag"],
+  site: ["host.boot_id", "host.inventory", "host.doctor", "node.reboot"],
+  ramdisk: ["host.boot_id", "host.inventory", "host.doctor", "dcgm.diag"],
 };
 
 /** Whether `s` names a role a helper may serve. */

@@ -8,8 +8,8 @@ import { DEFAULT_HELPER_ROLE, HELPER_OPS_BY_ROLE, HELPER_ROLES, isHelperRole, op
 /** The module's table, row by row: the ops each role's helper answers. */
 const TABLE: Record<string, readonly HelperOp[]> = {
   node: HELPER_OPS,
-  site: ["host.boot_id", "host.inventory", "node.reboot"],
-  ramdisk: ["host.boot_id", "host.inventory", "dcgm.diag"],
+  site: ["host.boot_id", "host.inventory", "host.doctor", "node.reboot"],
+  ramdisk: ["host.boot_id", "host.inventory", "host.doctor", "dcgm.diag"],
 };
 
 /** A well-formed request line of every op (arguments that pass the default-deny table). */
@@ -17,6 +17,7 @@ const LINE: Record<HelperOp, string> = {
   "host.boot_id": "{}",
   "host.inventory": "{}",
   "host.memory": "{}",
+  "host.doctor": "{}",
   "pci.numa_node": '{"pciBusId":"0000:18:00.0"}',
   "holds.list": "{}",
   "file.write": '{"kind":"allocation-env","allocationId":"a1","env":["BCD_ALLOCATION_ID=a1"]}',

@@ -110,3 +110,36 @@ function _isoOrMs(ms: number): string | number {
   const d = new Date(ms);
   return Number.isNaN(d.getTime()) ? ms : d.toISOString();
 }
+
+/** What `doctor` reads of a journal beside {@link inspectJournal}: SQLite's `quick_check` and the raw time mark. */
+export interface JournalHealth {
+  /** `ok`, or quick_check's first problem. */
+  readonly integrity: string;
+  /** The server time mark, ms (0: none seen). */
+  readonly serverTimeMark: number;
+}
+
+/** Runs `PRAGMA quick_check` over a read-only connection (no lock taken, nothing written); `no-journal` when none. */
+export async function journalHealth(
+  dataDir: string,
+  opts: Pick<InspectOptions, "driver"> = {},
+): Promise<JournalHealth> {
+  const path = join(dataDir, JOURNAL_FILE);
+  try {
+    if ((await Deno.stat(path)).size === 0) throw new Deno.errors.NotFound(path);
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) throw new JournalError("no-journal", `no journal at ${path}`);
+    throw e;
+  }
+  const db = await (opts.driver ?? openNodeSqlite)(path, { readOnly: true });
+  try {
+    const rows = await db.all("PRAGMA quick_check(8)");
+    const problems = rows.map((r) => String(Object.values(r)[0])).filter((s) => s !== "ok");
+    return {
+      integrity: problems.length === 0 ? "ok" : problems.join("; ").slice(0, 500),
+      serverTimeMark: (await getMeta(db)).serverTimeMark,
+    };
+  } finally {
+    await db.close();
+  }
+}

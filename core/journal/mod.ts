@@ -132,5 +132,5 @@ export { LOCK_FILE, lockHolder } from "./lock.ts";
 export { QUARANTINE_DIR, type Quarantined } from "./quarantine.ts";
 export type { SqlDriver, SqlDriverFactory, SqlRow, SqlValue } from "./sql_driver.ts";
 export { openNodeSqlite } from "./driver_node_sqlite.ts";
-export { inspectJournal, type InspectOptions } from "./inspect.ts";
+export { inspectJournal, type InspectOptions, type JournalHealth, journalHealth } from "./inspect.ts";
 export { fsyncDir, writeFileDurable } from "./durable_file.ts";

@@ -19,6 +19,7 @@ import type {
   SharingPort,
   SysctlPort,
 } from "../../core/host/mod.ts";
+import type { HostDoctor } from "./doctor_facts.ts";
 import type { LibvirtHostPort } from "../../core/converge/instances/domain_plan.ts";
 
 /** The hold files, one at a time (the CDI/env store's halves: `runtimes/cdi`'s `CdiHoldStore`). */
@@ -71,4 +72,6 @@ export interface HelperBackends {
   readonly libvirt?: LibvirtHostPort;
   /** sshd's access files (`access.*`); absent where the helper is not configured for them (the ops then fail). */
   readonly access?: AccessHost;
+  /** What `doctor` asks of the host (`host.doctor`); absent, the op fails. */
+  readonly doctor?: HostDoctor;
 }

@@ -77,6 +77,9 @@ async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promi
       return _answer(req, await b.inventory.read());
     case "host.memory":
       return _answer(req, await b.memory.read());
+    case "host.doctor":
+      if (!b.doctor) throw new HelperError("failed", "host.doctor: this helper has no doctor backend");
+      return _answer(req, await b.doctor.facts());
     case "pci.numa_node":
       return _answer(req, { numaNode: (await b.numaNode(req.args.pciBusId)) ?? null });
     case "holds.list":

@@ -124,6 +124,8 @@ export async function startTestHelper(
     access?: AccessHost;
     /** `dcgm.diag`'s backend (default: dcgmi is not installed). */
     dcgmDiag?: HelperBackends["dcgmDiag"];
+    /** `host.doctor`'s backend (default: none, the op fails). */
+    doctor?: HelperBackends["doctor"];
   } = {},
 ): Promise<TestHelper> {
   const root = await Deno.makeTempDir({ prefix: "bcd-helper-" });
@@ -167,6 +169,7 @@ export async function startTestHelper(
     kubernetes: opts.kubernetes ?? new FakeKubernetes(),
     ...(opts.libvirt ? { libvirt: opts.libvirt } : {}),
     ...(opts.access ? { access: opts.access } : {}),
+    ...(opts.doctor ? { doctor: opts.doctor } : {}),
   };
   const mem = memoryLogger("debug");
   const server = new HelperServer(backends, {
