@@ -16,7 +16,7 @@ import { ConfigError, loadAgentConfig, type ResolvedAgentConfig } from "../core/
 import { DEFAULT_HELPER_ROLE, DEFAULT_HELPER_SOCKET, HELPER_OPS_BY_ROLE } from "../core/helper/mod.ts";
 import { createLogger, levelFromEnv } from "../core/log/mod.ts";
 import { groupId, HelperServer, hostBackends, SocketDirRefused } from "../runtimes/helper/mod.ts";
-import { libvirtBackend } from "../runtimes/libvirt/host_setup.ts";
+import { libvirtBackend, probeDomainType } from "../runtimes/libvirt/host_setup.ts";
 import { NvidiaSmi } from "../runtimes/nvidia/nvidia_smi.ts";
 import { RealHostDoctor } from "../runtimes/helper/doctor_facts.ts";
 import type { KindRole } from "../core/commands/kinds.ts";
@@ -84,6 +84,7 @@ const SERVE: Subcommand = {
       dataDir: namesDataDir ? config.dataDir : _AGENT_DATA_DIR[role],
       cgroupRoot: config.devices.cgroupRoot,
       bridges: config.helper.instanceBridges,
+      kvm: () => probeDomainType(),
     });
     const backends = { ...host, ...(libvirt ? { libvirt } : {}), doctor };
     const server = new HelperServer(backends, { log, role });

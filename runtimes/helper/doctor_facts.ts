@@ -1,14 +1,13 @@
 /**
  * The helper's `host.doctor` backend: what `doctor` needs of the host that only root sees. It reads sysfs (huge page
  * sizes, bridges), the holds' cgroup root (`cgroup.controllers`), asks QEMU whether KVM works (the libvirt runtime's
- * own probe), runs each host tool's version flag (bounded in time; a tool not on `PATH` is `null`) and measures the
+ * own probe, passed in by the wiring), runs each host tool's version flag (bounded in time; a tool not on `PATH` is `null`) and measures the
  * data dir's free space with `stat -f`. Every path comes from the helper's own configuration.
  *
  * @module
  */
 import type { KindRole } from "../../core/commands/kinds.ts";
 import { DOCTOR_TOOLS, type DoctorTool, type HostFacts } from "../../core/doctor/host_facts.ts";
-import { probeDomainType } from "../libvirt/host_setup.ts";
 import { toolVersion } from "../doctor/tool_version.ts";
 
 /** The backend the dispatcher calls. */
@@ -24,8 +23,8 @@ export interface RealHostDoctorOptions {
   readonly bridges: readonly string[];
   /** The sysfs root (default `/sys`). */
   readonly sys?: string;
-  /** The KVM probe (default the libvirt runtime's `probeDomainType`). */
-  readonly kvm?: () => Promise<HostFacts["kvm"]>;
+  /** The KVM probe (the helper's wiring passes the libvirt runtime's `probeDomainType`). */
+  readonly kvm: () => Promise<HostFacts["kvm"]>;
   /** A tool's version run's bound (default 10 s). */
   readonly toolTimeoutMs?: number;
 }
@@ -94,7 +93,7 @@ export class RealHostDoctor implements HostDoctor {
     const missingBridges: string[] = [];
     for (const b of o.bridges) if (!(await _isDir(`${sys}/class/net/${b}/bridge`))) missingBridges.push(b);
     const kvm = tools.virsh !== null || tools["cloud-hypervisor"] !== null
-      ? await (o.kvm ?? probeDomainType)()
+      ? await o.kvm()
       : { type: "qemu" as const, why: "no instance runtime: not probed" };
     return {
       role: o.role,

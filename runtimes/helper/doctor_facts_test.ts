@@ -47,6 +47,7 @@ Deno.test("host.doctor reads huge page sizes, bridges and cgroup controllers fro
       cgroupRoot: `${root}/nope`,
       bridges: [],
       sys: `${root}/nope`,
+      kvm: () => Promise.resolve({ type: "qemu", why: "not probed in this test" }),
     }).facts();
     assert.deepEqual(none.hugepageSizesKiB, []);
     assert.equal(none.cgroup.controllers, null);
