@@ -32,6 +32,15 @@ export const MAX_STATEMENT_BYTES = 2048;
  */
 const _verifiedCerts = new Set<string>();
 const MAX_VERIFIED_CERTS = 64;
+/** Certificate objects whose root signature verified (those {@link certificateFromJson} hands out again). */
+const _verifiedObjects = new WeakSet<WorkerCertificate>();
+
+/**
+ * Certificates decoded, by their three base64 fields: every command of a worker embeds the same certificate, and
+ * decoding is a pure function of those strings, so the second command reuses the first one's object (and with it
+ * the verified mark) instead of decoding base64 and JSON again. Bounded like the signature cache.
+ */
+const _decodedCerts = new Map<string, WorkerCertificate>();
 
 /** What a root vouches for. */
 export interface WorkerCertStatement {
@@ -82,6 +91,20 @@ export function certificateFromJson(obj: unknown): WorkerCertificate {
   if (typeof obj !== "object" || obj === null || Array.isArray(obj)) throw new PkiFormatError("cert: not an object");
   const o = obj as Record<string, unknown>;
   if (o.v !== 1) throw new PkiFormatError("cert.v: unsupported version");
+  const key = typeof o.statement === "string" && typeof o.issuer === "string" && typeof o.sig === "string"
+    ? `${o.statement}.${o.issuer}.${o.sig}`
+    : undefined;
+  const seen = key === undefined ? undefined : _decodedCerts.get(key);
+  if (seen !== undefined) return seen;
+  const cert = _decodeCertificate(o);
+  if (key !== undefined) {
+    if (_decodedCerts.size >= MAX_VERIFIED_CERTS) _decodedCerts.delete(_decodedCerts.keys().next().value!);
+    _decodedCerts.set(key, cert);
+  }
+  return cert;
+}
+
+function _decodeCertificate(o: Record<string, unknown>): WorkerCertificate {
   const statementBytes = fromBase64("cert.statement", o.statement, MAX_STATEMENT_BYTES);
   const issuer = fromBase64("cert.issuer", o.issuer, ED25519_PUBLIC_KEY_BYTES);
   const signature = fromBase64("cert.sig", o.sig, 64);
@@ -123,8 +146,10 @@ export async function verifyWorkerCertificate(
   if (!roots.some((r) => bytesEqual(r, cert.issuer))) {
     throw new SignatureError("unknown-key", "the worker certificate's issuer is not a command-signing root");
   }
-  const cacheKey = `${toHex(cert.issuer)}:${toHex(cert.signature)}:${toHex(cert.statementBytes)}`;
-  if (!_verifiedCerts.has(cacheKey)) {
+  const cacheKey = _verifiedObjects.has(cert)
+    ? undefined
+    : `${toHex(cert.issuer)}:${toHex(cert.signature)}:${toHex(cert.statementBytes)}`;
+  if (cacheKey !== undefined && !_verifiedCerts.has(cacheKey)) {
     if (!await verifyEd25519(cert.issuer, cert.signature, signedMessage("worker-cert", cert.statementBytes))) {
       throw new SignatureError(
         "certificate-invalid",
@@ -134,6 +159,7 @@ export async function verifyWorkerCertificate(
     if (_verifiedCerts.size >= MAX_VERIFIED_CERTS) _verifiedCerts.delete(_verifiedCerts.values().next().value!);
     _verifiedCerts.add(cacheKey);
   }
+  _verifiedObjects.add(cert);
   if (cert.statement.purposes.length === 0 || cert.statement.purposes.includes("worker-cert")) {
     throw new SignatureError("certificate-invalid", "a worker certificate must name purposes and may not issue others");
   }

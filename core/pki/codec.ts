@@ -29,12 +29,14 @@ export function fromBase64(field: string, value: unknown, maxBytes: number): Uin
   return out;
 }
 
+const _UTF8 = new TextDecoder("utf-8", { fatal: true });
+
 /** Decodes `bytes` as one JSON object after checking its size against `maxBytes`. */
 export function decodeBoundedJson(what: string, bytes: Uint8Array, maxBytes: number): Record<string, unknown> {
   if (bytes.length > maxBytes) throw new PkiFormatError(`${what}: ${bytes.length} bytes, more than ${maxBytes}`);
   let v: unknown;
   try {
-    v = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    v = JSON.parse(_UTF8.decode(bytes));
   } catch (e) {
     throw new PkiFormatError(`${what}: not UTF-8 JSON`, { cause: e });
   }

@@ -1,8 +1,14 @@
 /**
- * Ed25519 through WebCrypto: strict lengths, verification over the exact bytes given, key ids.
+ * Ed25519: strict lengths, verification over the exact bytes given, key ids. Signing and key generation go through
+ * WebCrypto; verification through `node:crypto`'s synchronous `verify`, on the calling thread: WebCrypto's `verify`
+ * is an async op that Deno runs on its blocking pool, and the hop there and back cost more than the check itself
+ * (~40 µs) and, on a loaded host, milliseconds of waiting for a thread on every delivered command (issue 24). The
+ * Wycheproof vectors (`wycheproof_test.ts`) pin that the two give the same verdicts.
  *
  * @module
  */
+import { Buffer } from "node:buffer";
+import { createPublicKey, type KeyObject, verify as nodeVerify } from "node:crypto";
 
 /** The length of a raw Ed25519 public key. */
 export const ED25519_PUBLIC_KEY_BYTES = 32;
@@ -24,28 +30,61 @@ export async function importPublicKey(raw: Uint8Array): Promise<CryptoKey> {
   return await crypto.subtle.importKey("raw", _buf(raw), { name: "Ed25519" }, false, ["verify"]);
 }
 
+/** The DER prefix of an Ed25519 SubjectPublicKeyInfo (RFC 8410); the raw 32-byte key follows it. */
+const _SPKI_PREFIX = [0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00];
+
+/** Imported verification keys by raw key (hex): a node checks a handful of worker and root keys over and over. */
+const _keys = new Map<string, KeyObject>();
+const _MAX_KEYS = 256;
+
+function _verifyKey(raw: Uint8Array): KeyObject {
+  const id = toHex(raw);
+  let k = _keys.get(id);
+  if (k === undefined) {
+    const der = new Uint8Array(_SPKI_PREFIX.length + raw.length);
+    der.set(_SPKI_PREFIX);
+    der.set(raw, _SPKI_PREFIX.length);
+    k = createPublicKey({ key: Buffer.from(der.buffer), format: "der", type: "spki" });
+    if (_keys.size >= _MAX_KEYS) _keys.delete(_keys.keys().next().value!);
+    _keys.set(id, k);
+  }
+  return k;
+}
+
 /**
- * Verifies `signature` over exactly `message` with the raw public key. Returns false (never throws) for a key or
- * signature of the wrong length, a key WebCrypto refuses, or a signature that does not verify.
+ * Verifies `signature` over exactly `message` with the raw public key, synchronously (see the module doc). Returns
+ * false (never throws) for a key or signature of the wrong length, a key that is not a valid point, or a signature
+ * that does not verify.
  */
-export async function verifyEd25519(
-  publicKey: Uint8Array,
-  signature: Uint8Array,
-  message: Uint8Array,
-): Promise<boolean> {
+export function verifyEd25519Sync(publicKey: Uint8Array, signature: Uint8Array, message: Uint8Array): boolean {
   if (publicKey.length !== ED25519_PUBLIC_KEY_BYTES || signature.length !== ED25519_SIGNATURE_BYTES) return false;
-  let key: CryptoKey;
+  let key: KeyObject;
   try {
-    key = await importPublicKey(publicKey);
+    key = _verifyKey(publicKey);
   } catch (e) {
-    if (e instanceof DOMException || e instanceof TypeError || e instanceof RangeError) return false;
+    if (e instanceof TypeError || e instanceof RangeError || _isCryptoError(e)) return false;
     throw e;
   }
   try {
-    return await crypto.subtle.verify({ name: "Ed25519" }, key, _buf(signature), _buf(message));
+    return nodeVerify(null, message, key, signature);
   } catch (e) {
-    if (e instanceof DOMException || e instanceof TypeError) return false;
+    if (e instanceof TypeError || _isCryptoError(e)) return false;
     throw e;
+  }
+}
+
+/** `node:crypto`'s refusals of a key or signature (an Error with an `ERR_*` code). */
+function _isCryptoError(e: unknown): boolean {
+  const code = e instanceof Error ? (e as Error & { code?: unknown }).code : undefined;
+  return typeof code === "string" && code.startsWith("ERR_");
+}
+
+/** {@link verifyEd25519Sync} for callers that await. */
+export function verifyEd25519(publicKey: Uint8Array, signature: Uint8Array, message: Uint8Array): Promise<boolean> {
+  try {
+    return Promise.resolve(verifyEd25519Sync(publicKey, signature, message));
+  } catch (e) {
+    return Promise.reject(e);
   }
 }
 
@@ -72,10 +111,12 @@ export async function sha256(bytes: Uint8Array): Promise<Uint8Array> {
   return new Uint8Array(await crypto.subtle.digest("SHA-256", _buf(bytes)));
 }
 
+const _HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
+
 /** Lowercase hex of `bytes`. */
 export function toHex(bytes: Uint8Array): string {
   let s = "";
-  for (const b of bytes) s += b.toString(16).padStart(2, "0");
+  for (let i = 0; i < bytes.length; i++) s += _HEX[bytes[i]!];
   return s;
 }
 

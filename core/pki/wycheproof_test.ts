@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { verifyEd25519 } from "./ed25519.ts";
+import { verifyEd25519, verifyEd25519Sync } from "./ed25519.ts";
 
 const VECTORS = new URL("../../fixtures/wycheproof/ed25519_test.json", import.meta.url);
 
@@ -55,4 +55,26 @@ Deno.test("verifyEd25519() refuses keys and signatures of the wrong length witho
   assert.equal(await verifyEd25519(new Uint8Array(31), new Uint8Array(64), new Uint8Array()), false);
   assert.equal(await verifyEd25519(new Uint8Array(32), new Uint8Array(63), new Uint8Array()), false);
   assert.equal(await verifyEd25519(new Uint8Array(32), new Uint8Array(65), new Uint8Array()), false);
+});
+
+Deno.test("verifyEd25519Sync() answers false, never throws, for a key that is no curve point, and agrees with WebCrypto's verdicts", async () => {
+  const kp = await crypto.subtle.generateKey({ name: "Ed25519" }, true, ["sign", "verify"]) as CryptoKeyPair;
+  const pk = new Uint8Array(await crypto.subtle.exportKey("raw", kp.publicKey));
+  const msg = new TextEncoder().encode("bcd");
+  const sig = new Uint8Array(await crypto.subtle.sign({ name: "Ed25519" }, kp.privateKey, msg));
+  const webcrypto = (k: Uint8Array, s: Uint8Array) =>
+    crypto.subtle.importKey("raw", k.slice(), { name: "Ed25519" }, false, ["verify"]).then(
+      (key) => crypto.subtle.verify({ name: "Ed25519" }, key, s.slice(), msg.slice()),
+      () => false,
+    );
+  const flipped = sig.slice();
+  flipped[10]! ^= 1;
+  const notAPoint = new Uint8Array(32).fill(0xff);
+  for (const [k, s, want] of [[pk, sig, true], [pk, flipped, false], [notAPoint, sig, false]] as const) {
+    assert.equal(verifyEd25519Sync(k, s, msg), want);
+    assert.equal(await webcrypto(k, s), want);
+  }
+  // The cached key of a second call gives the same verdicts.
+  assert.equal(verifyEd25519Sync(pk, sig, msg), true);
+  assert.equal(verifyEd25519Sync(pk, flipped, msg), false);
 });
