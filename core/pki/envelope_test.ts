@@ -104,15 +104,18 @@ Deno.test("verifyEnvelope() refusals, one per failure", async (t) => {
     o.cert.statement = btoa(JSON.stringify(st));
     assert.equal(await refusal(verifyEnvelope(roots, "command", BODY, encodeJson(o), NOW)), "certificate-invalid");
   });
-  await t.step("a root signature altered after the genuine certificate was verified (and its decoding kept)", async () => {
-    assert.ok(await verifyEnvelope(roots, "command", BODY, env, NOW));
-    const o = JSON.parse(new TextDecoder().decode(env));
-    const sig = Uint8Array.from(atob(o.cert.sig), (c) => c.charCodeAt(0));
-    sig[5]! ^= 1;
-    o.cert.sig = btoa(String.fromCharCode(...sig));
-    assert.equal(await refusal(verifyEnvelope(roots, "command", BODY, encodeJson(o), NOW)), "certificate-invalid");
-    assert.ok(await verifyEnvelope(roots, "command", BODY, env, NOW), "the genuine one still verifies");
-  });
+  await t.step(
+    "a root signature altered after the genuine certificate was verified (and its decoding kept)",
+    async () => {
+      assert.ok(await verifyEnvelope(roots, "command", BODY, env, NOW));
+      const o = JSON.parse(new TextDecoder().decode(env));
+      const sig = Uint8Array.from(atob(o.cert.sig), (c) => c.charCodeAt(0));
+      sig[5]! ^= 1;
+      o.cert.sig = btoa(String.fromCharCode(...sig));
+      assert.equal(await refusal(verifyEnvelope(roots, "command", BODY, encodeJson(o), NOW)), "certificate-invalid");
+      assert.ok(await verifyEnvelope(roots, "command", BODY, env, NOW), "the genuine one still verifies");
+    },
+  );
   await t.step("an oversized envelope is refused before it is parsed", async () => {
     assert.equal(await refusal(verifyEnvelope(roots, "command", BODY, new Uint8Array(100_000), NOW)), "malformed");
   });
