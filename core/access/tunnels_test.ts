@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { jwksOf, newTicketSigner, signTicket } from "../../fixtures/testbed/tickets.ts";
-import { openTest, tempDataDir, testClock } from "../journal/_testing.ts";
+import { openTest, tempDataDir, testClock } from "../journal/journal_testing.ts";
 import type { Journal } from "../journal/journal.ts";
 import { silentLogger } from "../log/mod.ts";
 import { JwksHolder } from "./jwks.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { BOOT_ID_PATH, readBootId } from "./boot_id.ts";
-import { tempDataDir } from "./_testing.ts";
+import { tempDataDir } from "./journal_testing.ts";
 
 Deno.test("readBootId() reads the kernel's boot id, or an injected file", async (t) => {
   await t.step("the kernel's", async () => {

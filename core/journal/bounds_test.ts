@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { boundsFromConfig, DEFAULT_BOUNDS, EVENT_ROW_OVERHEAD } from "./bounds.ts";
 import { JournalBusy } from "./errors.ts";
-import { bytes, openTest, tempDataDir, testClock } from "./_testing.ts";
+import { bytes, openTest, tempDataDir, testClock } from "./journal_testing.ts";
 
 const RS = { kind: "inventory.refresh", retrySafe: true, selfTerminating: false };
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { CommandStateError } from "./errors.ts";
-import { openTest, tempDataDir, testClock } from "./_testing.ts";
+import { openTest, tempDataDir, testClock } from "./journal_testing.ts";
 import type { Journal } from "./journal.ts";
 
 const NRS = { kind: "gpu.reset", retrySafe: false, selfTerminating: false };

@@ -8,7 +8,7 @@ import { openLibsql } from "./driver_libsql.ts";
 import { openNodeSqlite } from "./driver_node_sqlite.ts";
 import { enforceDurability } from "./schema.ts";
 import type { SqlDriverFactory } from "./sql_driver.ts";
-import { bytes, openTest, tempDataDir, testClock } from "./_testing.ts";
+import { bytes, openTest, tempDataDir, testClock } from "./journal_testing.ts";
 
 const DRIVERS: [string, SqlDriverFactory][] = [["node:sqlite", openNodeSqlite], ["libsql", openLibsql]];
 

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
 import { JournalDurabilityError, JournalStopped } from "./errors.ts";
-import { bytes, faultyFactory, openTest, tempDataDir, testClock } from "./_testing.ts";
+import { bytes, faultyFactory, openTest, tempDataDir, testClock } from "./journal_testing.ts";
 import { IDENTITY_FILE } from "./identity_file.ts";
 import { JOURNAL_FILE } from "./journal.ts";
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { bytes, openTest, tempDataDir, testClock } from "./_testing.ts";
+import { bytes, openTest, tempDataDir, testClock } from "./journal_testing.ts";
 
 Deno.test("event sequence numbers increase from 1 per journal_id and survive reopening", async () => {
   await using tmp = await tempDataDir();

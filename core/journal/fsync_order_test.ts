@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { tempDataDir } from "./_testing.ts";
+import { tempDataDir } from "./journal_testing.ts";
 
 async function hasStrace(): Promise<boolean> {
   try {

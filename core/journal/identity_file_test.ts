@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { IDENTITY_FILE, IdentityFileError, MAX_IDENTITY_BYTES, readIdentity, updateIdentity } from "./identity_file.ts";
-import { tempDataDir } from "./_testing.ts";
+import { tempDataDir } from "./journal_testing.ts";
 
 Deno.test("concurrent identity.json updates keep every writer's keys", async () => {
   await using tmp = await tempDataDir();

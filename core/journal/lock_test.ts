@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { JournalLocked } from "./errors.ts";
 import { lockHolder } from "./lock.ts";
-import { openTest, tempDataDir, testClock } from "./_testing.ts";
+import { openTest, tempDataDir, testClock } from "./journal_testing.ts";
 
 Deno.test("a second opener of the same data_dir is refused with a message naming the holder", async () => {
   await using tmp = await tempDataDir();

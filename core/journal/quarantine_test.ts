@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { memoryLogger } from "../log/mod.ts";
-import { bytes, openTest, tempDataDir, testClock } from "./_testing.ts";
+import { bytes, openTest, tempDataDir, testClock } from "./journal_testing.ts";
 import { JOURNAL_FILE } from "./journal.ts";
 import { QUARANTINE_DIR } from "./quarantine.ts";
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { openTest, tempDataDir, testClock } from "./_testing.ts";
+import { openTest, tempDataDir, testClock } from "./journal_testing.ts";
 import { RETENTION_MS } from "./sweep.ts";
 import { TicketReplayed, TicketsFull } from "./errors.ts";
 

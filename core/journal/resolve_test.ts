@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { CommandStateError } from "./errors.ts";
 import { resolveEntry } from "./resolve.ts";
-import { bytes, openTest, tempDataDir, testClock } from "./_testing.ts";
+import { bytes, openTest, tempDataDir, testClock } from "./journal_testing.ts";
 import type { JournalEntry, ResolveFlags } from "./types.ts";
 
 const ME = { incarnation: "inc-now", bootId: "boot-now" };

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { ServerTimeAhead, ServerTimeRegressed } from "./errors.ts";
-import { openTest, tempDataDir, testClock } from "./_testing.ts";
+import { openTest, tempDataDir, testClock } from "./journal_testing.ts";
 import { JOURNAL_FILE } from "./journal.ts";
 import {
   advanceMark,

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { tempDataDir } from "./_testing.ts";
+import { tempDataDir } from "./journal_testing.ts";
 import { WalSync } from "./wal_sync.ts";
 
 Deno.test("WalSync syncs the file at the WAL's path, following a WAL replaced there", async () => {

@@ -8,7 +8,7 @@ import { startTestHelper } from "../helper/helper_testing.ts";
 import { HelperNft } from "../helper/nft_port.ts";
 import { FakeNft } from "./fake_nft.ts";
 import { netnsAddresses } from "./host_addresses.ts";
-import { Netns, netnsUnavailable } from "./netns_harness.ts";
+import { Netns, netnsUnavailable } from "../../fixtures/nft/netns.ts";
 import { RealNft } from "./real_nft.ts";
 
 interface Subject {

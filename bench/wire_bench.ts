@@ -1,11 +1,11 @@
 /**
  * Wire costs against JSON as the anchor, measured in the same run: a NodeSpec of 64 device holds and 100 instances
- * (the delivery issue's convergence benchmark spec). `deno bench proto/wire_bench.ts` prints each group's ratios.
+ * (the delivery issue's convergence benchmark spec). `deno task bench:proto` (`deno bench bench/wire_bench.ts`) prints each group's ratios.
  */
-import { bcd } from "./gen/bcd.js";
-import { canonicalNodeSpecJson, nodeSpecFromJson, nodeSpecToJson } from "./canonical_json.ts";
-import { checkMessageBudget } from "./message_budget.ts";
-import { decodeMessage, encodeMessage } from "./wire.ts";
+import { bcd } from "../proto/gen/bcd.js";
+import { canonicalNodeSpecJson, nodeSpecFromJson, nodeSpecToJson } from "../proto/canonical_json.ts";
+import { checkMessageBudget } from "../proto/message_budget.ts";
+import { decodeMessage, encodeMessage } from "../proto/wire.ts";
 
 const spec: bcd.v1.NodeSpec.$Properties = {
   devices: {

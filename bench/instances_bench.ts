@@ -13,14 +13,14 @@
  *
  * @module
  */
-import { InstancesConverger } from "../../core/converge/instances/converger.ts";
-import type { DomainRecord } from "../../core/converge/instances/runtime.ts";
-import { ensureLibvirtd } from "../../fixtures/libvirt/libvirtd.ts";
-import { makeQcow2, sha256Hex, startImageServer } from "../../fixtures/libvirt/image_server.ts";
-import { renderDomainXml } from "./domain_xml.ts";
-import { LibvirtHost } from "./libvirt_host.ts";
-import { LibvirtRuntime } from "./libvirt_runtime.ts";
-import { CommandVirsh } from "./virsh.ts";
+import { InstancesConverger } from "../core/converge/instances/converger.ts";
+import type { DomainRecord } from "../core/converge/instances/runtime.ts";
+import { ensureLibvirtd } from "../fixtures/libvirt/libvirtd.ts";
+import { makeQcow2, sha256Hex, startImageServer } from "../fixtures/libvirt/image_server.ts";
+import { renderDomainXml } from "../runtimes/libvirt/domain_xml.ts";
+import { LibvirtHost } from "../runtimes/libvirt/libvirt_host.ts";
+import { LibvirtRuntime } from "../runtimes/libvirt/libvirt_runtime.ts";
+import { CommandVirsh } from "../runtimes/libvirt/virsh.ts";
 
 const ROUNDS = Number(Deno.env.get("BCD_BENCH_ROUNDS") ?? "5");
 const DOMAINS = Number(Deno.env.get("BCD_BENCH_DOMAINS") ?? "100");

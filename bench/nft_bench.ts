@@ -18,14 +18,14 @@
  * @module
  */
 import process from "node:process";
-import { silentLogger } from "../../core/log/mod.ts";
-import { realClock } from "../../core/clock.ts";
-import { checkNetPolicy, NFT_TABLES, NftKeeper, renderRuleset } from "../../core/netpolicy/mod.ts";
-import { startTestHelper } from "../helper/helper_testing.ts";
-import { HelperNft } from "../helper/nft_port.ts";
-import { Netns, netnsUnavailable } from "./netns_harness.ts";
-import { RealNft } from "./real_nft.ts";
-import { FLEET_HOST, fleetPolicy } from "./suite/fleet.ts";
+import { silentLogger } from "../core/log/mod.ts";
+import { realClock } from "../core/clock.ts";
+import { checkNetPolicy, NFT_TABLES, NftKeeper, renderRuleset } from "../core/netpolicy/mod.ts";
+import { startTestHelper } from "../runtimes/helper/helper_testing.ts";
+import { HelperNft } from "../runtimes/helper/nft_port.ts";
+import { Netns, netnsUnavailable } from "../fixtures/nft/netns.ts";
+import { RealNft } from "../runtimes/nft/real_nft.ts";
+import { FLEET_HOST, fleetPolicy } from "../fixtures/nft/fleet.ts";
 
 const ROUNDS = Math.min(15, Number(Deno.env.get("BCD_BENCH_ROUNDS") ?? "7"));
 const INSTANCES = 1000;

@@ -2,11 +2,11 @@
  * `deno task bench:nvidia`: reading the 8-GPU HGX `nvidia-smi -q -x` (58 KiB) against the anchor `JSON.parse` of
  * the same inventory as JSON, in the same run (`deno bench` prints the ratio to the baseline).
  */
-import { parseSmiList, withMigUuids } from "./smi_list.ts";
-import { parseSmiXml } from "./smi_xml.ts";
-import { parseXml } from "./xml.ts";
+import { parseSmiList, withMigUuids } from "../runtimes/nvidia/smi_list.ts";
+import { parseSmiXml } from "../runtimes/nvidia/smi_xml.ts";
+import { parseXml } from "../runtimes/nvidia/xml.ts";
 
-const dir = new URL("../../fixtures/nvidia/", import.meta.url);
+const dir = new URL("../fixtures/nvidia/", import.meta.url);
 const xml = Deno.readTextFileSync(new URL("hgx8_mig2.xml", dir));
 const list = Deno.readTextFileSync(new URL("hgx8_mig2.list.txt", dir));
 const json = JSON.stringify(parseXml(xml));
