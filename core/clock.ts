@@ -55,6 +55,15 @@ export const realClock: Clock = {
   },
 };
 
+/**
+ * `clock`'s wall time in nanoseconds since the epoch (millisecond precision), the unit the guest turn protocol and
+ * the migration log stamp events in. Their `now?: () => bigint` options stay a function: tests pass a counter that
+ * moves on every call, which orders stamps without time; this is their one default.
+ */
+export function wallNanos(clock: Pick<Clock, "now"> = realClock): bigint {
+  return BigInt(Math.floor(clock.now())) * 1_000_000n;
+}
+
 /** Runs `fn` every `ms` on `clock` (the next run is set after `fn` returns) until `cancel()`. */
 export function repeat(clock: Pick<Clock, "setTimer">, ms: number, fn: () => void): Timer {
   let current: Timer | undefined;

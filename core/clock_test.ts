@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { repeat } from "./clock.ts";
+import { repeat, wallNanos } from "./clock.ts";
 import { FakeClock } from "../fixtures/clock/fake_clock.ts";
 
 Deno.test("repeat() runs every interval until cancelled, including a cancel from inside the callback", async () => {
@@ -18,4 +18,14 @@ Deno.test("repeat() runs every interval until cancelled, including a cancel from
   r2.cancel();
   await c.advance(1000);
   assert.deepEqual(seen, [1050, 1100]);
+});
+
+Deno.test("wallNanos() is the clock's wall time in nanoseconds, at millisecond precision", async () => {
+  const c = new FakeClock(1_700_000_000_123);
+  assert.equal(wallNanos(c), 1_700_000_000_123_000_000n);
+  await c.advance(2);
+  assert.equal(wallNanos(c), 1_700_000_000_125_000_000n);
+  const before = BigInt(Date.now()) * 1_000_000n;
+  const real = wallNanos();
+  assert.ok(real >= before && real <= BigInt(Date.now()) * 1_000_000n, "the default is the real clock");
 });

@@ -14,6 +14,7 @@
  *
  * @module
  */
+import { wallNanos } from "../clock.ts";
 import { MigrationTransitionError } from "./errors.ts";
 import type { MigrationEvent } from "./events.ts";
 import { isLegalTransition, type NextPhase, type Phase, type Via } from "./phases.ts";
@@ -109,16 +110,12 @@ export abstract class MigrationState<P extends Phase> {
       to,
       via,
       reason,
-      ts: (run.opts.now ?? _wallNs)(),
+      ts: run.opts.now ? run.opts.now() : wallNanos(),
     };
     run.events.push(ev);
     run.opts.onEvent?.(ev);
     return next;
   }
-}
-
-function _wallNs(): bigint {
-  return BigInt(Date.now()) * 1_000_000n;
 }
 
 /** No migration in progress; the VM runs where it is. */

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { wallNanos } from "../../core/clock.ts";
 import type { Logger } from "../../core/log/mod.ts";
 import {
   type ChannelKey,
@@ -72,7 +73,7 @@ export class TurnsAgent {
       mode: mode.kind === "native"
         ? "native"
         : { startMarker: mode.startMarker, endMarker: mode.endMarker, awaitSecrets: mode.awaitSecrets },
-      now: opts.now ?? (() => BigInt(Date.now()) * 1_000_000n),
+      now: opts.now ?? (() => wallNanos()),
       logger: opts.logger,
       channelKey: opts.channelKey,
     });

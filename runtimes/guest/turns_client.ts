@@ -12,6 +12,7 @@
  *
  * @module
  */
+import { wallNanos } from "../../core/clock.ts";
 import { type MigrationEvent, type Quiescent, type Stable, startMigrationFsm } from "../../core/migration/mod.ts";
 import type { AnyMigrationState } from "../../core/migration/mod.ts";
 import type { Logger } from "../../core/log/mod.ts";
@@ -157,7 +158,7 @@ export class TurnsClient {
         guestNonce: ch.nonce,
         hostNonce: newNonce(),
         epoch: ch.epoch + (opts.restore === true ? 1 : 0),
-        timeNs: (opts.now ?? (() => BigInt(Date.now()) * 1_000_000n))(),
+        timeNs: opts.now ? opts.now() : wallNanos(),
       };
       const mac = channelProof(opts.channelKey, "host", p);
       await client.send({ type: "AuthProof", nonce: p.hostNonce, epoch: p.epoch, time_ns: p.timeNs, mac });
