@@ -1,76 +1,94 @@
 /**
- * The guest's side of the launch capability (`core/framing/attach.ts`): one gate per serving loop, which answers
- * Attach and tells whether the current epoch may be served.
+ * The guest's side of the framing's channel gate (`core/framing/attach.ts`): one gate per serving loop (`serve` and
+ * the layered worker alike), which runs the handshake that proves the VM's one secret (the launch capability, which
+ * is also the channel key) and tells whether the current epoch may be served.
  *
  * @module
  */
 import {
   CAPABILITY_REFUSED,
-  capabilityMatches,
   decodeAttach,
   encodeFrame,
+  encodeNoncePair,
   type Frame,
+  FRAMING_AUTH_BYTES,
+  framingProof,
   Kind,
-  parseCapability,
+  verifyFramingProof,
 } from "../core/framing/mod.ts";
 import type { Logger } from "../core/log/mod.ts";
 
-/** Where the launch writes the capability in the VM's initramfs (`runtimes/vm/guest_initramfs.ts`). */
-export const CAPABILITY_FILE = "/etc/bcd/launch-capability";
+type State =
+  | { readonly s: "closed" }
+  | { readonly s: "challenged"; readonly host: Uint8Array; readonly guest: Uint8Array }
+  | { readonly s: "open" };
 
-/** Reads the VM's launch capability: null when the file is absent (a guest that takes any host). */
-export async function readCapability(path = CAPABILITY_FILE): Promise<Uint8Array | null> {
-  try {
-    return parseCapability(await Deno.readTextFile(path));
-  } catch (e) {
-    if (e instanceof Deno.errors.NotFound) return null;
-    throw e;
-  }
-}
-
-/** Gates an epoch on the launch capability. */
+/** Gates an epoch on the VM's secret. */
 export class AttachGate {
-  #capability: Uint8Array | null;
-  #attached: boolean;
-  #log: Logger;
+  readonly #key: Uint8Array | null;
+  readonly #log: Logger;
+  #state: State;
   #dropped = 0;
 
-  constructor(capability: Uint8Array | null, log: Logger) {
-    this.#capability = capability;
-    this.#attached = capability === null;
+  /** `key` null: a guest that serves any host (every Attach is answered Attached). */
+  constructor(key: Uint8Array | null, log: Logger) {
+    this.#key = key;
     this.#log = log;
+    this.#state = key === null ? { s: "open" } : { s: "closed" };
+  }
+
+  /** Whether the current epoch is attached (always, without a secret). */
+  get open(): boolean {
+    return this.#state.s === "open";
   }
 
   /** A reset ended the attachment: the next epoch attaches again. */
   reset(): void {
-    this.#attached = this.#capability === null;
+    this.#state = this.#key === null ? { s: "open" } : { s: "closed" };
     this.#dropped = 0;
   }
 
   /**
-   * Takes `f` when it is Attach (returns the answer to send) or when the epoch may not be served yet (returns
-   * `"dropped"`); returns null for a message to serve.
+   * Takes `f` when it belongs to the handshake (returns the answer to send, or `"dropped"`) or when the epoch may not
+   * be served yet (returns `"dropped"`); returns null for a message to serve.
    */
   take(f: Frame): Uint8Array | "dropped" | null {
+    const key = this.#key;
     if (f.kind === Kind.Attach) {
-      let a;
+      let host;
       try {
-        a = decodeAttach(f.body);
+        host = decodeAttach(f.body);
       } catch (e) {
         this.#log.warn({ err: String(e) }, "an Attach that does not decode: dropped");
         return "dropped";
       }
-      if (this.#capability === null || capabilityMatches(a.capability, this.#capability)) {
-        this.#attached = true;
-        return encodeFrame(Kind.Attached, a.nonce);
-      }
-      this.#attached = false;
-      this.#log.warn({ reason: CAPABILITY_REFUSED }, "an attach without the launch capability: refused");
-      return encodeFrame(Kind.AttachRefused, a.nonce);
+      if (key === null) return encodeFrame(Kind.Attached, host);
+      const guest = crypto.getRandomValues(new Uint8Array(FRAMING_AUTH_BYTES));
+      this.#state = { s: "challenged", host, guest };
+      return encodeFrame(Kind.AuthChallenge, encodeNoncePair(host, guest));
     }
-    if (this.#attached) return null;
+    if (f.kind === Kind.AuthProof) {
+      const st = this.#state;
+      if (key === null || st.s !== "challenged") {
+        this.#log.warn({ kind: f.kind }, "an AuthProof without a pending Attach: dropped");
+        return "dropped";
+      }
+      if (!verifyFramingProof(key, "host", st.host, st.guest, f.body)) {
+        this.#state = { s: "closed" };
+        this.#log.warn({ reason: CAPABILITY_REFUSED }, "an attach that did not prove the VM's secret: refused");
+        return encodeFrame(Kind.AttachRefused, st.host);
+      }
+      this.#state = { s: "open" };
+      this.#dropped = 0;
+      this.#log.info({ event: "framing_authenticated" }, "the host proved the VM's secret: attached");
+      return encodeFrame(Kind.Attached, encodeNoncePair(st.host, framingProof(key, "guest", st.host, st.guest)));
+    }
+    if (this.#state.s === "open") return null;
     if (this.#dropped++ === 0) {
-      this.#log.warn({ kind: f.kind }, "a message before the epoch attached with the launch capability: dropped");
+      this.#log.warn(
+        { kind: f.kind, reason: "unauthenticated" },
+        "a message before the epoch attached with the VM's secret: dropped",
+      );
     }
     return "dropped";
   }

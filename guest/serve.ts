@@ -16,12 +16,9 @@ import {
   encodeProblem,
   type Frame,
   frameParts,
-  FRAMING_AUTH_BYTES,
   FramingError,
-  framingProof,
   isExecKind,
   Kind,
-  verifyFramingProof,
 } from "../core/framing/mod.ts";
 import { RESET, type Transport } from "./transport.ts";
 import type { ServeEnd } from "./diagnostics.ts";
@@ -35,10 +32,11 @@ export interface ServeOptions {
   readonly log: Logger;
   /** Installs agent config bundles; without one, an install is answered `unimplemented`. */
   readonly installer?: ConfigInstaller;
-  /** The VM's channel key: with one, the host must prove it (`core/framing/auth.ts`) before anything but Ping/Echo. */
-  readonly channelKey?: Uint8Array;
-  /** The VM's launch capability: each epoch attaches with it first (`attach_gate.ts`); null takes any host. */
-  readonly capability?: Uint8Array | null;
+  /**
+   * The VM's secret (the launch capability, which is also its channel key): each epoch attaches by proving it first
+   * (`attach_gate.ts`); unset or null takes any host.
+   */
+  readonly channelKey?: Uint8Array | null;
 }
 
 const LAYERED = new Set<number>([Kind.RootConfig, Kind.Maps, Kind.Start]);
@@ -47,34 +45,8 @@ const LAYERED = new Set<number>([Kind.RootConfig, Kind.Maps, Kind.Start]);
 export async function serve(t: Transport, opts: ServeOptions): Promise<ServeEnd> {
   const dec = new Decoder({ from: "host" });
   const install = opts.installer?.session(() => true);
-  const key = opts.channelKey;
-  let authed = key === undefined;
-  let challenge: { host: Uint8Array; guest: Uint8Array } | null = null;
-  const gate = new AttachGate(opts.capability ?? null, opts.log);
+  const gate = new AttachGate(opts.channelKey ?? null, opts.log);
   const handle = async (f: Frame): Promise<"stop" | null> => {
-    if (!authed && key !== undefined) {
-      if (f.kind === Kind.AuthHello) {
-        if (f.body.length !== FRAMING_AUTH_BYTES) throw new Refusal("auth: AuthHello carries a 32-byte nonce");
-        const guest = crypto.getRandomValues(new Uint8Array(FRAMING_AUTH_BYTES));
-        challenge = { host: f.body.slice(), guest };
-        const body = new Uint8Array(2 * FRAMING_AUTH_BYTES);
-        body.set(guest);
-        body.set(framingProof(key, "guest", challenge.host, guest), FRAMING_AUTH_BYTES);
-        await t.write(encodeFrame(Kind.AuthChallenge, body));
-        return null;
-      }
-      if (f.kind === Kind.AuthProof) {
-        if (challenge === null || !verifyFramingProof(key, "host", challenge.host, challenge.guest, f.body)) {
-          throw new Refusal("auth bad-proof: the host did not prove the channel key");
-        }
-        authed = true;
-        opts.log.info({ event: "framing_authenticated" }, "host proven");
-        return null;
-      }
-      if (f.kind !== Kind.Ping && f.kind !== Kind.Echo) {
-        throw new Refusal(`auth unauthenticated: kind ${f.kind} before the host proved the channel key`);
-      }
-    }
     switch (f.kind) {
       case Kind.Ping:
         await t.write(encodeFrame(Kind.Pong));
@@ -103,10 +75,6 @@ export async function serve(t: Transport, opts: ServeOptions): Promise<ServeEnd>
         if (reply) await t.write(install.encode(await reply));
         return null;
       }
-      case Kind.AuthHello:
-      case Kind.AuthProof:
-        if (key === undefined) throw new Refusal(`kind ${f.kind}: this guest holds no channel key`);
-        throw new Refusal(`kind ${f.kind}: the channel is authenticated already`);
     }
     if (LAYERED.has(f.kind)) throw new Refusal(`kind ${f.kind} is about a layered root, which this VM has not`);
     if (isExecKind(f.kind)) {
@@ -121,8 +89,6 @@ export async function serve(t: Transport, opts: ServeOptions): Promise<ServeEnd>
         const dropped = dec.reset();
         gate.reset();
         install?.reset();
-        authed = key === undefined; // a new epoch proves the key again
-        challenge = null;
         opts.log.info({ dropped }, "session reset: a new epoch starts with a new message");
         continue;
       }

@@ -62,8 +62,11 @@ export interface WorkerOptions {
   readonly spawn?: EngineHost["spawn"];
   /** Who executions run as (seed 004 §(c): non-root, no capabilities); unset: as the worker itself. */
   readonly execIdentity?: ExecIdentity;
-  /** The VM's launch capability: each epoch attaches with it first (`attach_gate.ts`); null takes any host. */
-  readonly capability?: Uint8Array | null;
+  /**
+   * The VM's secret (the launch capability, which is also its channel key): each epoch attaches by proving it first
+   * (`attach_gate.ts`); unset or null takes any host.
+   */
+  readonly channelKey?: Uint8Array | null;
 }
 
 /** The worker's phases. */
@@ -95,7 +98,7 @@ export class Worker {
   constructor(readonly t: Transport, readonly opts: WorkerOptions) {
     this.#log = opts.log;
     this.#ops = opts.ops;
-    this.#gate = new AttachGate(opts.capability ?? null, opts.log);
+    this.#gate = new AttachGate(opts.channelKey ?? null, opts.log);
     this.outbox = new Outbox(t);
     this.outbox.onDrain = () => {
       this.engine.wake();

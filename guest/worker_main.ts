@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { readCapability } from "./attach_gate.ts";
+import { DEFAULT_CHANNEL_KEY_FILE, readChannelKeyFile } from "./channel_key.ts";
 import type { Logger } from "../core/log/mod.ts";
 import { ConfigInstaller } from "./config_install.ts";
 import { FakeRoot } from "./fake_root.ts";
@@ -48,9 +48,17 @@ export async function runWorkerOnStdio(opts: WorkerMainOptions): Promise<number>
   const installer = new ConfigInstaller({ guestRoot: opts.guestRoot, log: opts.log });
   // Seed 004 §(c): the worker runs as root in its VM; its executions never do (nobody/nogroup, no capabilities).
   const execIdentity = _isRoot() ? DEFAULT_EXEC_IDENTITY : undefined;
-  // The VM's launch capability, which bcd-vm's launch wrote into the initramfs (absent: any host attaches).
-  const capability = await readCapability();
-  const worker = new Worker(t, { ops, log: opts.log, installer, execIdentity, capability });
+  // The VM's secret (the launch capability, which is also its channel key), which bcd-vm's launch wrote into the
+  // initramfs (absent: any host attaches).
+  let channelKey;
+  try {
+    channelKey = readChannelKeyFile(DEFAULT_CHANNEL_KEY_FILE);
+  } catch (e) {
+    if (!(e instanceof RangeError || e instanceof Deno.errors.NotCapable)) throw e;
+    diagnostic(e.message);
+    return 1;
+  }
+  const worker = new Worker(t, { ops, log: opts.log, installer, execIdentity, channelKey });
   const status = await worker.run();
   if (worker.problem !== null) diagnostic(worker.problem);
   return status;

@@ -1,31 +1,26 @@
 /**
- * The guest's channel key file (issue 21): `--channel-key-file PATH`, else {@link DEFAULT_CHANNEL_KEY_FILE} when it
- * exists. The host delivers the key through the seed ISO (or `bcd.channel_key=` on the kernel command line, which the
- * init copies into a 0600 file; `/proc/cmdline` is readable by every guest process, so the seed ISO is the better
- * carrier). `guest turns` and `guest serve` read it.
+ * `--channel-key-file PATH` of `guest turns` and `guest serve`, else {@link DEFAULT_CHANNEL_KEY_FILE} when it exists
+ * (`guest/channel_key.ts`); a missing named file or a malformed key is a usage error.
  *
  * @module
  */
-import { type ChannelKey, parseChannelKey } from "../core/turns/mod.ts";
+import { type ChannelKey } from "../core/turns/mod.ts";
+import { DEFAULT_CHANNEL_KEY_FILE, readChannelKeyFile } from "../guest/channel_key.ts";
 import { UsageError } from "./_cli.ts";
 
-/** Where the guest looks for its channel key when no `--channel-key-file` is given. */
-export const DEFAULT_CHANNEL_KEY_FILE = "/etc/bcd/channel-key";
+export { DEFAULT_CHANNEL_KEY_FILE };
 
-/** The key, `undefined` when no flag was given and the default file does not exist; a bad key is a usage error. */
+/** The key, `undefined` when no flag was given and the default file does not exist. */
 export function channelKeyFromFile(flag: string | undefined, cmd: string): ChannelKey | undefined {
-  const path = flag ?? DEFAULT_CHANNEL_KEY_FILE;
-  let text: string;
+  let key: ChannelKey | undefined;
   try {
-    text = Deno.readTextFileSync(path);
+    key = readChannelKeyFile(flag ?? DEFAULT_CHANNEL_KEY_FILE);
   } catch (e) {
-    if (!(e instanceof Deno.errors.NotFound)) throw e;
-    if (flag !== undefined) throw new UsageError(`${cmd}: --channel-key-file ${flag} does not exist`);
-    return undefined;
+    if (e instanceof RangeError) throw new UsageError(`${cmd}: ${e.message}`);
+    throw e;
   }
-  try {
-    return parseChannelKey(text);
-  } catch (e) {
-    throw new UsageError(`${cmd}: ${path}: ${(e as Error).message}`);
+  if (key === undefined && flag !== undefined) {
+    throw new UsageError(`${cmd}: --channel-key-file ${flag} does not exist`);
   }
+  return key;
 }

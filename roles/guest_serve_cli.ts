@@ -6,7 +6,6 @@
  * @module
  */
 import { channelKeyFromFile } from "./guest_channel_key.ts";
-import { readCapability } from "../guest/attach_gate.ts";
 import { EXIT_INTERNAL, EXIT_OK, type Subcommand, UsageError } from "./_cli.ts";
 import { createLogger, levelFromEnv, type Logger } from "../core/log/mod.ts";
 import { serve } from "../guest/serve.ts";
@@ -100,10 +99,9 @@ const serveCmd: Subcommand = {
     } catch (e) {
       return diagnose({ ok: false, problem: e instanceof Error ? e.message : String(e) });
     }
-    // On the VM's tty, the launch capability that bcd-vm wrote into the initramfs gates each epoch; on a pipe the
-    // stream is the attachment.
-    const capability = values.tty === true ? await readCapability() : null;
-    return diagnose(await serve(t, { log, installer, channelKey, capability }));
+    // The VM's one secret (the launch capability bcd-vm wrote into the initramfs, or the channel key the host put on
+    // the seed ISO) gates each epoch; without one, any host attaches.
+    return diagnose(await serve(t, { log, installer, channelKey }));
   },
 };
 

@@ -1,76 +1,68 @@
 /**
- * The launch capability on attach (seed 002 §Host program: `Client::attach` "attaches with the VM's launch
- * capability"; §Commands: `reattach` "reads the capability from the store, attaches a new session"). The seed's
- * broker checks the capability below the framing; bcd has no broker (QEMU serves the control socket), so the guest
- * checks it, on the framing, once per epoch:
+ * The channel gate of the control framing: one handshake per epoch that proves the VM's one per-VM secret, which is
+ * both the seed's launch capability (seed 002 §Host program: `Client::attach` "attaches with the VM's launch
+ * capability"; §Commands: `reattach` "reads the capability from the store, attaches a new session") and issue 21's
+ * channel key (the same 32 bytes prove the turn protocol's channel, `core/turns/auth.ts`). The seed's broker checks
+ * the capability below the framing; bcd has no broker (QEMU serves the control socket), so the guest checks it, on
+ * the framing, and never sees it on the wire: both sides prove it with a MAC over both sides' fresh nonces.
  *
- * - the launch draws 32 random bytes, keeps them in the sandbox store (mode 0600, in the 0700 store) and writes them
- *   into the VM's initramfs, which the guest's worker reads at start;
- * - each attachment's first message is Attach: the capability, then a fresh 16-byte nonce. The guest answers
- *   Attached with the nonce when the capability is its own, and AttachRefused with the nonce otherwise
- *   ({@link CAPABILITY_REFUSED}); until an epoch attached, it answers nothing else and drops every other message,
- *   and a reset (the host side's disconnect) ends the attachment;
- * - the answer's 21 bytes (header and nonce) are also the client's sync mark: it drops every byte of an earlier epoch
- *   before them, as the sync Echo does (`mod.ts` §Reattach).
+ * The handshake, the first messages of each epoch; the host proves the secret first, so a guest reveals nothing to a
+ * host that does not hold it:
  *
- * A guest without a capability (`serve` on a pipe, a VM that another tool built) answers every Attach with Attached.
+ * 1. host → Attach: a fresh 16-byte nonce.
+ * 2. guest → AuthChallenge: the Attach's nonce and the guest's fresh 32-byte nonce. A guest without a secret
+ *    answers Attached (the nonce alone) at once instead; a host that holds one refuses that guest (`auth`).
+ * 3. host → AuthProof: the host's MAC over both nonces (`auth.ts`).
+ * 4. guest → Attached: the Attach's nonce and the guest's MAC over both nonces, when the host's MAC proves the
+ *    secret, so the host knows it reached the VM that holds it (else the client ends `auth`); AttachRefused (the
+ *    Attach's nonce, reason {@link CAPABILITY_REFUSED}) otherwise: the epoch stays unattached and the VM runs on.
  *
- * Issue 21's channel key (`auth.ts`, kinds 36–38: a mutual HMAC proof, for the VMs that the node and the migration
- * run) gates the same channel by a stronger handshake; the two land side by side (a VM holds one or the other) and
- * should become one: the launch capability as the VM's channel key, and the worker taking that handshake.
+ * Until an epoch attached, the guest answers nothing but the handshake and drops every other message (logged once
+ * per epoch as `unauthenticated`); a reset (the host side's disconnect) ends the attachment, and an Attach inside
+ * an attached epoch starts the handshake over. The 21 bytes of the guest's first answer (its header and the Attach's
+ * nonce: the AuthChallenge's header and nonce prefix, or Attached/AttachRefused whole) are also the client's sync
+ * mark: it drops every byte of an earlier epoch before them, as the sync Echo does (`mod.ts` §Reattach).
+ *
+ * A guest without a secret (`serve` on a pipe, a VM that another tool built) serves any host.
  *
  * @module
  */
 import { BodyError } from "./errors.ts";
+import { FRAMING_AUTH_BYTES } from "./auth.ts";
 
-/** The capability's length. */
-export const CAPABILITY_BYTES = 32;
-/** The nonce's length. */
+/** The Attach nonce's length. */
 export const ATTACH_NONCE_BYTES = 16;
-/** The reason of a refused attach. */
+/** The reason of a refused attach: the host did not prove the VM's secret. */
 export const CAPABILITY_REFUSED = "capability-refused";
+/** The length of an AuthChallenge's body (the Attach's nonce, the guest's nonce) and of a proven Attached's. */
+export const AUTH_CHALLENGE_BYTES = ATTACH_NONCE_BYTES + FRAMING_AUTH_BYTES;
 
-/** An Attach's body. */
-export interface Attach {
-  readonly capability: Uint8Array;
-  readonly nonce: Uint8Array;
-}
-
-/** Encodes an Attach's body. */
-export function encodeAttach(a: Attach): Uint8Array {
-  if (a.capability.length !== CAPABILITY_BYTES || a.nonce.length !== ATTACH_NONCE_BYTES) {
-    throw new RangeError(`an Attach holds ${CAPABILITY_BYTES} bytes of capability and ${ATTACH_NONCE_BYTES} of nonce`);
+/** Two byte strings of fixed lengths as one body: an AuthChallenge's or a proven Attached's. */
+export function encodeNoncePair(nonce: Uint8Array, second: Uint8Array): Uint8Array {
+  if (nonce.length !== ATTACH_NONCE_BYTES || second.length !== FRAMING_AUTH_BYTES) {
+    throw new RangeError(`the body holds ${ATTACH_NONCE_BYTES} bytes of nonce, then ${FRAMING_AUTH_BYTES}`);
   }
-  const b = new Uint8Array(CAPABILITY_BYTES + ATTACH_NONCE_BYTES);
-  b.set(a.capability);
-  b.set(a.nonce, CAPABILITY_BYTES);
+  const b = new Uint8Array(AUTH_CHALLENGE_BYTES);
+  b.set(nonce);
+  b.set(second, ATTACH_NONCE_BYTES);
   return b;
 }
 
-/** Decodes an Attach's body; throws {@link BodyError} (`attach`) for another length. */
-export function decodeAttach(body: Uint8Array): Attach {
-  if (body.length !== CAPABILITY_BYTES + ATTACH_NONCE_BYTES) {
-    throw new BodyError("attach", `${body.length} bytes, not ${CAPABILITY_BYTES + ATTACH_NONCE_BYTES}`);
+/**
+ * Splits an AuthChallenge's body (the Attach's nonce, the guest's nonce) or a proven Attached's (the nonce, the
+ * guest's MAC); throws {@link BodyError} (`what`) for another length.
+ */
+export function decodeNoncePair(what: string, body: Uint8Array): { nonce: Uint8Array; second: Uint8Array } {
+  if (body.length !== AUTH_CHALLENGE_BYTES) {
+    throw new BodyError(what, `${body.length} bytes, not ${AUTH_CHALLENGE_BYTES}`);
   }
-  return { capability: body.slice(0, CAPABILITY_BYTES), nonce: body.slice(CAPABILITY_BYTES) };
+  return { nonce: body.slice(0, ATTACH_NONCE_BYTES), second: body.slice(ATTACH_NONCE_BYTES) };
 }
 
-/** Whether `a` is the capability `b`, in time independent of where they differ. */
-export function capabilityMatches(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  let d = 0;
-  for (let i = 0; i < a.length; i++) d |= a[i]! ^ b[i]!;
-  return d === 0;
-}
-
-/** Parses a capability kept as 64 hexadecimal digits (the store's and the initramfs's file); throws RangeError. */
-export function parseCapability(text: string): Uint8Array {
-  const t = text.trim();
-  if (!/^[0-9a-f]{64}$/.test(t)) throw new RangeError("a launch capability is 64 lowercase hexadecimal digits");
-  return Uint8Array.from(t.match(/../g)!, (h) => Number.parseInt(h, 16));
-}
-
-/** Formats a capability as {@link parseCapability} reads it. */
-export function formatCapability(c: Uint8Array): string {
-  return [...c].map((b) => b.toString(16).padStart(2, "0")).join("");
+/** Checks an Attach's body (the nonce); throws {@link BodyError} (`attach`) for another length. */
+export function decodeAttach(body: Uint8Array): Uint8Array {
+  if (body.length !== ATTACH_NONCE_BYTES) {
+    throw new BodyError("attach", `${body.length} bytes, not ${ATTACH_NONCE_BYTES}`);
+  }
+  return body.slice();
 }

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { Decoder, type Frame } from "./decoder.ts";
 import { encodeFrame } from "./encoder.ts";
 import { FramingError } from "./errors.ts";
-import { HEADER_BYTES, Kind, KINDS, type KindSpec } from "./frame_kinds.ts";
+import { HEADER_BYTES, Kind, KINDS, type KindSpec, kindSpec } from "./frame_kinds.ts";
 
 /** A sample body of each kind: the largest its limit allows, but capped to keep the split tests quick. */
 function sampleBody(k: KindSpec, cap = 40): Uint8Array {
@@ -20,21 +20,24 @@ function collect(d: Decoder, chunks: Uint8Array[]): { kind: number; body: number
   return out;
 }
 
-Deno.test("the kinds table has one row per seed kind 1–26, the config-install kinds 32–35, auth 36–38 and attach 39–41", () => {
+Deno.test("the kinds table has one row per seed kind 1–26, the config-install kinds 32–35 and the channel gate's 37–41", () => {
   assert.deepEqual(KINDS.map((k) => k.kind), [
     ...Array.from({ length: 26 }, (_, i) => i + 1),
     32,
     33,
     34,
     35,
-    36,
     37,
     38,
     39,
     40,
     41,
   ]);
-  assert.deepEqual([limitsOf("Attach"), limitsOf("Attached"), limitsOf("AttachRefused")], [48, 16, 16]);
+  assert.deepEqual(
+    ["AuthChallenge", "AuthProof", "Attach", "Attached", "AttachRefused"].map(limitsOf),
+    [48, 32, 16, 48, 16],
+  );
+  assert.equal(kindSpec(36), undefined, "36, the retired AuthHello, is unassigned");
   const limits = Object.fromEntries(KINDS.map((k) => [k.name, k.limit]));
   assert.equal(limits.Echo, 256 * 1024);
   assert.equal(limits.RootConfig, 4096);

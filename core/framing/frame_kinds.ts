@@ -1,10 +1,8 @@
 /**
  * The message kinds of the host↔guest control framing and each kind's body limit: the seed's table (kinds 1–26,
- * seed 002 §Framing) plus the config-install kinds numbered from 32 (seed 004, see `mod.ts`). Kinds 0, 27–31 and
- * 39–255 are unassigned: a header naming one is malformed. 36–38 are bcd's channel authentication (issue 21).
- * seed 002 §Framing) plus the config-install kinds numbered from 32 (seed 004, see `mod.ts`) and the attach kinds
- * 36–38 (the launch capability, `attach.ts`). Kinds 0, 27–31 and 39–255 are unassigned: a header naming one is
- * malformed.
+ * seed 002 §Framing) plus the config-install kinds numbered from 32 (seed 004, see `mod.ts`) and the channel gate's
+ * kinds 37–41 (the launch capability proven as the channel key, `attach.ts`). Kinds 0, 27–31, 36 (the retired
+ * AuthHello: Attach took its place) and 42–255 are unassigned: a header naming one is malformed.
  *
  * @module
  */
@@ -43,7 +41,6 @@ export const Kind = {
   AgentConfigChunk: 33,
   AgentConfigEnd: 34,
   AgentConfigResult: 35,
-  AuthHello: 36,
   AuthChallenge: 37,
   AuthProof: 38,
   Attach: 39,
@@ -113,11 +110,10 @@ export const KINDS: readonly KindSpec[] = [
   row("AgentConfigChunk", MAX_CONFIG_CHUNK, "host"),
   row("AgentConfigEnd", 0, "host"),
   row("AgentConfigResult", MAX_TEXT_BODY, "guest"),
-  row("AuthHello", 32, "host"),
-  row("AuthChallenge", 64, "guest"),
+  row("AuthChallenge", 48, "guest"),
   row("AuthProof", 32, "host"),
-  row("Attach", 48, "host"),
-  row("Attached", 16, "guest"),
+  row("Attach", 16, "host"),
+  row("Attached", 48, "guest"),
   row("AttachRefused", 16, "guest"),
 ];
 

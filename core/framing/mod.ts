@@ -18,13 +18,13 @@
  * | 33 | AgentConfigChunk: gzip-tar bytes of the bundle, in order, 512 KiB each but the last | 512 KiB | host |
  * | 34 | AgentConfigEnd: the end of the install's stream (the seed's client stream closes; a byte stream cannot) | none | host |
  * | 35 | AgentConfigResult: the result code (u8: 0 ok, 3 invalid-argument, 8 resource-exhausted, 9 failed-precondition, 13 internal), then the problem as UTF-8 | 4 KiB | guest |
- * | 36 | AuthHello: the host's 32-byte nonce, first on an authenticated channel (issue 21, `auth.ts`) | 32 | host |
- * | 37 | AuthChallenge: the guest's 32-byte nonce, then its 32-byte MAC over both nonces | 64 | guest |
- * | 38 | AuthProof: the host's 32-byte MAC over both nonces; the guest acts on nothing else before it | 32 | host |
- * | 39 | Attach: the launch capability (32 bytes), then a fresh nonce (16 bytes); the first message of each epoch (`attach.ts`) | 48 bytes | host |
- * | 40 | Attached: the guest took the capability; the Attach's nonce | 16 bytes | guest |
- * | 41 | AttachRefused: the guest refused the capability (`capability-refused`); the Attach's nonce | 16 bytes | guest |
- * | 39–255 | unassigned; malformed | | |
+ * | 36 | unassigned (the retired AuthHello: Attach took its place); malformed | | |
+ * | 37 | AuthChallenge: the Attach's nonce, then the guest's 32-byte nonce (`attach.ts`) | 48 bytes | guest |
+ * | 38 | AuthProof: the host's 32-byte MAC over both nonces | 32 bytes | host |
+ * | 39 | Attach: a fresh 16-byte nonce; the first message of each epoch on a VM that holds a secret (`attach.ts`) | 16 bytes | host |
+ * | 40 | Attached: the Attach's nonce, then (when the VM holds a secret the host proved) the guest's 32-byte MAC over both nonces (`auth.ts`) | 16 or 48 bytes | guest |
+ * | 41 | AttachRefused: the host's proof failed (`capability-refused`); the Attach's nonce | 16 bytes | guest |
+ * | 42–255 | unassigned; malformed | | |
  *
  * The guest answers an install once, after AgentConfigEnd: at the first refusal it keeps the refusal and ignores
  * the install's remaining chunks, so the stream stays in step. Frame order, a bad version or an unsafe bundle

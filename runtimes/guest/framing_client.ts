@@ -10,16 +10,17 @@
 import { Buffer } from "node:buffer";
 import {
   ATTACH_NONCE_BYTES,
+  AUTH_CHALLENGE_BYTES,
   CAPABILITY_REFUSED,
   checkOutgoing,
   decodeFacts,
   decodeGuestMessage,
   decodeInstallResult,
+  decodeNoncePair,
   decodeProblem,
   Decoder,
   decodeReady,
   decodeRootFailure,
-  encodeAttach,
   encodeFrame,
   encodeHostMessage,
   encodeProbe,
@@ -29,7 +30,6 @@ import {
   type ExecStart,
   type Facts,
   frameParts,
-  FRAMING_AUTH_BYTES,
   FramingError,
   framingProof,
   type HostMessage,
@@ -65,10 +65,12 @@ export interface ClientOptions {
   /** The read size (64 KiB). */
   readonly readSize?: number;
   /**
-   * Attach with the VM's launch capability (`core/framing/attach.ts`): the first message of the epoch is Attach, and
-   * its answer, found by search, also stands for the sync Echo. A refusal ends the client (`refused`).
+   * Attach by proving the VM's secret (the launch capability, which is also its channel key; `core/framing/attach.ts`):
+   * the first message of the epoch is Attach, and its answer, found by search, also stands for the sync Echo. A
+   * guest that does not prove the secret back ends the client (`auth`); a guest that refuses the host's proof ends it
+   * (`refused`, naming `capability-refused`).
    */
-  readonly capability?: Uint8Array;
+  readonly channelKey?: Uint8Array;
 }
 
 /** How the guest answered a root configuration. */
@@ -128,25 +130,39 @@ export class FramingClient {
   }
 
   /**
-   * Attaches over `conn`: with a `capability`, sends Attach and finds its answer in a new epoch (a refusal ends the
-   * client and throws its {@link ClientEnded} `refused`, naming `capability-refused`); else, with `sync`, first
-   * finds the message boundary of a new epoch with an Echo.
+   * Attaches over `conn`: with a `channelKey`, runs the channel gate's handshake in a new epoch (see
+   * {@link ClientOptions.channelKey}); else, with `sync`, first finds the message boundary of a new epoch with an Echo.
    */
   static async attach(conn: ByteConn, opts: ClientOptions = {}): Promise<FramingClient> {
     const c = new FramingClient(conn, { ...opts });
     const nonce = crypto.getRandomValues(new Uint8Array(ATTACH_NONCE_BYTES));
-    if (opts.capability !== undefined) {
-      c.#syncMarks = [encodeFrame(Kind.Attached, nonce), encodeFrame(Kind.AttachRefused, nonce)];
-      const body = encodeAttach({ capability: opts.capability, nonce });
-      const m = await c.#request(Kind.Attach, body, [Kind.Attached, Kind.AttachRefused], "attach");
-      if (m.kind === Kind.AttachRefused) {
-        throw c.end("refused", `the guest refused the launch capability (${CAPABILITY_REFUSED})`);
-      }
+    if (opts.channelKey !== undefined) {
+      await c.#handshake(opts.channelKey, nonce);
     } else if (opts.sync) {
       c.#syncMarks = [encodeFrame(Kind.Echo, nonce)];
       await c.#request(Kind.Echo, nonce, [Kind.Echo], "sync");
     }
     return c;
+  }
+
+  async #handshake(key: Uint8Array, nonce: Uint8Array): Promise<void> {
+    const challenge = encodeFrame(Kind.AuthChallenge, new Uint8Array(AUTH_CHALLENGE_BYTES)).slice(0, 5 + nonce.length);
+    challenge.set(nonce, 5);
+    this.#syncMarks = [challenge, encodeFrame(Kind.Attached, nonce), encodeFrame(Kind.AttachRefused, nonce)];
+    const refused = () => this.end("refused", `the guest refused the launch capability (${CAPABILITY_REFUSED})`);
+    const first = [Kind.AuthChallenge, Kind.Attached, Kind.AttachRefused];
+    const m = await this.#request(Kind.Attach, nonce, first, "attach");
+    if (m.kind === Kind.AttachRefused) throw refused();
+    if (m.kind === Kind.Attached) throw this.end("auth", "the guest holds no secret: it cannot prove the channel key");
+    const ch = this.#decode("AuthChallenge", () => decodeNoncePair("auth-challenge", m.body));
+    if (!bytesEqual(ch.nonce, nonce)) throw this.end("unexpected", "the AuthChallenge answers another Attach");
+    const proof = framingProof(key, "host", nonce, ch.second);
+    const done = await this.#request(Kind.AuthProof, proof, [Kind.Attached, Kind.AttachRefused], "proof");
+    if (done.kind === Kind.AttachRefused) throw refused();
+    const ok = this.#decode("Attached", () => decodeNoncePair("attached", done.body));
+    if (!bytesEqual(ok.nonce, nonce) || !verifyFramingProof(key, "guest", nonce, ch.second, ok.second)) {
+      throw this.end("auth", "the guest's Attached does not prove the channel key");
+    }
   }
 
   /** Whether the client ended, and why. */
@@ -206,7 +222,7 @@ export class FramingClient {
     }
   }
 
-  /** Drops bytes until a sync mark; returns what follows it, or null while none has arrived. */
+  /** Drops bytes until a sync mark; returns the stream from the mark on, or null while none has arrived. */
   #findSync(chunk: Uint8Array): Uint8Array | null {
     const marks = this.#syncMarks!;
     const len = marks[0]!.length;
@@ -218,9 +234,7 @@ export class FramingClient {
       if (mark === undefined) continue;
       this.#syncMarks = null;
       this.#syncTail = new Uint8Array(0);
-      this.#inbox.push({ kind: mark[4]!, body: mark.slice(5) });
-      this.#wake();
-      return hay.subarray(i + len);
+      return hay.subarray(i); // the mark is a message's header and its body's start: the decoder takes it whole
     }
     this.#syncTail = hay.slice(Math.max(0, hay.length - len + 1));
     return null;
@@ -310,21 +324,6 @@ export class FramingClient {
     } catch (e) {
       throw this.end("undecodable", `${what} does not decode`, e);
     }
-  }
-
-  /**
-   * Proves the VM's channel key (`core/framing/auth.ts`): AuthHello, the guest's AuthChallenge (whose MAC must prove
-   * the key back, else the client ends `auth`), then AuthProof. Call right after attach.
-   */
-  async authenticate(key: Uint8Array): Promise<void> {
-    const hostNonce = crypto.getRandomValues(new Uint8Array(FRAMING_AUTH_BYTES));
-    const m = await this.#request(Kind.AuthHello, hostNonce, [Kind.AuthChallenge], "authentication");
-    const guestNonce = m.body.subarray(0, FRAMING_AUTH_BYTES);
-    const guestMac = m.body.subarray(FRAMING_AUTH_BYTES);
-    if (!verifyFramingProof(key, "guest", hostNonce, guestNonce, guestMac)) {
-      throw this.end("auth", "the guest's AuthChallenge does not prove the channel key");
-    }
-    await this.send(Kind.AuthProof, framingProof(key, "host", hostNonce, guestNonce));
   }
 
   /** Ping → Pong. */

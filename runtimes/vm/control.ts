@@ -8,7 +8,8 @@
  *
  * @module
  */
-import { parseCapability, stageSpec } from "../../core/framing/mod.ts";
+import { stageSpec } from "../../core/framing/mod.ts";
+import { parseChannelKey } from "../../core/turns/auth.ts";
 import { FramingClient } from "../guest/framing_client.ts";
 import { type Artifacts, identityDifferences } from "./artifacts.ts";
 import {
@@ -121,12 +122,12 @@ async function _reattach(o: AttachOptions, store: SandboxStore, uncommitted: boo
   if (capText === null) return { code: EXIT_FAILED, out, problem: `sandbox ${o.store} keeps no launch capability` };
   let capability;
   try {
-    capability = parseCapability(capText);
+    capability = parseChannelKey(capText);
   } catch (e) {
     return { code: EXIT_FAILED, out, problem: `sandbox ${o.store}'s launch capability: ${(e as Error).message}` };
   }
   const conn = await connectControl(store.path(CONTROL_SOCKET), record.vmm, o.timeoutMs);
-  const client = await FramingClient.attach(conn, { capability, requestTimeoutMs: o.timeoutMs });
+  const client = await FramingClient.attach(conn, { channelKey: capability, requestTimeoutMs: o.timeoutMs });
   const epoch = record.epoch + 1;
   const next: RuntimeRecord = { ...record, epoch };
   if (committed) {

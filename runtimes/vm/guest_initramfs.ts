@@ -12,15 +12,15 @@
  * - `/sbin/bcd-guest-init`: `bcd-guest init "$1"` (the control port, the first argument `/init` passes);
  * - `/sbin/bcd-guest-layered`: `bcd-guest init PORT layered` (it names the port itself: `/init` passes none);
  * - the links `/sbin/bcd-managed-agent` → `bcd-guest-init` and `/sbin/bcd-init-agent` → `bcd-guest-layered`;
- * - `/etc/bcd/launch-capability` (mode 0400), the launch's capability, which the guest requires of each attach
- *   (`core/framing/attach.ts`), when the launch names one.
+ * - `/etc/bcd/channel-key` (mode 0400), the launch's capability, which is also the VM's channel key: the guest
+ *   requires each attach to prove it (`core/framing/attach.ts`), when the launch names one.
  *
  * Linux removes a file whose type an archive changes before creating the new one, so each link replaces the base's
  * agent without writing to its file. The base stays as it is.
  *
  * @module
  */
-import { formatCapability } from "../../core/framing/mod.ts";
+import { formatChannelKey } from "../../core/turns/auth.ts";
 import { type NewcEntry, writeInitramfs } from "../../core/images/newc.ts";
 import { CONTROL_PORT_PATH } from "./vmm.ts";
 
@@ -36,8 +36,8 @@ export function guestAgentEntries(
     { type: "dir", path: "etc/bcd", mode: 0o700 },
     {
       type: "file",
-      path: "etc/bcd/launch-capability",
-      data: new TextEncoder().encode(formatCapability(capability) + "\n"),
+      path: "etc/bcd/channel-key",
+      data: new TextEncoder().encode(formatChannelKey(capability) + "\n"),
       mode: 0o400,
     },
   ];

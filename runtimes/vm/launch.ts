@@ -13,11 +13,9 @@
  */
 import fs from "node:fs";
 import {
-  CAPABILITY_BYTES,
   decodeReady,
   decodeRootFailure,
   defaultRootConfig,
-  formatCapability,
   Kind,
   kindSpec,
   type OverlayMode,
@@ -26,6 +24,7 @@ import {
   type ScratchJournal,
   stageSpec,
 } from "../../core/framing/mod.ts";
+import { formatChannelKey, newChannelKey } from "../../core/turns/auth.ts";
 import { FramingClient } from "../guest/framing_client.ts";
 import type { Artifacts } from "./artifacts.ts";
 import { EXIT_FAILED, EXIT_OK, EXIT_ROOT_FAILED, type HostResult, type KeyValue } from "./key_value.ts";
@@ -200,9 +199,10 @@ export async function launch(o: LaunchOptions): Promise<HostResult> {
     }
     await o.hook.at("checked");
     const agent = await Deno.readFile(o.guestAgent);
-    // The launch capability: kept in the (0700) store for reattach, and in the VM's initramfs for the guest's check.
-    const capability = crypto.getRandomValues(new Uint8Array(CAPABILITY_BYTES));
-    await store.write(CAPABILITY_FILE, formatCapability(capability) + "\n");
+    // The launch capability, which is also the VM's channel key: kept in the (0700) store for reattach, and in the
+    // VM's initramfs for the guest's check.
+    const capability = newChannelKey();
+    await store.write(CAPABILITY_FILE, formatChannelKey(capability) + "\n");
     await writeGuestInitramfs(o.artifacts.initramfs, store.path(INITRAMFS_FILE), agent, o.guestFlags, capability);
     const cmdline = kernelCommandLine(o.layered);
     const config = o.layered && checked
@@ -248,7 +248,7 @@ export async function launch(o: LaunchOptions): Promise<HostResult> {
     // The first attachment of a fresh VM: no earlier epoch's bytes to drop, and a layered root's worker accepts
     // nothing but its configuration or Stop before the root, so no synchronizing Echo either.
     client = await FramingClient.attach(await connectControl(store.path(CONTROL_SOCKET), vmm, o.timeoutMs), {
-      capability,
+      channelKey: capability,
       requestTimeoutMs: o.timeoutMs,
     });
     out.push(["instance", vmm.startTime], ["epoch", "1"]);

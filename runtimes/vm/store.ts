@@ -9,7 +9,7 @@
  * | `launch.journal` | `launch`, until it commits | the VMM a launch spawned (its verified identity), so that nothing it started is lost |
  * | `runtime.json` | `launch`, at commit | the runtime record: the VMM's identity, the runtime identity, the last epoch |
  * | `initrd.img`, `control.sock`, `vmm.log` | `launch` | the VM's initramfs, its control socket, the VMM's output |
- * | `capability` | `launch`, before it writes the initramfs | the VM's launch capability (64 hex digits), which every attach sends (`core/framing/attach.ts`) |
+ * | `capability` | `launch`, before it writes the initramfs | the VM's launch capability (64 hex digits), which is also its channel key: every attach proves it (`core/framing/attach.ts`) |
  *
  * The scratch image's claim lies beside the image, in `IMAGE.bcd-claim` (its own `flock` guards it): the store and the
  * verified process identity of whoever claims it — the launch while it checks, then the VMM. A claim whose process is
