@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { formatChannelKey } from "../../core/turns/auth.ts";
 import { parseQcow2Header, readQcow2Prefix } from "../../core/images/qcow2_header.ts";
 import type { ImageFormat } from "../../core/images/qcow2_header.ts";
 
@@ -81,12 +82,20 @@ export function nocloudMetaData(instanceId: string, hostname: string): string {
   return `instance-id: ${instanceId}\nlocal-hostname: ${hostname || instanceId}\n`;
 }
 
-/** Builds the NoCloud seed ISO at `iso` (mode 0600) from the user data, in a scratch directory beside it. */
+/** The file on the seed ISO that carries the VM's channel key (64 hex digits; `guest/channel_key.ts`). */
+export const SEED_CHANNEL_KEY_FILE = "bcd-channel-key";
+
+/**
+ * Builds the NoCloud seed ISO at `iso` (mode 0600) from the user data, in a scratch directory beside it; with a
+ * `channelKey`, the VM's channel key goes on it too ({@link SEED_CHANNEL_KEY_FILE}): the seed ISO, not the kernel
+ * command line, which every guest process can read (seed 001 §Secrets).
+ */
 export async function buildSeedIso(
   iso: string,
   instanceId: string,
   hostname: string,
   userData: Uint8Array,
+  channelKey?: Uint8Array,
 ): Promise<void> {
   const dir = `${iso}.d`;
   await Deno.remove(dir, { recursive: true }).catch((e) => {
@@ -98,6 +107,10 @@ export async function buildSeedIso(
     await Deno.writeTextFile(`${dir}/meta-data`, nocloudMetaData(instanceId, hostname), { mode: 0o600 });
     const tmp = `${iso}.tmp`;
     const files = ["user-data", "meta-data"];
+    if (channelKey !== undefined) {
+      await Deno.writeTextFile(`${dir}/${SEED_CHANNEL_KEY_FILE}`, formatChannelKey(channelKey) + "\n", { mode: 0o600 });
+      files.push(SEED_CHANNEL_KEY_FILE);
+    }
     if (await _has("genisoimage")) {
       await _run("genisoimage", ["-quiet", "-output", tmp, "-volid", "cidata", "-joliet", "-rock", ...files], dir);
     } else {
