@@ -1,5 +1,6 @@
 /**
- * The request (`payload`) and result messages of every command kind of the seed's kinds table (000 §Kinds by lane).
+ * The request (`payload`) and result messages of every command kind of the seed's kinds table (000 §Kinds by lane),
+ * and of bcd's own kinds beyond it (`BCD_KINDS` in `core/commands/kinds.ts`: `instance.migrate`).
  * A kind's messages are named for it: `inventory.refresh` -> `InventoryRefreshPayload` / `InventoryRefreshResult`.
  * `core/commands/kinds_map_test.ts` checks that this map covers exactly the kinds of `core/commands/kinds.ts`.
  *
@@ -37,6 +38,7 @@ export const KIND_MESSAGES = {
   "driver.invoke": { payload: v1.DriverInvokePayload, result: v1.DriverInvokeResult },
   "logs.collect": { payload: v1.LogsCollectPayload, result: v1.LogsCollectResult },
   "instance.snapshot": { payload: v1.InstanceSnapshotPayload, result: v1.InstanceSnapshotResult },
+  "instance.migrate": { payload: v1.InstanceMigratePayload, result: v1.InstanceMigrateResult },
 } as const;
 
 /** Kinds the seed names outside its kinds table. */

@@ -61,6 +61,12 @@ import { NodeNetwork } from "../runtimes/nft/node_network.ts";
 import { SnapshotStore } from "../runtimes/libvirt/snapshot_store.ts";
 import { cleanStaging, LibvirtSnapshots, snapshotsDir } from "../runtimes/libvirt/snapshots.ts";
 import { instanceSnapshotHandler } from "../core/commands/kind_handlers/mod.ts";
+import { instanceMigrateHandler } from "../core/commands/kind_handlers/instance_migrate.ts";
+import {
+  LibvirtMigrator,
+  type LibvirtMigratorOptions,
+  recoverMigrations,
+} from "../runtimes/migration/libvirt_migrator.ts";
 import { HttpsUploader } from "../runtimes/host/https_put.ts";
 import type { DevicePorts } from "./_devices.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
@@ -78,6 +84,9 @@ const _jwksByCtx = new WeakMap<WiringContext, JwksHolder>();
 
 /** The snapshot taker of the daemon's libvirt runtime, once `_instances` made one (`instance.snapshot` uses it). */
 const _snapshotsByCtx = new WeakMap<WiringContext, LibvirtSnapshots>();
+
+/** The migrator of the daemon's libvirt runtime, once `_instances` made one (`instance.migrate` uses it). */
+const _migratorsByCtx = new WeakMap<WiringContext, LibvirtMigrator>();
 
 /** The host CPU model from the helper's inventory, read once (memory snapshots record it and restores check it). */
 function _cpuModel(ctx: WiringContext): () => Promise<string> {
@@ -180,6 +189,12 @@ async function _instances(
       log: ctx.log,
     }),
   );
+  // instance.migrate: moves a crash interrupted are resolved before the converger's first pass (each to exactly one
+  // running instance; runtimes/migration/libvirt_migrator.ts), then the migrator serves the command.
+  const migration: LibvirtMigratorOptions = { host, instanceDir: (id) => rt.instanceDir(id), log: ctx.log };
+  const recovered = await recoverMigrations(`${ctx.dataDir}/libvirt/instances`, migration);
+  if (recovered.length > 0) ctx.log.warn({ recovered }, "instances: moves a crash interrupted were resolved");
+  _migratorsByCtx.set(ctx, new LibvirtMigrator(migration));
   ctx.log.info({ runtime: rt.name }, "instances: runtime on");
   const network = await net.prepare();
   net.start();
@@ -204,6 +219,7 @@ export const COMMANDS: Record<string, Subcommand> = {
       "gpu.reset",
       "diag.nvml",
       "instance.snapshot",
+      "instance.migrate",
     ],
     defaultDataDir: "/var/lib/bcd",
     capabilities: ["devices.limits", "binding.kubernetes"],
@@ -238,6 +254,7 @@ export const COMMANDS: Record<string, Subcommand> = {
       reg.register(
         instanceSnapshotHandler({ snapshotter: () => _snapshotsByCtx.get(ctx), uploader: new HttpsUploader() }),
       );
+      reg.register(instanceMigrateHandler({ migrator: () => _migratorsByCtx.get(ctx), nodeId: ctx.identity.nodeId }));
       // From level 2 a GPU a live hold names is busy; VM pass-through is not tracked here yet, as for gpu.reset.
       reg.register(diagDcgmHandler({
         dcgm: new HelperDcgm(helper),

@@ -60,7 +60,17 @@ Deno.test("`version` says which kinds each role's build handles: the site's Redf
     assert.equal(site[k], false, k);
   }
   const node = await handled("node");
-  for (const k of ["inventory.refresh", "logs.collect", "node.reboot", "gpu.reset", "diag.nvml", "instance.snapshot"]) {
+  for (
+    const k of [
+      "inventory.refresh",
+      "logs.collect",
+      "node.reboot",
+      "gpu.reset",
+      "diag.nvml",
+      "instance.snapshot",
+      "instance.migrate",
+    ]
+  ) {
     assert.equal(node[k], true, k);
   }
   assert.equal(node["driver.invoke"], false);

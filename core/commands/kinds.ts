@@ -1,6 +1,7 @@
 /**
- * The command kinds bcd registers, exactly the seed's "Kinds by lane" table (000 §Commands), with the built-in
- * timeouts of §Timeouts carried as metadata. A kind outside an agent's role is `UNSUPPORTED`.
+ * The command kinds bcd registers: exactly the seed's "Kinds by lane" table (000 §Commands), with the built-in
+ * timeouts of §Timeouts carried as metadata, plus bcd's own kinds ({@link BCD_KINDS}), each with the reason for its
+ * row. A kind outside an agent's role is `UNSUPPORTED`.
  *
  * @module
  */
@@ -70,7 +71,7 @@ function row(
 }
 
 /** The seed's table, row by row (rows naming several kinds are expanded). */
-export const KINDS: readonly KindSpec[] = [
+export const SEED_KINDS: readonly KindSpec[] = [
   row("control", "inventory.refresh", ["node", "site", "ramdisk"], ["retry-safe"], 2 * MIN),
   row("control", "diag.nvml", ["node", "ramdisk"], ["retry-safe", "attested"], 2 * MIN),
   row("control", "gpu.reset", ["node"], ["attested", "destructive"], 5 * MIN),
@@ -92,6 +93,25 @@ export const KINDS: readonly KindSpec[] = [
   row("bulk", "logs.collect", ["node", "site", "ramdisk"], ["retry-safe"], 15 * MIN),
   row("bulk", "instance.snapshot", ["node"], [], DEFAULT_KIND_TIMEOUT_MS),
 ];
+
+/**
+ * bcd's kinds beyond the seed's table (the seed has no row for them), each row argued:
+ *
+ * - `instance.migrate` (issue 21; seed 001 §Migration state machine): a command, not a move of the instances
+ *   converger, by seed 000's rule (losing it leaves no wrong steady state; running it late, after the rebalancer
+ *   changed its mind, does harm). Lane `bulk`: a memory snapshot is the largest transfer a node makes, beside
+ *   `instance.snapshot`, and the lane's one worker keeps two moves from running at once. No flags: not `retry-safe` (a
+ *   move a crash interrupted must not start over; the journal settles it `FAILED interrupted` and the node's recovery
+ *   leaves exactly one running instance, `runtimes/migration/`), not `destructive` (the VM keeps running and its disk
+ *   is untouched, so no quorum), not `attested`, not `self-terminating`. The timeout is the one an unregistered kind
+ *   gets (15 minutes), since the seed's sweeper knows no row for it.
+ */
+export const BCD_KINDS: readonly KindSpec[] = [
+  row("bulk", "instance.migrate", ["node"], [], DEFAULT_KIND_TIMEOUT_MS),
+];
+
+/** Every kind bcd registers: the seed's table, then bcd's own. */
+export const KINDS: readonly KindSpec[] = [...SEED_KINDS, ...BCD_KINDS];
 
 const BY_KIND: ReadonlyMap<string, KindSpec> = new Map(KINDS.map((k) => [k.kind, k]));
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { DEFAULT_KIND_TIMEOUT_MS, kindsForRole, lookupKind, ROLES } from "./kinds.ts";
+import { BCD_KINDS, DEFAULT_KIND_TIMEOUT_MS, KINDS, kindsForRole, lookupKind, ROLES, SEED_KINDS } from "./kinds.ts";
 
 const SEED_URL = new URL("../../../shared/seeds/000_8770da62ed1e7f43.readable.md", import.meta.url);
 const FIXTURE_URL = new URL("../../fixtures/seed/kinds_by_lane.md", import.meta.url);
@@ -123,4 +123,22 @@ Deno.test("a kind outside a role is not registered for it; sim mirrors node; gue
   assert.deepEqual(kindsForRole("sim"), kindsForRole("node"));
   assert.deepEqual(kindsForRole("guest"), []);
   assert.deepEqual([...ROLES], ["node", "site", "ramdisk", "guest", "sim"]);
+});
+
+Deno.test("the registry is the seed's table word for word, then bcd's own kinds, which the seed's table lacks", () => {
+  const seedKinds = rows.flatMap((r) => r.kinds).sort();
+  assert.deepEqual(SEED_KINDS.map((k) => k.kind).sort(), seedKinds);
+  assert.deepEqual(KINDS.map((k) => k.kind), [...SEED_KINDS, ...BCD_KINDS].map((k) => k.kind));
+  for (const k of BCD_KINDS) assert.ok(!seedKinds.includes(k.kind), `${k.kind} has a seed row`);
+});
+
+Deno.test("instance.migrate: bulk lane, node role, no flags (not retry-safe, not destructive), the default timeout", () => {
+  const k = lookupKind("instance.migrate");
+  assert.ok(k);
+  assert.equal(k.lane, "bulk");
+  assert.deepEqual(k.roles, ["node"]);
+  assert.deepEqual(k.flags, []);
+  assert.equal(k.retrySafe, false);
+  assert.equal(k.destructive, false);
+  assert.equal(k.timeoutMs, DEFAULT_KIND_TIMEOUT_MS);
 });

@@ -2616,6 +2616,95 @@ export namespace bcd {
             type $Shape = bcd.v1.InstanceSnapshotResult.$Properties;
         }
 
+        interface IInstanceMigratePayload extends bcd.v1.InstanceMigratePayload.$Properties {
+        }
+
+        class InstanceMigratePayload {
+            constructor(properties?: bcd.v1.InstanceMigratePayload.$Properties);
+            $unknowns?: Uint8Array[];
+            instance_id: string;
+            drain_deadline_ms: number;
+            target_node_id: string;
+            static create(properties: bcd.v1.InstanceMigratePayload.$Shape): bcd.v1.InstanceMigratePayload & bcd.v1.InstanceMigratePayload.$Shape;
+            static create(properties?: bcd.v1.InstanceMigratePayload.$Properties): bcd.v1.InstanceMigratePayload;
+            static encode(message: bcd.v1.InstanceMigratePayload.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.InstanceMigratePayload & bcd.v1.InstanceMigratePayload.$Shape;
+            static fromObject(object: { [k: string]: any }): bcd.v1.InstanceMigratePayload;
+            static toObject(message: bcd.v1.InstanceMigratePayload, options?: $protobuf.IConversionOptions): { [k: string]: any };
+            toJSON(): { [k: string]: any };
+            static getTypeUrl(prefix?: string): string;
+        }
+
+        namespace InstanceMigratePayload {
+            interface $Properties {
+                instance_id?: (string|null);
+                drain_deadline_ms?: (number|null);
+                target_node_id?: (string|null);
+                $unknowns?: Uint8Array[];
+            }
+            type $Shape = bcd.v1.InstanceMigratePayload.$Properties;
+        }
+
+        interface IInstanceMigrateStep extends bcd.v1.InstanceMigrateStep.$Properties {
+        }
+
+        class InstanceMigrateStep {
+            constructor(properties?: bcd.v1.InstanceMigrateStep.$Properties);
+            $unknowns?: Uint8Array[];
+            phase: string;
+            action: string;
+            ok: boolean;
+            detail: string;
+            static create(properties: bcd.v1.InstanceMigrateStep.$Shape): bcd.v1.InstanceMigrateStep & bcd.v1.InstanceMigrateStep.$Shape;
+            static create(properties?: bcd.v1.InstanceMigrateStep.$Properties): bcd.v1.InstanceMigrateStep;
+            static encode(message: bcd.v1.InstanceMigrateStep.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.InstanceMigrateStep & bcd.v1.InstanceMigrateStep.$Shape;
+            static fromObject(object: { [k: string]: any }): bcd.v1.InstanceMigrateStep;
+            static toObject(message: bcd.v1.InstanceMigrateStep, options?: $protobuf.IConversionOptions): { [k: string]: any };
+            toJSON(): { [k: string]: any };
+            static getTypeUrl(prefix?: string): string;
+        }
+
+        namespace InstanceMigrateStep {
+            interface $Properties {
+                phase?: (string|null);
+                action?: (string|null);
+                ok?: (boolean|null);
+                detail?: (string|null);
+                $unknowns?: Uint8Array[];
+            }
+            type $Shape = bcd.v1.InstanceMigrateStep.$Properties;
+        }
+
+        interface IInstanceMigrateResult extends bcd.v1.InstanceMigrateResult.$Properties {
+        }
+
+        class InstanceMigrateResult {
+            constructor(properties?: bcd.v1.InstanceMigrateResult.$Properties);
+            $unknowns?: Uint8Array[];
+            outcome: string;
+            steps: bcd.v1.InstanceMigrateStep.$Properties[];
+            cleanup_failed: boolean;
+            static create(properties: bcd.v1.InstanceMigrateResult.$Shape): bcd.v1.InstanceMigrateResult & bcd.v1.InstanceMigrateResult.$Shape;
+            static create(properties?: bcd.v1.InstanceMigrateResult.$Properties): bcd.v1.InstanceMigrateResult;
+            static encode(message: bcd.v1.InstanceMigrateResult.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.InstanceMigrateResult & bcd.v1.InstanceMigrateResult.$Shape;
+            static fromObject(object: { [k: string]: any }): bcd.v1.InstanceMigrateResult;
+            static toObject(message: bcd.v1.InstanceMigrateResult, options?: $protobuf.IConversionOptions): { [k: string]: any };
+            toJSON(): { [k: string]: any };
+            static getTypeUrl(prefix?: string): string;
+        }
+
+        namespace InstanceMigrateResult {
+            interface $Properties {
+                outcome?: (string|null);
+                steps?: (bcd.v1.InstanceMigrateStep.$Properties[]|null);
+                cleanup_failed?: (boolean|null);
+                $unknowns?: Uint8Array[];
+            }
+            type $Shape = bcd.v1.InstanceMigrateResult.$Properties;
+        }
+
         interface IDriverInvokePayload extends bcd.v1.DriverInvokePayload.$Properties {
         }
 

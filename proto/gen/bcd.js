@@ -16403,6 +16403,528 @@ export const bcd = $root.bcd = (() => {
             return InstanceSnapshotResult;
         })();
 
+        v1.InstanceMigratePayload = (function() {
+
+            const InstanceMigratePayload = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            InstanceMigratePayload.prototype.instance_id = "";
+            InstanceMigratePayload.prototype.drain_deadline_ms = 0;
+            InstanceMigratePayload.prototype.target_node_id = "";
+
+            InstanceMigratePayload.create = function(properties) {
+                return new InstanceMigratePayload(properties);
+            };
+
+            InstanceMigratePayload.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.instance_id != null && $Object.hasOwnProperty.call(message, "instance_id") && message.instance_id !== "")
+                    writer.uint32(10).string(message.instance_id);
+                if (message.drain_deadline_ms != null && $Object.hasOwnProperty.call(message, "drain_deadline_ms") && message.drain_deadline_ms !== 0)
+                    writer.uint32(16).uint32(message.drain_deadline_ms);
+                if (message.target_node_id != null && $Object.hasOwnProperty.call(message, "target_node_id") && message.target_node_id !== "")
+                    writer.uint32(26).string(message.target_node_id);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            InstanceMigratePayload.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.bcd.v1.InstanceMigratePayload();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.instance_id = value;
+                            else
+                                delete message.instance_id;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.drain_deadline_ms = value;
+                            else
+                                delete message.drain_deadline_ms;
+                            continue;
+                        }
+                    case 3: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.target_node_id = value;
+                            else
+                                delete message.target_node_id;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            InstanceMigratePayload.fromObject = function (object, _depth) {
+                if (object instanceof $root.bcd.v1.InstanceMigratePayload)
+                    return object;
+                if (!$util.isObject(object))
+                    throw $TypeError(".bcd.v1.InstanceMigratePayload: object expected");
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let message = new $root.bcd.v1.InstanceMigratePayload();
+                if (object.instance_id != null)
+                    if (typeof object.instance_id !== "string" || object.instance_id.length)
+                        message.instance_id = $String(object.instance_id);
+                if (object.drain_deadline_ms != null)
+                    if ($Number(object.drain_deadline_ms) !== 0)
+                        message.drain_deadline_ms = object.drain_deadline_ms >>> 0;
+                if (object.target_node_id != null)
+                    if (typeof object.target_node_id !== "string" || object.target_node_id.length)
+                        message.target_node_id = $String(object.target_node_id);
+                return message;
+            };
+
+            InstanceMigratePayload.toObject = function (message, options, _depth) {
+                if (!options)
+                    options = {};
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let object = {};
+                if (options.defaults) {
+                    object.instance_id = "";
+                    object.drain_deadline_ms = 0;
+                    object.target_node_id = "";
+                }
+                if (message.instance_id != null && $Object.hasOwnProperty.call(message, "instance_id"))
+                    object.instance_id = message.instance_id;
+                if (message.drain_deadline_ms != null && $Object.hasOwnProperty.call(message, "drain_deadline_ms"))
+                    object.drain_deadline_ms = message.drain_deadline_ms;
+                if (message.target_node_id != null && $Object.hasOwnProperty.call(message, "target_node_id"))
+                    object.target_node_id = message.target_node_id;
+                return object;
+            };
+
+            InstanceMigratePayload.prototype.toJSON = function() {
+                return InstanceMigratePayload.toObject(this, $protobuf.util.toJSONOptions);
+            };
+
+            InstanceMigratePayload.getTypeUrl = function(prefix) {
+                if (prefix === $undefined)
+                    prefix = "type.googleapis.com";
+                return prefix + "/bcd.v1.InstanceMigratePayload";
+            };
+
+            return InstanceMigratePayload;
+        })();
+
+        v1.InstanceMigrateStep = (function() {
+
+            const InstanceMigrateStep = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            InstanceMigrateStep.prototype.phase = "";
+            InstanceMigrateStep.prototype.action = "";
+            InstanceMigrateStep.prototype.ok = false;
+            InstanceMigrateStep.prototype.detail = "";
+
+            InstanceMigrateStep.create = function(properties) {
+                return new InstanceMigrateStep(properties);
+            };
+
+            InstanceMigrateStep.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.phase != null && $Object.hasOwnProperty.call(message, "phase") && message.phase !== "")
+                    writer.uint32(10).string(message.phase);
+                if (message.action != null && $Object.hasOwnProperty.call(message, "action") && message.action !== "")
+                    writer.uint32(18).string(message.action);
+                if (message.ok != null && $Object.hasOwnProperty.call(message, "ok") && message.ok !== false)
+                    writer.uint32(24).bool(message.ok);
+                if (message.detail != null && $Object.hasOwnProperty.call(message, "detail") && message.detail !== "")
+                    writer.uint32(34).string(message.detail);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            InstanceMigrateStep.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.bcd.v1.InstanceMigrateStep();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.phase = value;
+                            else
+                                delete message.phase;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.action = value;
+                            else
+                                delete message.action;
+                            continue;
+                        }
+                    case 3: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.bool())
+                                message.ok = value;
+                            else
+                                delete message.ok;
+                            continue;
+                        }
+                    case 4: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.detail = value;
+                            else
+                                delete message.detail;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            InstanceMigrateStep.fromObject = function (object, _depth) {
+                if (object instanceof $root.bcd.v1.InstanceMigrateStep)
+                    return object;
+                if (!$util.isObject(object))
+                    throw $TypeError(".bcd.v1.InstanceMigrateStep: object expected");
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let message = new $root.bcd.v1.InstanceMigrateStep();
+                if (object.phase != null)
+                    if (typeof object.phase !== "string" || object.phase.length)
+                        message.phase = $String(object.phase);
+                if (object.action != null)
+                    if (typeof object.action !== "string" || object.action.length)
+                        message.action = $String(object.action);
+                if (object.ok != null)
+                    if (object.ok)
+                        message.ok = $Boolean(object.ok);
+                if (object.detail != null)
+                    if (typeof object.detail !== "string" || object.detail.length)
+                        message.detail = $String(object.detail);
+                return message;
+            };
+
+            InstanceMigrateStep.toObject = function (message, options, _depth) {
+                if (!options)
+                    options = {};
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let object = {};
+                if (options.defaults) {
+                    object.phase = "";
+                    object.action = "";
+                    object.ok = false;
+                    object.detail = "";
+                }
+                if (message.phase != null && $Object.hasOwnProperty.call(message, "phase"))
+                    object.phase = message.phase;
+                if (message.action != null && $Object.hasOwnProperty.call(message, "action"))
+                    object.action = message.action;
+                if (message.ok != null && $Object.hasOwnProperty.call(message, "ok"))
+                    object.ok = message.ok;
+                if (message.detail != null && $Object.hasOwnProperty.call(message, "detail"))
+                    object.detail = message.detail;
+                return object;
+            };
+
+            InstanceMigrateStep.prototype.toJSON = function() {
+                return InstanceMigrateStep.toObject(this, $protobuf.util.toJSONOptions);
+            };
+
+            InstanceMigrateStep.getTypeUrl = function(prefix) {
+                if (prefix === $undefined)
+                    prefix = "type.googleapis.com";
+                return prefix + "/bcd.v1.InstanceMigrateStep";
+            };
+
+            return InstanceMigrateStep;
+        })();
+
+        v1.InstanceMigrateResult = (function() {
+
+            const InstanceMigrateResult = function (properties) {
+                this.steps = [];
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            InstanceMigrateResult.prototype.outcome = "";
+            InstanceMigrateResult.prototype.steps = $util.emptyArray;
+            InstanceMigrateResult.prototype.cleanup_failed = false;
+
+            InstanceMigrateResult.create = function(properties) {
+                return new InstanceMigrateResult(properties);
+            };
+
+            InstanceMigrateResult.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.outcome != null && $Object.hasOwnProperty.call(message, "outcome") && message.outcome !== "")
+                    writer.uint32(10).string(message.outcome);
+                if (message.steps != null && message.steps.length)
+                    for (let i = 0; i < message.steps.length; ++i)
+                        $root.bcd.v1.InstanceMigrateStep.encode(message.steps[i], writer.uint32(18).fork(), _depth + 1).ldelim();
+                if (message.cleanup_failed != null && $Object.hasOwnProperty.call(message, "cleanup_failed") && message.cleanup_failed !== false)
+                    writer.uint32(24).bool(message.cleanup_failed);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            InstanceMigrateResult.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.bcd.v1.InstanceMigrateResult();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.outcome = value;
+                            else
+                                delete message.outcome;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 2)
+                                break;
+                            if (!(message.steps && message.steps.length))
+                                message.steps = [];
+                            message.steps.push($root.bcd.v1.InstanceMigrateStep.decode(reader, reader.size(), $undefined, _depth + 1));
+                            continue;
+                        }
+                    case 3: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.bool())
+                                message.cleanup_failed = value;
+                            else
+                                delete message.cleanup_failed;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            InstanceMigrateResult.fromObject = function (object, _depth) {
+                if (object instanceof $root.bcd.v1.InstanceMigrateResult)
+                    return object;
+                if (!$util.isObject(object))
+                    throw $TypeError(".bcd.v1.InstanceMigrateResult: object expected");
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let message = new $root.bcd.v1.InstanceMigrateResult();
+                if (object.outcome != null)
+                    if (typeof object.outcome !== "string" || object.outcome.length)
+                        message.outcome = $String(object.outcome);
+                if (object.steps) {
+                    if (!$Array.isArray(object.steps))
+                        throw $TypeError(".bcd.v1.InstanceMigrateResult.steps: array expected");
+                    message.steps = $Array(object.steps.length);
+                    for (let i = 0; i < object.steps.length; ++i) {
+                        if (!$util.isObject(object.steps[i]))
+                            throw $TypeError(".bcd.v1.InstanceMigrateResult.steps: object expected");
+                        message.steps[i] = $root.bcd.v1.InstanceMigrateStep.fromObject(object.steps[i], _depth + 1);
+                    }
+                }
+                if (object.cleanup_failed != null)
+                    if (object.cleanup_failed)
+                        message.cleanup_failed = $Boolean(object.cleanup_failed);
+                return message;
+            };
+
+            InstanceMigrateResult.toObject = function (message, options, _depth) {
+                if (!options)
+                    options = {};
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let object = {};
+                if (options.arrays || options.defaults)
+                    object.steps = [];
+                if (options.defaults) {
+                    object.outcome = "";
+                    object.cleanup_failed = false;
+                }
+                if (message.outcome != null && $Object.hasOwnProperty.call(message, "outcome"))
+                    object.outcome = message.outcome;
+                if (message.steps && message.steps.length) {
+                    object.steps = $Array(message.steps.length);
+                    for (let j = 0; j < message.steps.length; ++j)
+                        object.steps[j] = $root.bcd.v1.InstanceMigrateStep.toObject(message.steps[j], options, _depth + 1);
+                }
+                if (message.cleanup_failed != null && $Object.hasOwnProperty.call(message, "cleanup_failed"))
+                    object.cleanup_failed = message.cleanup_failed;
+                return object;
+            };
+
+            InstanceMigrateResult.prototype.toJSON = function() {
+                return InstanceMigrateResult.toObject(this, $protobuf.util.toJSONOptions);
+            };
+
+            InstanceMigrateResult.getTypeUrl = function(prefix) {
+                if (prefix === $undefined)
+                    prefix = "type.googleapis.com";
+                return prefix + "/bcd.v1.InstanceMigrateResult";
+            };
+
+            return InstanceMigrateResult;
+        })();
+
         v1.DriverInvokePayload = (function() {
 
             const DriverInvokePayload = function (properties) {

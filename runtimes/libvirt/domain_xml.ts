@@ -15,7 +15,7 @@
  */
 import { createHash } from "node:crypto";
 import { tapName } from "../../core/converge/instances/tap_name.ts";
-import type { DomainPlan } from "../../core/converge/instances/domain_plan.ts";
+import { type DomainPlan, GUEST_CHANNELS } from "../../core/converge/instances/domain_plan.ts";
 
 /** bcd's metadata namespace. */
 export const BCD_NS = "https://better-compute.dev/libvirt/1";
@@ -158,6 +158,14 @@ export function renderDomainXml(plan: DomainPlan, type: DomainType, paths: Domai
   lines.push(`      <target port='0'/>`);
   lines.push(`    </serial>`);
   lines.push(`    <console type='pty'><target type='serial' port='0'/></console>`);
+  // The guest channels (`GUEST_CHANNELS`): QEMU binds each socket; the helper hands it to the node after the start.
+  lines.push(`    <controller type='virtio-serial' index='0'/>`);
+  for (const c of GUEST_CHANNELS) {
+    lines.push(`    <channel type='unix'>`);
+    lines.push(`      <source mode='bind' path='${e(`${dir}/${c.socket}`)}'/>`);
+    lines.push(`      <target type='virtio' name='${c.name}'/>`);
+    lines.push(`    </channel>`);
+  }
   lines.push(`    <memballoon model='${pl?.balloon ? "virtio" : "none"}'/>`);
   lines.push(`  </devices>`);
   lines.push(`</domain>`);

@@ -34,12 +34,14 @@
 import {
   type BalloonFigures,
   type DomainPlan,
+  GUEST_CHANNELS,
   type HostDomain,
   type HostOutcome,
   type LibvirtHostPort,
   MEMORY_STATE_FILE,
   planProblem,
 } from "../../core/converge/instances/domain_plan.ts";
+import { lchown } from "node:fs/promises";
 import type { DomainState } from "../../core/converge/instances/runtime.ts";
 import { checkImage, checkOverlay, ImageRefused } from "../../core/images/mod.ts";
 import type { Logger } from "../../core/log/mod.ts";
@@ -257,6 +259,36 @@ export class LibvirtHost implements LibvirtHostPort {
     }
   }
 
+  /**
+   * Hands the guest channels' sockets (`GUEST_CHANNELS`, which QEMU bound as libvirt's user) to the owner of the
+   * instance's directory (the node), so that the node may connect to them. `lchown`: a link the node left in its own
+   * directory in a socket's place is never followed, and no chmod follows (it would follow one): a socket others may
+   * write is logged.
+   */
+  async #handOverChannels(id: string): Promise<void> {
+    const dir = instanceDir(this.paths, id);
+    const owner = await Deno.lstat(dir);
+    if (owner.uid === null || owner.gid === null) return;
+    for (const c of GUEST_CHANNELS) {
+      const path = `${dir}/${c.socket}`;
+      let st: Deno.FileInfo;
+      try {
+        st = await Deno.lstat(path);
+      } catch (e) {
+        if (e instanceof Deno.errors.NotFound) continue; // a VMM without the channel (the fake virsh)
+        throw e;
+      }
+      if (!st.isSocket) {
+        this.#o.log?.warn({ instance: id, channel: c.name }, "libvirt: a channel's path is no socket; not handed over");
+        continue;
+      }
+      await lchown(path, owner.uid, owner.gid);
+      if (st.mode !== null && (st.mode & 0o002) !== 0) {
+        this.#o.log?.warn({ instance: id, channel: c.name }, "libvirt: a channel's socket is writable by others");
+      }
+    }
+  }
+
   /** `o+x` on each directory from the data dir down to the instance's and the images'. */
   async #searchable(plan: DomainPlan): Promise<void> {
     const l = this.paths.libvirtDir;
@@ -286,6 +318,7 @@ export class LibvirtHost implements LibvirtHostPort {
       if (e instanceof VirshError && e.code === "no-memory") return _refused("capacity", e.message);
       throw e;
     }
+    await this.#handOverChannels(id);
     this.#o.log?.info({ instance: id, paused }, "libvirt: domain started");
     return _OK;
   }
@@ -375,6 +408,7 @@ export class LibvirtHost implements LibvirtHostPort {
       if (e instanceof VirshError && e.code === "invalid") return _refused("restore-refused", e.message);
       throw e;
     }
+    await this.#handOverChannels(id);
     this.#o.log?.info({ instance: id, paused }, "libvirt: domain restored from its memory state");
     return _OK;
   }

@@ -148,3 +148,33 @@ Deno.test("before the node has joined every domain is foreign and a define is re
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+const NOT_ROOT = Deno.uid() !== 0;
+if (NOT_ROOT) console.log("libvirt_host_test: the channel handover test is SKIPPED: it needs root to chown");
+
+Deno.test({
+  name: "a start hands the guest channels' sockets to the instance directory's owner; a link is never followed",
+  ignore: NOT_ROOT,
+  fn: async () => {
+    const { dir, host } = await hostWithDomains(1);
+    const inst = `${dir}/libvirt/instances/d0`;
+    const decoy = `${dir}/decoy`;
+    const listeners: Deno.Listener[] = [];
+    try {
+      await Deno.writeTextFile(decoy, "root's\n");
+      await Deno.chown(inst, 4321, 4321);
+      listeners.push(Deno.listen({ transport: "unix", path: `${inst}/turns.sock` }));
+      await Deno.symlink(decoy, `${inst}/framing.sock`);
+      assert.deepEqual(await host.start("d0", false), {});
+      const sock = await Deno.lstat(`${inst}/turns.sock`);
+      assert.deepEqual([sock.uid, sock.gid], [4321, 4321], "the node owns the turns socket");
+      const d = await Deno.stat(decoy);
+      assert.deepEqual([d.uid, d.gid], [0, 0], "the link's target was not touched");
+      const l = await Deno.lstat(`${inst}/framing.sock`);
+      assert.equal(l.uid, 0, "nor the link itself");
+    } finally {
+      for (const l of listeners) l.close();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});

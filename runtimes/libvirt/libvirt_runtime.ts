@@ -31,6 +31,7 @@ import { INSTANCE_ID } from "../../core/converge/instances/domain_plan.ts";
 import { parseQcow2Header, readQcow2Prefix } from "../../core/images/qcow2_header.ts";
 import type { Logger } from "../../core/log/mod.ts";
 import { baseVirtualSize, buildSeedIso, createOverlay, overlayBase, resizeDisk } from "./disk_tools.ts";
+import { ensureChannelKey } from "./channel_key.ts";
 import { ImageFetchRefused, ImageStore } from "./image_store.ts";
 import { unpackSnapshot } from "./snapshot_restore.ts";
 import type { SnapshotStore } from "./snapshot_store.ts";
@@ -188,7 +189,9 @@ export class LibvirtRuntime implements InstanceRuntime {
       const d = (await this.#o.host.list()).find((x) => x.name === id);
       await this.#grow(id, disk, l.diskBytes, { sha256: l.image.sha256, format: l.image.format }, d?.state);
     }
-    if (l.userData !== null) await buildSeedIso(`${dir}/seed.iso`, id, l.hostname, l.userData);
+    // Every instance gets its seed ISO: the user data (empty without any) and the channel key of its guest channels.
+    const key = await ensureChannelKey(dir);
+    await buildSeedIso(`${dir}/seed.iso`, id, l.hostname, l.userData ?? new Uint8Array(0), key);
     const plan: DomainPlan = {
       id,
       allocationId: record.allocationId,
@@ -198,7 +201,7 @@ export class LibvirtRuntime implements InstanceRuntime {
       nics: l.nics,
       gpus: l.gpus,
       placement: l.placement,
-      seed: l.userData !== null,
+      seed: true,
       restoredFrom: null,
     };
     _check(await this.#o.host.define(plan), id);

@@ -6,13 +6,10 @@
  * converger. Seed 000's rule decides it: "If losing it leaves the wrong steady state, it is desired state. If running
  * it late could do harm, it is a command with `not_after`". Losing a move leaves the VM running where it is (no wrong
  * steady state), while a move run late, after the rebalancer (seed 001: the machine is "Rebalancer-owned") changed
- * its mind, does harm. Its row, when it is registered: lane `bulk` (a memory snapshot is the largest transfer a node
- * makes; the lane's single worker also keeps two moves from running at once), flags none: not `retry-safe` (a move a
- * crash interrupted must not start over; the journal settles it `FAILED interrupted` and the node resumes the VM on
- * the source from the snapshot directory it finds), not `destructive` (the VM keeps running and its disk is
- * untouched, so no quorum), not `attested`, not `self-terminating`. Not registered yet: the kinds table must equal the
- * seed's word for word (`core/commands/kinds_test.ts`) and a wire kind needs its payload message in `proto/`; the
- * snapshot and restore must also go through the helper's `libvirt.save`/`libvirt.restore` ops (issue 12).
+ * its mind, does harm. Its row (lane `bulk`, no flags) is argued in `core/commands/kinds.ts` (`BCD_KINDS`), its
+ * payload and result are `InstanceMigratePayload`/`InstanceMigrateResult` in `proto/bcd/v1/node_ops.proto`, and the
+ * node runs it with {@link LibvirtMigrator} (`libvirt_migrator.ts`: the helper's `libvirt.save`/`libvirt.restore`, the
+ * phase journal, and the crash recovery that resolves a move in any phase to exactly one running instance).
  *
  * @module
  */
@@ -25,3 +22,4 @@ export {
   type MigrationResult,
   type MigrationStep,
 } from "./orchestrator.ts";
+export { LibvirtMigrator, type LibvirtMigratorOptions, recoverMigrations } from "./libvirt_migrator.ts";

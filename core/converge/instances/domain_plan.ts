@@ -111,6 +111,21 @@ export interface BalloonFigures {
 /** The file a memory state lives in, inside the instance's directory. */
 export const MEMORY_STATE_FILE = "memory.save";
 
+/**
+ * The guest channels every domain gets (issue 21): virtio-serial ports whose host ends are unix sockets in the
+ * instance's directory, which the helper renders into the domain XML and hands to the directory's owner (the node)
+ * after each start or restore. `org.bcd.turns` carries the turn protocol (seed 001: drain and `Resumed` for
+ * `instance.migrate`), `org.bcd.framing` the control framing (seed 002/004: fleet config). Both are proven with the
+ * instance's channel key ({@link CHANNEL_KEY_FILE}, which the node also writes onto the seed ISO).
+ */
+export const GUEST_CHANNELS = [
+  { name: "org.bcd.turns", socket: "turns.sock" },
+  { name: "org.bcd.framing", socket: "framing.sock" },
+] as const;
+
+/** The instance's channel key (64 hex digits, mode 0600, the node's), inside the instance's directory. */
+export const CHANNEL_KEY_FILE = "channel.key";
+
 /** Instance ids a domain may carry: they name a directory and a domain. */
 export const INSTANCE_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 /** A unicast MAC in lowercase or uppercase hex. */
