@@ -26,6 +26,8 @@ import type { DevicesConverger } from "../core/converge/devices/mod.ts";
 import type { SecretSource } from "../core/converge/instances/user_data.ts";
 import type { DialInstance } from "../runtimes/access/instance_dialer.ts";
 import { AGENT_VERSION } from "../core/version.ts";
+import { enforcesQuorum } from "../core/pki/trust_bundle.ts";
+import type { bcd } from "../proto/mod.ts";
 import { HelperError } from "../core/helper/mod.ts";
 // The helper's client alone: runtimes/helper/mod.ts also loads its server and host backends (nft, sshd, libvirt).
 import { HelperClient } from "../runtimes/helper/client.ts";
@@ -49,6 +51,16 @@ export interface WiringContext {
   readonly helper?: HelperClient;
   /** The session's SecretRequest broker (user data, BMC credentials). */
   readonly secrets: SecretSource;
+  /** The running agent, read late (handlers are built before it starts): the spec held and the trust in force. */
+  readonly agent: AgentView;
+}
+
+/** What a handler may read from the running agent; before it started, no spec and no trust roots. */
+export interface AgentView {
+  /** The NodeSpec held now, if any. */
+  spec(): bcd.v1.NodeSpec.$Properties | undefined;
+  /** Whether the trust bundle holds approver keys, so destructive commands pass the quorum. */
+  quorumEnforced(): boolean;
 }
 
 /** A role's wiring. */
@@ -305,6 +317,7 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
         });
         const conditions = new ConditionSet();
         const secrets = new SessionSecrets({ log });
+        let started: NodeAgent | undefined;
         const ctx: WiringContext = {
           config,
           dataDir,
@@ -317,10 +330,13 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
           conditions,
           ...(opened ? { helper: opened.helper } : {}),
           secrets,
+          agent: {
+            spec: () => started?.held?.spec,
+            quorumEnforced: () => started !== undefined && enforcesQuorum(started.trustBundle),
+          },
         };
         const devices = w.devices?.(ctx);
         const handlers = w.handlers(ctx);
-        let started: NodeAgent | undefined;
         // The instances converger comes after the handlers; gpu.reset reads its passthrough lazily.
         const late: { instances?: InstancesConverger; devices?: DevicesConverger } = {};
         if (devices) {

@@ -8,8 +8,10 @@
  * The Redfish kinds `bmc.query`, `bmc.power`, `bmc.boot` and `bmc.rotate` (`runtimes/redfish/`) talk to the BMCs over
  * the network from the agent itself (no helper op: a BMC is a network peer, not a host effect), take their
  * credentials from the session's SecretRequest broker and record every BMC host in `<data dir>/bmc-hosts.json`.
- * `bmc.firmware`, `bmc.storage`, `boot.*`, `site.httpProxy` and the `site` section's converger land with the rest of
- * issue 18; until then they are refused `UNSUPPORTED`.
+ * `site.httpProxy` (`runtimes/site/`) sends one request to an agentless machine after every guard of the seed (never
+ * a BMC: the hosts of `bmc-hosts.json` by name and address, `/redfish`, `[site] bmc_networks`; only the target node's
+ * `proxy_targets`; a non-GET only under its batch leaf). `bmc.firmware`, `bmc.storage`, `boot.*` and the `site`
+ * section's converger land with the rest of issue 18; until then they are refused `UNSUPPORTED`.
  *
  * @module
  */
@@ -19,6 +21,9 @@ import { hostKindHandlers } from "../runtimes/host/mod.ts";
 import { HelperHostInventory, HelperRebooter } from "../runtimes/helper/ports.ts"; // not mod.ts: the helper server stays out
 import { BmcHostBook } from "../runtimes/redfish/bmc_hosts.ts";
 import { BMC_KINDS, bmcKindHandlers } from "../runtimes/redfish/kinds/mod.ts";
+import { resolveHost } from "../runtimes/site/dns.ts";
+import { siteHttpProxyHandler } from "../runtimes/site/http_proxy.ts";
+import { parseBmcNetworks } from "../runtimes/site/proxy_guard.ts";
 import { agentCommands, helperOf } from "./_agent_cli.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
 import { doctorCommand } from "./doctor_cli.ts";
@@ -27,7 +32,7 @@ import { doctorCommand } from "./doctor_cli.ts";
 export const COMMANDS: Record<string, Subcommand> = {
   ...agentCommands({
     role: "site",
-    handles: ["inventory.refresh", "logs.collect", "node.reboot", ...BMC_KINDS],
+    handles: ["inventory.refresh", "logs.collect", "node.reboot", ...BMC_KINDS, "site.httpProxy"],
     defaultDataDir: "/var/lib/bcd-site",
     helperSocket: (config) => config.helper.socket ?? DEFAULT_HELPER_SOCKET,
     handlers(ctx) {
@@ -41,7 +46,15 @@ export const COMMANDS: Record<string, Subcommand> = {
           rebooter: new HelperRebooter(helper),
         })
       ) reg.register(h);
-      for (const h of bmcKindHandlers({ secrets: ctx.secrets, hosts: new BmcHostBook(ctx.dataDir) })) reg.register(h);
+      const bmcHosts = new BmcHostBook(ctx.dataDir);
+      for (const h of bmcKindHandlers({ secrets: ctx.secrets, hosts: bmcHosts })) reg.register(h);
+      reg.register(siteHttpProxyHandler({
+        bmcHosts,
+        resolve: resolveHost,
+        bmcNetworks: parseBmcNetworks(ctx.config.site.bmcNetworks),
+        proxyTargets: () => ctx.agent.spec()?.site?.proxy_targets ?? [],
+        quorumEnforced: () => ctx.agent.quorumEnforced(),
+      }));
       return reg;
     },
   }),

@@ -240,6 +240,11 @@ export class NodeAgent implements SessionDelegate, EventSink {
     return this.#held;
   }
 
+  /** The trust bundle in force now (command-signing roots, approver keys). */
+  get trustBundle(): TrustBundle {
+    return this.#trust;
+  }
+
   get session(): SessionClient | undefined {
     return this.#client;
   }

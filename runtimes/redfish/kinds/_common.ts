@@ -1,39 +1,10 @@
 /**
- * What the `bmc.*` handlers share: decoding a kind's payload (`invalid-payload` when it does not), packing its result,
- * reading a resource's string fields, and waiting on the injected clock for a state to read back.
+ * What the `bmc.*` handlers share: reading a resource's string fields, and waiting on the injected clock for a state to read back.
  *
  * @module
  */
-import type { AnyMessage, CommandBody } from "../../../core/commands/command.ts";
-import { InvalidPayload } from "../../../core/commands/rejection.ts";
-import {
-  packResult,
-  type PayloadOf,
-  type ResultInit,
-  unpackPayload,
-  WireDecodeError,
-  type WireKind,
-} from "../../../proto/mod.ts";
 import type { RedfishClient, RedfishResource } from "../client.ts";
 import { RedfishError } from "../errors.ts";
-
-/** Decodes `command`'s payload as `kind`'s. */
-export function payloadOf<K extends WireKind>(kind: K, command: CommandBody): PayloadOf<K> {
-  const p = command.payload;
-  if (p === undefined) throw new InvalidPayload(`${kind} needs a payload`);
-  try {
-    return unpackPayload(kind, { type_url: p.typeUrl, value: p.value });
-  } catch (e) {
-    if (e instanceof WireDecodeError) throw new InvalidPayload(e.message, { cause: e });
-    throw e;
-  }
-}
-
-/** Packs `kind`'s result. */
-export function resultOf<K extends WireKind>(kind: K, r: ResultInit<K>): AnyMessage {
-  const any = packResult(kind, r);
-  return { typeUrl: any.type_url, value: any.value };
-}
 
 /** `r[key]` when it is a string, else `""`. */
 export function str(r: RedfishResource | undefined, key: string): string {

@@ -22,7 +22,8 @@ import { CommandFailed, InvalidPayload } from "../../../core/commands/rejection.
 import { link, type RedfishClient, type RedfishResource } from "../client.ts";
 import { bmcLock, type BmcPorts, checkTarget, openBmc } from "../bmc_target.ts";
 import { RedfishError } from "../errors.ts";
-import { actionTarget, obj, payloadOf, resultOf, str } from "./_common.ts";
+import { actionTarget, obj, str } from "./_common.ts";
+import { payloadOf, resultOf } from "../../../core/commands/kind_payload.ts";
 
 /** The boot devices `bmc.boot` takes (Redfish `BootSourceOverrideTarget`). */
 export const BOOT_DEVICES = ["Pxe", "Hdd", "Cd", "UefiHttp", "BiosSetup", "None"] as const;

@@ -20,7 +20,8 @@ import { CommandFailed, InvalidPayload } from "../../../core/commands/rejection.
 import type { RedfishResource } from "../client.ts";
 import { bmcLock, type BmcPorts, checkTarget, openBmc } from "../bmc_target.ts";
 import { RedfishError } from "../errors.ts";
-import { actionTarget, missing, obj, payloadOf, readUntil, resultOf, str } from "./_common.ts";
+import { actionTarget, missing, obj, readUntil, str } from "./_common.ts";
+import { payloadOf, resultOf } from "../../../core/commands/kind_payload.ts";
 
 /** The reset types `bmc.power` takes, each with the state it must read back (`undefined`: not verified). */
 export const RESET_TYPES: Readonly<Record<string, "On" | "Off" | undefined>> = {

@@ -9,7 +9,8 @@
 import type { HandlerContext, HandlerResult, KindHandler } from "../../../core/commands/handlers.ts";
 import { link, odataId, type RedfishClient } from "../client.ts";
 import { bmcLock, type BmcPorts, checkTarget, openBmc } from "../bmc_target.ts";
-import { obj, payloadOf, resultOf, str } from "./_common.ts";
+import { obj, str } from "./_common.ts";
+import { payloadOf, resultOf } from "../../../core/commands/kind_payload.ts";
 
 const MAX_NICS = 32;
 

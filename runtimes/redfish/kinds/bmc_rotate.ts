@@ -19,7 +19,8 @@ import { CommandFailed, InvalidPayload } from "../../../core/commands/rejection.
 import { link } from "../client.ts";
 import { bmcLock, type BmcPorts, checkTarget, fetchCredential, openBmc } from "../bmc_target.ts";
 import { RedfishError } from "../errors.ts";
-import { payloadOf, resultOf, str } from "./_common.ts";
+import { str } from "./_common.ts";
+import { payloadOf, resultOf } from "../../../core/commands/kind_payload.ts";
 
 const MAX_ACCOUNTS = 64;
 
