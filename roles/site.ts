@@ -5,13 +5,13 @@
  * "site"`: the boot id, the host inventory of `inventory.refresh` and `node.reboot` go to the helper's socket
  * (`[helper] socket`, default `/run/bcd/helper.sock`; access by the socket's group `[helper] node_group`), and the
  * agent refuses to start when the helper cannot be reached. `logs.collect` uploads over HTTPS from the agent itself.
- * The Redfish kinds `bmc.query`, `bmc.power`, `bmc.boot` and `bmc.rotate` (`runtimes/redfish/`) talk to the BMCs over
+ * The Redfish kinds `bmc.query`, `bmc.power`, `bmc.boot`, `bmc.rotate` and `bmc.firmware` (`runtimes/redfish/`) talk to the BMCs over
  * the network from the agent itself (no helper op: a BMC is a network peer, not a host effect), take their
  * credentials from the session's SecretRequest broker and record every BMC host in `<data dir>/bmc-hosts.json`.
  * `site.httpProxy` (`runtimes/site/`) sends one request to an agentless machine after every guard of the seed (never
  * a BMC: the hosts of `bmc-hosts.json` by name and address, `/redfish`, `[site] bmc_networks`; only the target node's
- * `proxy_targets`; a non-GET only under its batch leaf). `bmc.firmware`, `bmc.storage`, `boot.*` and the `site`
- * section's converger land with the rest of issue 18; until then they are refused `UNSUPPORTED`.
+ * `proxy_targets`; a non-GET only under its batch leaf). `bmc.storage`, `boot.*` and the `site` section's
+ * converger land with the rest of issue 18; until then they are refused `UNSUPPORTED`.
  *
  * @module
  */
