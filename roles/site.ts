@@ -10,8 +10,12 @@
  * credentials from the session's SecretRequest broker and record every BMC host in `<data dir>/bmc-hosts.json`.
  * `site.httpProxy` (`runtimes/site/`) sends one request to an agentless machine after every guard of the seed (never
  * a BMC: the hosts of `bmc-hosts.json` by name and address, `/redfish`, `[site] bmc_networks`; only the target node's
- * `proxy_targets`; a non-GET only under its batch leaf). `bmc.storage`, `boot.*` and the `site` section's
- * converger land with the rest of issue 18; until then they are refused `UNSUPPORTED`.
+ * `proxy_targets`; a non-GET only under its batch leaf). The `site` section's converger pulls `cache_images` into the
+ * image cache (`<data dir>/image-cache`, by digest; downloads trust `[site] ca_file` besides the system roots), and
+ * with `[site] boot_listen` the boot server serves the cache over HTTP on the boot network (re-verified before every
+ * serve); `bmc.firmware` then offers the BMC the cache's copy (`[site] boot_url`, default `http://<boot_listen>`).
+ * The server lives as long as the process. `bmc.storage` and `boot.*` land with the rest of issue 18; until then they
+ * are refused `UNSUPPORTED`.
  *
  * @module
  */
@@ -24,7 +28,11 @@ import { BMC_KINDS, bmcKindHandlers } from "../runtimes/redfish/kinds/mod.ts";
 import { resolveHost } from "../runtimes/site/dns.ts";
 import { siteHttpProxyHandler } from "../runtimes/site/http_proxy.ts";
 import { parseBmcNetworks } from "../runtimes/site/proxy_guard.ts";
-import { agentCommands, helperOf } from "./_agent_cli.ts";
+import { bootHttpHandler, type BootServer, serveBoot } from "../runtimes/site/boot_http.ts";
+import { firmwareCache } from "../runtimes/site/firmware_cache.ts";
+import { ImageCache } from "../runtimes/site/image_cache.ts";
+import { SiteConverger } from "../runtimes/site/site_converger.ts";
+import { agentCommands, helperOf, type WiringContext } from "./_agent_cli.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
 import { doctorCommand } from "./doctor_cli.ts";
 
@@ -47,7 +55,14 @@ export const COMMANDS: Record<string, Subcommand> = {
         })
       ) reg.register(h);
       const bmcHosts = new BmcHostBook(ctx.dataDir);
-      for (const h of bmcKindHandlers({ secrets: ctx.secrets, hosts: bmcHosts })) reg.register(h);
+      const { cache, bootUrl } = _site(ctx);
+      for (
+        const h of bmcKindHandlers({
+          secrets: ctx.secrets,
+          hosts: bmcHosts,
+          ...(bootUrl !== undefined ? { firmware: { cache: firmwareCache(cache, bootUrl) } } : {}),
+        })
+      ) reg.register(h);
       reg.register(siteHttpProxyHandler({
         bmcHosts,
         resolve: resolveHost,
@@ -57,9 +72,36 @@ export const COMMANDS: Record<string, Subcommand> = {
       }));
       return reg;
     },
+    convergers: (
+      ctx,
+      _events,
+      _conditions,
+      peers,
+    ) => [new SiteConverger({ cache: _site(ctx).cache, wake: peers.wake })],
   }),
   doctor: doctorCommand("site", "/var/lib/bcd-site"),
 };
+
+const _parts = new WeakMap<WiringContext, { cache: ImageCache; server?: BootServer; bootUrl?: string }>();
+
+/** The image cache and the boot server of a site agent, made once per wiring (handlers and convergers share them). */
+function _site(ctx: WiringContext): { cache: ImageCache; server?: BootServer; bootUrl?: string } {
+  let p = _parts.get(ctx);
+  if (p) return p;
+  const s = ctx.config.site;
+  const cache = new ImageCache({
+    dir: `${ctx.dataDir}/image-cache`,
+    ...(s.caFile !== undefined ? { caCerts: [Deno.readTextFileSync(s.caFile)] } : {}),
+    log: ctx.log,
+  });
+  const server = s.bootListen !== undefined
+    ? serveBoot(s.bootListen, bootHttpHandler({ cache, log: ctx.log }), ctx.log)
+    : undefined;
+  const bootUrl = s.bootUrl ?? server?.url;
+  p = { cache, ...(server ? { server } : {}), ...(bootUrl !== undefined ? { bootUrl } : {}) };
+  _parts.set(ctx, p);
+  return p;
+}
 
 if (import.meta.main) {
   Deno.exit(await runCli("site", Deno.args, COMMANDS));

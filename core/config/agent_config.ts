@@ -35,7 +35,7 @@ export interface AgentConfig {
   host?: { units?: boolean; etc_root?: string; sys_root?: string };
   instances?: { balloon_floor_percent?: number };
   helper?: { socket?: string; node_group?: string; role?: string; instance_bridges?: string[] };
-  site?: { bmc_networks?: string[] };
+  site?: { bmc_networks?: string[]; boot_listen?: string; boot_url?: string; ca_file?: string };
   access?: {
     ssh_dir?: string;
     sshd_config?: string;
@@ -75,7 +75,15 @@ export interface ResolvedAgentConfig {
     role: KindRole | undefined;
     instanceBridges: string[];
   };
-  site: { bmcNetworks: string[] };
+  /** `bmcNetworks`: never a `site.httpProxy` target; `bootListen`: where the boot server (iPXE scripts, ISOs, the
+   * image cache) listens, `host:port` on the boot network, unset for none; `bootUrl`: the base URL machines and BMCs
+   * reach it at (default `http://<boot_listen>`); `caFile`: extra CAs for the image cache's downloads. */
+  site: {
+    bmcNetworks: string[];
+    bootListen: string | undefined;
+    bootUrl: string | undefined;
+    caFile: string | undefined;
+  };
   /** The helper's sshd access files (`runtimes/access/sshd_files.ts`): the ssh directory the files and the drop-in go
    * under, the sshd config the drop-in is checked with, the tools, and how sshd is reloaded (SIGHUP to the pid in
    * `sshdPidFile`, or `reloadCommand` when set). */
@@ -103,7 +111,7 @@ const SCHEMA: Schema = {
   host: { units: "bool", etc_root: "path", sys_root: "path" },
   instances: { balloon_floor_percent: "int" },
   helper: { socket: "path", node_group: "string", role: "string", instance_bridges: "string[]" },
-  site: { bmc_networks: "string[]" },
+  site: { bmc_networks: "string[]", boot_listen: "string", boot_url: "url", ca_file: "path" },
   access: {
     ssh_dir: "path",
     sshd_config: "path",
@@ -269,6 +277,10 @@ export function resolveAgentConfig(cfg: AgentConfig, source = ""): ResolvedAgent
     _fail(source, "gateway.handshake_timeout_ms", `must be between 1000 and 600000, got ${handshake}`);
   }
   const floor = cfg.instances?.balloon_floor_percent ?? 50;
+  const bootListen = cfg.site?.boot_listen;
+  if (bootListen !== undefined && !/^(?:\[[0-9a-fA-F:.]+\]|[^:\[\]]+):\d{1,5}$/.test(bootListen)) {
+    _fail(source, "site.boot_listen", `${JSON.stringify(bootListen)} is not host:port ([v6]:port for IPv6)`);
+  }
   if (floor < 10 || floor > 100) {
     _fail(source, "instances.balloon_floor_percent", `must be between 10 and 100, got ${floor}`);
   }
@@ -311,7 +323,12 @@ export function resolveAgentConfig(cfg: AgentConfig, source = ""): ResolvedAgent
       role: helperRole,
       instanceBridges: cfg.helper?.instance_bridges ?? [],
     },
-    site: { bmcNetworks: cfg.site?.bmc_networks ?? [] },
+    site: {
+      bmcNetworks: cfg.site?.bmc_networks ?? [],
+      bootListen,
+      bootUrl: cfg.site?.boot_url?.replace(/\/+$/, ""),
+      caFile: cfg.site?.ca_file,
+    },
     access: _access(cfg, source),
   };
 }

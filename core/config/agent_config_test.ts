@@ -169,3 +169,23 @@ Deno.test("[helper] role names the agent role the helper serves: node, site or r
   }
   assert.throws(() => loadAgentConfig("[helper]\nrole = 1"), ConfigError);
 });
+
+Deno.test("[site] boot_listen is host:port, boot_url a URL without its trailing slash, both unset by default", () => {
+  const none = loadAgentConfig("").site;
+  assert.deepEqual([none.bootListen, none.bootUrl, none.caFile], [undefined, undefined, undefined]);
+  const s = loadAgentConfig(
+    '[site]\nboot_listen = "[fd00::1]:8080"\nboot_url = "http://boot.site.example:8080/"\nca_file = "/etc/bcd/mirror-ca.pem"',
+  ).site;
+  assert.deepEqual([s.bootListen, s.bootUrl, s.caFile], [
+    "[fd00::1]:8080",
+    "http://boot.site.example:8080",
+    "/etc/bcd/mirror-ca.pem",
+  ]);
+  for (const bad of ["10.0.0.1", "fd00::1:8080", ":8080", "10.0.0.1:port"]) {
+    assert.throws(
+      () => loadAgentConfig(`[site]\nboot_listen = "${bad}"`),
+      (e) => e instanceof ConfigError && e.key === "site.boot_listen" && e.line === 2,
+      bad,
+    );
+  }
+});

@@ -1,9 +1,12 @@
 /**
  * `bmc.firmware` (control lane, destructive, 1 h): a firmware update through Redfish `UpdateService.SimpleUpdate`.
  *
- * 1. The image is checked before the BMC hears of it: the site agent downloads `image_url` (https; plain http only on
- *    loopback, for tests), hashing it as it streams (nothing is kept: the site's image cache is not built yet, so the
- *    BMC pulls the same URL), and fails `firmware-digest-mismatch` when its SHA-256 is not the payload's.
+ * 1. The image is checked before the BMC hears of it, and the BMC pulls it from the site, not from the origin: with
+ *    the site's image cache and boot server (`[site] boot_listen`), `image_url` (https) is downloaded into the cache
+ *    (hashed as it streams, kept only under its digest) and the BMC is offered the cache's copy,
+ *    `<boot url>/images/sha256/<hex>`, which the boot server re-verifies before it serves it. Without a boot server
+ *    the image is only hashed (plain http allowed on loopback, for tests) and the BMC pulls `image_url` itself. Either
+ *    way a SHA-256 that is not the payload's fails `firmware-digest-mismatch` before the BMC is asked.
  * 2. The component is found in `UpdateService.FirmwareInventory`: `BMC` or `BIOS`, or an inventory id, matched against
  *    each entry's `Id` (case-insensitive) — `firmware-component-missing` otherwise; its `Version` is the previous one.
  * 3. `SimpleUpdate` is POSTed with `ImageURI`, `TransferProtocol` and `Targets` (the inventory entry). A 202 is
@@ -33,6 +36,17 @@ export interface BmcFirmwareOptions {
   readonly pollMs?: number;
   /** The largest image hashed (default 4 GiB). */
   readonly maxImageBytes?: number;
+  /** The site's image cache and the URL its boot server serves a digest at: the image is offered from there. */
+  readonly cache?: FirmwareCache;
+}
+
+/** The image cache as `bmc.firmware` uses it (`runtimes/site/firmware_cache.ts`). */
+export interface FirmwareCache {
+  /**
+   * Downloads the image into the cache unless held and answers the URL the boot server serves it at; a failure is a
+   * CommandFailed: `firmware-digest-mismatch` (nothing kept) or `firmware-download-failed`.
+   */
+  offer(url: URL, sha256: string): Promise<URL>;
 }
 
 /** The `bmc.firmware` handler. */
@@ -48,8 +62,10 @@ export function bmcFirmwareHandler(ports: BmcPorts & { firmware?: BmcFirmwareOpt
       const p = payloadOf("bmc.firmware", ctx.command);
       const url = _check(p);
       const t = checkTarget(p.target);
-      await _verifyImage(url, p.sha256.toLowerCase(), ports.firmware, ctx.signal);
-      ctx.logger.info({ image: url.href, sha256: p.sha256 }, "firmware image digest verified");
+      const offered = ports.firmware?.cache
+        ? await ports.firmware.cache.offer(url, p.sha256.toLowerCase())
+        : (await _verifyImage(url, p.sha256.toLowerCase(), ports.firmware, ctx.signal), url);
+      ctx.logger.info({ image: url.href, offered: offered.href, sha256: p.sha256 }, "firmware image digest verified");
       const c = await openBmc(ports, t, "bmc.firmware", ctx.command.id, ctx.signal);
       try {
         const root = await c.get("/redfish/v1/");
@@ -69,10 +85,10 @@ export function bmcFirmwareHandler(ports: BmcPorts & { firmware?: BmcFirmwareOpt
           }
         }
         if (!entry) throw new CommandFailed("firmware-component-missing", `${inventory} has no ${p.component}`);
-        ctx.logger.warn({ bmc: c.origin, component: entry, image: url.href, previous }, "firmware update starting");
+        ctx.logger.warn({ bmc: c.origin, component: entry, image: offered.href, previous }, "firmware update starting");
         const started = await c.post(action, {
-          ImageURI: url.href,
-          TransferProtocol: url.protocol === "https:" ? "HTTPS" : "HTTP",
+          ImageURI: offered.href,
+          TransferProtocol: offered.protocol === "https:" ? "HTTPS" : "HTTP",
           Targets: [entry],
         });
         let taskId = "";
