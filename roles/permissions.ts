@@ -11,7 +11,8 @@
  * root-only write. The node asks for the boot id, the inventory, host memory, GPUs' NUMA nodes, CDI specs, env files,
  * hold slices, `gpu.reset` and `node.reboot` (and runs `nvidia-smi` itself for queries); the site for the boot id, the
  * inventory and `node.reboot`; the ramdisk for the boot id and the inventory (its data dir `/run/bcd` holds the
- * default socket). Neither the site nor the ramdisk runs a host tool yet; `disk.wipe`, `deploy.image`, `boot.kexec`
+ * default socket). The site runs `genisoimage` (a lease's virtual-media ISO, into its own cache) and nothing else; the
+ * ramdisk runs no host tool yet; `disk.wipe`, `deploy.image`, `boot.kexec`
  * and the BMC kinds bring theirs (or their helper ops) with them. The helper holds `--allow-all` for the same Deno
  * rule: it reads /proc and /sys and writes cgroupfs; its containment is that it answers only the ops of `core/helper`
  * that the role it serves uses (`[helper] role`), each checked default-deny.
@@ -108,9 +109,11 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, RolePermissions>> = {
   },
   site: {
     // Privilege-separated like the node: the boot id, the inventory and node.reboot go through the helper's socket.
-    read: ["/var/lib/bcd-site", "/etc/bcd", DEFAULT_HELPER_SOCKET],
+    // boot.prepareRamdisk builds its virtual-media ISO with genisoimage from Debian's ISOLINUX files, into its own
+    // image cache (no host effect: the node builds its seed ISO the same way).
+    read: ["/var/lib/bcd-site", "/etc/bcd", DEFAULT_HELPER_SOCKET, "/usr/lib/ISOLINUX", "/usr/lib/syslinux"],
     write: ["/var/lib/bcd-site", DEFAULT_HELPER_SOCKET],
-    run: [],
+    run: ["genisoimage"],
     denyRun: [],
     net: "all",
     env: DAEMON_ENV,

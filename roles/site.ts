@@ -14,8 +14,11 @@
  * image cache (`<data dir>/image-cache`, by digest; downloads trust `[site] ca_file` besides the system roots), and
  * with `[site] boot_listen` the boot server serves the cache over HTTP on the boot network (re-verified before every
  * serve); `bmc.firmware` then offers the BMC the cache's copy (`[site] boot_url`, default `http://<boot_listen>`).
- * The server lives as long as the process. `bmc.storage` and `boot.*` land with the rest of issue 18; until then they
- * are refused `UNSUPPORTED`.
+ * The server lives as long as the process. `boot.prepareRamdisk` leases a machine (by MAC and/or SMBIOS UUID) the bcd
+ * ramdisk: kernel and initrd pulled into the cache, a bootable ISO built (genisoimage, ISOLINUX), the lease written to
+ * `<data dir>/boot-leases.json`; the boot server answers its iPXE script and ISO until the lease ends or
+ * `boot.cleanUp` removes it (`runtimes/site/boot_kinds.ts`). `bmc.storage` lands with the rest of issue 18; until
+ * then it is refused `UNSUPPORTED`.
  *
  * @module
  */
@@ -32,6 +35,9 @@ import { bootHttpHandler, type BootServer, serveBoot } from "../runtimes/site/bo
 import { firmwareCache } from "../runtimes/site/firmware_cache.ts";
 import { ImageCache } from "../runtimes/site/image_cache.ts";
 import { SiteConverger } from "../runtimes/site/site_converger.ts";
+import { bootCleanUpHandler, bootPrepareRamdiskHandler } from "../runtimes/site/boot_kinds.ts";
+import { leaseRoutes } from "../runtimes/site/boot_routes.ts";
+import { LeaseBook } from "../runtimes/site/lease_book.ts";
 import { agentCommands, helperOf, type WiringContext } from "./_agent_cli.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
 import { doctorCommand } from "./doctor_cli.ts";
@@ -40,7 +46,15 @@ import { doctorCommand } from "./doctor_cli.ts";
 export const COMMANDS: Record<string, Subcommand> = {
   ...agentCommands({
     role: "site",
-    handles: ["inventory.refresh", "logs.collect", "node.reboot", ...BMC_KINDS, "site.httpProxy"],
+    handles: [
+      "inventory.refresh",
+      "logs.collect",
+      "node.reboot",
+      ...BMC_KINDS,
+      "site.httpProxy",
+      "boot.prepareRamdisk",
+      "boot.cleanUp",
+    ],
     defaultDataDir: "/var/lib/bcd-site",
     helperSocket: (config) => config.helper.socket ?? DEFAULT_HELPER_SOCKET,
     handlers(ctx) {
@@ -63,6 +77,9 @@ export const COMMANDS: Record<string, Subcommand> = {
           ...(bootUrl !== undefined ? { firmware: { cache: firmwareCache(cache, bootUrl) } } : {}),
         })
       ) reg.register(h);
+      const ports = { cache, leases: _site(ctx).leases, bootUrl, stageDir: `${ctx.dataDir}/image-cache/tmp` };
+      reg.register(bootPrepareRamdiskHandler(ports));
+      reg.register(bootCleanUpHandler(ports));
       reg.register(siteHttpProxyHandler({
         bmcHosts,
         resolve: resolveHost,
@@ -82,10 +99,19 @@ export const COMMANDS: Record<string, Subcommand> = {
   doctor: doctorCommand("site", "/var/lib/bcd-site"),
 };
 
-const _parts = new WeakMap<WiringContext, { cache: ImageCache; server?: BootServer; bootUrl?: string }>();
+interface _SiteParts {
+  cache: ImageCache;
+  leases: LeaseBook;
+  server?: BootServer;
+  bootUrl?: string;
+}
+const _parts = new WeakMap<WiringContext, _SiteParts>();
 
-/** The image cache and the boot server of a site agent, made once per wiring (handlers and convergers share them). */
-function _site(ctx: WiringContext): { cache: ImageCache; server?: BootServer; bootUrl?: string } {
+/**
+ * The image cache, the lease book and the boot server of a site agent, made once per wiring (handlers and convergers
+ * share them).
+ */
+function _site(ctx: WiringContext): _SiteParts {
   let p = _parts.get(ctx);
   if (p) return p;
   const s = ctx.config.site;
@@ -94,11 +120,14 @@ function _site(ctx: WiringContext): { cache: ImageCache; server?: BootServer; bo
     ...(s.caFile !== undefined ? { caCerts: [Deno.readTextFileSync(s.caFile)] } : {}),
     log: ctx.log,
   });
+  const leases = new LeaseBook(ctx.dataDir);
+  let url = s.bootUrl;
+  const boot = leaseRoutes({ leases, cache, baseUrl: () => url ?? "", log: ctx.log });
   const server = s.bootListen !== undefined
-    ? serveBoot(s.bootListen, bootHttpHandler({ cache, log: ctx.log }), ctx.log)
+    ? serveBoot(s.bootListen, bootHttpHandler({ cache, boot, log: ctx.log }), ctx.log)
     : undefined;
-  const bootUrl = s.bootUrl ?? server?.url;
-  p = { cache, ...(server ? { server } : {}), ...(bootUrl !== undefined ? { bootUrl } : {}) };
+  url ??= server?.url;
+  p = { cache, leases, ...(server ? { server } : {}), ...(url !== undefined ? { bootUrl: url } : {}) };
   _parts.set(ctx, p);
   return p;
 }

@@ -55,10 +55,21 @@ Deno.test("`version` says which kinds each role's build handles: the site's Redf
   };
   const site = await handled("site");
   assert.equal(site["inventory.refresh"], true);
-  for (const k of ["bmc.query", "bmc.power", "bmc.boot", "bmc.rotate", "bmc.firmware", "site.httpProxy"]) {
+  for (
+    const k of [
+      "bmc.query",
+      "bmc.power",
+      "bmc.boot",
+      "bmc.rotate",
+      "bmc.firmware",
+      "site.httpProxy",
+      "boot.prepareRamdisk",
+      "boot.cleanUp",
+    ]
+  ) {
     assert.equal(site[k], true, k);
   }
-  for (const k of ["bmc.storage", "boot.prepareRamdisk", "boot.cleanUp"]) assert.equal(site[k], false, k);
+  for (const k of ["bmc.storage"]) assert.equal(site[k], false, k);
   const node = await handled("node");
   for (
     const k of [

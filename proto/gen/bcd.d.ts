@@ -1395,6 +1395,7 @@ export namespace bcd {
             initrd_sha256: string;
             cmdline: string;
             expires_at_ms: number;
+            system_ids: string[];
             static create(properties: bcd.v1.BootLease.$Shape): bcd.v1.BootLease & bcd.v1.BootLease.$Shape;
             static create(properties?: bcd.v1.BootLease.$Properties): bcd.v1.BootLease;
             static encode(message: bcd.v1.BootLease.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
@@ -1416,6 +1417,7 @@ export namespace bcd {
                 initrd_sha256?: (string|null);
                 cmdline?: (string|null);
                 expires_at_ms?: (number|null);
+                system_ids?: (string[]|null);
                 $unknowns?: Uint8Array[];
             }
             type $Shape = bcd.v1.BootLease.$Properties;
@@ -3849,6 +3851,7 @@ export namespace bcd {
             initrd_sha256: string;
             cmdline: string;
             lease_ms: number;
+            system_ids: string[];
             static create(properties: bcd.v1.BootPrepareRamdiskPayload.$Shape): bcd.v1.BootPrepareRamdiskPayload & bcd.v1.BootPrepareRamdiskPayload.$Shape;
             static create(properties?: bcd.v1.BootPrepareRamdiskPayload.$Properties): bcd.v1.BootPrepareRamdiskPayload;
             static encode(message: bcd.v1.BootPrepareRamdiskPayload.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
@@ -3869,6 +3872,7 @@ export namespace bcd {
                 initrd_sha256?: (string|null);
                 cmdline?: (string|null);
                 lease_ms?: (number|null);
+                system_ids?: (string[]|null);
                 $unknowns?: Uint8Array[];
             }
             type $Shape = bcd.v1.BootPrepareRamdiskPayload.$Properties;
@@ -3882,6 +3886,7 @@ export namespace bcd {
             $unknowns?: Uint8Array[];
             expires_at_ms: number;
             boot_url: string;
+            iso_url: string;
             static create(properties: bcd.v1.BootPrepareRamdiskResult.$Shape): bcd.v1.BootPrepareRamdiskResult & bcd.v1.BootPrepareRamdiskResult.$Shape;
             static create(properties?: bcd.v1.BootPrepareRamdiskResult.$Properties): bcd.v1.BootPrepareRamdiskResult;
             static encode(message: bcd.v1.BootPrepareRamdiskResult.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
@@ -3896,6 +3901,7 @@ export namespace bcd {
             interface $Properties {
                 expires_at_ms?: (number|null);
                 boot_url?: (string|null);
+                iso_url?: (string|null);
                 $unknowns?: Uint8Array[];
             }
             type $Shape = bcd.v1.BootPrepareRamdiskResult.$Properties;

@@ -8625,6 +8625,7 @@ export const bcd = $root.bcd = (() => {
 
             const BootLease = function (properties) {
                 this.macs = [];
+                this.system_ids = [];
                 if (properties)
                     for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
                         if (properties[keys[i]] != null && keys[i] !== "__proto__")
@@ -8640,6 +8641,7 @@ export const bcd = $root.bcd = (() => {
             BootLease.prototype.initrd_sha256 = "";
             BootLease.prototype.cmdline = "";
             BootLease.prototype.expires_at_ms = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
+            BootLease.prototype.system_ids = $util.emptyArray;
 
             BootLease.create = function(properties) {
                 return new BootLease(properties);
@@ -8671,6 +8673,9 @@ export const bcd = $root.bcd = (() => {
                     writer.uint32(66).string(message.cmdline);
                 if (message.expires_at_ms != null && $Object.hasOwnProperty.call(message, "expires_at_ms") && (typeof message.expires_at_ms === "object" ? message.expires_at_ms.low || message.expires_at_ms.high : message.expires_at_ms !== 0))
                     writer.uint32(72).uint64(message.expires_at_ms);
+                if (message.system_ids != null && message.system_ids.length)
+                    for (let i = 0; i < message.system_ids.length; ++i)
+                        writer.uint32(82).string(message.system_ids[i]);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -8784,6 +8789,14 @@ export const bcd = $root.bcd = (() => {
                                 delete message.expires_at_ms;
                             continue;
                         }
+                    case 10: {
+                            if (wireType !== 2)
+                                break;
+                            if (!(message.system_ids && message.system_ids.length))
+                                message.system_ids = [];
+                            message.system_ids.push(reader.stringVerify());
+                            continue;
+                        }
                     }
                     reader.skipType(wireType, _depth, tag);
                     if (!reader.discardUnknown) {
@@ -8860,6 +8873,13 @@ export const bcd = $root.bcd = (() => {
                             message.expires_at_ms = object.expires_at_ms;
                         else if (typeof object.expires_at_ms === "object")
                             message.expires_at_ms = new $util.LongBits(object.expires_at_ms.low >>> 0, object.expires_at_ms.high >>> 0).toNumber(true);
+                if (object.system_ids) {
+                    if (!$Array.isArray(object.system_ids))
+                        throw $TypeError(".bcd.v1.BootLease.system_ids: array expected");
+                    message.system_ids = $Array(object.system_ids.length);
+                    for (let i = 0; i < object.system_ids.length; ++i)
+                        message.system_ids[i] = $String(object.system_ids[i]);
+                }
                 return message;
             };
 
@@ -8871,8 +8891,10 @@ export const bcd = $root.bcd = (() => {
                 if (_depth > $util.recursionLimit)
                     throw $Error("max depth exceeded");
                 let object = {};
-                if (options.arrays || options.defaults)
+                if (options.arrays || options.defaults) {
                     object.macs = [];
+                    object.system_ids = [];
+                }
                 if (options.defaults) {
                     object.node_id = "";
                     object.mode = options.enums === $String ? "LOCAL" : 0;
@@ -8913,6 +8935,11 @@ export const bcd = $root.bcd = (() => {
                         object.expires_at_ms = options.longs === $String ? $String(message.expires_at_ms) : message.expires_at_ms;
                     else
                         object.expires_at_ms = options.longs === $String ? $util.Long.prototype.toString.call(message.expires_at_ms) : options.longs === $Number ? new $util.LongBits(message.expires_at_ms.low >>> 0, message.expires_at_ms.high >>> 0).toNumber(true) : message.expires_at_ms;
+                if (message.system_ids && message.system_ids.length) {
+                    object.system_ids = $Array(message.system_ids.length);
+                    for (let j = 0; j < message.system_ids.length; ++j)
+                        object.system_ids[j] = message.system_ids[j];
+                }
                 return object;
             };
 
@@ -24252,6 +24279,7 @@ export const bcd = $root.bcd = (() => {
 
             const BootPrepareRamdiskPayload = function (properties) {
                 this.macs = [];
+                this.system_ids = [];
                 if (properties)
                     for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
                         if (properties[keys[i]] != null && keys[i] !== "__proto__")
@@ -24266,6 +24294,7 @@ export const bcd = $root.bcd = (() => {
             BootPrepareRamdiskPayload.prototype.initrd_sha256 = "";
             BootPrepareRamdiskPayload.prototype.cmdline = "";
             BootPrepareRamdiskPayload.prototype.lease_ms = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
+            BootPrepareRamdiskPayload.prototype.system_ids = $util.emptyArray;
 
             BootPrepareRamdiskPayload.create = function(properties) {
                 return new BootPrepareRamdiskPayload(properties);
@@ -24295,6 +24324,9 @@ export const bcd = $root.bcd = (() => {
                     writer.uint32(58).string(message.cmdline);
                 if (message.lease_ms != null && $Object.hasOwnProperty.call(message, "lease_ms") && (typeof message.lease_ms === "object" ? message.lease_ms.low || message.lease_ms.high : message.lease_ms !== 0))
                     writer.uint32(64).uint64(message.lease_ms);
+                if (message.system_ids != null && message.system_ids.length)
+                    for (let i = 0; i < message.system_ids.length; ++i)
+                        writer.uint32(74).string(message.system_ids[i]);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -24399,6 +24431,14 @@ export const bcd = $root.bcd = (() => {
                                 delete message.lease_ms;
                             continue;
                         }
+                    case 9: {
+                            if (wireType !== 2)
+                                break;
+                            if (!(message.system_ids && message.system_ids.length))
+                                message.system_ids = [];
+                            message.system_ids.push(reader.stringVerify());
+                            continue;
+                        }
                     }
                     reader.skipType(wireType, _depth, tag);
                     if (!reader.discardUnknown) {
@@ -24461,6 +24501,13 @@ export const bcd = $root.bcd = (() => {
                             message.lease_ms = object.lease_ms;
                         else if (typeof object.lease_ms === "object")
                             message.lease_ms = new $util.LongBits(object.lease_ms.low >>> 0, object.lease_ms.high >>> 0).toNumber(true);
+                if (object.system_ids) {
+                    if (!$Array.isArray(object.system_ids))
+                        throw $TypeError(".bcd.v1.BootPrepareRamdiskPayload.system_ids: array expected");
+                    message.system_ids = $Array(object.system_ids.length);
+                    for (let i = 0; i < object.system_ids.length; ++i)
+                        message.system_ids[i] = $String(object.system_ids[i]);
+                }
                 return message;
             };
 
@@ -24472,8 +24519,10 @@ export const bcd = $root.bcd = (() => {
                 if (_depth > $util.recursionLimit)
                     throw $Error("max depth exceeded");
                 let object = {};
-                if (options.arrays || options.defaults)
+                if (options.arrays || options.defaults) {
                     object.macs = [];
+                    object.system_ids = [];
+                }
                 if (options.defaults) {
                     object.node_id = "";
                     object.kernel_url = "";
@@ -24511,6 +24560,11 @@ export const bcd = $root.bcd = (() => {
                         object.lease_ms = options.longs === $String ? $String(message.lease_ms) : message.lease_ms;
                     else
                         object.lease_ms = options.longs === $String ? $util.Long.prototype.toString.call(message.lease_ms) : options.longs === $Number ? new $util.LongBits(message.lease_ms.low >>> 0, message.lease_ms.high >>> 0).toNumber(true) : message.lease_ms;
+                if (message.system_ids && message.system_ids.length) {
+                    object.system_ids = $Array(message.system_ids.length);
+                    for (let j = 0; j < message.system_ids.length; ++j)
+                        object.system_ids[j] = message.system_ids[j];
+                }
                 return object;
             };
 
@@ -24538,6 +24592,7 @@ export const bcd = $root.bcd = (() => {
 
             BootPrepareRamdiskResult.prototype.expires_at_ms = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
             BootPrepareRamdiskResult.prototype.boot_url = "";
+            BootPrepareRamdiskResult.prototype.iso_url = "";
 
             BootPrepareRamdiskResult.create = function(properties) {
                 return new BootPrepareRamdiskResult(properties);
@@ -24554,6 +24609,8 @@ export const bcd = $root.bcd = (() => {
                     writer.uint32(8).uint64(message.expires_at_ms);
                 if (message.boot_url != null && $Object.hasOwnProperty.call(message, "boot_url") && message.boot_url !== "")
                     writer.uint32(18).string(message.boot_url);
+                if (message.iso_url != null && $Object.hasOwnProperty.call(message, "iso_url") && message.iso_url !== "")
+                    writer.uint32(26).string(message.iso_url);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -24605,6 +24662,15 @@ export const bcd = $root.bcd = (() => {
                                 delete message.boot_url;
                             continue;
                         }
+                    case 3: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.iso_url = value;
+                            else
+                                delete message.iso_url;
+                            continue;
+                        }
                     }
                     reader.skipType(wireType, _depth, tag);
                     if (!reader.discardUnknown) {
@@ -24645,6 +24711,9 @@ export const bcd = $root.bcd = (() => {
                 if (object.boot_url != null)
                     if (typeof object.boot_url !== "string" || object.boot_url.length)
                         message.boot_url = $String(object.boot_url);
+                if (object.iso_url != null)
+                    if (typeof object.iso_url !== "string" || object.iso_url.length)
+                        message.iso_url = $String(object.iso_url);
                 return message;
             };
 
@@ -24663,6 +24732,7 @@ export const bcd = $root.bcd = (() => {
                     } else
                         object.expires_at_ms = options.longs === $String ? "0" : typeof $BigInt !== "undefined" && options.longs === $BigInt ? $BigInt("0") : 0;
                     object.boot_url = "";
+                    object.iso_url = "";
                 }
                 if (message.expires_at_ms != null && $Object.hasOwnProperty.call(message, "expires_at_ms"))
                     if (typeof $BigInt !== "undefined" && options.longs === $BigInt)
@@ -24673,6 +24743,8 @@ export const bcd = $root.bcd = (() => {
                         object.expires_at_ms = options.longs === $String ? $util.Long.prototype.toString.call(message.expires_at_ms) : options.longs === $Number ? new $util.LongBits(message.expires_at_ms.low >>> 0, message.expires_at_ms.high >>> 0).toNumber(true) : message.expires_at_ms;
                 if (message.boot_url != null && $Object.hasOwnProperty.call(message, "boot_url"))
                     object.boot_url = message.boot_url;
+                if (message.iso_url != null && $Object.hasOwnProperty.call(message, "iso_url"))
+                    object.iso_url = message.iso_url;
                 return object;
             };
 

@@ -119,6 +119,26 @@ export class ImageCache {
   }
 
   /**
+   * Moves a file the agent made (an ISO it built, on the cache's filesystem) into the cache under its SHA-256 and
+   * answers the digest; the file is gone from `path` afterwards.
+   */
+  async adopt(path: string): Promise<string> {
+    const h = createHash("sha256");
+    const f = await Deno.open(path, { read: true });
+    try {
+      await f.sync();
+      for await (const chunk of f.readable) h.update(chunk);
+    } catch (e) {
+      f.close();
+      throw e;
+    }
+    const sha = h.digest("hex");
+    await Deno.mkdir(`${this.#o.dir}/sha256`, { recursive: true, mode: 0o700 });
+    await Deno.rename(path, this.path(sha));
+    return sha;
+  }
+
+  /**
    * Opens the stored image of `sha256` for serving after hashing it again through the same handle: the handle comes
    * back rewound with the size, or `undefined` when nothing is stored or the bytes no longer match (then the file is
    * removed and the event logged). The caller closes the handle.
