@@ -5,7 +5,7 @@
  * "site"`: the boot id, the host inventory of `inventory.refresh` and `node.reboot` go to the helper's socket
  * (`[helper] socket`, default `/run/bcd/helper.sock`; access by the socket's group `[helper] node_group`), and the
  * agent refuses to start when the helper cannot be reached. `logs.collect` uploads over HTTPS from the agent itself.
- * The Redfish kinds `bmc.query`, `bmc.power`, `bmc.boot`, `bmc.rotate` and `bmc.firmware` (`runtimes/redfish/`) talk to the BMCs over
+ * The Redfish kinds `bmc.query`, `bmc.power`, `bmc.boot`, `bmc.rotate`, `bmc.firmware` and `bmc.storage` (`runtimes/redfish/`) talk to the BMCs over
  * the network from the agent itself (no helper op: a BMC is a network peer, not a host effect), take their
  * credentials from the session's SecretRequest broker and record every BMC host in `<data dir>/bmc-hosts.json`.
  * `site.httpProxy` (`runtimes/site/`) sends one request to an agentless machine after every guard of the seed (never
@@ -17,8 +17,7 @@
  * The server lives as long as the process. `boot.prepareRamdisk` leases a machine (by MAC and/or SMBIOS UUID) the bcd
  * ramdisk: kernel and initrd pulled into the cache, a bootable ISO built (genisoimage, ISOLINUX), the lease written to
  * `<data dir>/boot-leases.json`; the boot server answers its iPXE script and ISO until the lease ends or
- * `boot.cleanUp` removes it (`runtimes/site/boot_kinds.ts`). `bmc.storage` lands with the rest of issue 18; until
- * then it is refused `UNSUPPORTED`.
+ * `boot.cleanUp` removes it (`runtimes/site/boot_kinds.ts`).
  *
  * @module
  */

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { CommandFailed, InvalidPayload } from "../../../core/commands/rejection.ts";
-import { unpackResult } from "../../../proto/mod.ts";
+import { bcd, unpackResult } from "../../../proto/mod.ts";
 import { FakeBmc, type FakeBmcOptions } from "../../../fixtures/redfish/fake_bmc.ts";
 import { makeCerts } from "../../host/certs_testing.ts";
 import { BmcHostBook } from "../bmc_hosts.ts";
@@ -16,6 +16,7 @@ import { bmcFirmwareHandler } from "./bmc_firmware.ts";
 import { bmcPowerHandler } from "./bmc_power.ts";
 import { bmcQueryHandler } from "./bmc_query.ts";
 import { bmcRotateHandler } from "./bmc_rotate.ts";
+import { bmcStorageHandler } from "./bmc_storage.ts";
 
 const certs = await makeCerts();
 const why = certs === null ? "openssl is absent: no certificate for the fake BMC" : undefined;
@@ -413,5 +414,90 @@ Deno.test({
     } finally {
       await images.shutdown();
     }
+  },
+});
+
+Deno.test({
+  name: "bmc.storage creates, deletes and resets volumes of the system's RAID controller, each refusal named",
+  ignore: why !== undefined,
+  async fn(t) {
+    const Op = bcd.v1.BmcStoragePayload.Operation;
+    const CTL = `${SYSTEM}/Storage/RAID.1`;
+    const run = async (r: Rig, p: Record<string, unknown>) => {
+      const { ctx } = bmcContext("bmc.storage", { target: r.target, ...p });
+      const out = await bmcStorageHandler({ ...ports(r), storage: { pollMs: 1000 } }).run(ctx);
+      return unpackResult("bmc.storage", { type_url: out.result!.typeUrl, value: out.result!.value });
+    };
+    const create = {
+      operation: Op.CREATE_VOLUME,
+      controller_id: "raid.1",
+      volume_name: "data",
+      raid_type: "RAID1",
+      drive_ids: ["Disk.Bay.0", "Disk.Bay.1"],
+    };
+    await t.step(
+      "CREATE_VOLUME posts RAIDType, its VolumeType and the drives' links; the new volume is named",
+      async () => {
+        await using r = await rig({ storage: true });
+        const res = await run(r, create);
+        assert.deepEqual(res.volume_ids, ["2"]);
+        const post = r.bmc.requests.find((q) => q.method === "POST" && q.path === `${CTL}/Volumes`);
+        assert.deepEqual(post?.body, {
+          Name: "data",
+          RAIDType: "RAID1",
+          VolumeType: "Mirrored",
+          Links: { Drives: [{ "@odata.id": `${CTL}/Drives/Disk.Bay.0` }, { "@odata.id": `${CTL}/Drives/Disk.Bay.1` }] },
+        });
+        assert.equal(r.bmc.resource(`${CTL}/Volumes/2`)?.Name, "data");
+      },
+    );
+    await t.step("behind a task monitor: followed to its end, the volume and the monitor named", async () => {
+      await using r = await rig({ storage: true, storageTasks: true, taskPolls: 1 });
+      const res = await run(r, { ...create, capacity_bytes: 1024 ** 3 });
+      assert.deepEqual([res.volume_ids, res.task_id], [["2"], "/redfish/v1/TaskService/TaskMonitors/1"]);
+      assert.equal(r.bmc.resource(`${CTL}/Volumes/2`)?.CapacityBytes, 1024 ** 3);
+      assert.deepEqual(r.clock.slept, [1000]);
+    });
+    await t.step("DELETE_VOLUME removes the one named; RESET_CONFIGURATION removes all", async () => {
+      await using r = await rig({ storage: true });
+      await run(r, create);
+      assert.deepEqual((await run(r, { operation: Op.DELETE_VOLUME, volume_id: "1" })).volume_ids, ["1"]);
+      assert.equal(r.bmc.resource(`${CTL}/Volumes/1`), undefined);
+      assert.ok(r.bmc.resource(`${CTL}/Volumes/2`));
+      await run(r, create);
+      assert.deepEqual((await run(r, { operation: Op.RESET_CONFIGURATION })).volume_ids, ["2", "3"]);
+      assert.deepEqual(r.bmc.resource(`${CTL}/Volumes`)?.Members, []);
+    });
+    await t.step("refusals: a missing controller, drive or volume, and a system without Storage", async () => {
+      await using r = await rig({ storage: true });
+      const fails = async (p: Record<string, unknown>) => {
+        const { ctx } = bmcContext("bmc.storage", { target: r.target, ...p });
+        return await failure(bmcStorageHandler(ports(r)).run(ctx));
+      };
+      assert.equal(await fails({ ...create, controller_id: "RAID.9" }), "storage-controller-missing");
+      assert.equal(await fails({ ...create, drive_ids: ["Disk.Bay.7"] }), "storage-drive-missing");
+      assert.equal(await fails({ operation: Op.DELETE_VOLUME, volume_id: "9" }), "storage-volume-missing");
+      assert(!r.bmc.requests.some((q) => q.path.includes("Volumes") && ["POST", "DELETE"].includes(q.method)));
+      await using bare = await rig();
+      const { ctx } = bmcContext("bmc.storage", { target: bare.target, ...create });
+      assert.equal(await failure(bmcStorageHandler(ports(bare)).run(ctx)), "storage-controller-missing");
+    });
+    await t.step("a bad payload: invalid-payload before the BMC is asked", async () => {
+      await using r = await rig({ storage: true });
+      for (
+        const p of [
+          { operation: Op.OPERATION_UNSPECIFIED },
+          { ...create, raid_type: "RAID7" },
+          { ...create, drive_ids: [] },
+          { ...create, volume_name: "" },
+          { ...create, controller_id: "../x" },
+          { operation: Op.DELETE_VOLUME, volume_id: "" },
+        ]
+      ) {
+        const { ctx } = bmcContext("bmc.storage", { target: r.target, ...p });
+        assert.throws(() => bmcStorageHandler(ports(r)).resources!(ctx.command), InvalidPayload, JSON.stringify(p));
+      }
+      assert.equal(r.bmc.requests.length, 0);
+    });
   },
 });

@@ -1,8 +1,7 @@
 /**
  * The site agent's Redfish kinds, ready for its wiring: `bmc.query`, `bmc.power`, `bmc.boot`, `bmc.rotate`,
- * `bmc.firmware` (SimpleUpdate) over the
- * Redfish client, each recording its BMC in `bmc-hosts.json` and taking its credentials from the SecretRequest broker.
- * `bmc.storage` is not built yet (refused `UNSUPPORTED`).
+ * `bmc.firmware` (SimpleUpdate), `bmc.storage` (volumes of a RAID controller) over the Redfish client, each recording
+ * its BMC in `bmc-hosts.json` and taking its credentials from the SecretRequest broker.
  *
  * @module
  */
@@ -13,17 +12,18 @@ import { bmcFirmwareHandler, type BmcFirmwareOptions } from "./bmc_firmware.ts";
 import { bmcPowerHandler, type BmcPowerTiming } from "./bmc_power.ts";
 import { bmcQueryHandler } from "./bmc_query.ts";
 import { bmcRotateHandler } from "./bmc_rotate.ts";
+import { bmcStorageHandler, type BmcStorageOptions } from "./bmc_storage.ts";
 
 export { BOOT_DEVICES } from "./bmc_boot.ts";
 export { RESET_TYPES } from "./bmc_power.ts";
 export { queryBmc } from "./bmc_query.ts";
 
 /** The kinds {@link bmcKindHandlers} registers. */
-export const BMC_KINDS = ["bmc.boot", "bmc.firmware", "bmc.power", "bmc.query", "bmc.rotate"] as const;
+export const BMC_KINDS = ["bmc.boot", "bmc.firmware", "bmc.power", "bmc.query", "bmc.rotate", "bmc.storage"] as const;
 
 /** The Redfish kinds' handlers. */
 export function bmcKindHandlers(
-  ports: BmcPorts & { power?: BmcPowerTiming; firmware?: BmcFirmwareOptions },
+  ports: BmcPorts & { power?: BmcPowerTiming; firmware?: BmcFirmwareOptions; storage?: BmcStorageOptions },
 ): KindHandler[] {
   return [
     bmcQueryHandler(ports),
@@ -31,5 +31,6 @@ export function bmcKindHandlers(
     bmcBootHandler(ports),
     bmcRotateHandler(ports),
     bmcFirmwareHandler(ports),
+    bmcStorageHandler(ports),
   ];
 }
