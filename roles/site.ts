@@ -93,7 +93,7 @@ export const COMMANDS: Record<string, Subcommand> = {
       _events,
       _conditions,
       peers,
-    ) => [new SiteConverger({ cache: _site(ctx).cache, wake: peers.wake })],
+    ) => [new SiteConverger({ cache: _site(ctx).cache, leases: _site(ctx).leases, wake: peers.wake })],
   }),
   doctor: doctorCommand("site", "/var/lib/bcd-site"),
 };

@@ -22,7 +22,7 @@ import type { HandlerContext, HandlerResult, KindHandler } from "../../core/comm
 import { payloadOf, resultOf } from "../../core/commands/kind_payload.ts";
 import { CommandFailed, InvalidPayload } from "../../core/commands/rejection.ts";
 import { DownloadRefused, type ImageCache, ImageDigestMismatch, isSha256 } from "./image_cache.ts";
-import type { LeaseBook } from "./lease_book.ts";
+import { isLeaseNodeId, type LeaseBook, normalizeMac, normalizeSystemId } from "./lease_book.ts";
 import { buildRamdiskIso, checkCmdline, IsoBuildFailed, type IsolinuxFiles } from "./ramdisk_iso.ts";
 import { ipxePath, isoPath } from "./boot_routes.ts";
 
@@ -145,10 +145,8 @@ async function _buildIso(ports: BootKindPorts, p: _Checked): Promise<string> {
   }
 }
 
-const NODE_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
-
 function _nodeId(id: string): string {
-  if (!NODE_ID.test(id)) throw new InvalidPayload(`node_id ${JSON.stringify(id.slice(0, 200))} is not a node id`);
+  if (!isLeaseNodeId(id)) throw new InvalidPayload(`node_id ${JSON.stringify(id.slice(0, 200))} is not a node id`);
   return id;
 }
 
@@ -165,15 +163,13 @@ function _check(p: {
 }): _Checked {
   const nodeId = _nodeId(p.node_id);
   const macs = p.macs.map((m) => {
-    const n = m.toLowerCase().replaceAll("-", ":");
-    if (!/^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/.test(n)) throw new InvalidPayload(`mac ${JSON.stringify(m.slice(0, 40))}`);
+    const n = normalizeMac(m);
+    if (n === undefined) throw new InvalidPayload(`mac ${JSON.stringify(m.slice(0, 40))}`);
     return n;
   });
   const systemIds = p.system_ids.map((u) => {
-    const n = u.toLowerCase();
-    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(n)) {
-      throw new InvalidPayload(`system id ${JSON.stringify(u.slice(0, 60))} is not a UUID`);
-    }
+    const n = normalizeSystemId(u);
+    if (n === undefined) throw new InvalidPayload(`system id ${JSON.stringify(u.slice(0, 60))} is not a UUID`);
     return n;
   });
   if (macs.length + systemIds.length === 0) {

@@ -36,6 +36,23 @@ export interface BootLeaseRecord {
   readonly source: "command" | "spec";
 }
 
+/** `m` as a lease keeps a MAC (`aa:bb:cc:dd:ee:ff`, from either separator and any case), or undefined. */
+export function normalizeMac(m: string): string | undefined {
+  const n = m.toLowerCase().replaceAll("-", ":");
+  return /^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/.test(n) ? n : undefined;
+}
+
+/** `u` as a lease keeps an SMBIOS system UUID (lowercase), or undefined. */
+export function normalizeSystemId(u: string): string | undefined {
+  const n = u.toLowerCase();
+  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(n) ? n : undefined;
+}
+
+/** Whether `id` may name a leased machine (it becomes a URL path segment). */
+export function isLeaseNodeId(id: string): boolean {
+  return /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/.test(id);
+}
+
 /** A `boot-leases.json` that cannot be read as one. */
 export class BootLeasesCorrupt extends Error {
   override name = "BootLeasesCorrupt";

@@ -5,6 +5,9 @@ import { bootHttpHandler, imagePath } from "./boot_http.ts";
 import { ImageCache } from "./image_cache.ts";
 import { type Origin, originCerts, sha256Hex, startOrigin } from "./image_cache_testing.ts";
 import { SiteConverger } from "./site_converger.ts";
+import { leaseRoutes } from "./boot_routes.ts";
+import { LeaseBook } from "./lease_book.ts";
+import { bcd } from "../../proto/mod.ts";
 
 const A = new TextEncoder().encode("image A\n".repeat(500));
 const B = new TextEncoder().encode("image B\n".repeat(700));
@@ -150,5 +153,75 @@ Deno.test({
       await r.conv.idle();
       assert.equal(r.origin.seen.length, 2, "the second pass downloaded again");
     });
+  },
+});
+
+Deno.test({
+  name: "the spec's RAMDISK boot leases reach the boot server once their kernel and initrd are cached; LOCAL is none",
+  ignore: why !== undefined,
+  async fn() {
+    const dir = await Deno.makeTempDir({ prefix: "bcd-site-leases-" });
+    const origin = startOrigin({ "/a.raw": A, "/b.raw": B }, certs!);
+    const cache = new ImageCache({ dir, caCerts: [origin.ca], log: silentLogger() });
+    const leases = new LeaseBook(dir, () => 1000);
+    const conv = new SiteConverger({ cache, leases, wake: () => {} });
+    const engine = new ConvergenceEngine({ convergers: [conv], log: silentLogger() });
+    const http = bootHttpHandler({
+      cache,
+      boot: leaseRoutes({ leases, cache, baseUrl: () => "http://boot.test", log: silentLogger() }),
+      log: silentLogger(),
+    });
+    const Mode = bcd.v1.BootLease.Mode;
+    const lease = (node_id: string, mode: number, extra: Record<string, unknown> = {}) => ({
+      node_id,
+      mode,
+      macs: ["52:54:00:aa:bb:01"],
+      kernel_url: `${origin.base}/a.raw`,
+      kernel_sha256: sha256Hex(A),
+      initrd_url: `${origin.base}/b.raw`,
+      initrd_sha256: sha256Hex(B),
+      cmdline: "console=ttyS0",
+      expires_at_ms: 5000,
+      ...extra,
+    });
+    const pass = async (generation: number, boot_leases: unknown[]) => {
+      engine.hold({ generation, specHash: `h${generation}`, sections: { site: { boot_leases } } });
+      return (await engine.pass()).sections.find((x) => x.section === "site")!;
+    };
+    const script = async (mac: string) => {
+      const r = await http(new Request(`http://boot.test/boot/ipxe?mac=${mac}`));
+      return r.status === 200 ? await r.text() : (await r.body?.cancel(), r.status);
+    };
+    try {
+      origin.hold();
+      const warming = await pass(1, [lease("m1", Mode.RAMDISK)]);
+      assert.deepEqual([warming.state, warming.reason], ["PROGRESSING", "images-warming"]);
+      assert.equal(await script("52:54:00:aa:bb:01"), 404, "no lease while its kernel and initrd warm");
+      origin.release();
+      await conv.idle();
+      assert.equal((await pass(1, [lease("m1", Mode.RAMDISK)])).state, "CONVERGED");
+      assert.match(String(await script("52:54:00:aa:bb:01")), /^#!ipxe\nkernel http:\/\/boot\.test\/images\/sha256\//);
+      assert.equal((await pass(1, [lease("m1", Mode.RAMDISK)])).state, "CONVERGED", "nothing left to do");
+      // The next spec makes m1 LOCAL: its lease goes, the machine gets nothing.
+      assert.equal((await pass(2, [lease("m1", Mode.LOCAL)])).state, "CONVERGED");
+      assert.equal(await script("52:54:00:aa:bb:01"), 404);
+      assert.deepEqual(await leases.list(), []);
+      for (
+        const bad of [
+          lease("m2", Mode.RAMDISK, { macs: [] }),
+          lease("m2", Mode.RAMDISK, { macs: ["nope"] }),
+          lease("m2", Mode.RAMDISK, { kernel_url: "http://127.0.0.1/k" }),
+          lease("m2", Mode.RAMDISK, { cmdline: "a\nb" }),
+          lease("../m2", Mode.RAMDISK),
+        ]
+      ) {
+        const s = await pass(3, [bad]);
+        assert.deepEqual([s.state, s.reason], ["FAILED", "invalid-boot-lease"], JSON.stringify(bad));
+      }
+    } finally {
+      await conv.idle();
+      await origin.shutdown();
+      await Deno.remove(dir, { recursive: true });
+    }
   },
 });
