@@ -10,6 +10,9 @@
  * rename afterwards is not what is served). A stored file whose bytes no longer match its name is removed and
  * `open` answers `undefined` — the caller serves nothing (404).
  *
+ * Leftovers of an earlier process in `tmp/` (a download or an ISO build cut short) are removed once, before this
+ * process writes there.
+ *
  * Judgement calls: images no longer in the spec are kept (a `bmc.firmware` or a lease may still name them); the cache
  * directory is the agent's own (`<data dir>/image-cache`), so no helper op is involved.
  *
@@ -50,6 +53,7 @@ export interface ImageCacheOptions {
 export class ImageCache {
   readonly #o: ImageCacheOptions;
   readonly #inflight = new Map<string, Promise<void>>();
+  #swept: Promise<void> | undefined;
 
   constructor(o: ImageCacheOptions) {
     this.#o = o;
@@ -97,10 +101,27 @@ export class ImageCache {
     return p;
   }
 
+  /**
+   * Removes what an earlier process left in `tmp/` (a download or an ISO cut short by a crash), once per process,
+   * before this process puts anything there.
+   */
+  #sweep(): Promise<void> {
+    this.#swept ??= (async () => {
+      const tmp = `${this.#o.dir}/tmp`;
+      try {
+        for await (const e of Deno.readDir(tmp)) await Deno.remove(`${tmp}/${e.name}`, { recursive: true });
+      } catch (e) {
+        if (!(e instanceof Deno.errors.NotFound)) throw e;
+      }
+      await Deno.mkdir(`${this.#o.dir}/sha256`, { recursive: true, mode: 0o700 });
+      await Deno.mkdir(tmp, { recursive: true, mode: 0o700 });
+    })();
+    return this.#swept;
+  }
+
   async #download(url: string, want: string, path: string): Promise<void> {
+    await this.#sweep();
     if (await this.has(want)) return;
-    await Deno.mkdir(`${this.#o.dir}/sha256`, { recursive: true, mode: 0o700 });
-    await Deno.mkdir(`${this.#o.dir}/tmp`, { recursive: true, mode: 0o700 });
     const tmp = `${this.#o.dir}/tmp/${want}.${crypto.randomUUID()}`;
     const client = this.#o.caCerts ? Deno.createHttpClient({ caCerts: [...this.#o.caCerts] }) : undefined;
     try {
