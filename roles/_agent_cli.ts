@@ -102,6 +102,8 @@ export interface RoleWiring {
    * the helper cannot be reached, or when `[helper] role` names another role than its own.
    */
   helperSocket?(config: ResolvedAgentConfig): string;
+  /** Runs after each `Welcome` (the self-update's confirm). */
+  onWelcome?(ctx: WiringContext): () => Promise<void>;
   /** Exec tunnels; `agent` gives the server time (floored at the mark) and the spec held once the agent runs. */
   tunnels?(ctx: WiringContext, agent: TunnelAgentView): TunnelPort;
 }
@@ -373,6 +375,7 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
           instances: inst ? () => inst.converger.listing() : w.instances?.(ctx),
           ...(tunnels ? { tunnels } : {}),
           secrets,
+          ...(w.onWelcome ? { onWelcome: w.onWelcome(ctx) } : {}),
           hostname: ctx.hostname,
           connect: values.offline || !url ? undefined : () => connectWebSocket(url, 10_000, { caCerts }),
           log,

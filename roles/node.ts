@@ -74,6 +74,7 @@ import { agentCommands, helperOf, type InstancePeers, type WiringContext } from 
 import { IMAGE_COMMAND } from "./node_image_cli.ts";
 import { JOURNAL_COMMAND } from "./node_journal_cli.ts";
 import { doctorCommand } from "./doctor_cli.ts";
+import { confirmRelease, daemonConverger, daemonUpgrade } from "./_self_update.ts";
 
 /** `nvidia-smi` for queries, NUMA nodes and resets through the helper. */
 function _gpu(ctx: WiringContext): HelperGpuTool {
@@ -220,6 +221,7 @@ export const COMMANDS: Record<string, Subcommand> = {
       "diag.nvml",
       "instance.snapshot",
       "instance.migrate",
+      "daemon.upgrade",
     ],
     defaultDataDir: "/var/lib/bcd",
     capabilities: ["devices.limits", "binding.kubernetes"],
@@ -228,7 +230,9 @@ export const COMMANDS: Record<string, Subcommand> = {
     convergers: (ctx, _events, _conditions, peers) => [
       _host(ctx, peers),
       new AccessConverger({ host: new HelperAccessHost(helperOf(ctx)), nodeId: ctx.identity.nodeId, jwks: _jwks(ctx) }),
+      daemonConverger(ctx),
     ],
+    onWelcome: confirmRelease,
     instanceConverger: _instances,
     tunnels: (ctx, agent) =>
       new Tunnels({
@@ -251,6 +255,7 @@ export const COMMANDS: Record<string, Subcommand> = {
           rebooter: new HelperRebooter(helper),
         })
       ) reg.register(h);
+      reg.register(daemonUpgrade(ctx));
       reg.register(
         instanceSnapshotHandler({ snapshotter: () => _snapshotsByCtx.get(ctx), uploader: new HttpsUploader() }),
       );

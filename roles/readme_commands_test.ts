@@ -116,6 +116,11 @@ const PLANS: Record<string, Plan> = {
     reason:
       "rewrites the host's /var/lib/bcd journal; node_journal_cli_test resets a real journal's mark in a temp dir",
   },
+  "sudo deno task helper supervise --role node -- run": {
+    how: "not-run",
+    reason: "a supervisor of the host's /opt/bcd/current that runs until stopped (--help after -- is the agent's, " +
+      "not its own); e2e_self_update_test runs supervise over a temp releases dir",
+  },
   "deno task node doctor": {
     how: "parse",
     reason: "reads the host's /etc/bcd, /var/lib/bcd and helper socket; doctor_cli_test runs it beside a real helper",

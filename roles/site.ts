@@ -27,12 +27,13 @@ import { parseBmcNetworks } from "../runtimes/site/proxy_guard.ts";
 import { agentCommands, helperOf } from "./_agent_cli.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
 import { doctorCommand } from "./doctor_cli.ts";
+import { confirmRelease, daemonConverger, daemonUpgrade } from "./_self_update.ts";
 
 /** The `site` role's subcommands beyond `version` and `help`. */
 export const COMMANDS: Record<string, Subcommand> = {
   ...agentCommands({
     role: "site",
-    handles: ["inventory.refresh", "logs.collect", "node.reboot", ...BMC_KINDS, "site.httpProxy"],
+    handles: ["inventory.refresh", "logs.collect", "node.reboot", ...BMC_KINDS, "site.httpProxy", "daemon.upgrade"],
     defaultDataDir: "/var/lib/bcd-site",
     helperSocket: (config) => config.helper.socket ?? DEFAULT_HELPER_SOCKET,
     handlers(ctx) {
@@ -55,8 +56,11 @@ export const COMMANDS: Record<string, Subcommand> = {
         proxyTargets: () => ctx.agent.spec()?.site?.proxy_targets ?? [],
         quorumEnforced: () => ctx.agent.quorumEnforced(),
       }));
+      reg.register(daemonUpgrade(ctx));
       return reg;
     },
+    convergers: (ctx) => [daemonConverger(ctx)],
+    onWelcome: confirmRelease,
   }),
   doctor: doctorCommand("site", "/var/lib/bcd-site"),
 };

@@ -36,6 +36,7 @@ export interface AgentConfig {
   instances?: { balloon_floor_percent?: number };
   helper?: { socket?: string; node_group?: string; role?: string; instance_bridges?: string[] };
   site?: { bmc_networks?: string[] };
+  daemon?: { releases_dir?: string; confirm_timeout_ms?: number; release_keys?: string[] };
   access?: {
     ssh_dir?: string;
     sshd_config?: string;
@@ -76,6 +77,14 @@ export interface ResolvedAgentConfig {
     instanceBridges: string[];
   };
   site: { bmcNetworks: string[] };
+  /**
+   * The self-update (`daemon` section, `daemon.upgrade`), the helper's half: `releasesDir` holds `releases/<version>/`
+   * and the `current` link the service runs (default `/opt/bcd`); `confirmTimeoutMs` is how long a swapped-in release
+   * has to reach `Welcome` before the helper rolls it back (default 5 minutes, 10 s to 1 hour); `releaseKeys` pins the
+   * release keys root trusts (raw Ed25519 public keys, base64): when set, the helper checks signatures against these
+   * alone, not against the trust bundle in the agent's `identity.json` (a file the unprivileged agent writes).
+   */
+  daemon: { releasesDir: string; confirmTimeoutMs: number; releaseKeys: Uint8Array[] };
   /** The helper's sshd access files (`runtimes/access/sshd_files.ts`): the ssh directory the files and the drop-in go
    * under, the sshd config the drop-in is checked with, the tools, and how sshd is reloaded (SIGHUP to the pid in
    * `sshdPidFile`, or `reloadCommand` when set). */
@@ -104,6 +113,7 @@ const SCHEMA: Schema = {
   instances: { balloon_floor_percent: "int" },
   helper: { socket: "path", node_group: "string", role: "string", instance_bridges: "string[]" },
   site: { bmc_networks: "string[]" },
+  daemon: { releases_dir: "path", confirm_timeout_ms: "int", release_keys: "string[]" },
   access: {
     ssh_dir: "path",
     sshd_config: "path",
@@ -312,8 +322,30 @@ export function resolveAgentConfig(cfg: AgentConfig, source = ""): ResolvedAgent
       instanceBridges: cfg.helper?.instance_bridges ?? [],
     },
     site: { bmcNetworks: cfg.site?.bmc_networks ?? [] },
+    daemon: _daemon(cfg, source),
     access: _access(cfg, source),
   };
+}
+
+function _daemon(cfg: AgentConfig, source: string): ResolvedAgentConfig["daemon"] {
+  const d = cfg.daemon ?? {};
+  const confirm = d.confirm_timeout_ms ?? 300_000;
+  if (confirm < 10_000 || confirm > 3_600_000) {
+    _fail(source, "daemon.confirm_timeout_ms", `must be between 10000 and 3600000, got ${confirm}`);
+  }
+  const keys = (d.release_keys ?? []).map((k) => {
+    let raw: Uint8Array | undefined;
+    try {
+      raw = Uint8Array.from(atob(k), (c) => c.charCodeAt(0));
+    } catch (e) {
+      if (!(e instanceof DOMException)) throw e;
+    }
+    if (raw === undefined || raw.length !== 32) {
+      _fail(source, "daemon.release_keys", `${JSON.stringify(k.slice(0, 60))} is not a base64 Ed25519 public key`);
+    }
+    return raw;
+  });
+  return { releasesDir: d.releases_dir ?? "/opt/bcd", confirmTimeoutMs: confirm, releaseKeys: keys };
 }
 
 function _access(cfg: AgentConfig, source: string): ResolvedAgentConfig["access"] {

@@ -31,6 +31,7 @@ import type { HoldListing, SliceRemoval } from "../converge/devices/ports.ts";
 import type { DcgmLevel, DcgmRun } from "../converge/devices/diag_dcgm.ts";
 import type { HostMemory } from "../converge/devices/admission.ts";
 import type { HostFacts } from "../doctor/host_facts.ts";
+import type { ReleaseState } from "../daemon/ports.ts";
 import type { HoldBinding } from "../converge/devices/assignment.ts";
 import type { DeviceClass } from "../converge/devices/classes.ts";
 import type { SliceSettings } from "../converge/devices/slice.ts";
@@ -104,6 +105,9 @@ export const HELPER_OPS = [
   ...LIBVIRT_OPS,
   "access.observe",
   "access.apply",
+  "daemon.status",
+  "daemon.install",
+  "daemon.confirm",
 ] as const;
 
 /** An operation name. */
@@ -184,6 +188,10 @@ export interface HelperArgs extends LibvirtArgs {
   "kube.reset": Record<never, never>;
   "access.observe": Record<never, never>;
   "access.apply": AccessFiles;
+  "daemon.status": Record<never, never>;
+  /** Install the staged release of `sha256` (the helper builds its path) as `version`; `signature` base64. */
+  "daemon.install": { readonly version: string; readonly sha256: string; readonly signature: string };
+  "daemon.confirm": { readonly version: string };
 }
 
 /** Each operation's result. */
@@ -241,6 +249,13 @@ export interface HelperResults extends LibvirtResults {
   "kube.reset": KubernetesApplied;
   "access.observe": AccessObserved;
   "access.apply": AccessApplied;
+  /** The releases the helper keeps, a pending swap, the last rollback. */
+  "daemon.status": ReleaseState;
+  /** Installed (the helper restarts the agent now), or refused with the reason. */
+  "daemon.install": { readonly installed: true } | {
+    readonly refused: { readonly reason: string; readonly message: string };
+  };
+  "daemon.confirm": { readonly confirmed: boolean };
 }
 
 /** A checked request: the closed union the helper dispatches on. */

@@ -6,7 +6,7 @@
  * | role      | ops                                             | for                                              |
  * | --------- | ----------------------------------------------- | ------------------------------------------------ |
  * | `node`    | every op                                        | boot id, inventory, devices, `gpu.reset`, reboot |
- * | `site`    | `host.boot_id`, `host.inventory`, `host.doctor`, `node.reboot` | boot id, `inventory.refresh`, `doctor`, `node.reboot` |
+ * | `site`    | `host.boot_id`, `host.inventory`, `host.doctor`, `node.reboot`, `daemon.*` | boot id, `inventory.refresh`, `doctor`, `node.reboot`, self-update |
  * | `ramdisk` | `host.boot_id`, `host.inventory`, `host.doctor`, `dcgm.diag`   | boot id, `inventory.refresh`, `doctor`, `diag.dcgm`   |
  *
  * A site never touches GPU holds or slices; a ramdisk has no `node.reboot` (its reboot is `boot.kexec`). The ops its
@@ -26,7 +26,15 @@ export const DEFAULT_HELPER_ROLE: KindRole = "node";
 /** The table above, row by row, each in the protocol's op order. */
 export const HELPER_OPS_BY_ROLE: Readonly<Record<KindRole, readonly HelperOp[]>> = {
   node: HELPER_OPS,
-  site: ["host.boot_id", "host.inventory", "host.doctor", "node.reboot"],
+  site: [
+    "host.boot_id",
+    "host.inventory",
+    "host.doctor",
+    "node.reboot",
+    "daemon.status",
+    "daemon.install",
+    "daemon.confirm",
+  ],
   ramdisk: ["host.boot_id", "host.inventory", "host.doctor", "dcgm.diag"],
 };
 

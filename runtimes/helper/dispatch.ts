@@ -57,6 +57,11 @@ async function _roomFor(b: HelperBackends, kind: "cdi" | "allocation-env", alloc
   }
 }
 
+function _daemon(b: HelperBackends, op: string): NonNullable<HelperBackends["daemon"]> {
+  if (!b.daemon) throw new HelperError("failed", `${op}: this helper manages no releases ([daemon] releases_dir)`);
+  return b.daemon;
+}
+
 /** Runs one checked request against `b`; the result is `HelperResults[req.op]`. */
 export async function runOp(b: HelperBackends, req: HelperRequest, writes: Mutex): Promise<unknown> {
   try {
@@ -77,6 +82,21 @@ async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promi
       return _answer(req, await b.inventory.read());
     case "host.memory":
       return _answer(req, await b.memory.read());
+    case "daemon.status":
+      return _answer(req, await _daemon(b, req.op).status());
+    case "daemon.install": {
+      let signature: Uint8Array;
+      try {
+        signature = Uint8Array.from(atob(req.args.signature), (c) => c.charCodeAt(0));
+      } catch (e) {
+        if (!(e instanceof DOMException)) throw e;
+        throw new HelperError("invalid-argument", "daemon.install: signature is not base64");
+      }
+      const { version, sha256 } = req.args;
+      return _answer(req, await writes.run(() => _daemon(b, req.op).install({ version, sha256, signature })));
+    }
+    case "daemon.confirm":
+      return _answer(req, await writes.run(() => _daemon(b, req.op).confirm(req.args.version)));
     case "host.doctor":
       if (!b.doctor) throw new HelperError("failed", "host.doctor: this helper has no doctor backend");
       return _answer(req, await b.doctor.facts());
