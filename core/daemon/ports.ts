@@ -50,3 +50,15 @@ export interface ReleaseFetcher {
   /** Throws `ReleaseRefused` (`bad-digest`, `not-https`, `too-large`, `download-failed`). */
   fetch(target: ReleaseTarget): Promise<void>;
 }
+
+/** What the helper's `daemon.install` answers: installed (the agent restarts now), or refused with the reason. */
+export type InstallAnswer =
+  | { readonly installed: true }
+  | { readonly refused: { readonly reason: string; readonly message: string } };
+
+/** The helper's backend of the `daemon.*` ops (`runtimes/daemon/helper_upgrader.ts`). */
+export interface DaemonBackend {
+  status(): Promise<ReleaseState>;
+  install(req: { version: string; sha256: string; signature: Uint8Array }): Promise<InstallAnswer>;
+  confirm(version: string): Promise<{ confirmed: boolean }>;
+}

@@ -12,7 +12,7 @@
  */
 import { createHash } from "node:crypto";
 import { join } from "node:path";
-import type { ReleaseState } from "../../core/daemon/ports.ts";
+import type { DaemonBackend, InstallAnswer, ReleaseState } from "../../core/daemon/ports.ts";
 import {
   checkReleaseVersion,
   checkSha256,
@@ -27,10 +27,6 @@ import type { ReleaseStore } from "./release_store.ts";
 /** The agent's staging directory under its data dir, where it downloads releases. */
 export const STAGING_DIR = "releases-staging";
 
-/** What `daemon.install` answers: installed (the agent restarts now), or refused with the reason. */
-export type InstallAnswer =
-  | { readonly installed: true }
-  | { readonly refused: { readonly reason: string; readonly message: string } };
 
 /** Options of {@link HelperUpgrader}. */
 export interface HelperUpgraderOptions {
@@ -47,7 +43,7 @@ export interface HelperUpgraderOptions {
 }
 
 /** The helper's upgrader. */
-export class HelperUpgrader {
+export class HelperUpgrader implements DaemonBackend {
   #timer: ReturnType<typeof setTimeout> | undefined;
   readonly #now: () => number;
 

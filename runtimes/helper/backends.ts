@@ -20,7 +20,7 @@ import type {
   SysctlPort,
 } from "../../core/host/mod.ts";
 import type { HostDoctor } from "./doctor_facts.ts";
-import type { HelperUpgrader } from "../daemon/helper_upgrader.ts";
+import type { DaemonBackend } from "../../core/daemon/ports.ts";
 import type { LibvirtHostPort } from "../../core/converge/instances/domain_plan.ts";
 
 /** The hold files, one at a time (the CDI/env store's halves: `runtimes/cdi`'s `CdiHoldStore`). */
@@ -76,5 +76,5 @@ export interface HelperBackends {
   /** What `doctor` asks of the host (`host.doctor`); absent, the op fails. */
   readonly doctor?: HostDoctor;
   /** The self-update's root half (`daemon.*`); absent, the ops fail. */
-  readonly daemon?: Pick<HelperUpgrader, "status" | "install" | "confirm">;
+  readonly daemon?: DaemonBackend;
 }
