@@ -527,7 +527,15 @@ export class Dispatcher {
     await Promise.all(Object.values(this.#lanes).map((l) => l.stop()));
   }
 
+  /** Terminal updates sent so far, by kind and state (telemetry's `bcd.commands.settled`). */
+  readonly settledCounts = new Map<string, Map<string, number>>();
+
   #send(u: CommandUpdate): void {
+    if (u.state === "SUCCEEDED" || u.state === "FAILED" || u.state === "REJECTED" || u.state === "CANCELLED") {
+      let by = this.settledCounts.get(u.kind);
+      if (by === undefined) this.settledCounts.set(u.kind, by = new Map());
+      by.set(u.state, (by.get(u.state) ?? 0) + 1);
+    }
     try {
       this.#o.sink.send(u);
     } catch (e) {

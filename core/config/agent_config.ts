@@ -37,6 +37,7 @@ export interface AgentConfig {
   helper?: { socket?: string; node_group?: string; role?: string; instance_bridges?: string[] };
   site?: { bmc_networks?: string[] };
   daemon?: { releases_dir?: string; confirm_timeout_ms?: number; release_keys?: string[] };
+  telemetry?: { metrics_port?: number };
   access?: {
     ssh_dir?: string;
     sshd_config?: string;
@@ -85,6 +86,8 @@ export interface ResolvedAgentConfig {
    * alone, not against the trust bundle in the agent's `identity.json` (a file the unprivileged agent writes).
    */
   daemon: { releasesDir: string; confirmTimeoutMs: number; releaseKeys: Uint8Array[] };
+  /** `metricsPort`: the loopback port of the local `GET /metrics` (Prometheus text); 0 (the default): off. */
+  telemetry: { metricsPort: number };
   /** The helper's sshd access files (`runtimes/access/sshd_files.ts`): the ssh directory the files and the drop-in go
    * under, the sshd config the drop-in is checked with, the tools, and how sshd is reloaded (SIGHUP to the pid in
    * `sshdPidFile`, or `reloadCommand` when set). */
@@ -114,6 +117,7 @@ const SCHEMA: Schema = {
   helper: { socket: "path", node_group: "string", role: "string", instance_bridges: "string[]" },
   site: { bmc_networks: "string[]" },
   daemon: { releases_dir: "path", confirm_timeout_ms: "int", release_keys: "string[]" },
+  telemetry: { metrics_port: "int" },
   access: {
     ssh_dir: "path",
     sshd_config: "path",
@@ -323,8 +327,14 @@ export function resolveAgentConfig(cfg: AgentConfig, source = ""): ResolvedAgent
     },
     site: { bmcNetworks: cfg.site?.bmc_networks ?? [] },
     daemon: _daemon(cfg, source),
+    telemetry: { metricsPort: _port(cfg.telemetry?.metrics_port ?? 0, source) },
     access: _access(cfg, source),
   };
+}
+
+function _port(p: number, source: string): number {
+  if (p > 65535) _fail(source, "telemetry.metrics_port", `must be a port (0 to 65535), got ${p}`);
+  return p;
 }
 
 function _daemon(cfg: AgentConfig, source: string): ResolvedAgentConfig["daemon"] {

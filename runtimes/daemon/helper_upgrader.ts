@@ -27,7 +27,6 @@ import type { ReleaseStore } from "./release_store.ts";
 /** The agent's staging directory under its data dir, where it downloads releases. */
 export const STAGING_DIR = "releases-staging";
 
-
 /** Options of {@link HelperUpgrader}. */
 export interface HelperUpgraderOptions {
   readonly store: ReleaseStore;
