@@ -72,6 +72,10 @@ const PLANS: Record<string, Plan> = {
     },
   },
   "make test": { how: "not-run", reason: "it runs this very test (every suite); CI runs it" },
+  "make deb": {
+    how: "not-run",
+    reason: "builds three packages of ~45 MB with xz; deno task test:deb builds them (gzip -1) and installs them",
+  },
   "sudo deno task helper serve --socket /run/bcd/helper.sock": {
     how: "parse",
     reason: "serves the fixed system socket /run/bcd/helper.sock; e2e_node_helper_test runs serve on a temp socket",
