@@ -15,6 +15,7 @@ import { DaemonConverger } from "./converger.ts";
 import { daemonUpgradeHandler } from "./upgrade_handler.ts";
 import { packPayload, unpackResult } from "../../proto/mod.ts";
 import type { CommandBody } from "../commands/command.ts";
+import { LeftForRecovery } from "../commands/rejection.ts";
 
 const SHA = "ab".repeat(32);
 
@@ -201,4 +202,23 @@ Deno.test("daemon.upgrade: the new process answers SUCCEEDED with both versions;
   );
   assert.equal(slept, 1);
   assert.deepEqual(f3.calls, ["fetch https://r.example/0.2.0.tar.gz", "install 0.2.0"]);
+  // The daemon stops while the handler waits for it: no result, the entry is left for the next process.
+  const stopping = new AbortController();
+  const f4 = fakes();
+  const h4 = daemonUpgradeHandler({
+    running: "0.1.0",
+    host: f4.host,
+    fetcher: f4.fetcher,
+    releaseKeys: () => Promise.resolve([]),
+  });
+  const run4 = h4.run({
+    command: body("0.2.0"),
+    signal: new AbortController().signal,
+    stopping: stopping.signal,
+    bootId: "b",
+    logger: log,
+  });
+  await new Promise((r) => setTimeout(r, 0));
+  stopping.abort();
+  await assert.rejects(run4, LeftForRecovery);
 });

@@ -10,7 +10,7 @@
 import { packResult, unpackPayload, WireDecodeError } from "../../proto/mod.ts";
 import type { HandlerContext, HandlerResult, KindHandler } from "../commands/handlers.ts";
 import { HOST_LOCK } from "../commands/locks.ts";
-import { CommandFailed, InvalidPayload } from "../commands/rejection.ts";
+import { CommandFailed, InvalidPayload, LeftForRecovery } from "../commands/rejection.ts";
 import { ReleaseRefused, type ReleaseTarget } from "./release.ts";
 import { type UpgradeDeps, upgradeStep } from "./upgrade.ts";
 
@@ -28,11 +28,29 @@ function _target(p: { typeUrl: string; value: Uint8Array } | undefined): Release
   }
 }
 
-/** The handler. `sleep` is injected so tests do not wait the grace period. */
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function _sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (signal?.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
+/**
+ * The handler. After the helper swapped the release it waits for its own process to be stopped; when the daemon stops
+ * (`stopping`), it leaves the journal entry `running` for the next process ({@link LeftForRecovery}), which answers the
+ * redelivered command. `sleep` is injected so tests do not wait the grace period.
+ */
 export function daemonUpgradeHandler(
   deps: UpgradeDeps & { sleep?: (ms: number, signal?: AbortSignal) => Promise<void> },
 ): KindHandler {
-  const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const sleep = deps.sleep ?? _sleep;
   return {
     kind: "daemon.upgrade",
     resources(command) {
@@ -56,7 +74,8 @@ export function daemonUpgradeHandler(
         return { result: { typeUrl: any.type_url, value: any.value } };
       }
       ctx.logger.warn({ version: target.version, step: step.kind }, "daemon.upgrade: the helper restarts the agent");
-      await sleep(RESTART_GRACE_MS, ctx.signal);
+      await sleep(RESTART_GRACE_MS, ctx.stopping);
+      if (ctx.stopping?.aborted) throw new LeftForRecovery(`release ${target.version}: the daemon stops for it`);
       throw new CommandFailed(
         "upgrade-failed",
         `release ${target.version} was installed but the agent was not restarted`,
