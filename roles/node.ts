@@ -67,6 +67,8 @@ import {
   type LibvirtMigratorOptions,
   recoverMigrations,
 } from "../runtimes/migration/libvirt_migrator.ts";
+import { InstanceConfigDelivery } from "../runtimes/agent_config/instance_delivery.ts";
+import { HttpConfigSource } from "../runtimes/agent_config/http_source.ts";
 import { HttpsUploader } from "../runtimes/host/https_put.ts";
 import type { DevicePorts } from "./_devices.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
@@ -199,10 +201,25 @@ async function _instances(
   ctx.log.info({ runtime: rt.name }, "instances: runtime on");
   const network = await net.prepare();
   net.start();
+  // Fleet config (seed 004) to the instances with a framing channel, when the control plane's endpoint is set.
+  const fleet = new AbortController();
+  const url = ctx.config.instances.agentConfigUrl;
+  if (url !== undefined) {
+    const delivery = new InstanceConfigDelivery({
+      source: new HttpConfigSource({ url }),
+      running: async () => (await host.list()).filter((d) => d.plan && d.state === "running").map((d) => d.name),
+      instanceDir: (id) => rt.instanceDir(id),
+      log: ctx.log,
+    });
+    delivery.run(fleet.signal).catch((e) => ctx.log.error({ err: String(e) }, "agent config delivery ended"));
+  }
   return {
     converger,
     capabilities: ["instance.placement", ...network],
-    stop: () => net.stop(),
+    stop: () => {
+      fleet.abort();
+      net.stop();
+    },
   };
 }
 

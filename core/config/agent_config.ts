@@ -33,7 +33,7 @@ export interface AgentConfig {
   commands?: { unbatched_destructive_per_hour?: number };
   devices?: { cdi_dir?: string; run_dir?: string; cgroup_root?: string; nvidia_smi?: string };
   host?: { units?: boolean; etc_root?: string; sys_root?: string };
-  instances?: { balloon_floor_percent?: number };
+  instances?: { balloon_floor_percent?: number; agent_config_url?: string };
   helper?: { socket?: string; node_group?: string; role?: string; instance_bridges?: string[] };
   site?: { bmc_networks?: string[] };
   daemon?: { releases_dir?: string; confirm_timeout_ms?: number; release_keys?: string[] };
@@ -67,7 +67,9 @@ export interface ResolvedAgentConfig {
    * files (`<etc>/sysctl.d/90-bcd.conf`, `<etc>/bcd/host/hugepages.json`, `<sys>/kernel/mm/hugepages`), `/etc` and
    * `/sys` unless a test redirects them. */
   host: { units: boolean; etcRoot: string; sysRoot: string };
-  instances: { balloonFloorPercent: number };
+  /** `agentConfigUrl`: the control plane's fleet config endpoint (seed 004's fetch by version, e.g.
+   * `https://cp.example/v1/agent-config`); unset: no fleet config is pushed to instances. */
+  instances: { balloonFloorPercent: number; agentConfigUrl: string | undefined };
   /** `socket`: where the root helper listens (the default `/run/bcd/helper.sock`); `nodeGroup`: the group the
    * helper gives its socket to (the agent's), a name or a gid; `role`: the agent role the helper serves, which decides
    * the ops it answers (`core/helper/roles.ts`; unset: `node`'s, every op). */
@@ -113,7 +115,7 @@ const SCHEMA: Schema = {
   commands: { unbatched_destructive_per_hour: "int" },
   devices: { cdi_dir: "path", run_dir: "path", cgroup_root: "path", nvidia_smi: "string" },
   host: { units: "bool", etc_root: "path", sys_root: "path" },
-  instances: { balloon_floor_percent: "int" },
+  instances: { balloon_floor_percent: "int", agent_config_url: "url" },
   helper: { socket: "path", node_group: "string", role: "string", instance_bridges: "string[]" },
   site: { bmc_networks: "string[]" },
   daemon: { releases_dir: "path", confirm_timeout_ms: "int", release_keys: "string[]" },
@@ -282,6 +284,14 @@ export function resolveAgentConfig(cfg: AgentConfig, source = ""): ResolvedAgent
   if (handshake < 1000 || handshake > 600_000) {
     _fail(source, "gateway.handshake_timeout_ms", `must be between 1000 and 600000, got ${handshake}`);
   }
+  const acu = cfg.instances?.agent_config_url;
+  if (acu !== undefined) {
+    const u = new URL(acu);
+    const loopback = u.hostname === "localhost" || u.hostname === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(u.hostname);
+    if (u.protocol !== "https:" && !(u.protocol === "http:" && loopback)) {
+      _fail(source, "instances.agent_config_url", `must be https (plain http only to a loopback address), got ${acu}`);
+    }
+  }
   const floor = cfg.instances?.balloon_floor_percent ?? 50;
   if (floor < 10 || floor > 100) {
     _fail(source, "instances.balloon_floor_percent", `must be between 10 and 100, got ${floor}`);
@@ -318,7 +328,7 @@ export function resolveAgentConfig(cfg: AgentConfig, source = ""): ResolvedAgent
       etcRoot: cfg.host?.etc_root ?? "/etc",
       sysRoot: cfg.host?.sys_root ?? "/sys",
     },
-    instances: { balloonFloorPercent: floor },
+    instances: { balloonFloorPercent: floor, agentConfigUrl: cfg.instances?.agent_config_url },
     helper: {
       socket: cfg.helper?.socket,
       nodeGroup: group,
