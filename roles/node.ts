@@ -74,6 +74,7 @@ import type { DevicePorts } from "./_devices.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
 import { agentCommands, helperOf, type InstancePeers, type WiringContext } from "./_agent_cli.ts";
 import { IMAGE_COMMAND } from "./node_image_cli.ts";
+import { driverInvoke } from "./_plugins.ts";
 import { JOURNAL_COMMAND } from "./node_journal_cli.ts";
 import { doctorCommand } from "./doctor_cli.ts";
 import { confirmRelease, daemonConverger, daemonUpgrade } from "./_self_update.ts";
@@ -239,6 +240,7 @@ export const COMMANDS: Record<string, Subcommand> = {
       "instance.snapshot",
       "instance.migrate",
       "daemon.upgrade",
+      "driver.invoke",
     ],
     defaultDataDir: "/var/lib/bcd",
     capabilities: ["devices.limits", "binding.kubernetes"],
@@ -278,6 +280,7 @@ export const COMMANDS: Record<string, Subcommand> = {
       );
       reg.register(instanceMigrateHandler({ migrator: () => _migratorsByCtx.get(ctx), nodeId: ctx.identity.nodeId }));
       // From level 2 a GPU a live hold names is busy; VM pass-through is not tracked here yet, as for gpu.reset.
+      reg.register(driverInvoke(ctx));
       reg.register(diagDcgmHandler({
         dcgm: new HelperDcgm(helper),
         holds: () => new HelperHoldStore(helper).list(),

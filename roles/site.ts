@@ -25,6 +25,7 @@ import { resolveHost } from "../runtimes/site/dns.ts";
 import { siteHttpProxyHandler } from "../runtimes/site/http_proxy.ts";
 import { parseBmcNetworks } from "../runtimes/site/proxy_guard.ts";
 import { agentCommands, helperOf } from "./_agent_cli.ts";
+import { driverInvoke } from "./_plugins.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
 import { doctorCommand } from "./doctor_cli.ts";
 import { confirmRelease, daemonConverger, daemonUpgrade } from "./_self_update.ts";
@@ -33,7 +34,15 @@ import { confirmRelease, daemonConverger, daemonUpgrade } from "./_self_update.t
 export const COMMANDS: Record<string, Subcommand> = {
   ...agentCommands({
     role: "site",
-    handles: ["inventory.refresh", "logs.collect", "node.reboot", ...BMC_KINDS, "site.httpProxy", "daemon.upgrade"],
+    handles: [
+      "inventory.refresh",
+      "logs.collect",
+      "node.reboot",
+      ...BMC_KINDS,
+      "site.httpProxy",
+      "daemon.upgrade",
+      "driver.invoke",
+    ],
     defaultDataDir: "/var/lib/bcd-site",
     helperSocket: (config) => config.helper.socket ?? DEFAULT_HELPER_SOCKET,
     handlers(ctx) {
@@ -57,7 +66,7 @@ export const COMMANDS: Record<string, Subcommand> = {
         quorumEnforced: () => ctx.agent.quorumEnforced(),
       }));
       reg.register(daemonUpgrade(ctx));
-      return reg;
+      return reg.register(driverInvoke(ctx));
     },
     convergers: (ctx) => [daemonConverger(ctx)],
     onWelcome: confirmRelease,

@@ -38,6 +38,7 @@ export interface AgentConfig {
   site?: { bmc_networks?: string[] };
   daemon?: { releases_dir?: string; confirm_timeout_ms?: number; release_keys?: string[] };
   telemetry?: { metrics_port?: number };
+  plugins?: { dir?: string; user?: string };
   access?: {
     ssh_dir?: string;
     sshd_config?: string;
@@ -90,6 +91,10 @@ export interface ResolvedAgentConfig {
   daemon: { releasesDir: string; confirmTimeoutMs: number; releaseKeys: Uint8Array[] };
   /** `metricsPort`: the loopback port of the local `GET /metrics` (Prometheus text); 0 (the default): off. */
   telemetry: { metricsPort: number };
+  /** The helper's driver plugins (`core/plugins/README.md`): the directory it starts them from (default
+   * `/usr/lib/bcd/plugins`) and the user they run as (a name in `/etc/passwd` or a uid, never root; default
+   * `nobody`), with that user's primary group and no other. */
+  plugins: { dir: string; user: string };
   /** The helper's sshd access files (`runtimes/access/sshd_files.ts`): the ssh directory the files and the drop-in go
    * under, the sshd config the drop-in is checked with, the tools, and how sshd is reloaded (SIGHUP to the pid in
    * `sshdPidFile`, or `reloadCommand` when set). */
@@ -120,6 +125,7 @@ const SCHEMA: Schema = {
   site: { bmc_networks: "string[]" },
   daemon: { releases_dir: "path", confirm_timeout_ms: "int", release_keys: "string[]" },
   telemetry: { metrics_port: "int" },
+  plugins: { dir: "path", user: "string" },
   access: {
     ssh_dir: "path",
     sshd_config: "path",
@@ -338,6 +344,7 @@ export function resolveAgentConfig(cfg: AgentConfig, source = ""): ResolvedAgent
     site: { bmcNetworks: cfg.site?.bmc_networks ?? [] },
     daemon: _daemon(cfg, source),
     telemetry: { metricsPort: _port(cfg.telemetry?.metrics_port ?? 0, source) },
+    plugins: { dir: cfg.plugins?.dir ?? "/usr/lib/bcd/plugins", user: cfg.plugins?.user ?? "nobody" },
     access: _access(cfg, source),
   };
 }

@@ -20,6 +20,7 @@
  * | `mig.read`, `mig.apply` | none; `steps`                    | GPU UUIDs, MIG profiles, instance ids (`args_host.ts`) |
  * | `sharing.read`, `sharing.apply` | none; `steps`           | GPU UUIDs, a thread percentage (`args_host.ts`)        |
  * | `package.read`, `package.apply` | `unit`, `package`, `steps` | a package unit, its own kind of package, a Debian version (`args_host.ts`) |
+ * | `plugin.list`, `plugin.manifest`, `plugin.attach` | none; `name`; `name` | a plugin name `[a-z0-9][a-z0-9._-]{0,62}` (the directory's; the helper builds the path) |
  * | `kube.read`, `kube.join`, `kube.reset` | none; the join's settings and token; none | an endpoint, CA key pins, a node name, labels, taints, a bootstrap token never shown (`args_host.ts`) |
  * | `libvirt.*`      | see `args_libvirt.ts`                 | instance ids and a domain plan; never a path or XML    |
  * | `access.observe`, `access.apply` | see `args_access.ts`  | sshd's access files as content, never a path           |
@@ -44,6 +45,7 @@ import { cdiDeviceName, classOfAtom, DEVICE_CLASSES, type DeviceClass } from "..
 import { type HoldEnvContext, holdEnvProblem } from "../converge/devices/env.ts";
 import { allocationIdOfSlice, checkSliceRequest, sliceName, type SliceSettings } from "../converge/devices/slice.ts";
 import { HOST_ARG_CHECKS } from "./args_host.ts";
+import { isPluginName } from "../plugins/protocol.ts";
 import { NFT_ARG_CHECKS } from "./args_nft.ts";
 import { LIBVIRT_CHECKS } from "./args_libvirt.ts";
 import { checkAccessApply, checkAccessObserve } from "./args_access.ts";
@@ -225,6 +227,12 @@ function _sha256(op: string, v: unknown): string {
   return v;
 }
 
+function _plugin(op: HelperOp, raw: unknown): string {
+  const a = _object(op, "args", raw, ["name"]);
+  if (!isPluginName(a.name)) _refuse(op, "name", a.name, "is not a plugin name");
+  return a.name;
+}
+
 /** The checkers, one per op. */
 const _CHECK: { readonly [O in HelperOp]: (raw: unknown) => HelperArgs[O] } = {
   "host.boot_id": (raw) => (_object("host.boot_id", "args", raw, _NONE), {}),
@@ -294,6 +302,9 @@ const _CHECK: { readonly [O in HelperOp]: (raw: unknown) => HelperArgs[O] } = {
     }
     return { reason: a.reason };
   },
+  "plugin.list": (raw) => (_object("plugin.list", "args", raw, _NONE), {}),
+  "plugin.manifest": (raw) => ({ name: _plugin("plugin.manifest", raw) }),
+  "plugin.attach": (raw) => ({ name: _plugin("plugin.attach", raw) }),
   ...NFT_ARG_CHECKS,
   ...HOST_ARG_CHECKS,
   ...LIBVIRT_CHECKS,

@@ -117,6 +117,9 @@ export const VALID_ARGS: { [O in HelperOp]: HelperArgs[O] } = {
     token: "abcdef.0123456789abcdef",
   },
   "kube.reset": {},
+  "plugin.list": {},
+  "plugin.manifest": { name: "redfish" },
+  "plugin.attach": { name: "redfish" },
   ...LIBVIRT_VALID,
   "access.observe": {},
   "access.apply": {

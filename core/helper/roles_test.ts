@@ -13,11 +13,22 @@ const TABLE: Record<string, readonly HelperOp[]> = {
     "host.inventory",
     "host.doctor",
     "node.reboot",
+    "plugin.list",
+    "plugin.manifest",
+    "plugin.attach",
     "daemon.status",
     "daemon.install",
     "daemon.confirm",
   ],
-  ramdisk: ["host.boot_id", "host.inventory", "host.doctor", "dcgm.diag"],
+  ramdisk: [
+    "host.boot_id",
+    "host.inventory",
+    "host.doctor",
+    "dcgm.diag",
+    "plugin.list",
+    "plugin.manifest",
+    "plugin.attach",
+  ],
 };
 
 /** A well-formed request line of every op (arguments that pass the default-deny table). */
@@ -58,6 +69,9 @@ const LINE: Record<HelperOp, string> = {
   "kube.read": "{}",
   "kube.join": JSON.stringify(VALID_ARGS["kube.join"]),
   "kube.reset": "{}",
+  "plugin.list": "{}",
+  "plugin.manifest": '{"name":"redfish"}',
+  "plugin.attach": '{"name":"redfish"}',
   ...LIBVIRT_LINES,
   "access.observe": "{}",
   "access.apply":

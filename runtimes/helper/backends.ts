@@ -22,6 +22,7 @@ import type {
 import type { HostDoctor } from "./doctor_facts.ts";
 import type { DaemonBackend } from "../../core/daemon/ports.ts";
 import type { LibvirtHostPort } from "../../core/converge/instances/domain_plan.ts";
+import type { PluginSource } from "../../core/plugins/mod.ts";
 
 /** The hold files, one at a time (the CDI/env store's halves: `runtimes/cdi`'s `CdiHoldStore`). */
 export interface HoldFiles {
@@ -69,6 +70,8 @@ export interface HelperBackends {
   readonly sharing: SharingPort;
   /** The kubernetes-join unit: `kubeadm join`/`reset` and bcd's record of the join it made. */
   readonly kubernetes: KubernetesPort;
+  /** The driver plugins of the helper's directory, started under their own user (`plugin.*`). */
+  readonly plugins: PluginSource;
   /** The `libvirt-kvm` runtime's root half (`runtimes/libvirt/libvirt_host.ts`); absent where virsh is not installed. */
   readonly libvirt?: LibvirtHostPort;
   /** sshd's access files (`access.*`); absent where the helper is not configured for them (the ops then fail). */

@@ -18,6 +18,7 @@ import { HelperError, type HelperRequest } from "../../core/helper/mod.ts";
 import { PageSizeUnsupported } from "../../core/converge/devices/ports.ts";
 import { runAccessOp } from "./access_ops.ts";
 import { type Answer, answer as _answer } from "./answer.ts";
+import { PluginError } from "../../core/plugins/mod.ts";
 import { migHoldUsers, migStepsProblem } from "../../core/host/mod.ts";
 import type { Mutex } from "./mutex.ts";
 import type { HelperBackends } from "./backends.ts";
@@ -207,6 +208,17 @@ async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promi
     }
     case "kube.reset":
       return _answer(req, await writes.run(() => b.kubernetes.reset()));
+    case "plugin.list":
+      return _answer(req, { plugins: await b.plugins.list() });
+    case "plugin.manifest":
+      try {
+        return _answer(req, { manifest: await b.plugins.manifest(req.args.name) });
+      } catch (e) {
+        if (e instanceof PluginError) return _answer(req, { refused: { reason: e.reason, message: e.message } });
+        throw e;
+      }
+    case "plugin.attach":
+      throw new HelperError("invalid-argument", "plugin.attach: only as the first request of its own connection");
     case "access.observe":
     case "access.apply":
       return await runAccessOp(b, req, writes);
