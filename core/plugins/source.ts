@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { boundedLines, type LineEvent } from "../helper/line_reader.ts";
+import { boundedLines, type LineEvent } from "../bounded_lines.ts";
 import { setprivDrop } from "../setpriv.ts";
 import {
   isPluginName,
