@@ -414,3 +414,6 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
     },
   };
 }
+
+/** A session or join URL the node refuses (plain ws:/http: beyond loopback), as a usage error (the sim's `--nodes`). */
+export const checkUrl: (url: string, use: TransportUse) => void = _checkUrl;
