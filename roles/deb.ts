@@ -44,6 +44,8 @@ export const CONFIG_TOML = `# /etc/bcd/config.toml — read by bcd-helper and th
 # [daemon]
 # releases_dir = "/opt/bcd"
 # confirm_timeout_ms = 300000
+# release_keys = []                    # base64 Ed25519 keys root trusts for releases; unset: the trust bundle's
+#                                      # (identity.json, which the unprivileged agent writes: pin them here)
 # [telemetry]
 # metrics_port = 0                     # a loopback port for GET /metrics; 0: off
 `;

@@ -183,15 +183,22 @@ export class ReleaseStore {
     return true;
   }
 
-  /** Moves `current` back to the pending swap's previous release and records why; the failed release is removed. */
+  /**
+   * Moves `current` back to the pending swap's previous release (or removes it, when the swap made the first one: the
+   * agent did not run from a release then) and records why; the failed release is removed.
+   */
   async rollback(reason: string, message: string): Promise<FailedRelease | null> {
     const r = await this.#record();
     const p = r.pending;
     if (p === null) return null;
     if (p.previous !== null) await this.#flip(p.previous);
+    else {
+      await Deno.remove(join(this.root, CURRENT_LINK));
+      await _sync(this.root);
+    }
     const failed: FailedRelease = { version: p.version, reason, message };
     await this.#write({ pending: null, failed });
-    if (p.previous !== null) await Deno.remove(join(this.releasesDir, p.version), { recursive: true });
+    await Deno.remove(join(this.releasesDir, p.version), { recursive: true });
     this.log?.warn({ version: p.version, previous: p.previous, reason, message }, "daemon: rolled back");
     return failed;
   }

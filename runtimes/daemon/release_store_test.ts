@@ -91,6 +91,22 @@ Deno.test("release store: unpack through the safety kernel, swap, confirm keeps 
   }
 });
 
+Deno.test("a first swap (no release before it) rolled back leaves no current link and no failed release", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "bcd-releases-" });
+  try {
+    const store = new ReleaseStore(`${dir}/opt`);
+    await store.unpack("0.2.0", await releaseTar(dir, "r2"));
+    await store.swap("0.2.0", 1);
+    assert.equal((await store.state()).pending?.previous, null);
+    await store.rollback("rolled-back", "no Welcome");
+    assert.equal(await store.current(), null);
+    assert.deepEqual(await store.versions(), []);
+    assert.equal((await store.state()).failed?.version, "0.2.0");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("helper upgrader: reads the staged artifact as root, re-checks digest and signature, swaps, restarts; no confirm → rollback", async (t) => {
   const dir = await Deno.makeTempDir({ prefix: "bcd-upgrader-" });
   const key = await generateSigningKeyPair();
