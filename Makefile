@@ -11,7 +11,7 @@ endif
 export PATH := $(dir $(DENO)):$(PATH)
 ROLES := node site ramdisk guest sim helper
 
-.PHONY: deno test check ok bundle compile demo clean proto fmt
+.PHONY: deno test check ok bundle compile demo clean proto fmt deb
 
 deno: $(DENO_DEP)
 	@$(DENO) --version | head -n 1
@@ -41,6 +41,10 @@ bundle: $(DENO_DEP)
 
 compile: $(DENO_DEP)
 	$(DENO) task compile
+
+# Debian packages of the bundled agents (bcd-helper, bcd-node, bcd-site) into dist/deb/; see roles/deb.ts.
+deb: $(DENO_DEP)
+	$(DENO) task deb
 
 demo: $(DENO_DEP)
 	$(DENO) task demo

@@ -4,8 +4,11 @@
  * @module
  */
 
-/** The agent release. */
-export const AGENT_VERSION = "0.1.0";
+/**
+ * The agent release: `0.1.0` from the tree; a release build (`bundleRole(…, { version })`, the self-update's
+ * artifacts) replaces the marker with its version, which `Hello` reports and the self-update confirms.
+ */
+export const AGENT_VERSION: string = "__BCD_VERSION__".startsWith("__") ? "0.1.0" : "__BCD_VERSION__";
 
 /** The build: `"source"` when run from the tree; `make bundle` / `make compile` replace the marker with the commit. */
 export const BUILD: string = "__BCD_BUILD__".startsWith("__") ? "source" : "__BCD_BUILD__";

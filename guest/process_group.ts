@@ -10,6 +10,7 @@
  *
  * @module
  */
+import { setprivDrop } from "../core/setpriv.ts";
 
 /** errno values the worker reports for a launch it refuses. */
 export const ERRNO = { ENOENT: 2, EAGAIN: 11, ENOMEM: 12, EACCES: 13 } as const;
@@ -62,17 +63,7 @@ export function checkExecIdentity(id: ExecIdentity): ExecIdentity {
 export function spawnInGroup(argv: readonly string[], stdin: boolean, identity?: ExecIdentity): Deno.ChildProcess {
   const [path, ...args] = argv;
   const group = [programPath(path!), ...args];
-  const drop = identity === undefined ? [] : [
-    `--reuid=${identity.uid}`,
-    `--regid=${identity.gid}`,
-    "--clear-groups",
-    "--inh-caps=-all",
-    "--ambient-caps=-all",
-    "--bounding-set=-all",
-    "--no-new-privs",
-    "--",
-    "setsid",
-  ];
+  const drop = identity === undefined ? [] : [...setprivDrop(identity.uid, identity.gid), "--", "setsid"];
   return new Deno.Command(identity === undefined ? "setsid" : "setpriv", {
     args: [...drop, ...group],
     stdin: stdin ? "piped" : "null",

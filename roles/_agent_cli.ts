@@ -28,6 +28,10 @@ import type { DialInstance } from "../runtimes/access/instance_dialer.ts";
 import { AGENT_VERSION } from "../core/version.ts";
 import { enforcesQuorum } from "../core/pki/trust_bundle.ts";
 import type { bcd } from "../proto/mod.ts";
+import { TelemetryConverger } from "../core/telemetry/converger.ts";
+import { OtlpTelemetry, PullReader } from "../runtimes/telemetry/otlp.ts";
+import { serveMetrics } from "../runtimes/telemetry/prometheus.ts";
+import { telemetrySources } from "./_telemetry.ts";
 import { HelperError } from "../core/helper/mod.ts";
 // The helper's client alone: runtimes/helper/mod.ts also loads its server and host backends (nft, sshd, libvirt).
 import { HelperClient } from "../runtimes/helper/client.ts";
@@ -102,6 +106,8 @@ export interface RoleWiring {
    * the helper cannot be reached, or when `[helper] role` names another role than its own.
    */
   helperSocket?(config: ResolvedAgentConfig): string;
+  /** Runs after each `Welcome` (the self-update's confirm). */
+  onWelcome?(ctx: WiringContext): () => Promise<void>;
   /** Exec tunnels; `agent` gives the server time (floored at the mark) and the spec held once the agent runs. */
   tunnels?(ctx: WiringContext, agent: TunnelAgentView): TunnelPort;
 }
@@ -356,6 +362,15 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
           serverNow: async () => Math.max(started?.serverNow() ?? Date.now(), (await journal.meta()).serverTimeMark),
           instances: () => started?.held?.spec.instances?.instances ?? [],
         });
+        const pull = config.telemetry.metricsPort > 0 ? new PullReader() : undefined;
+        const telemetry = new OtlpTelemetry({
+          role: w.role,
+          version: AGENT_VERSION,
+          nodeId: identity.nodeId,
+          log,
+          ...(pull ? { pull } : {}),
+          sources: telemetrySources(dataDir, journal, () => started, late, inst?.converger),
+        });
         const agent = started = await NodeAgent.start({
           role: w.role,
           identity,
@@ -367,16 +382,20 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
             ...(devices ? [late.devices = devicesConverger(ctx, devices, events, inst?.converger)] : []),
             ...(w.convergers?.(ctx, events, conditions, { secrets, wake: () => started?.loop.expedite() }) ?? []),
             ...(inst ? [inst.converger] : []),
+            new TelemetryConverger(telemetry, secrets),
           ],
           capabilities: [...(w.capabilities ?? []), ...(inst?.capabilities ?? [])],
           ...(inst ? { runtimes: inst.converger.runtimeNames } : {}),
           instances: inst ? () => inst.converger.listing() : w.instances?.(ctx),
           ...(tunnels ? { tunnels } : {}),
           secrets,
+          ...(w.onWelcome ? { onWelcome: w.onWelcome(ctx) } : {}),
           hostname: ctx.hostname,
           connect: values.offline || !url ? undefined : () => connectWebSocket(url, 10_000, { caCerts }),
           log,
         });
+        agent.engine.onPass = (ms) => telemetry.recordPass(ms);
+        const metrics = pull ? serveMetrics(pull, config.telemetry.metricsPort, log) : undefined;
         const stop = new AbortController();
         const onSignal = () => stop.abort();
         Deno.addSignalListener("SIGTERM", onSignal);
@@ -384,6 +403,8 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
         log.info({ node_id: identity.nodeId, boot_id: bootId, journal_id: journal.journalId, gateway: url }, "started");
         await agent.run(stop.signal);
         await agent.stop();
+        await metrics?.stop();
+        await telemetry.stop();
         inst?.stop?.();
         await journal.close();
         opened?.helper.close();
@@ -393,3 +414,6 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
     },
   };
 }
+
+/** A session or join URL the node refuses (plain ws:/http: beyond loopback), as a usage error (the sim's `--nodes`). */
+export const checkUrl: (url: string, use: TransportUse) => void = _checkUrl;

@@ -116,8 +116,16 @@ async function _copyTree(from: string, to: string): Promise<void> {
   }
 }
 
-/** Bundles one role into `<out>/bcd-<role>/` (`out` defaults to the repository's `dist/`). */
-export async function bundleRole(role: Executable, build: string, out = `${ROOT}dist`): Promise<string> {
+/**
+ * Bundles one role into `<out>/bcd-<role>/` (`out` defaults to the repository's `dist/`); `version` makes it a release
+ * of that version (`AGENT_VERSION`), for the self-update.
+ */
+export async function bundleRole(
+  role: Executable,
+  build: string,
+  out = `${ROOT}dist`,
+  opts: { version?: string } = {},
+): Promise<string> {
   const dir = `${out}/bcd-${role}`;
   await Deno.remove(dir, { recursive: true }).catch((e) => {
     if (!(e instanceof Deno.errors.NotFound)) throw e;
@@ -138,7 +146,8 @@ export async function bundleRole(role: Executable, build: string, out = `${ROOT}
     roleEntry(role),
   ]);
   const text = await Deno.readTextFile(js);
-  await Deno.writeTextFile(js, text.replaceAll("__BCD_BUILD__", build));
+  const versioned = opts.version === undefined ? text : text.replaceAll("__BCD_VERSION__", opts.version);
+  await Deno.writeTextFile(js, versioned.replaceAll("__BCD_BUILD__", build));
   if (ARG_GRANTS[role].length > 0) {
     await _run(DENO, ["bundle", "--quiet", "--platform", "deno", "-o", `${dir}/launch.js`, LAUNCHER_ENTRY]);
   }

@@ -26,6 +26,7 @@ import {
   identityCheck,
   journalChecks,
   type JournalFound,
+  releaseCheck,
   renderDoctorText,
   trustCheck,
 } from "../core/doctor/mod.ts";
@@ -37,6 +38,8 @@ import { HelperClient } from "../runtimes/helper/client.ts";
 import { probeGateway } from "../runtimes/doctor/gateway_probe.ts";
 import { toolVersion } from "../runtimes/doctor/tool_version.ts";
 import { configAndDataDir } from "./_agent_cli.ts";
+import { AGENT_VERSION } from "../core/version.ts";
+import type { ReleaseState } from "../core/daemon/ports.ts";
 import { printOut, type Subcommand, UsageError } from "./_cli.ts";
 
 /** A damaged SQLite file, as the journal's own open tells one (`core/journal/open.ts`). */
@@ -142,6 +145,20 @@ async function _journal(dataDir: string, config: ResolvedAgentConfig): Promise<{
   }
 }
 
+/** The helper's record of the releases (`daemon.status`). */
+async function _release(config: ResolvedAgentConfig): Promise<ReleaseState | { error: string }> {
+  const helper = new HelperClient({ socket: config.helper.socket ?? DEFAULT_HELPER_SOCKET });
+  try {
+    await helper.connect();
+    return await helper.call("daemon.status", {});
+  } catch (e) {
+    if (!(e instanceof HelperError)) throw e;
+    return { error: e.detail };
+  } finally {
+    helper.close();
+  }
+}
+
 /** The node's own tools (it runs them itself, not through the helper): qemu-img, and nvidia-smi for queries. */
 async function _nodeTools(config: ResolvedAgentConfig, facts: HostFacts | undefined): Promise<DoctorCheck[]> {
   const out: DoctorCheck[] = [];
@@ -188,6 +205,7 @@ export function doctorCommand(role: "node" | "site", defaultDataDir: string): Su
       const journal = await _journal(dataDir, config);
       checks.push(...journalChecks(journal.found));
       if (helper.facts) checks.push(diskCheck(helper.facts, config.journal.maxBytes));
+      if (helper.facts) checks.push(releaseCheck(AGENT_VERSION, await _release(config)));
       checks.push(clockCheck(Date.now(), journal.mark));
       const url = (values.gateway as string | undefined) ?? config.gateway.url ?? identity?.gatewayUrl;
       const caCerts = config.gateway.caFile ? [await Deno.readTextFile(config.gateway.caFile)] : undefined;

@@ -86,8 +86,15 @@ function selfCommand(args: string[]): { cmd: string; args: string[] } {
 
 /** `serve`: the guest agent on standard input and output. */
 const serveCmd: Subcommand = {
-  summary: "serve the control framing on stdin/stdout (--tty: a tty in raw mode); exit 0 once stopped or closed",
-  options: { ...GUEST_ROOT_OPTION, tty: { type: "boolean" }, "channel-key-file": { type: "string" } },
+  summary:
+    "serve the control framing on stdin/stdout (--tty: a tty in raw mode; --port: a virtio-serial port, whose end of " +
+    "file is the host going away, a reset); exit 0 once stopped or closed",
+  options: {
+    ...GUEST_ROOT_OPTION,
+    tty: { type: "boolean" },
+    port: { type: "boolean" },
+    "channel-key-file": { type: "string" },
+  },
   run: async ({ values }) => {
     const log = logger("serve");
     const keyFlag = values["channel-key-file"];
@@ -95,7 +102,9 @@ const serveCmd: Subcommand = {
     const installer = new ConfigInstaller({ guestRoot: guestRoot(values), log });
     let t;
     try {
-      t = values.tty === true ? stdioTerminal() : fileTransport(Deno.stdin, Deno.stdout);
+      t = values.tty === true
+        ? stdioTerminal()
+        : fileTransport(Deno.stdin, Deno.stdout, values.port === true ? { resetOnEof: true, retryMs: 200 } : {});
     } catch (e) {
       return diagnose({ ok: false, problem: e instanceof Error ? e.message : String(e) });
     }

@@ -19,6 +19,13 @@ import { groupId, HelperServer, hostBackends, SocketDirRefused } from "../runtim
 import { libvirtBackend, probeDomainType } from "../runtimes/libvirt/host_setup.ts";
 import { NvidiaSmi } from "../runtimes/nvidia/nvidia_smi.ts";
 import { RealHostDoctor } from "../runtimes/helper/doctor_facts.ts";
+import { HelperUpgrader } from "../runtimes/daemon/helper_upgrader.ts";
+import { ReleaseStore } from "../runtimes/daemon/release_store.ts";
+import { signalSupervisedAgent, systemdRestart } from "../runtimes/daemon/restart.ts";
+import { supervise } from "../runtimes/daemon/supervisor.ts";
+import { systemdRuns } from "../runtimes/helper/host_backends.ts";
+import { readIdentity } from "../core/journal/mod.ts";
+import { releaseKeysFromWire } from "../core/session/identity.ts";
 import type { KindRole } from "../core/commands/kinds.ts";
 import { parse as parseToml } from "smol-toml";
 import { EXIT_OK, runCli, StartRefused, type Subcommand, UsageError } from "./_cli.ts";
@@ -86,7 +93,17 @@ const SERVE: Subcommand = {
       bridges: config.helper.instanceBridges,
       kvm: () => probeDomainType(),
     });
-    const backends = { ...host, ...(libvirt ? { libvirt } : {}), doctor };
+    const agentDataDir = namesDataDir ? config.dataDir : _AGENT_DATA_DIR[role];
+    const daemon = role === "ramdisk" ? undefined : new HelperUpgrader({
+      store: new ReleaseStore(config.daemon.releasesDir, log),
+      agentDataDir,
+      releaseKeys: () => _releaseKeys(config, agentDataDir),
+      restart: () => systemdRuns() ? systemdRestart(role) : signalSupervisedAgent(config.daemon.releasesDir),
+      confirmTimeoutMs: config.daemon.confirmTimeoutMs,
+      log,
+    });
+    await daemon?.start();
+    const backends = { ...host, ...(libvirt ? { libvirt } : {}), doctor, ...(daemon ? { daemon } : {}) };
     const server = new HelperServer(backends, { log, role });
     let listener;
     try {
@@ -111,6 +128,7 @@ const SERVE: Subcommand = {
       "helper started",
     );
     await listener.done;
+    daemon?.stop();
     await listener.close();
     Deno.removeSignalListener("SIGTERM", stop);
     Deno.removeSignalListener("SIGINT", stop);
@@ -118,8 +136,49 @@ const SERVE: Subcommand = {
   },
 };
 
+/**
+ * The release keys root trusts: `[daemon] release_keys` when set (root's own pin), else the trust bundle the agent
+ * keeps in its `identity.json` (written by the unprivileged agent: set the pin where that matters).
+ */
+async function _releaseKeys(config: ResolvedAgentConfig, agentDataDir: string): Promise<Uint8Array[]> {
+  if (config.daemon.releaseKeys.length > 0) return config.daemon.releaseKeys;
+  const tb = (await readIdentity(agentDataDir))?.trust_bundle;
+  return typeof tb === "string" ? releaseKeysFromWire(Uint8Array.from(atob(tb), (c) => c.charCodeAt(0))) : [];
+}
+
+/** `bcd-helper supervise`. */
+const SUPERVISE: Subcommand = {
+  summary: "where no systemd runs: run <releases_dir>/current/bcd-<role> ARGS (after --) and start it again when it " +
+    "ends, so a self-update's swap or rollback takes effect; --user runs it as that user (setpriv)",
+  options: { role: { type: "string" }, config: { type: "string" }, user: { type: "string" } },
+  positionals: true,
+  async run({ values, positionals }) {
+    const { config } = await _config(values.config as string | undefined);
+    const role = (values.role as string | undefined) ?? config.helper.role ?? DEFAULT_HELPER_ROLE;
+    if (!["node", "site"].includes(role)) throw new UsageError(`supervise: --role ${role} is not node or site`);
+    const user = values.user as string | undefined;
+    if (user !== undefined && !/^[a-z_][a-z0-9_-]{0,31}$/.test(user)) throw new UsageError(`--user ${user}`);
+    const log = createLogger({ level: levelFromEnv(config.log.level), base: { role: "supervise" } });
+    const stop = new AbortController();
+    const onSignal = () => stop.abort();
+    Deno.addSignalListener("SIGTERM", onSignal);
+    Deno.addSignalListener("SIGINT", onSignal);
+    await supervise({
+      releasesDir: config.daemon.releasesDir,
+      role,
+      args: positionals,
+      ...(user !== undefined ? { user } : {}),
+      log,
+      signal: stop.signal,
+    });
+    Deno.removeSignalListener("SIGTERM", onSignal);
+    Deno.removeSignalListener("SIGINT", onSignal);
+    return EXIT_OK;
+  },
+};
+
 /** The helper's subcommands beyond `version` and `help`. */
-export const COMMANDS: Record<string, Subcommand> = { serve: SERVE };
+export const COMMANDS: Record<string, Subcommand> = { serve: SERVE, supervise: SUPERVISE };
 
 if (import.meta.main) {
   Deno.exit(await runCli("helper", Deno.args, COMMANDS));

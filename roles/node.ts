@@ -67,13 +67,17 @@ import {
   type LibvirtMigratorOptions,
   recoverMigrations,
 } from "../runtimes/migration/libvirt_migrator.ts";
+import { InstanceConfigDelivery } from "../runtimes/agent_config/instance_delivery.ts";
+import { HttpConfigSource } from "../runtimes/agent_config/http_source.ts";
 import { HttpsUploader } from "../runtimes/host/https_put.ts";
 import type { DevicePorts } from "./_devices.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
 import { agentCommands, helperOf, type InstancePeers, type WiringContext } from "./_agent_cli.ts";
 import { IMAGE_COMMAND } from "./node_image_cli.ts";
+import { driverInvoke } from "./_plugins.ts";
 import { JOURNAL_COMMAND } from "./node_journal_cli.ts";
 import { doctorCommand } from "./doctor_cli.ts";
+import { confirmRelease, daemonConverger, daemonUpgrade } from "./_self_update.ts";
 
 /** `nvidia-smi` for queries, NUMA nodes and resets through the helper. */
 function _gpu(ctx: WiringContext): HelperGpuTool {
@@ -198,10 +202,25 @@ async function _instances(
   ctx.log.info({ runtime: rt.name }, "instances: runtime on");
   const network = await net.prepare();
   net.start();
+  // Fleet config (seed 004) to the instances with a framing channel, when the control plane's endpoint is set.
+  const fleet = new AbortController();
+  const url = ctx.config.instances.agentConfigUrl;
+  if (url !== undefined) {
+    const delivery = new InstanceConfigDelivery({
+      source: new HttpConfigSource({ url }),
+      running: async () => (await host.list()).filter((d) => d.plan && d.state === "running").map((d) => d.name),
+      instanceDir: (id) => rt.instanceDir(id),
+      log: ctx.log,
+    });
+    delivery.run(fleet.signal).catch((e) => ctx.log.error({ err: String(e) }, "agent config delivery ended"));
+  }
   return {
     converger,
     capabilities: ["instance.placement", ...network],
-    stop: () => net.stop(),
+    stop: () => {
+      fleet.abort();
+      net.stop();
+    },
   };
 }
 
@@ -220,6 +239,8 @@ export const COMMANDS: Record<string, Subcommand> = {
       "diag.nvml",
       "instance.snapshot",
       "instance.migrate",
+      "daemon.upgrade",
+      "driver.invoke",
     ],
     defaultDataDir: "/var/lib/bcd",
     capabilities: ["devices.limits", "binding.kubernetes"],
@@ -228,7 +249,9 @@ export const COMMANDS: Record<string, Subcommand> = {
     convergers: (ctx, _events, _conditions, peers) => [
       _host(ctx, peers),
       new AccessConverger({ host: new HelperAccessHost(helperOf(ctx)), nodeId: ctx.identity.nodeId, jwks: _jwks(ctx) }),
+      daemonConverger(ctx),
     ],
+    onWelcome: confirmRelease,
     instanceConverger: _instances,
     tunnels: (ctx, agent) =>
       new Tunnels({
@@ -251,11 +274,13 @@ export const COMMANDS: Record<string, Subcommand> = {
           rebooter: new HelperRebooter(helper),
         })
       ) reg.register(h);
+      reg.register(daemonUpgrade(ctx));
       reg.register(
         instanceSnapshotHandler({ snapshotter: () => _snapshotsByCtx.get(ctx), uploader: new HttpsUploader() }),
       );
       reg.register(instanceMigrateHandler({ migrator: () => _migratorsByCtx.get(ctx), nodeId: ctx.identity.nodeId }));
       // From level 2 a GPU a live hold names is busy; VM pass-through is not tracked here yet, as for gpu.reset.
+      reg.register(driverInvoke(ctx));
       reg.register(diagDcgmHandler({
         dcgm: new HelperDcgm(helper),
         holds: () => new HelperHoldStore(helper).list(),

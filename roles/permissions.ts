@@ -86,8 +86,19 @@ const SLEEPWALK_ENV = [
   "SLEEPWALK_WRAP_END",
   "SLEEPWALK_WRAP_AWAIT_SECRETS",
 ];
+/**
+ * The variables the OTLP/HTTP exporter reads when it is built (`@opentelemetry/exporter-metrics-otlp-http`: endpoint,
+ * headers, timeout, compression, certificates, temporality; generic and metrics-specific). bcd sets none of them and
+ * passes its configuration explicitly; without the grant the exporter cannot be constructed.
+ */
+const OTEL_ENV = [
+  ...["ENDPOINT", "HEADERS", "TIMEOUT", "COMPRESSION", "CERTIFICATE", "CLIENT_CERTIFICATE", "CLIENT_KEY"].flatMap((
+    k,
+  ) => [`OTEL_EXPORTER_OTLP_${k}`, `OTEL_EXPORTER_OTLP_METRICS_${k}`]),
+  "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE",
+];
 /** The daemon roles' env: NODE_V8_COVERAGE because pino's thread-stream reads it when core/log loads. */
-const DAEMON_ENV = [...ENV, "NODE_V8_COVERAGE"];
+const DAEMON_ENV = [...ENV, "NODE_V8_COVERAGE", ...OTEL_ENV];
 const SYS = ["hostname", "osRelease", "systemMemoryInfo", "cpus", "networkInterfaces", "loadavg"];
 
 /** The table. Paths are absolute; tests that need temp roots add theirs with {@link roleFlags}'s `extraWrite`. */

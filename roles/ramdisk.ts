@@ -19,13 +19,14 @@ import { hostKindHandlers } from "../runtimes/host/mod.ts";
 import { HelperDcgm, HelperHostInventory } from "../runtimes/helper/ports.ts"; // not mod.ts: the helper server stays out
 import { diagDcgmHandler } from "../core/converge/devices/mod.ts";
 import { agentCommands, helperOf } from "./_agent_cli.ts";
+import { driverInvoke } from "./_plugins.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
 
 /** The `ramdisk` role's subcommands beyond `version` and `help`. */
 export const COMMANDS: Record<string, Subcommand> = {
   ...agentCommands({
     role: "ramdisk",
-    handles: ["inventory.refresh", "logs.collect", "diag.dcgm"],
+    handles: ["inventory.refresh", "logs.collect", "diag.dcgm", "driver.invoke"],
     defaultDataDir: "/run/bcd",
     helperSocket: (config) => config.helper.socket ?? DEFAULT_HELPER_SOCKET,
     handlers(ctx) {
@@ -45,7 +46,7 @@ export const COMMANDS: Record<string, Subcommand> = {
         dcgm: new HelperDcgm(helperOf(ctx)),
         holds: () => Promise.resolve({ holds: [], unreadable: [] }),
         passthrough: () => [],
-      }));
+      })).register(driverInvoke(ctx));
     },
   }),
 };

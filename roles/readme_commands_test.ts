@@ -72,6 +72,10 @@ const PLANS: Record<string, Plan> = {
     },
   },
   "make test": { how: "not-run", reason: "it runs this very test (every suite); CI runs it" },
+  "make deb": {
+    how: "not-run",
+    reason: "builds three packages of ~45 MB with xz; deno task test:deb builds them (gzip -1) and installs them",
+  },
   "sudo deno task helper serve --socket /run/bcd/helper.sock": {
     how: "parse",
     reason: "serves the fixed system socket /run/bcd/helper.sock; e2e_node_helper_test runs serve on a temp socket",
@@ -116,6 +120,11 @@ const PLANS: Record<string, Plan> = {
     reason:
       "rewrites the host's /var/lib/bcd journal; node_journal_cli_test resets a real journal's mark in a temp dir",
   },
+  "sudo deno task helper supervise --role node -- run": {
+    how: "not-run",
+    reason: "a supervisor of the host's /opt/bcd/current that runs until stopped (--help after -- is the agent's, " +
+      "not its own); e2e_self_update_test runs supervise over a temp releases dir",
+  },
   "deno task node doctor": {
     how: "parse",
     reason: "reads the host's /etc/bcd, /var/lib/bcd and helper socket; doctor_cli_test runs it beside a real helper",
@@ -136,6 +145,26 @@ const PLANS: Record<string, Plan> = {
     how: "run",
     // Run until the testbed holds a session with the node the join line made (_runDaemon), then SIGTERM: a clean end.
     check: (r) => assert.equal(r.code, 0, r.stderr),
+  },
+  "deno task sim join --nodes 3 --tokens-file /tmp/bcd-sim/tokens.txt --join-url http://127.0.0.1:7410/v1/join": {
+    how: "run",
+    sub: { "/tmp/bcd-sim/tokens.txt": "{TOKENS}", "http://127.0.0.1:7410/v1/join": "{JOIN_URL}" },
+    check: (r) => {
+      assert.equal(r.code, 0, r.stderr);
+      const j = _json(r);
+      assert.equal(j.nodes, 3);
+      assert.equal(new Set(j.node_ids as string[]).size, 3, "three nodes, three identities");
+    },
+  },
+  "deno task sim run --nodes 3": {
+    how: "run",
+    // Run until the testbed holds a session with each node the fleet join made and the figures are out (_runFleet).
+    check: (r) => {
+      assert.equal(r.code, 0, r.stderr);
+      const j = _json(r);
+      assert.deepEqual([j.nodes, j.sessions], [3, 3]);
+      assert.ok(Number(j.rss_per_node_bytes) > 0 && Number(j.rss_bytes) > Number(j.rss_base_bytes), r.stdout);
+    },
   },
   "deno task site run": { how: "parse", reason: `${DAEMON}; e2e_roles_test runs it beside a real helper` },
   "deno task ramdisk run": { how: "parse", reason: `${DAEMON}; e2e_roles_test runs it beside a real helper` },
@@ -216,6 +245,37 @@ async function _run(argv: string[], ctx: Ctx, stdin: "null" | "piped" = "null"):
   }).output();
   const dec = new TextDecoder();
   return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}
+
+/**
+ * Runs `sim run --nodes N` until the testbed holds a session with each of `nodeIds` and the fleet printed its figures,
+ * then stops it with SIGTERM (a clean end).
+ */
+async function _runFleet(argv: string[], ctx: Ctx, nodeIds: readonly string[]): Promise<Ran> {
+  const child = new Deno.Command(argv[0]!, {
+    args: argv.slice(1),
+    cwd: ctx.cwd,
+    env: ctx.env,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const err = new Response(child.stderr).text();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let out = "";
+  const line = (async () => {
+    for (;;) {
+      const r = await reader.read();
+      if (r.done) return;
+      out += r.value;
+    }
+  })();
+  await ctx.gw.until(() => out.includes("\n"), "the fleet's figures on stdout");
+  await ctx.gw.until(() => nodeIds.every((id) => ctx.gw.nodes.get(id)?.session !== undefined), "the fleet's sessions");
+  child.kill("SIGTERM");
+  const s = await child.status;
+  await line;
+  return { code: s.code, stdout: out, stderr: await err };
 }
 
 /** Runs the sim daemon until the testbed holds its session, then stops it with SIGTERM (a clean end). */
@@ -300,6 +360,7 @@ for (const variant of ["source", "bundle"] as const) {
           },
         };
         let simNode = "";
+        let fleetNodes: string[] = [];
         for (const line of LINES) {
           const plan = PLANS[line]!;
           if (plan.how === "not-run") {
@@ -319,10 +380,20 @@ for (const variant of ["source", "bundle"] as const) {
             const sub: Record<string, string> = {};
             for (const [k, v] of Object.entries(plan.sub ?? {})) {
               sub[k] = v.replace("{TOKEN}", gw.ca.issueToken("node")).replace("{JOIN_URL}", gw.joinUrl);
+              if (v === "{TOKENS}") {
+                sub[k] = join(simDir, "tokens.txt");
+                const tokens = [1, 2, 3].map(() => gw.ca.issueToken("node"));
+                await Deno.writeTextFile(sub[k], tokens.join("\n") + "\n");
+              }
             }
             const argv = _argv(line, dist, sub);
-            const r = line === "deno task sim run" ? await _runDaemon(argv, ctx, simNode) : await _run(argv, ctx);
+            const r = line === "deno task sim run"
+              ? await _runDaemon(argv, ctx, simNode)
+              : line === "deno task sim run --nodes 3"
+              ? await _runFleet(argv, ctx, fleetNodes)
+              : await _run(argv, ctx);
             if (line === "deno task sim join ...") simNode = String(_json(r).node_id);
+            if (line.startsWith("deno task sim join --nodes")) fleetNodes = _json(r).node_ids as string[];
             await plan.check(r, ctx);
           });
         }

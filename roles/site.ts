@@ -38,8 +38,10 @@ import { bootCleanUpHandler, bootPrepareRamdiskHandler } from "../runtimes/site/
 import { leaseRoutes } from "../runtimes/site/boot_routes.ts";
 import { LeaseBook } from "../runtimes/site/lease_book.ts";
 import { agentCommands, helperOf, type WiringContext } from "./_agent_cli.ts";
+import { driverInvoke } from "./_plugins.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
 import { doctorCommand } from "./doctor_cli.ts";
+import { confirmRelease, daemonConverger, daemonUpgrade } from "./_self_update.ts";
 
 /** The `site` role's subcommands beyond `version` and `help`. */
 export const COMMANDS: Record<string, Subcommand> = {
@@ -53,6 +55,8 @@ export const COMMANDS: Record<string, Subcommand> = {
       "site.httpProxy",
       "boot.prepareRamdisk",
       "boot.cleanUp",
+      "daemon.upgrade",
+      "driver.invoke",
     ],
     defaultDataDir: "/var/lib/bcd-site",
     helperSocket: (config) => config.helper.socket ?? DEFAULT_HELPER_SOCKET,
@@ -86,14 +90,14 @@ export const COMMANDS: Record<string, Subcommand> = {
         proxyTargets: () => ctx.agent.spec()?.site?.proxy_targets ?? [],
         quorumEnforced: () => ctx.agent.quorumEnforced(),
       }));
-      return reg;
+      reg.register(daemonUpgrade(ctx));
+      return reg.register(driverInvoke(ctx));
     },
-    convergers: (
-      ctx,
-      _events,
-      _conditions,
-      peers,
-    ) => [new SiteConverger({ cache: _site(ctx).cache, leases: _site(ctx).leases, wake: peers.wake })],
+    convergers: (ctx, _events, _conditions, peers) => [
+      daemonConverger(ctx),
+      new SiteConverger({ cache: _site(ctx).cache, leases: _site(ctx).leases, wake: peers.wake }),
+    ],
+    onWelcome: confirmRelease,
   }),
   doctor: doctorCommand("site", "/var/lib/bcd-site"),
 };

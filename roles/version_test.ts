@@ -84,7 +84,8 @@ Deno.test("`version` says which kinds each role's build handles: the site handle
   ) {
     assert.equal(node[k], true, k);
   }
-  assert.equal(node["driver.invoke"], false);
+  assert.equal(node["driver.invoke"], true, "driver plugins run through the helper");
+  assert.equal(site["driver.invoke"], true);
   assert.deepEqual(Object.values(await handled("guest")), []);
 });
 

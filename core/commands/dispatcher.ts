@@ -42,7 +42,7 @@ import type { KindHandler } from "./handlers.ts";
 import { type KindSpec, type Lane, lookupKind } from "./kinds.ts";
 import { LANE_LIMITS, LanePool, LaneStopped } from "./lanes.ts";
 import { ResourceLocks } from "./locks.ts";
-import { CommandFailed, InvalidPayload, type TerminalRejectReason } from "./rejection.ts";
+import { CommandFailed, InvalidPayload, LeftForRecovery, type TerminalRejectReason } from "./rejection.ts";
 import { type CommandUpdate, terminalUpdate, updateFromEntry, type UpdateSink } from "./results.ts";
 import { encodeAny } from "./any_codec.ts";
 import { type Clock, realClock } from "../clock.ts";
@@ -117,6 +117,8 @@ export class Dispatcher {
   readonly #earlyCancels = new Map<string, string>();
   #gate: Promise<void> = Promise.resolve();
   #stopped = false;
+  /** Aborted when the daemon stops: self-terminating handlers waiting for their own end give up their wait. */
+  readonly #stopping = new AbortController();
 
   constructor(options: DispatcherOptions) {
     this.#o = options;
@@ -340,6 +342,7 @@ export class Dispatcher {
       const res = await handler.run({
         command: body,
         signal: flight.abort.signal,
+        stopping: this.#stopping.signal,
         bootId: this.#o.bootId,
         logger: this.#log.child({ command_id: body.id, kind: body.kind, lane: spec.lane }),
       });
@@ -349,6 +352,13 @@ export class Dispatcher {
         ...(res.message ? { message: res.message } : {}),
       };
     } catch (e) {
+      if (e instanceof LeftForRecovery && spec.selfTerminating) {
+        this.#log.info(
+          { command_id: body.id, kind: body.kind },
+          "stopping: the entry stays running for the next process",
+        );
+        return;
+      }
       if (e instanceof InvalidPayload) outcome = { state: "FAILED", code: "invalid-payload", message: e.message };
       else if (e instanceof CommandFailed) outcome = { state: "FAILED", code: e.code, message: e.message };
       else {
@@ -523,11 +533,20 @@ export class Dispatcher {
    */
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#stopping.abort();
     for (const f of this.#flights.values()) f.clearTimer?.();
     await Promise.all(Object.values(this.#lanes).map((l) => l.stop()));
   }
 
+  /** Terminal updates sent so far, by kind and state (telemetry's `bcd.commands.settled`). */
+  readonly settledCounts = new Map<string, Map<string, number>>();
+
   #send(u: CommandUpdate): void {
+    if (u.state === "SUCCEEDED" || u.state === "FAILED" || u.state === "REJECTED" || u.state === "CANCELLED") {
+      let by = this.settledCounts.get(u.kind);
+      if (by === undefined) this.settledCounts.set(u.kind, by = new Map());
+      by.set(u.state, (by.get(u.state) ?? 0) + 1);
+    }
     try {
       this.#o.sink.send(u);
     } catch (e) {

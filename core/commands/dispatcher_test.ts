@@ -6,7 +6,7 @@ import { NOW, openBench, until } from "./harness_testing.ts";
 import { Dispatcher } from "./dispatcher.ts";
 import { HandlerRegistry } from "./handlers.ts";
 import { FakeHandler } from "./fake_handlers.ts";
-import { CommandFailed, InvalidPayload } from "./rejection.ts";
+import { CommandFailed, InvalidPayload, LeftForRecovery } from "./rejection.ts";
 import type { CommandUpdate } from "./results.ts";
 import { EMPTY_TRUST_BUNDLE } from "../pki/trust_bundle.ts";
 import { FakeClock } from "../../fixtures/clock/fake_clock.ts";
@@ -463,4 +463,63 @@ Deno.test("a command whose accepted is still being made durable holds no lane wo
   }
   await b.dispatcher.settled();
   for (const c of [...slow, fast]) assert.deepEqual(b.trail(c.body.id), ["ACKED", "RUNNING", "SUCCEEDED"]);
+});
+
+Deno.test("a self-terminating handler waiting for its own end lets the daemon stop: no result, the entry stays running", async () => {
+  const dir = await Deno.makeTempDir({ dir: "/var/tmp" });
+  const journal = await Journal.open({ dataDir: dir, bootId: "boot-1", clock: new FakeClock(NOW) });
+  const updates: CommandUpdate[] = [];
+  let started = false;
+  const registry = new HandlerRegistry().register(
+    new FakeHandler("node.reboot", {
+      result: (ctx) =>
+        new Promise((_, reject) => {
+          started = true;
+          ctx.stopping?.addEventListener("abort", () => reject(new LeftForRecovery("the daemon stops for it")));
+        }),
+    }),
+  );
+  const d = new Dispatcher({
+    journal,
+    bootId: "boot-1",
+    sink: { send: (u) => void updates.push(u) },
+    specs: { requestSpec: () => {} },
+    acceptance: {
+      nodeId: "n",
+      role: "node",
+      handlers: registry,
+      upgradeOnly: () => false,
+      appliedGeneration: () => 0,
+      serverNow: () => NOW,
+      trustBundle: () => EMPTY_TRUST_BUNDLE,
+      unbatchedPerHour: () => 0,
+    },
+  });
+  await d.deliver({
+    bodyBytes: new Uint8Array([1]),
+    attempt: 1,
+    body: {
+      id: "01S",
+      nodeId: "n",
+      kind: "node.reboot",
+      notAfterMs: NOW + 1,
+      seq: 1,
+      lane: "control",
+      minGeneration: 0,
+      retrySafe: true,
+      idempotencyKey: "",
+      selfTerminating: true,
+      attested: false,
+      workflowId: "",
+      stepId: "",
+      traceparent: "",
+      batchId: "",
+    },
+  });
+  await until(() => started, "the handler to start");
+  await d.stop(); // returns: the handler gave up its wait
+  assert.deepEqual(updates.map((u) => u.state), ["ACKED", "RUNNING"], "no terminal update");
+  assert.equal((await journal.get("01S"))?.state, "running", "left for the next process");
+  await journal.close();
+  await Deno.remove(dir, { recursive: true });
 });

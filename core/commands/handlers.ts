@@ -17,6 +17,12 @@ export interface HandlerContext {
   /** The boot the command runs in. */
   readonly bootId: string;
   readonly logger: Logger;
+  /**
+   * Aborts when the daemon stops (SIGTERM). A self-terminating handler that waits for its own end (`daemon.upgrade`
+   * after the helper swapped the release) then throws `LeftForRecovery` (`rejection.ts`): its journal entry stays `running` for
+   * the next process, and the stop is not held up.
+   */
+  readonly stopping?: AbortSignal;
 }
 
 /** A handler's successful outcome. */

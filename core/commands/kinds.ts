@@ -105,9 +105,17 @@ export const SEED_KINDS: readonly KindSpec[] = [
  *   leaves exactly one running instance, `runtimes/migration/`), not `destructive` (the VM keeps running and its disk
  *   is untouched, so no quorum), not `attested`, not `self-terminating`. The timeout is the one an unregistered kind
  *   gets (15 minutes), since the seed's sweeper knows no row for it.
+ * - `daemon.upgrade` (issue 16): the seed names it (the one kind an upgrade-only session accepts) but gives it no row.
+ *   Lane `bulk`: it moves a release artifact of tens of MB and must not hold a `control` worker that resets and
+ *   reboots wait for. Roles `node` and `site`, the agents that converge the `daemon` section. `retry-safe`: a second
+ *   run finds the version running, or the helper's record of its rollback, and settles without acting again.
+ *   `self-terminating`: the helper restarts the agent on the new release, so the dispatcher journals `running` before
+ *   the swap and the new process answers the redelivered command. Not `destructive`: it changes no tenant state; its
+ *   guard is the release signature, not the quorum. 30 minutes.
  */
 export const BCD_KINDS: readonly KindSpec[] = [
   row("bulk", "instance.migrate", ["node"], [], DEFAULT_KIND_TIMEOUT_MS),
+  row("bulk", "daemon.upgrade", ["node", "site"], ["retry-safe", "self-terminating"], 30 * MIN),
 ];
 
 /** Every kind bcd registers: the seed's table, then bcd's own. */

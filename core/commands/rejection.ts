@@ -33,6 +33,15 @@ export class InvalidPayload extends Error {
   readonly code = "invalid-payload";
 }
 
+/**
+ * Thrown by a self-terminating handler when the daemon stops while it waits for its own end: no result is journaled
+ * or sent; the entry stays `running` and the next process settles it (recovery, or the redelivery of a retry-safe
+ * kind), exactly as after a crash at that point.
+ */
+export class LeftForRecovery extends Error {
+  override name = "LeftForRecovery";
+}
+
 /** A kind-specific failure with its own code (`gpu-busy`, `upload-failed`, ...). */
 export class CommandFailed extends Error {
   override name = "CommandFailed";

@@ -33,9 +33,12 @@ export interface AgentConfig {
   commands?: { unbatched_destructive_per_hour?: number };
   devices?: { cdi_dir?: string; run_dir?: string; cgroup_root?: string; nvidia_smi?: string };
   host?: { units?: boolean; etc_root?: string; sys_root?: string };
-  instances?: { balloon_floor_percent?: number };
+  instances?: { balloon_floor_percent?: number; agent_config_url?: string };
   helper?: { socket?: string; node_group?: string; role?: string; instance_bridges?: string[] };
   site?: { bmc_networks?: string[]; boot_listen?: string; boot_url?: string; ca_file?: string };
+  daemon?: { releases_dir?: string; confirm_timeout_ms?: number; release_keys?: string[] };
+  telemetry?: { metrics_port?: number };
+  plugins?: { dir?: string; user?: string };
   access?: {
     ssh_dir?: string;
     sshd_config?: string;
@@ -65,7 +68,9 @@ export interface ResolvedAgentConfig {
    * files (`<etc>/sysctl.d/90-bcd.conf`, `<etc>/bcd/host/hugepages.json`, `<sys>/kernel/mm/hugepages`), `/etc` and
    * `/sys` unless a test redirects them. */
   host: { units: boolean; etcRoot: string; sysRoot: string };
-  instances: { balloonFloorPercent: number };
+  /** `agentConfigUrl`: the control plane's fleet config endpoint (seed 004's fetch by version, e.g.
+   * `https://cp.example/v1/agent-config`); unset: no fleet config is pushed to instances. */
+  instances: { balloonFloorPercent: number; agentConfigUrl: string | undefined };
   /** `socket`: where the root helper listens (the default `/run/bcd/helper.sock`); `nodeGroup`: the group the
    * helper gives its socket to (the agent's), a name or a gid; `role`: the agent role the helper serves, which decides
    * the ops it answers (`core/helper/roles.ts`; unset: `node`'s, every op). */
@@ -84,6 +89,20 @@ export interface ResolvedAgentConfig {
     bootUrl: string | undefined;
     caFile: string | undefined;
   };
+  /**
+   * The self-update (`daemon` section, `daemon.upgrade`), the helper's half: `releasesDir` holds `releases/<version>/`
+   * and the `current` link the service runs (default `/opt/bcd`); `confirmTimeoutMs` is how long a swapped-in release
+   * has to reach `Welcome` before the helper rolls it back (default 5 minutes, 10 s to 1 hour); `releaseKeys` pins the
+   * release keys root trusts (raw Ed25519 public keys, base64): when set, the helper checks signatures against these
+   * alone, not against the trust bundle in the agent's `identity.json` (a file the unprivileged agent writes).
+   */
+  daemon: { releasesDir: string; confirmTimeoutMs: number; releaseKeys: Uint8Array[] };
+  /** `metricsPort`: the loopback port of the local `GET /metrics` (Prometheus text); 0 (the default): off. */
+  telemetry: { metricsPort: number };
+  /** The helper's driver plugins (`core/plugins/README.md`): the directory it starts them from (default
+   * `/usr/lib/bcd/plugins`) and the user they run as (a name in `/etc/passwd` or a uid, never root; default
+   * `nobody`), with that user's primary group and no other. */
+  plugins: { dir: string; user: string };
   /** The helper's sshd access files (`runtimes/access/sshd_files.ts`): the ssh directory the files and the drop-in go
    * under, the sshd config the drop-in is checked with, the tools, and how sshd is reloaded (SIGHUP to the pid in
    * `sshdPidFile`, or `reloadCommand` when set). */
@@ -109,9 +128,12 @@ const SCHEMA: Schema = {
   commands: { unbatched_destructive_per_hour: "int" },
   devices: { cdi_dir: "path", run_dir: "path", cgroup_root: "path", nvidia_smi: "string" },
   host: { units: "bool", etc_root: "path", sys_root: "path" },
-  instances: { balloon_floor_percent: "int" },
+  instances: { balloon_floor_percent: "int", agent_config_url: "url" },
   helper: { socket: "path", node_group: "string", role: "string", instance_bridges: "string[]" },
   site: { bmc_networks: "string[]", boot_listen: "string", boot_url: "url", ca_file: "path" },
+  daemon: { releases_dir: "path", confirm_timeout_ms: "int", release_keys: "string[]" },
+  telemetry: { metrics_port: "int" },
+  plugins: { dir: "path", user: "string" },
   access: {
     ssh_dir: "path",
     sshd_config: "path",
@@ -276,6 +298,14 @@ export function resolveAgentConfig(cfg: AgentConfig, source = ""): ResolvedAgent
   if (handshake < 1000 || handshake > 600_000) {
     _fail(source, "gateway.handshake_timeout_ms", `must be between 1000 and 600000, got ${handshake}`);
   }
+  const acu = cfg.instances?.agent_config_url;
+  if (acu !== undefined) {
+    const u = new URL(acu);
+    const loopback = u.hostname === "localhost" || u.hostname === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(u.hostname);
+    if (u.protocol !== "https:" && !(u.protocol === "http:" && loopback)) {
+      _fail(source, "instances.agent_config_url", `must be https (plain http only to a loopback address), got ${acu}`);
+    }
+  }
   const floor = cfg.instances?.balloon_floor_percent ?? 50;
   const bootListen = cfg.site?.boot_listen;
   if (bootListen !== undefined && !/^(?:\[[0-9a-fA-F:.]+\]|[^:\[\]]+):\d{1,5}$/.test(bootListen)) {
@@ -316,7 +346,7 @@ export function resolveAgentConfig(cfg: AgentConfig, source = ""): ResolvedAgent
       etcRoot: cfg.host?.etc_root ?? "/etc",
       sysRoot: cfg.host?.sys_root ?? "/sys",
     },
-    instances: { balloonFloorPercent: floor },
+    instances: { balloonFloorPercent: floor, agentConfigUrl: cfg.instances?.agent_config_url },
     helper: {
       socket: cfg.helper?.socket,
       nodeGroup: group,
@@ -329,8 +359,37 @@ export function resolveAgentConfig(cfg: AgentConfig, source = ""): ResolvedAgent
       bootUrl: cfg.site?.boot_url?.replace(/\/+$/, ""),
       caFile: cfg.site?.ca_file,
     },
+    daemon: _daemon(cfg, source),
+    telemetry: { metricsPort: _port(cfg.telemetry?.metrics_port ?? 0, source) },
+    plugins: { dir: cfg.plugins?.dir ?? "/usr/lib/bcd/plugins", user: cfg.plugins?.user ?? "nobody" },
     access: _access(cfg, source),
   };
+}
+
+function _port(p: number, source: string): number {
+  if (p > 65535) _fail(source, "telemetry.metrics_port", `must be a port (0 to 65535), got ${p}`);
+  return p;
+}
+
+function _daemon(cfg: AgentConfig, source: string): ResolvedAgentConfig["daemon"] {
+  const d = cfg.daemon ?? {};
+  const confirm = d.confirm_timeout_ms ?? 300_000;
+  if (confirm < 10_000 || confirm > 3_600_000) {
+    _fail(source, "daemon.confirm_timeout_ms", `must be between 10000 and 3600000, got ${confirm}`);
+  }
+  const keys = (d.release_keys ?? []).map((k) => {
+    let raw: Uint8Array | undefined;
+    try {
+      raw = Uint8Array.from(atob(k), (c) => c.charCodeAt(0));
+    } catch (e) {
+      if (!(e instanceof DOMException)) throw e;
+    }
+    if (raw === undefined || raw.length !== 32) {
+      _fail(source, "daemon.release_keys", `${JSON.stringify(k.slice(0, 60))} is not a base64 Ed25519 public key`);
+    }
+    return raw;
+  });
+  return { releasesDir: d.releases_dir ?? "/opt/bcd", confirmTimeoutMs: confirm, releaseKeys: keys };
 }
 
 function _access(cfg: AgentConfig, source: string): ResolvedAgentConfig["access"] {

@@ -120,6 +120,13 @@ Deno.test("every bad input gives its own clear error naming the key and line", a
       line: 2,
       text: /between 10 and 100/,
     },
+    {
+      name: "fleet config URL in plain http to another host",
+      source: `[instances]\nagent_config_url = "http://cp.example/v1/agent-config"`,
+      key: "instances.agent_config_url",
+      line: 2,
+      text: /must be https/,
+    },
     { name: "not TOML", source: `data_dir = `, key: undefined, line: 1, text: /not valid TOML/ },
   ];
   for (const c of cases) {

@@ -97,8 +97,12 @@ export class ConvergenceEngine {
   #running: Promise<StatusSnapshot> | undefined;
   #passes = 0;
   #unknownReported = new Set<string>();
+  readonly #clock: Pick<Clock, "monotonic"> | undefined;
+  /** Called with each pass's duration in ms on the engine's monotonic clock (telemetry). */
+  onPass: ((ms: number) => void) | undefined;
 
   constructor(opts: EngineOptions) {
+    this.#clock = opts.clock;
     for (const c of opts.convergers) {
       if (this.#convergers.has(c.section)) throw new TypeError(`two convergers for section ${c.section}`);
       this.#convergers.set(c.section, c);
@@ -142,12 +146,15 @@ export class ConvergenceEngine {
   /** Runs one pass over the held spec; concurrent callers share the pass in flight, then a fresh one runs. */
   async pass(): Promise<StatusSnapshot> {
     while (this.#running) await settled(this.#running);
+    const now = () => this.#clock?.monotonic() ?? performance.now();
+    const start = now();
     const p = this.#pass();
     this.#running = p;
     try {
       return await p;
     } finally {
       this.#running = undefined;
+      this.onPass?.(now() - start);
     }
   }
 

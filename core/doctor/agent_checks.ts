@@ -6,6 +6,7 @@
  * @module
  */
 import { check, type DoctorCheck } from "./report.ts";
+import type { ReleaseState } from "../daemon/ports.ts";
 
 /** How far the clock may be behind the server time mark before a `Welcome` is refused (000 §The journal: 5 min). */
 export const WELCOME_BACKWARD_MS = 5 * 60 * 1000;
@@ -233,5 +234,43 @@ export function gatewayCheck(found: GatewayFound): DoctorCheck {
     "gateway",
     "ok",
     `${found.url} reached${found.tls ? ", TLS certificate verified" : " (loopback, no TLS)"}`,
+  );
+}
+
+/** The self-update's line: the release `current` names, a swap awaiting its confirm, the last rollback. */
+export function releaseCheck(running: string, found: ReleaseState | { error: string }): DoctorCheck {
+  if ("error" in found) {
+    return check(
+      "release",
+      "warn",
+      `the helper cannot say which release runs: ${found.error}`,
+      "check [daemon] releases_dir in the helper's config; self-update needs it",
+    );
+  }
+  if (found.pending !== null) {
+    return check(
+      "release",
+      "warn",
+      `release ${found.pending.version} is swapped in and awaits its confirm until ${
+        new Date(found.pending.deadlineMs).toISOString()
+      } (before: ${found.pending.previous ?? "none"})`,
+      "the new process confirms after its first Welcome; without it the helper rolls back at the deadline",
+    );
+  }
+  if (found.failed !== null) {
+    return check(
+      "release",
+      "warn",
+      `release ${found.failed.version} was rolled back: ${found.failed.message}`,
+      "the daemon section stays FAILED for that version; publish a fixed release under a new version",
+    );
+  }
+  if (found.current === null) {
+    return check("release", "ok", `${running}, not run from a release directory (no current link)`);
+  }
+  return check(
+    "release",
+    "ok",
+    `${found.current} (previous ${found.previous ?? "none"}); this process runs ${running}`,
   );
 }

@@ -14,6 +14,7 @@ import {
   identityCheck,
   journalChecks,
   parseDoctorReport,
+  releaseCheck,
   renderDoctorText,
   trustCheck,
   WELCOME_BACKWARD_MS,
@@ -226,4 +227,22 @@ Deno.test("agent lines: config, identity, trust bundle, helper role, journal, cl
     assert.match(tls.hint!, /ca_file/);
     assert.equal(gatewayCheck({ url: "wss://g:443", ok: true, tls: true }).status, "ok");
   });
+});
+
+Deno.test("release line: the release current names, a swap awaiting its confirm, the last rollback", () => {
+  const base = { current: "0.2.0", previous: "0.1.0", pending: null, failed: null };
+  const ok = releaseCheck("0.2.0", base);
+  assert.equal(ok.status, "ok");
+  assert.match(ok.detail, /0\.2\.0 \(previous 0\.1\.0\)/);
+  assert.equal(releaseCheck("0.1.0", { ...base, current: null }).status, "ok");
+  const pending = releaseCheck("0.2.0", { ...base, pending: { version: "0.3.0", previous: "0.2.0", deadlineMs: 0 } });
+  assert.equal(pending.status, "warn");
+  assert.match(pending.detail, /0\.3\.0 is swapped in/);
+  const failed = releaseCheck("0.2.0", {
+    ...base,
+    failed: { version: "0.3.0", reason: "rolled-back", message: "no Welcome" },
+  });
+  assert.equal(failed.status, "warn");
+  assert.match(failed.detail, /0\.3\.0 was rolled back: no Welcome/);
+  assert.equal(releaseCheck("0.2.0", { error: "no releases dir" }).status, "warn");
 });

@@ -20,9 +20,13 @@
  * | `mig.read`, `mig.apply` | none; `steps`                    | GPU UUIDs, MIG profiles, instance ids (`args_host.ts`) |
  * | `sharing.read`, `sharing.apply` | none; `steps`           | GPU UUIDs, a thread percentage (`args_host.ts`)        |
  * | `package.read`, `package.apply` | `unit`, `package`, `steps` | a package unit, its own kind of package, a Debian version (`args_host.ts`) |
+ * | `plugin.list`, `plugin.manifest`, `plugin.attach` | none; `name`; `name` | a plugin name `[a-z0-9][a-z0-9._-]{0,62}` (the directory's; the helper builds the path) |
  * | `kube.read`, `kube.join`, `kube.reset` | none; the join's settings and token; none | an endpoint, CA key pins, a node name, labels, taints, a bootstrap token never shown (`args_host.ts`) |
  * | `libvirt.*`      | see `args_libvirt.ts`                 | instance ids and a domain plan; never a path or XML    |
  * | `access.observe`, `access.apply` | see `args_access.ts`  | sshd's access files as content, never a path           |
+ * | `daemon.status`  | none                                  |                                                        |
+ * | `daemon.install` | `version`, `sha256`, `signature`      | a release version (1-64 of `[0-9A-Za-z._+-]`, no `..`), 64 lowercase hex, base64 of at most 64 bytes |
+ * | `daemon.confirm` | `version`                             | a release version                                      |
  *
  * Allocation ids are the devices section's (1–128 of `[A-Za-z0-9_.-]`, starting alphanumeric, no `..`). A CDI write
  * is a hold, not a file: devices of a known class whose atom has that class's shape, `gpuUuid` the atom's GPU,
@@ -41,11 +45,13 @@ import { cdiDeviceName, classOfAtom, DEVICE_CLASSES, type DeviceClass } from "..
 import { type HoldEnvContext, holdEnvProblem } from "../converge/devices/env.ts";
 import { allocationIdOfSlice, checkSliceRequest, sliceName, type SliceSettings } from "../converge/devices/slice.ts";
 import { HOST_ARG_CHECKS } from "./args_host.ts";
+import { isPluginName } from "../plugins/protocol.ts";
 import { NFT_ARG_CHECKS } from "./args_nft.ts";
 import { LIBVIRT_CHECKS } from "./args_libvirt.ts";
 import { checkAccessApply, checkAccessObserve } from "./args_access.ts";
 import { argObject as _object, refuseArg as _refuse, showArg as _show } from "./arg_fields.ts";
 import { HelperError } from "./errors.ts";
+import { RELEASE_VERSION_RE } from "../daemon/release.ts";
 import {
   type CdiWriteArgs,
   type EnvWriteArgs,
@@ -209,12 +215,45 @@ function _settings(raw: unknown): SliceSettings {
 
 const _NONE: readonly string[] = [];
 
+function _releaseVersion(op: string, v: unknown): string {
+  if (typeof v !== "string" || !RELEASE_VERSION_RE.test(v) || v.includes("..")) {
+    _refuse(op, "version", v, "is not a release version (1-64 of [0-9A-Za-z._+-], no ..)");
+  }
+  return v;
+}
+
+function _sha256(op: string, v: unknown): string {
+  if (typeof v !== "string" || !/^[0-9a-f]{64}$/.test(v)) _refuse(op, "sha256", v, "is not 64 lowercase hex digits");
+  return v;
+}
+
+function _plugin(op: HelperOp, raw: unknown): string {
+  const a = _object(op, "args", raw, ["name"]);
+  if (!isPluginName(a.name)) _refuse(op, "name", a.name, "is not a plugin name");
+  return a.name;
+}
+
 /** The checkers, one per op. */
 const _CHECK: { readonly [O in HelperOp]: (raw: unknown) => HelperArgs[O] } = {
   "host.boot_id": (raw) => (_object("host.boot_id", "args", raw, _NONE), {}),
   "host.inventory": (raw) => (_object("host.inventory", "args", raw, _NONE), {}),
   "host.memory": (raw) => (_object("host.memory", "args", raw, _NONE), {}),
   "host.doctor": (raw) => (_object("host.doctor", "args", raw, _NONE), {}),
+  "daemon.status": (raw) => (_object("daemon.status", "args", raw, _NONE), {}),
+  "daemon.install": (raw) => {
+    const a = _object("daemon.install", "args", raw, ["version", "sha256", "signature"]);
+    if (typeof a.signature !== "string" || !/^[A-Za-z0-9+/]{0,86}={0,2}$/.test(a.signature)) {
+      _refuse("daemon.install", "signature", a.signature, "is not base64 of at most 64 bytes");
+    }
+    return {
+      version: _releaseVersion("daemon.install", a.version),
+      sha256: _sha256("daemon.install", a.sha256),
+      signature: a.signature,
+    };
+  },
+  "daemon.confirm": (raw) => ({
+    version: _releaseVersion("daemon.confirm", _object("daemon.confirm", "args", raw, ["version"]).version),
+  }),
   "pci.numa_node": (raw) => {
     const a = _object("pci.numa_node", "args", raw, ["pciBusId"]);
     if (typeof a.pciBusId !== "string" || !_PCI.test(a.pciBusId)) {
@@ -263,6 +302,9 @@ const _CHECK: { readonly [O in HelperOp]: (raw: unknown) => HelperArgs[O] } = {
     }
     return { reason: a.reason };
   },
+  "plugin.list": (raw) => (_object("plugin.list", "args", raw, _NONE), {}),
+  "plugin.manifest": (raw) => ({ name: _plugin("plugin.manifest", raw) }),
+  "plugin.attach": (raw) => ({ name: _plugin("plugin.attach", raw) }),
   ...NFT_ARG_CHECKS,
   ...HOST_ARG_CHECKS,
   ...LIBVIRT_CHECKS,

@@ -51,6 +51,9 @@ export const VALID_ARGS: { [O in HelperOp]: HelperArgs[O] } = {
   "host.inventory": {},
   "host.memory": {},
   "host.doctor": {},
+  "daemon.status": {},
+  "daemon.install": { version: "0.2.0", sha256: "a".repeat(64), signature: "" },
+  "daemon.confirm": { version: "0.2.0" },
   "pci.numa_node": { pciBusId: "00000000:3A:00.0" },
   "holds.list": {},
   "file.write": {
@@ -114,6 +117,9 @@ export const VALID_ARGS: { [O in HelperOp]: HelperArgs[O] } = {
     token: "abcdef.0123456789abcdef",
   },
   "kube.reset": {},
+  "plugin.list": {},
+  "plugin.manifest": { name: "redfish" },
+  "plugin.attach": { name: "redfish" },
   ...LIBVIRT_VALID,
   "access.observe": {},
   "access.apply": {

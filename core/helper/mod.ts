@@ -3,7 +3,7 @@
  * `bcd ramdisk`) and the root `bcd helper` over a unix stream socket. NDJSON requests `{id, op, args}` and answers
  * `{id, ok, result | error}` ({@link ./protocol.ts}); the default-deny argument table every op is checked against
  * before anything runs ({@link ./args.ts}); the ops a helper answers for the role it serves ({@link ./roles.ts}); the
- * line codec ({@link ./codec.ts}); a bounded line reader ({@link ./line_reader.ts}); and {@link HelperError}, whose
+ * line codec ({@link ./codec.ts}); a bounded line reader ({@link ../bounded_lines.ts}); and {@link HelperError}, whose
  * message starts `helper: ` as the seed's action errors do.
  *
  * The agent never sends a path: a file is a kind (`cdi`, `allocation-env`) and an allocation id, a slice is a
@@ -24,7 +24,7 @@ export {
   type ResultOf,
 } from "./codec.ts";
 export { HELPER_ERROR_CODES, HelperError, type HelperErrorCode } from "./errors.ts";
-export { boundedLines, type LineEvent, type LineReaderState } from "./line_reader.ts";
+export { boundedLines, type LineEvent, type LineReaderState } from "../bounded_lines.ts";
 export { loggedArgs } from "./log_args.ts";
 export { DEFAULT_HELPER_ROLE, HELPER_OPS_BY_ROLE, HELPER_ROLES, isHelperRole, opsOfRole } from "./roles.ts";
 export {

@@ -31,6 +31,7 @@ import type { HoldListing, SliceRemoval } from "../converge/devices/ports.ts";
 import type { DcgmLevel, DcgmRun } from "../converge/devices/diag_dcgm.ts";
 import type { HostMemory } from "../converge/devices/admission.ts";
 import type { HostFacts } from "../doctor/host_facts.ts";
+import type { ReleaseState } from "../daemon/ports.ts";
 import type { HoldBinding } from "../converge/devices/assignment.ts";
 import type { DeviceClass } from "../converge/devices/classes.ts";
 import type { SliceSettings } from "../converge/devices/slice.ts";
@@ -54,6 +55,7 @@ import type { KernelModulesObserved, KernelModuleStep } from "../host/kernel_mod
 import type { SysctlObserved, SysctlStep } from "../host/sysctl.ts";
 import { LIBVIRT_OPS, type LibvirtArgs, type LibvirtResults } from "./args_libvirt.ts";
 import type { AccessApplied, AccessFiles, AccessObserved } from "../access/mod.ts";
+import type { PluginFailure, PluginManifest } from "../plugins/protocol.ts";
 
 /** The protocol's version, printed by `version` under `protocols.helper`. */
 export const HELPER_PROTOCOL_VERSION = 1;
@@ -101,9 +103,15 @@ export const HELPER_OPS = [
   "kube.read",
   "kube.join",
   "kube.reset",
+  "plugin.list",
+  "plugin.manifest",
+  "plugin.attach",
   ...LIBVIRT_OPS,
   "access.observe",
   "access.apply",
+  "daemon.status",
+  "daemon.install",
+  "daemon.confirm",
 ] as const;
 
 /** An operation name. */
@@ -182,8 +190,16 @@ export interface HelperArgs extends LibvirtArgs {
   /** The join's settings and the bootstrap token (never logged: `log_args.ts`). */
   "kube.join": KubeJoin & { readonly token: string };
   "kube.reset": Record<never, never>;
+  "plugin.list": Record<never, never>;
+  "plugin.manifest": { readonly name: string };
+  /** Starts the plugin; the connection then carries its frames (`runtimes/helper/plugin_relay.ts`). */
+  "plugin.attach": { readonly name: string };
   "access.observe": Record<never, never>;
   "access.apply": AccessFiles;
+  "daemon.status": Record<never, never>;
+  /** Install the staged release of `sha256` (the helper builds its path) as `version`; `signature` base64. */
+  "daemon.install": { readonly version: string; readonly sha256: string; readonly signature: string };
+  "daemon.confirm": { readonly version: string };
 }
 
 /** Each operation's result. */
@@ -239,9 +255,25 @@ export interface HelperResults extends LibvirtResults {
   "kube.join": KubernetesApplied;
   /** The same after the reset (or after only the record was dropped). */
   "kube.reset": KubernetesApplied;
+  /** The manifests of the helper's plugin directory (those that parse). */
+  "plugin.list": { readonly plugins: readonly PluginManifest[] };
+  /** The plugin's manifest, or why there is none to use. */
+  "plugin.manifest": PluginAnswer<{ readonly manifest: PluginManifest }>;
+  /** The plugin started and attached to this connection, or why not. */
+  "plugin.attach": PluginAnswer<{ readonly attached: { readonly name: string; readonly version: string } }>;
   "access.observe": AccessObserved;
   "access.apply": AccessApplied;
+  /** The releases the helper keeps, a pending swap, the last rollback. */
+  "daemon.status": ReleaseState;
+  /** Installed (the helper restarts the agent now), or refused with the reason. */
+  "daemon.install": { readonly installed: true } | {
+    readonly refused: { readonly reason: string; readonly message: string };
+  };
+  "daemon.confirm": { readonly confirmed: boolean };
 }
+
+/** A plugin op's answer: what was asked, or the plugin contract's refusal (`core/plugins/README.md`). */
+export type PluginAnswer<T> = T | { readonly refused: { readonly reason: PluginFailure; readonly message: string } };
 
 /** A checked request: the closed union the helper dispatches on. */
 export type HelperRequest = { [O in HelperOp]: { readonly id: number; readonly op: O; readonly args: HelperArgs[O] } }[

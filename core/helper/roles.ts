@@ -6,8 +6,8 @@
  * | role      | ops                                             | for                                              |
  * | --------- | ----------------------------------------------- | ------------------------------------------------ |
  * | `node`    | every op                                        | boot id, inventory, devices, `gpu.reset`, reboot |
- * | `site`    | `host.boot_id`, `host.inventory`, `host.doctor`, `node.reboot` | boot id, `inventory.refresh`, `doctor`, `node.reboot` |
- * | `ramdisk` | `host.boot_id`, `host.inventory`, `host.doctor`, `dcgm.diag`   | boot id, `inventory.refresh`, `doctor`, `diag.dcgm`   |
+ * | `site`    | `host.boot_id`, `host.inventory`, `host.doctor`, `node.reboot`, `plugin.*`, `daemon.*` | boot id, `inventory.refresh`, `doctor`, `node.reboot`, `driver.invoke`, self-update |
+ * | `ramdisk` | `host.boot_id`, `host.inventory`, `host.doctor`, `dcgm.diag`, `plugin.*`   | boot id, `inventory.refresh`, `doctor`, `diag.dcgm`, `driver.invoke` |
  *
  * A site never touches GPU holds or slices; a ramdisk has no `node.reboot` (its reboot is `boot.kexec`). The ops its
  * later kinds need (`disk.wipe`, `boot.kexec`, the BMC kinds) join its row with them.
@@ -26,8 +26,27 @@ export const DEFAULT_HELPER_ROLE: KindRole = "node";
 /** The table above, row by row, each in the protocol's op order. */
 export const HELPER_OPS_BY_ROLE: Readonly<Record<KindRole, readonly HelperOp[]>> = {
   node: HELPER_OPS,
-  site: ["host.boot_id", "host.inventory", "host.doctor", "node.reboot"],
-  ramdisk: ["host.boot_id", "host.inventory", "host.doctor", "dcgm.diag"],
+  site: [
+    "host.boot_id",
+    "host.inventory",
+    "host.doctor",
+    "node.reboot",
+    "plugin.list",
+    "plugin.manifest",
+    "plugin.attach",
+    "daemon.status",
+    "daemon.install",
+    "daemon.confirm",
+  ],
+  ramdisk: [
+    "host.boot_id",
+    "host.inventory",
+    "host.doctor",
+    "dcgm.diag",
+    "plugin.list",
+    "plugin.manifest",
+    "plugin.attach",
+  ],
 };
 
 /** Whether `s` names a role a helper may serve. */

@@ -8,8 +8,27 @@ import { DEFAULT_HELPER_ROLE, HELPER_OPS_BY_ROLE, HELPER_ROLES, isHelperRole, op
 /** The module's table, row by row: the ops each role's helper answers. */
 const TABLE: Record<string, readonly HelperOp[]> = {
   node: HELPER_OPS,
-  site: ["host.boot_id", "host.inventory", "host.doctor", "node.reboot"],
-  ramdisk: ["host.boot_id", "host.inventory", "host.doctor", "dcgm.diag"],
+  site: [
+    "host.boot_id",
+    "host.inventory",
+    "host.doctor",
+    "node.reboot",
+    "plugin.list",
+    "plugin.manifest",
+    "plugin.attach",
+    "daemon.status",
+    "daemon.install",
+    "daemon.confirm",
+  ],
+  ramdisk: [
+    "host.boot_id",
+    "host.inventory",
+    "host.doctor",
+    "dcgm.diag",
+    "plugin.list",
+    "plugin.manifest",
+    "plugin.attach",
+  ],
 };
 
 /** A well-formed request line of every op (arguments that pass the default-deny table). */
@@ -18,6 +37,10 @@ const LINE: Record<HelperOp, string> = {
   "host.inventory": "{}",
   "host.memory": "{}",
   "host.doctor": "{}",
+  "daemon.status": "{}",
+  "daemon.install":
+    '{"version":"0.2.0","sha256":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","signature":""}',
+  "daemon.confirm": '{"version":"0.2.0"}',
   "pci.numa_node": '{"pciBusId":"0000:18:00.0"}',
   "holds.list": "{}",
   "file.write": '{"kind":"allocation-env","allocationId":"a1","env":["BCD_ALLOCATION_ID=a1"]}',
@@ -46,6 +69,9 @@ const LINE: Record<HelperOp, string> = {
   "kube.read": "{}",
   "kube.join": JSON.stringify(VALID_ARGS["kube.join"]),
   "kube.reset": "{}",
+  "plugin.list": "{}",
+  "plugin.manifest": '{"name":"redfish"}',
+  "plugin.attach": '{"name":"redfish"}',
   ...LIBVIRT_LINES,
   "access.observe": "{}",
   "access.apply":

@@ -74,7 +74,29 @@ export interface BundleSummary {
   bytes: number;
 }
 
-async function _scan(tarball: Uint8Array, check: Check, sink: _Sink): Promise<BundleSummary> {
+/**
+ * The caps of one walk: seed 004's by default ({@link MAX_FILES}, {@link MAX_BYTES}); an agent release (the self-update's
+ * artifact, which carries the Deno runtime) passes larger ones. The compressed and decompressed ceilings follow from
+ * them as for the defaults.
+ */
+export interface BundleLimits {
+  readonly maxFiles: number;
+  readonly maxBytes: number;
+}
+
+/** Seed 004's caps. */
+export const BUNDLE_LIMITS: BundleLimits = { maxFiles: MAX_FILES, maxBytes: MAX_BYTES };
+
+async function _scan(
+  tarball: Uint8Array,
+  check: Check,
+  sink: _Sink,
+  limits: BundleLimits = BUNDLE_LIMITS,
+): Promise<BundleSummary> {
+  const MAX_FILES = limits.maxFiles;
+  const MAX_BYTES = limits.maxBytes;
+  const MAX_WIRE_BYTES = 2 * MAX_BYTES;
+  const MAX_TAR_BYTES = MAX_BYTES + MAX_FILES * 4096 + 1024 * 1024;
   if (tarball.length > MAX_WIRE_BYTES) {
     throw new UnsafeBundle("wire-too-large", `${tarball.length} compressed bytes exceed ${MAX_WIRE_BYTES}`);
   }
@@ -203,7 +225,12 @@ export function walk(tarball: Uint8Array, check: Check = {}): Promise<BundleSumm
  * 0644 created exclusively, ownership ignored. On any refusal or error `destDir` is emptied again before the error
  * is thrown, so it holds either the whole bundle or nothing.
  */
-export async function unpack(tarball: Uint8Array, destDir: string, check: Check = {}): Promise<void> {
+export async function unpack(
+  tarball: Uint8Array,
+  destDir: string,
+  check: Check = {},
+  limits: BundleLimits = BUNDLE_LIMITS,
+): Promise<void> {
   const st = await Deno.lstat(destDir);
   if (!st.isDirectory) throw new TypeError(`unpack: ${destDir} is not a directory`);
   for await (const _ of Deno.readDir(destDir)) throw new TypeError(`unpack: ${destDir} is not empty`);
@@ -227,7 +254,7 @@ export async function unpack(tarball: Uint8Array, destDir: string, check: Check 
         await Deno.writeFile(p, content, { createNew: true, mode: FILE_MODE });
         await Deno.chmod(p, FILE_MODE);
       },
-    });
+    }, limits);
   } catch (e) {
     for await (const ent of Deno.readDir(destDir)) await Deno.remove(join(destDir, ent.name), { recursive: true });
     throw e;

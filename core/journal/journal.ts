@@ -461,6 +461,22 @@ export class Journal {
   }
 
   /** Waits for queued operations, closes the connection and releases the lock; idempotent. */
+  /**
+   * Lets go of the data dir at once, as a process that dies does, for an in-process simulation of a SIGKILL (the sim
+   * fleet): the connection is closed where it stands (SQLite rolls back a transaction not yet committed; a commit
+   * whose fsync has not returned stays in the WAL, as it would after a kill without a power loss), the WAL handle and
+   * the one-writer lock are released, and nothing more is written: no time mark, no drain. Every call queued or made
+   * later rejects (the queue meets the closed connection and stops; `onStop` runs). A journal opened again on the
+   * same data dir recovers exactly what a new process would.
+   */
+  abandon(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    void this.#db.close().catch((e) => this.#log.warn({ err: e, journal_id: this.journalId }, "abandon: close failed"));
+    this.#wal.close();
+    this.#lock.release();
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     if (this.#queue.stopped === null) await this.#writeMark();

@@ -1,6 +1,7 @@
 /**
  * Group commit with fail-stop. Every journal call is an operation submitted here; operations submitted while a
- * commit is in flight (or in the same tick) run together in one transaction, each under its own savepoint, and
+ * commit is in flight (or in the same tick, or by the callers the last group answered, through promise jobs alone,
+ * before the next group is taken) run together in one transaction, each under its own savepoint, and
  * none of them resolves before the transaction's `COMMIT` and the sync after it (`afterCommit`: the journal's
  * fdatasync of the WAL, off the event loop, see `wal_sync.ts`) returned. While that sync runs, the event loop runs
  * and new operations gather into the next group.
@@ -105,6 +106,11 @@ export class WriteQueue {
         const group = this.#pending;
         this.#pending = [];
         await this.#runGroup(group);
+        // The callers this group just answered often submit their next call at once, through promise jobs alone (a
+        // settled command's client delivers its next one). Let those jobs run before the next group is taken, so
+        // their calls join it rather than wait a whole commit and fsync for the one after. Promise jobs only: no
+        // timer, so a lone caller loses nothing.
+        for (let i = 0; i < _CONTINUATION_TURNS; i++) await null;
       }
     } finally {
       this.#running = false;
@@ -162,6 +168,9 @@ export class WriteQueue {
     queueMicrotask(() => this.#onStop(stopped));
   }
 }
+
+/** How many promise-job turns a finished group leaves its callers before the next group is taken. */
+const _CONTINUATION_TURNS = 64;
 
 function _nothing(): Promise<void> {
   return Promise.resolve();

@@ -71,6 +71,27 @@ Deno.test("while a group's sync runs, the event loop runs: new operations gather
   assert.equal(q.stats.maxGroup, 2, "b and c shared one commit and one sync");
 });
 
+Deno.test("a call its caller makes as soon as the last one resolved joins the next group, not the one after", async () => {
+  const db = recorder();
+  const syncs = heldSyncs();
+  const q = new WriteQueue(db, () => {}, syncs.sync);
+  // A client that, like a command's, makes its next call when the previous one is done, through promise jobs alone
+  // (a few awaits deep), and a call that was already waiting for the next group.
+  const next = q.submit((d) => d.run("INSERT a")).then(async () => {
+    await null;
+    await null;
+    return await q.submit((d) => d.run("INSERT c"));
+  });
+  await until(() => syncs.started === 1);
+  const waiting = q.submit((d) => d.run("INSERT b"));
+  syncs.release();
+  await until(() => syncs.started === 2);
+  syncs.release();
+  await Promise.all([next, waiting]);
+  assert.equal(q.stats.commits, 2, "b and c shared the second commit");
+  assert.equal(q.stats.maxGroup, 2);
+});
+
 Deno.test("read() answers at once while a group's sync is in flight, without a transaction", async () => {
   const db = recorder();
   const syncs = heldSyncs();

@@ -27,7 +27,9 @@ export type Purpose =
   /** A node CA root over a node certificate (`JoinResponse.cert_chain`). */
   | "node-cert"
   /** A worker key over a new trust bundle (`Welcome.signed_trust_bundle`), chaining to the roots the node holds. */
-  | "trust-bundle";
+  | "trust-bundle"
+  /** A release key of the trust bundle over a release artifact's SHA-256 (the `daemon` section, `daemon.upgrade`). */
+  | "release";
 
 /** Every purpose, for validation of decoded certificates. */
 export const PURPOSES: readonly Purpose[] = [
@@ -41,6 +43,7 @@ export const PURPOSES: readonly Purpose[] = [
   "join",
   "node-cert",
   "trust-bundle",
+  "release",
 ];
 
 const _enc = new TextEncoder();

@@ -1,8 +1,8 @@
 /**
  * Hosts driver plugins (`core/plugins/README.md`): each plugin is `<dir>/<name>/manifest.json` and the executable it
- * names beside it. bcd starts a plugin on its first call as its own process (its own stdio, an environment of
- * `PATH` and `BCD_PLUGIN_PROTOCOL` only, the agent's user), says hello and waits for the plugin's, then multiplexes
- * requests over stdin/stdout by id. A plugin that:
+ * names beside it. bcd starts a plugin on its first call as its own process through its {@link PluginSource} (this
+ * process, or the root helper under the plugins' own user, relaying its stdio), says hello and waits for the plugin's,
+ * then multiplexes requests over its stdin/stdout by id. A plugin that:
  *
  * - picks a protocol bcd does not speak, names itself otherwise, or breaks a frame (not JSON, an unknown type, an
  *   answer to an id not asked, a line over {@link MAX_FRAME}: an output flood) is killed, `plugin-protocol`;
@@ -18,38 +18,33 @@
  *
  * @module
  */
-import { boundedLines } from "../helper/line_reader.ts";
 import type { Logger } from "../log/mod.ts";
 import {
   decodePluginFrame,
   encodeFrame,
   isOperationName,
-  isPluginName,
   MAX_FRAME,
   MAX_INPUT,
-  MAX_PLUGINS,
-  parseManifest,
   PLUGIN_PROTOCOLS,
   PluginError,
   type PluginManifest,
 } from "./protocol.ts";
+import { DirPluginSource, type PluginChannel, type PluginSource } from "./source.ts";
 
 /** Options of {@link PluginHost}. */
 export interface PluginHostOptions {
-  /** The configured plugin directory. */
-  readonly dir: string;
+  /** Where plugins come from: a directory this process starts them from, or the helper's relay. */
+  readonly source?: PluginSource;
+  /** The configured plugin directory, started from by this process (a {@link DirPluginSource}) when no source. */
+  readonly dir?: string;
   /** This bcd's version, told in the hello. */
   readonly bcdVersion: string;
   readonly log: Logger;
-  /** The environment a plugin starts with (default `PATH` only). */
+  /** The environment a plugin starts with (default `PATH` only), for `dir`. */
   readonly env?: Readonly<Record<string, string>>;
   /** The longest any invoke may run whatever the manifest says (the kind's own timeout). */
   readonly maxInvokeMs?: number;
 }
-
-/** How long a crash report waits, after the exit, for the rest of stderr. */
-const _STDERR_AFTER_EXIT_MS = 2_000;
-const _STDERR_TAIL = 4096;
 
 interface _Pending {
   readonly op: string;
@@ -60,46 +55,32 @@ interface _Pending {
 /** One running plugin process. */
 class _Process {
   readonly #m: PluginManifest;
-  readonly #child: Deno.ChildProcess;
-  readonly #writer: WritableStreamDefaultWriter<Uint8Array>;
+  readonly #ch: PluginChannel;
   readonly #pending = new Map<number, _Pending>();
   readonly #log: Logger;
   #nextId = 1;
-  #stderr = "";
   #dead: PluginError | undefined;
   #hello: { resolve(): void; reject(e: PluginError): void } | undefined;
   readonly exited: Promise<void>;
   readonly ready: Promise<void>;
 
-  constructor(m: PluginManifest, path: string, env: Readonly<Record<string, string>>, log: Logger) {
+  constructor(m: PluginManifest, ch: PluginChannel, log: Logger) {
     this.#m = m;
+    this.#ch = ch;
     this.#log = log;
-    this.#child = new Deno.Command(path, {
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "piped",
-      clearEnv: true,
-      env: { ...env, BCD_PLUGIN_PROTOCOL: String(m.protocol) },
-    }).spawn();
-    this.#writer = this.#child.stdin.getWriter();
     this.ready = new Promise<void>((resolve, reject) => this.#hello = { resolve, reject });
     // observed by start(); a process that dies first must not leave an unhandled rejection behind
     this.ready.catch((e) => {
       if (!(e instanceof PluginError)) throw e;
     });
-    const drained = this.#drainStderr();
     void this.#readFrames();
-    // The crash report carries the stderr written before the exit: the status can resolve before the last of it was
-    // read, so wait for the pipe's end — bounded, since a child the plugin left behind may hold the pipe open.
-    this.exited = this.#child.status.then(async (s) => {
-      let grace: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([drained, new Promise<void>((r) => grace = setTimeout(r, _STDERR_AFTER_EXIT_MS))]);
-      clearTimeout(grace);
+    this.exited = ch.exited.then((x) => {
+      const tail = x.stderr.trim();
       this.#fail(
-        new PluginError(
+        x.failure ? new PluginError(x.failure.reason, x.failure.message) : new PluginError(
           "plugin-crashed",
-          `plugin ${m.name} exited (${s.signal ? `signal ${s.signal}` : `status ${s.code}`})` +
-            (this.#stderr.trim() ? `: ${this.#stderr.trim().split("\n").slice(-5).join(" | ")}` : ""),
+          `plugin ${m.name} exited (${x.signal ? `signal ${x.signal}` : `status ${x.code}`})` +
+            (tail ? `: ${tail.split("\n").slice(-5).join(" | ")}` : ""),
         ),
       );
     });
@@ -118,20 +99,9 @@ class _Process {
     return this.#pending.size;
   }
 
-  async #drainStderr(): Promise<void> {
-    const dec = new TextDecoder();
-    try {
-      for await (const c of this.#child.stderr) {
-        this.#stderr = (this.#stderr + dec.decode(c, { stream: true })).slice(-_STDERR_TAIL);
-      }
-    } catch (e) {
-      if (!(e instanceof Error)) throw e; // the pipe closed under a kill
-    }
-  }
-
   async #readFrames(): Promise<void> {
     try {
-      for await (const ev of boundedLines(this.#child.stdout, MAX_FRAME)) {
+      for await (const ev of this.#ch.lines) {
         if (ev.kind === "too-long") {
           return this.kill(
             new PluginError("plugin-protocol", `plugin ${this.#m.name} wrote a frame over ${MAX_FRAME} bytes`),
@@ -207,20 +177,11 @@ class _Process {
   kill(why: PluginError): void {
     this.#log.warn({ plugin: this.#m.name, reason: why.reason, err: why.message }, "plugin: killed");
     this.#fail(why);
-    try {
-      this.#child.kill("SIGKILL");
-    } catch (e) {
-      if (!(e instanceof TypeError)) throw e; // already exited
-    }
+    this.#ch.kill();
   }
 
-  async #write(line: string): Promise<void> {
-    try {
-      await this.#writer.write(new TextEncoder().encode(line));
-    } catch (e) {
-      if (!(e instanceof Error)) throw e;
-      // the process went away; its exit fails the call
-    }
+  #write(line: string): Promise<void> {
+    return this.#ch.write(line);
   }
 
   /** Says hello and waits for the plugin's, at most `handshakeMs`. */
@@ -284,71 +245,29 @@ class _Process {
   }
 }
 
-/** The plugins of one directory, each started on demand. */
+/** The plugins of one source, each started on demand. */
 export class PluginHost {
   readonly #o: PluginHostOptions;
+  readonly #source: PluginSource;
   readonly #running = new Map<string, _Process>();
   readonly #starting = new Map<string, Promise<_Process>>();
 
   constructor(opts: PluginHostOptions) {
     this.#o = opts;
+    if (opts.source) this.#source = opts.source;
+    else if (opts.dir !== undefined) {
+      this.#source = new DirPluginSource({ dir: opts.dir, ...(opts.env ? { env: opts.env } : {}) });
+    } else throw new TypeError("a PluginHost needs a source or a dir");
   }
 
   /** The manifest of `name`; `unknown-plugin` when there is none, `plugin-protocol` when it is not one. */
-  async manifest(name: string): Promise<PluginManifest> {
-    if (!isPluginName(name)) throw new PluginError("unknown-plugin", `${JSON.stringify(name)} is not a plugin name`);
-    let text: string;
-    try {
-      const f = await Deno.open(`${this.#o.dir}/${name}/manifest.json`);
-      try {
-        const buf = new Uint8Array(64 * 1024 + 1);
-        let n = 0;
-        while (n < buf.length) {
-          const r = await f.read(buf.subarray(n));
-          if (r === null) break;
-          n += r;
-        }
-        text = new TextDecoder().decode(buf.subarray(0, n));
-      } finally {
-        f.close();
-      }
-    } catch (e) {
-      if (e instanceof Deno.errors.NotFound || e instanceof Deno.errors.NotADirectory) {
-        throw new PluginError("unknown-plugin", `no plugin ${name} in ${this.#o.dir}`, { cause: e });
-      }
-      throw e;
-    }
-    try {
-      return parseManifest(text, name);
-    } catch (e) {
-      if (!(e instanceof TypeError)) throw e;
-      throw new PluginError("plugin-protocol", `plugin ${name}'s manifest: ${e.message}`, { cause: e });
-    }
+  manifest(name: string): Promise<PluginManifest> {
+    return this.#source.manifest(name);
   }
 
-  /** The manifests of every plugin in the directory (those that parse; each other one logged). */
-  async list(): Promise<PluginManifest[]> {
-    const out: PluginManifest[] = [];
-    let names: string[] = [];
-    try {
-      for await (const e of Deno.readDir(this.#o.dir)) {
-        if (e.isDirectory && isPluginName(e.name)) names.push(e.name);
-        if (names.length > MAX_PLUGINS) break;
-      }
-    } catch (e) {
-      if (e instanceof Deno.errors.NotFound) return [];
-      throw e;
-    }
-    names = names.sort().slice(0, MAX_PLUGINS);
-    for (const n of names) {
-      try {
-        out.push(await this.manifest(n));
-      } catch (e) {
-        if (!(e instanceof PluginError)) throw e;
-        this.#o.log.warn({ plugin: n, err: e.message }, "plugin: skipped");
-      }
-    }
-    return out;
+  /** The manifests of every plugin of the source (those that parse). */
+  list(): Promise<PluginManifest[]> {
+    return this.#source.list();
   }
 
   async #process(m: PluginManifest): Promise<_Process> {
@@ -363,22 +282,7 @@ export class PluginHost {
           `plugin ${m.name} speaks protocol ${m.protocol}; this bcd speaks ${PLUGIN_PROTOCOLS.join(", ")}`,
         );
       }
-      let p: _Process;
-      try {
-        p = new _Process(
-          m,
-          `${this.#o.dir}/${m.name}/${m.executable}`,
-          this.#o.env ?? { PATH: "/usr/bin:/bin" },
-          this.#o.log,
-        );
-      } catch (e) {
-        if (e instanceof Deno.errors.NotFound || e instanceof Deno.errors.PermissionDenied) {
-          throw new PluginError("plugin-crashed", `plugin ${m.name} cannot start: ${(e as Error).message}`, {
-            cause: e,
-          });
-        }
-        throw e;
-      }
+      const p = new _Process(m, await this.#source.launch(m), this.#o.log);
       this.#running.set(m.name, p);
       await p.start(this.#o.bcdVersion);
       this.#o.log.info({ plugin: m.name, version: m.version }, "plugin: started");

@@ -6,74 +6,12 @@ import { silentLogger } from "../log/mod.ts";
 import { driverInvokeHandler } from "./driver_invoke.ts";
 import { PluginHost } from "./host.ts";
 import { MAX_FRAME, PluginError } from "./protocol.ts";
-
-/**
- * The sample plugin, in JavaScript run by this Deno: it speaks protocol 1 (or `PROTOCOL`) and serves
- *   echo   the input back, with its pid
- *   fail   an error frame `bad-input`
- *   slow   nothing until bcd cancels it, then an error frame `cancelled`
- *   boom   a line on stderr, then exit 3
- *   flood  2 MiB without a newline on stdout
- *   noisy  2 MiB on stderr, then the input back
- * MODE `hang` answers the hello and then nothing; MODE `mute` never says hello.
- */
-const SAMPLE = (mode: string, protocol: number) => `
-const MODE = ${JSON.stringify(mode)}, PROTOCOL = ${protocol};
-const enc = new TextEncoder();
-async function put(stream, s) { const b = enc.encode(s); let o = 0; while (o < b.length) o += await stream.write(b.subarray(o)); }
-const send = (f) => put(Deno.stdout, JSON.stringify(f) + "\\n");
-const slow = new Set();
-let buf = "";
-const dec = new TextDecoder();
-for await (const chunk of Deno.stdin.readable) {
-  buf += dec.decode(chunk, { stream: true });
-  let i;
-  while ((i = buf.indexOf("\\n")) >= 0) {
-    const f = JSON.parse(buf.slice(0, i));
-    buf = buf.slice(i + 1);
-    if (f.t === "hello") { if (MODE !== "mute") await send({ t: "hello", protocol: PROTOCOL, name: "sample", version: "0.1.0" }); continue; }
-    if (MODE === "hang" || MODE === "mute") continue;
-    if (f.t === "cancel") { if (slow.delete(f.id)) await send({ t: "error", id: f.id, code: "cancelled", message: "stopped" }); continue; }
-    if (f.op === "echo") await send({ t: "result", id: f.id, output: JSON.stringify({ echo: JSON.parse(f.input), pid: Deno.pid }) });
-    else if (f.op === "fail") await send({ t: "error", id: f.id, code: "bad-input", message: "no such disk" });
-    else if (f.op === "slow") slow.add(f.id);
-    else if (f.op === "boom") { await put(Deno.stderr, "boom: disk on fire\\n"); Deno.exit(3); }
-    else if (f.op === "flood") { const x = "x".repeat(64 * 1024); for (let n = 0; n < 32; n++) await put(Deno.stdout, x); }
-    else if (f.op === "noisy") { const x = "e".repeat(64 * 1024); for (let n = 0; n < 32; n++) await put(Deno.stderr, x); await send({ t: "result", id: f.id, output: f.input }); }
-  }
-}
-`;
-
-interface Sample {
-  readonly mode?: string;
-  readonly protocol?: number;
-  readonly manifest?: Record<string, unknown>;
-}
+import { type Sample, writeSamplePlugin } from "./sample_testing.ts";
 
 /** A plugin directory with one plugin, `sample`, written by the test. */
 async function pluginDir(s: Sample = {}) {
   const dir = await Deno.makeTempDir({ prefix: "bcd-plugins-" });
-  const p = `${dir}/sample`;
-  await Deno.mkdir(p);
-  await Deno.writeTextFile(`${p}/plugin.js`, SAMPLE(s.mode ?? "good", s.protocol ?? 1));
-  await Deno.writeTextFile(
-    `${p}/run`,
-    `#!/bin/sh\nexec '${Deno.execPath()}' run --quiet --no-config --no-lock '${p}/plugin.js'\n`,
-  );
-  await Deno.chmod(`${p}/run`, 0o755);
-  await Deno.writeTextFile(
-    `${p}/manifest.json`,
-    JSON.stringify({
-      name: "sample",
-      version: "0.1.0",
-      protocol: 1,
-      executable: "run",
-      operations: ["echo", "fail", "slow", "boom", "flood", "noisy", "runtime"],
-      // a start on a loaded machine takes what it takes; the hang and cancel tests shorten only what they test
-      timeouts: { handshakeMs: 120_000, invokeMs: 120_000, cancelGraceMs: 120_000 },
-      ...s.manifest,
-    }),
-  );
+  await writeSamplePlugin(dir, s);
   const host = new PluginHost({
     dir,
     bcdVersion: "0.0.0-test",

@@ -174,8 +174,8 @@ export function encodeFrame(f: HostFrame): string {
 
 const _CODE = /^[a-z][a-z0-9-]{0,62}$/;
 
-/** Decodes one line the plugin wrote (without its newline); throws a `TypeError` naming the problem. */
-export function decodePluginFrame(line: string): PluginFrame {
+/** One frame line as a JSON object, its size bounded first. */
+function _frameObject(line: string): Record<string, unknown> {
   if (line.length >= MAX_FRAME) throw new TypeError(`a frame is over ${MAX_FRAME} bytes`);
   let raw: unknown;
   try {
@@ -184,7 +184,12 @@ export function decodePluginFrame(line: string): PluginFrame {
     if (!(e instanceof SyntaxError)) throw e;
     throw new TypeError(`a frame is not JSON: ${line.slice(0, 80)}`, { cause: e });
   }
-  const o = _obj(raw, "a frame");
+  return _obj(raw, "a frame");
+}
+
+/** Decodes one line the plugin wrote (without its newline); throws a `TypeError` naming the problem. */
+export function decodePluginFrame(line: string): PluginFrame {
+  const o = _frameObject(line);
   const id = o.id;
   const okId = typeof id === "number" && Number.isSafeInteger(id) && id > 0;
   switch (o.t) {
@@ -209,4 +214,78 @@ export function decodePluginFrame(line: string): PluginFrame {
     default:
       throw new TypeError(`a frame of unknown type ${JSON.stringify(o.t)}`);
   }
+}
+
+/** Decodes one line bcd's side wrote (without its newline), as the helper checks it before relaying. */
+export function decodeHostFrame(line: string): HostFrame {
+  const o = _frameObject(line);
+  const okId = typeof o.id === "number" && Number.isSafeInteger(o.id) && o.id > 0;
+  switch (o.t) {
+    case "hello":
+      _only(o, ["t", "protocols", "bcd"], "hello");
+      if (!Array.isArray(o.protocols) || !o.protocols.every((p) => Number.isInteger(p)) || o.protocols.length > 16) {
+        throw new TypeError("hello has no protocols");
+      }
+      if (typeof o.bcd !== "string" || !VERSION.test(o.bcd)) throw new TypeError("hello has no bcd version");
+      return { t: "hello", protocols: [...o.protocols as number[]], bcd: o.bcd };
+    case "invoke":
+      _only(o, ["t", "id", "op", "input"], "invoke");
+      if (!okId) throw new TypeError("invoke has no request id");
+      if (!isOperationName(o.op)) throw new TypeError("invoke has no operation");
+      if (typeof o.input !== "string" || o.input.length > MAX_INPUT) throw new TypeError("invoke has no input");
+      return { t: "invoke", id: o.id as number, op: o.op, input: o.input };
+    case "cancel":
+      _only(o, ["t", "id"], "cancel");
+      if (!okId) throw new TypeError("cancel has no request id");
+      return { t: "cancel", id: o.id as number };
+    default:
+      throw new TypeError(`a frame of unknown type ${JSON.stringify(o.t)}`);
+  }
+}
+
+/**
+ * How a plugin process ended, as the host reads it: its exit status, the tail of its stderr, and, when the side that
+ * ran it killed it for a reason (a frame over the bound, a bad frame), that reason. Over the helper's relay it is the
+ * last line (`{"t":"exit",…}`), a type no plugin frame may have.
+ */
+export interface PluginExit {
+  readonly code: number | null;
+  readonly signal: string | null;
+  readonly stderr: string;
+  readonly failure?: { readonly reason: PluginFailure; readonly message: string };
+}
+
+const _FAILURES: readonly PluginFailure[] = [
+  "unknown-plugin",
+  "unknown-operation",
+  "plugin-protocol",
+  "plugin-timeout",
+  "plugin-crashed",
+  "plugin-failed",
+  "cancelled",
+];
+
+/** The relay's last line for `e`. */
+export function encodeExit(e: PluginExit): string {
+  return JSON.stringify({ t: "exit", ...e, stderr: e.stderr.slice(-4096) }) + "\n";
+}
+
+/** Decodes the relay's exit line, or `undefined` when `line` is not one. */
+export function decodeExit(line: string): PluginExit | undefined {
+  if (!line.startsWith('{"t":"exit"')) return undefined;
+  const o = _obj(JSON.parse(line), "exit");
+  _only(o, ["t", "code", "signal", "stderr", "failure"], "exit");
+  const code = typeof o.code === "number" && Number.isInteger(o.code) ? o.code : null;
+  const signal = typeof o.signal === "string" ? o.signal.slice(0, 32) : null;
+  const stderr = typeof o.stderr === "string" ? o.stderr.slice(-4096) : "";
+  const f = o.failure === undefined ? undefined : _obj(o.failure, "exit.failure");
+  if (f && (!_FAILURES.includes(f.reason as PluginFailure) || typeof f.message !== "string")) {
+    throw new TypeError("exit has a bad failure");
+  }
+  return {
+    code,
+    signal,
+    stderr,
+    ...(f ? { failure: { reason: f.reason as PluginFailure, message: (f.message as string).slice(0, 2048) } } : {}),
+  };
 }

@@ -1,5 +1,15 @@
 import assert from "node:assert/strict";
-import { decodePluginFrame, encodeFrame, MAX_FRAME, MAX_MANIFEST, MAX_OUTPUT, parseManifest } from "./protocol.ts";
+import {
+  decodeExit,
+  decodeHostFrame,
+  decodePluginFrame,
+  encodeExit,
+  encodeFrame,
+  MAX_FRAME,
+  MAX_MANIFEST,
+  MAX_OUTPUT,
+  parseManifest,
+} from "./protocol.ts";
 
 const M = { name: "ipmi", version: "1.2.0", protocol: 1, executable: "ipmi-plugin", operations: ["power", "runtime"] };
 
@@ -41,4 +51,35 @@ Deno.test("plugin frames decode strictly and within their bounds; bcd's frames a
     ] as const
   ) assert.throws(() => decodePluginFrame(line), re);
   assert.throws(() => encodeFrame({ t: "invoke", id: 1, op: "x", input: "y".repeat(MAX_FRAME) }), RangeError);
+});
+
+Deno.test("decodeHostFrame() takes bcd's three frames and refuses the rest, row by row", async (t) => {
+  const ok: [string, unknown][] = [
+    ['{"t":"hello","protocols":[1],"bcd":"0.1.0"}', { t: "hello", protocols: [1], bcd: "0.1.0" }],
+    ['{"t":"invoke","id":3,"op":"power","input":"{}"}', { t: "invoke", id: 3, op: "power", input: "{}" }],
+    ['{"t":"cancel","id":3}', { t: "cancel", id: 3 }],
+  ];
+  for (const [line, want] of ok) await t.step(line, () => assert.deepEqual(decodeHostFrame(line), want));
+  const bad: [string, RegExp][] = [
+    ['{"t":"exec","cmd":"/bin/sh"}', /unknown type "exec"/],
+    ['{"t":"invoke","id":0,"op":"power","input":"{}"}', /no request id/],
+    ['{"t":"invoke","id":1,"op":"../x","input":"{}"}', /no operation/],
+    ['{"t":"cancel","id":1,"path":"/etc"}', /unknown field path/],
+    ['{"t":"hello","protocols":"1","bcd":"x"}', /no protocols/],
+    ["not json", /not JSON/],
+  ];
+  for (const [line, re] of bad) await t.step(line, () => assert.throws(() => decodeHostFrame(line), re));
+});
+
+Deno.test("the relay's exit line round-trips, carries a failure reason, and no plugin frame decodes as one", () => {
+  const x = { code: 3, signal: null, stderr: "boom", failure: { reason: "plugin-protocol" as const, message: "m" } };
+  assert.deepEqual(decodeExit(encodeExit(x).trimEnd()), x);
+  assert.deepEqual(decodeExit(encodeExit({ code: null, signal: "SIGKILL", stderr: "" }).trimEnd()), {
+    code: null,
+    signal: "SIGKILL",
+    stderr: "",
+  });
+  assert.equal(decodeExit('{"t":"result","id":1,"output":"{}"}'), undefined);
+  assert.throws(() => decodePluginFrame('{"t":"exit","code":0}'), /unknown type "exit"/);
+  assert.throws(() => decodeExit('{"t":"exit","failure":{"reason":"root","message":""}}'), /bad failure/);
 });

@@ -61,6 +61,13 @@ export function unbatchedFromWire(bytes: Uint8Array): number {
   return decodeMessage(bcd.v1.TrustBundle, bytes, { maxBytes: 256 * 1024 }).unbatched_destructive_per_hour ?? 0;
 }
 
+/** The trust bundle's release keys (raw Ed25519 public keys; none when absent). */
+export function releaseKeysFromWire(bytes: Uint8Array): Uint8Array[] {
+  if (bytes.length === 0) return [];
+  return (decodeMessage(bcd.v1.TrustBundle, bytes, { maxBytes: 256 * 1024 }).release_keys ?? [])
+    .map((k) => k.public_key ?? new Uint8Array());
+}
+
 /** Loads the identity of `dataDir`; `undefined` when the node has not joined. */
 export async function loadIdentity(dataDir: string): Promise<NodeIdentity | undefined> {
   const id = await readIdentity(dataDir);

@@ -106,6 +106,11 @@ export interface NodeAgentOptions {
   readonly tunnels?: TunnelPort;
   /** The SecretRequest broker the convergers fetch secrets through; it sends on the live session. */
   readonly secrets?: SessionSecrets;
+  /**
+   * Runs after each `Welcome` is taken (the self-update's confirm: this process reached `Welcome`); a failure is logged
+   * and does not end the session.
+   */
+  readonly onWelcome?: () => Promise<void>;
 }
 
 const CLASS: Record<EventClass, bcd.v1.Event.Class> = {
@@ -332,6 +337,14 @@ export class NodeAgent implements SessionDelegate, EventSink {
     await this.journal.setLastEpoch(Number(w.session_epoch ?? 0));
     if (w.ack?.journal_id === this.journal.journalId) {
       await this.journal.ackEvents(this.journal.journalId, Number(w.ack.event_seq ?? 0));
+    }
+    if (this.#o.onWelcome) {
+      try {
+        await this.#o.onWelcome();
+      } catch (e) {
+        if (!(e instanceof Error)) throw e;
+        this.#log.warn({ err: e.message }, "after Welcome: the hook failed");
+      }
     }
   }
 

@@ -2929,6 +2929,7 @@ export namespace bcd {
             approver_threshold: number;
             unbatched_destructive_per_hour: number;
             node_certs: bcd.v1.SignedCertificate.$Properties[];
+            release_keys: bcd.v1.PublicKey.$Properties[];
             static create(properties: bcd.v1.TrustBundle.$Shape): bcd.v1.TrustBundle & bcd.v1.TrustBundle.$Shape;
             static create(properties?: bcd.v1.TrustBundle.$Properties): bcd.v1.TrustBundle;
             static encode(message: bcd.v1.TrustBundle.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
@@ -2948,6 +2949,7 @@ export namespace bcd {
                 approver_threshold?: (number|null);
                 unbatched_destructive_per_hour?: (number|null);
                 node_certs?: (bcd.v1.SignedCertificate.$Properties[]|null);
+                release_keys?: (bcd.v1.PublicKey.$Properties[]|null);
                 $unknowns?: Uint8Array[];
             }
             type $Shape = bcd.v1.TrustBundle.$Properties;

@@ -18237,6 +18237,7 @@ export const bcd = $root.bcd = (() => {
                 this.command_signing_roots = [];
                 this.approver_keys = [];
                 this.node_certs = [];
+                this.release_keys = [];
                 if (properties)
                     for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
                         if (properties[keys[i]] != null && keys[i] !== "__proto__")
@@ -18250,6 +18251,7 @@ export const bcd = $root.bcd = (() => {
             TrustBundle.prototype.approver_threshold = 0;
             TrustBundle.prototype.unbatched_destructive_per_hour = 0;
             TrustBundle.prototype.node_certs = $util.emptyArray;
+            TrustBundle.prototype.release_keys = $util.emptyArray;
 
             TrustBundle.create = function(properties) {
                 return new TrustBundle(properties);
@@ -18280,6 +18282,9 @@ export const bcd = $root.bcd = (() => {
                 if (message.node_certs != null && message.node_certs.length)
                     for (let i = 0; i < message.node_certs.length; ++i)
                         $root.bcd.v1.SignedCertificate.encode(message.node_certs[i], writer.uint32(58).fork(), _depth + 1).ldelim();
+                if (message.release_keys != null && message.release_keys.length)
+                    for (let i = 0; i < message.release_keys.length; ++i)
+                        $root.bcd.v1.PublicKey.encode(message.release_keys[i], writer.uint32(66).fork(), _depth + 1).ldelim();
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -18372,6 +18377,14 @@ export const bcd = $root.bcd = (() => {
                             message.node_certs.push($root.bcd.v1.SignedCertificate.decode(reader, reader.size(), $undefined, _depth + 1));
                             continue;
                         }
+                    case 8: {
+                            if (wireType !== 2)
+                                break;
+                            if (!(message.release_keys && message.release_keys.length))
+                                message.release_keys = [];
+                            message.release_keys.push($root.bcd.v1.PublicKey.decode(reader, reader.size(), $undefined, _depth + 1));
+                            continue;
+                        }
                     }
                     reader.skipType(wireType, _depth, tag);
                     if (!reader.discardUnknown) {
@@ -18455,6 +18468,16 @@ export const bcd = $root.bcd = (() => {
                         message.node_certs[i] = $root.bcd.v1.SignedCertificate.fromObject(object.node_certs[i], _depth + 1);
                     }
                 }
+                if (object.release_keys) {
+                    if (!$Array.isArray(object.release_keys))
+                        throw $TypeError(".bcd.v1.TrustBundle.release_keys: array expected");
+                    message.release_keys = $Array(object.release_keys.length);
+                    for (let i = 0; i < object.release_keys.length; ++i) {
+                        if (!$util.isObject(object.release_keys[i]))
+                            throw $TypeError(".bcd.v1.TrustBundle.release_keys: object expected");
+                        message.release_keys[i] = $root.bcd.v1.PublicKey.fromObject(object.release_keys[i], _depth + 1);
+                    }
+                }
                 return message;
             };
 
@@ -18471,6 +18494,7 @@ export const bcd = $root.bcd = (() => {
                     object.command_signing_roots = [];
                     object.approver_keys = [];
                     object.node_certs = [];
+                    object.release_keys = [];
                 }
                 if (options.defaults) {
                     if ($util.Long) {
@@ -18511,6 +18535,11 @@ export const bcd = $root.bcd = (() => {
                     object.node_certs = $Array(message.node_certs.length);
                     for (let j = 0; j < message.node_certs.length; ++j)
                         object.node_certs[j] = $root.bcd.v1.SignedCertificate.toObject(message.node_certs[j], options, _depth + 1);
+                }
+                if (message.release_keys && message.release_keys.length) {
+                    object.release_keys = $Array(message.release_keys.length);
+                    for (let j = 0; j < message.release_keys.length; ++j)
+                        object.release_keys[j] = $root.bcd.v1.PublicKey.toObject(message.release_keys[j], options, _depth + 1);
                 }
                 return object;
             };

@@ -20,7 +20,9 @@ import type {
   SysctlPort,
 } from "../../core/host/mod.ts";
 import type { HostDoctor } from "./doctor_facts.ts";
+import type { DaemonBackend } from "../../core/daemon/ports.ts";
 import type { LibvirtHostPort } from "../../core/converge/instances/domain_plan.ts";
+import type { PluginSource } from "../../core/plugins/mod.ts";
 
 /** The hold files, one at a time (the CDI/env store's halves: `runtimes/cdi`'s `CdiHoldStore`). */
 export interface HoldFiles {
@@ -68,10 +70,14 @@ export interface HelperBackends {
   readonly sharing: SharingPort;
   /** The kubernetes-join unit: `kubeadm join`/`reset` and bcd's record of the join it made. */
   readonly kubernetes: KubernetesPort;
+  /** The driver plugins of the helper's directory, started under their own user (`plugin.*`). */
+  readonly plugins: PluginSource;
   /** The `libvirt-kvm` runtime's root half (`runtimes/libvirt/libvirt_host.ts`); absent where virsh is not installed. */
   readonly libvirt?: LibvirtHostPort;
   /** sshd's access files (`access.*`); absent where the helper is not configured for them (the ops then fail). */
   readonly access?: AccessHost;
   /** What `doctor` asks of the host (`host.doctor`); absent, the op fails. */
   readonly doctor?: HostDoctor;
+  /** The self-update's root half (`daemon.*`); absent, the ops fail. */
+  readonly daemon?: DaemonBackend;
 }

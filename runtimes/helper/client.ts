@@ -27,6 +27,8 @@ export const OP_TIMEOUTS_MS: Readonly<Partial<Record<HelperOp, number>>> = {
   "host.inventory": 60_000,
   // tool version runs (10 s each, in parallel) and the KVM probe (QEMU, 30 s at most)
   "host.doctor": 60_000,
+  // reads, hashes and unpacks a release of up to 512 MB
+  "daemon.install": 600_000,
   "gpu.reset": 180_000,
   // the diag.dcgm kind's own timeout (000: an hour): level 4 runs long
   "dcgm.diag": 3_600_000,

@@ -18,6 +18,7 @@ import { HelperError, type HelperRequest } from "../../core/helper/mod.ts";
 import { PageSizeUnsupported } from "../../core/converge/devices/ports.ts";
 import { runAccessOp } from "./access_ops.ts";
 import { type Answer, answer as _answer } from "./answer.ts";
+import { PluginError } from "../../core/plugins/mod.ts";
 import { migHoldUsers, migStepsProblem } from "../../core/host/mod.ts";
 import type { Mutex } from "./mutex.ts";
 import type { HelperBackends } from "./backends.ts";
@@ -57,6 +58,11 @@ async function _roomFor(b: HelperBackends, kind: "cdi" | "allocation-env", alloc
   }
 }
 
+function _daemon(b: HelperBackends, op: string): NonNullable<HelperBackends["daemon"]> {
+  if (!b.daemon) throw new HelperError("failed", `${op}: this helper manages no releases ([daemon] releases_dir)`);
+  return b.daemon;
+}
+
 /** Runs one checked request against `b`; the result is `HelperResults[req.op]`. */
 export async function runOp(b: HelperBackends, req: HelperRequest, writes: Mutex): Promise<unknown> {
   try {
@@ -77,6 +83,21 @@ async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promi
       return _answer(req, await b.inventory.read());
     case "host.memory":
       return _answer(req, await b.memory.read());
+    case "daemon.status":
+      return _answer(req, await _daemon(b, req.op).status());
+    case "daemon.install": {
+      let signature: Uint8Array;
+      try {
+        signature = Uint8Array.from(atob(req.args.signature), (c) => c.charCodeAt(0));
+      } catch (e) {
+        if (!(e instanceof DOMException)) throw e;
+        throw new HelperError("invalid-argument", "daemon.install: signature is not base64");
+      }
+      const { version, sha256 } = req.args;
+      return _answer(req, await writes.run(() => _daemon(b, req.op).install({ version, sha256, signature })));
+    }
+    case "daemon.confirm":
+      return _answer(req, await writes.run(() => _daemon(b, req.op).confirm(req.args.version)));
     case "host.doctor":
       if (!b.doctor) throw new HelperError("failed", "host.doctor: this helper has no doctor backend");
       return _answer(req, await b.doctor.facts());
@@ -187,6 +208,17 @@ async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promi
     }
     case "kube.reset":
       return _answer(req, await writes.run(() => b.kubernetes.reset()));
+    case "plugin.list":
+      return _answer(req, { plugins: await b.plugins.list() });
+    case "plugin.manifest":
+      try {
+        return _answer(req, { manifest: await b.plugins.manifest(req.args.name) });
+      } catch (e) {
+        if (e instanceof PluginError) return _answer(req, { refused: { reason: e.reason, message: e.message } });
+        throw e;
+      }
+    case "plugin.attach":
+      throw new HelperError("invalid-argument", "plugin.attach: only as the first request of its own connection");
     case "access.observe":
     case "access.apply":
       return await runAccessOp(b, req, writes);

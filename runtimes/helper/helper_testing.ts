@@ -32,6 +32,7 @@ import type {
 } from "../../core/host/mod.ts";
 import { FakeKernelModules, FakeMig, FakePackages, FakeSharing } from "../../core/host/fakes.ts";
 import { FakeKubernetes } from "../../core/host/fake_kubernetes.ts";
+import { DirPluginSource, type PluginSource } from "../../core/plugins/mod.ts";
 import { SysctlFiles } from "../host/sysctl_files.ts";
 import { SysfsHugepages } from "../host/sysfs_hugepages.ts";
 import { HelperSliceManager } from "./ports.ts";
@@ -117,6 +118,8 @@ export async function startTestHelper(
     mig?: MigPort;
     sharing?: SharingPort;
     kubernetes?: KubernetesPort;
+    /** The plugins (default: an empty directory in the temp root, started as this process's user). */
+    plugins?: PluginSource;
     server?: Partial<
       Pick<HelperServerOptions, "idleMs" | "partialLineMs" | "writeStallMs" | "maxConnections" | "clock">
     >;
@@ -167,6 +170,7 @@ export async function startTestHelper(
     mig: opts.mig ?? new FakeMig({}),
     sharing: opts.sharing ?? new FakeSharing([]),
     kubernetes: opts.kubernetes ?? new FakeKubernetes(),
+    plugins: opts.plugins ?? new DirPluginSource({ dir: `${root}/plugins` }),
     ...(opts.libvirt ? { libvirt: opts.libvirt } : {}),
     ...(opts.access ? { access: opts.access } : {}),
     ...(opts.doctor ? { doctor: opts.doctor } : {}),

@@ -22,6 +22,7 @@ import { AptPackages } from "../host/apt_packages.ts";
 import { SmiMig } from "../host/smi_mig.ts";
 import { MpsSharing } from "../host/mps_sharing.ts";
 import { KubeadmJoin } from "../host/kubeadm_join.ts";
+import { UserPluginSource } from "./plugin_user.ts";
 import { RealNft } from "../nft/real_nft.ts";
 import { NvidiaSmi, readPciNumaNode } from "../nvidia/nvidia_smi.ts";
 import { Dcgmi } from "../nvidia/dcgmi.ts";
@@ -79,6 +80,7 @@ export function hostBackends(config: ResolvedAgentConfig, opts: HostBackendOptio
     mig: new SmiMig({ nvidiaSmi: d.nvidiaSmi, etc: config.host.etcRoot }),
     sharing: new MpsSharing({ nvidiaSmi: d.nvidiaSmi, etc: config.host.etcRoot }),
     kubernetes: new KubeadmJoin({ etc: config.host.etcRoot }),
+    plugins: new UserPluginSource({ dir: config.plugins.dir, user: config.plugins.user }),
     access: sshdAccessFiles(config, opts.log),
   };
 }

@@ -55,6 +55,8 @@ import { runOp } from "./dispatch.ts";
 import { Mutex } from "./mutex.ts";
 import { MAX_UNSENT_ANSWER_BYTES, Peer, quietConnError } from "./peer.ts";
 import { prepareSocketDir } from "./socket_dir.ts";
+import { MAX_PLUGIN_SESSIONS, PluginRelay } from "./plugin_relay.ts";
+import { PluginError } from "../../core/plugins/mod.ts";
 
 /** Connections served at once (the node keeps one per process; the rest is room for restarts and tools). */
 export const MAX_CONNECTIONS = 16;
@@ -121,6 +123,7 @@ export class HelperServer {
   readonly #clock: Pick<Clock, "monotonic" | "setTimer">;
   readonly #writes = new Mutex();
   readonly #peers = new Set<Peer>();
+  readonly #relays = new Set<PluginRelay>();
   #nextConn = 1;
 
   constructor(backends: HelperBackends, opts: HelperServerOptions) {
@@ -152,6 +155,46 @@ export class HelperServer {
       return Promise.reject(new HelperError("not-allowed", `${req.op} is not an op of the role this helper serves`));
     }
     return runOp(this.#b, req, this.#writes);
+  }
+
+  /**
+   * `plugin.attach`: starts the plugin and makes this connection its relay (`./plugin_relay.ts`); only as the
+   * connection's first request, and at most {@link MAX_PLUGIN_SESSIONS} at once. A plugin that cannot be had is an
+   * answer (`refused`, the contract's reason), and the connection stays a plain one.
+   */
+  async #attach(peer: Peer, id: number, name: string, first: boolean): Promise<PluginRelay | undefined> {
+    const refuse = (e: HelperError) => {
+      this.#refused(peer, { id, code: e.code, err: e.detail }, "helper: refused");
+      peer.send(encodeError(id, e));
+      return undefined;
+    };
+    if (!first) {
+      return refuse(new HelperError("invalid-argument", "plugin.attach: only as a connection's first request"));
+    }
+    if (this.#relays.size >= MAX_PLUGIN_SESSIONS) {
+      return refuse(new HelperError("over-limit", `plugin.attach: ${MAX_PLUGIN_SESSIONS} plugins run already`));
+    }
+    let ch, version;
+    try {
+      const m = await this.#b.plugins.manifest(name);
+      version = m.version;
+      ch = await this.#b.plugins.launch(m);
+    } catch (e) {
+      if (!(e instanceof PluginError)) throw e;
+      this.#log.warn({ conn: peer.id, plugin: name, reason: e.reason, err: e.message }, "helper: plugin not started");
+      peer.send(encodeResult(id, { refused: { reason: e.reason, message: e.message } }));
+      return undefined;
+    }
+    peer.send(encodeResult(id, { attached: { name, version } }));
+    const relay = new PluginRelay(ch, peer, name, this.#log);
+    this.#relays.add(relay);
+    peer.running++; // an attached connection is never idle nor evicted while its plugin runs
+    void relay.done.finally(() => {
+      this.#relays.delete(relay);
+      peer.running--;
+    });
+    this.#log.info({ conn: peer.id, plugin: name, version }, "helper: plugin attached");
+    return relay;
   }
 
   /** The peer to evict for a newcomer: nothing running, not ending, least recently active. */
@@ -239,11 +282,21 @@ export class HelperServer {
     const tick = Math.max(10, Math.floor(Math.min(this.#idleMs, this.#partialMs, this.#stallMs) / 4));
     const watch = repeat(this.#clock, tick, () => this.#watch(peer, reader, mark));
     const running = new Set<Promise<void>>();
+    let relay: PluginRelay | undefined;
     try {
       for await (const ev of boundedLines(peer.readable(), MAX_REQUEST_LINE, reader)) {
         reader.lines++;
         if (peer.unsent > MAX_UNSENT_ANSWER_BYTES) await peer.drained(MAX_UNSENT_ANSWER_BYTES / 2);
         if (peer.dead || peer.ending) break;
+        if (relay) {
+          // An attached connection carries the plugin's frames, no more requests.
+          if (ev.kind !== "line") {
+            relay.kill("plugin-protocol", `the agent sent a line that is ${ev.kind}`);
+            break;
+          }
+          await relay.toPlugin(ev.line);
+          continue;
+        }
         if (ev.kind === "too-long") {
           this.#refused(peer, { max: ev.max }, "helper: request line too long; closing");
           peer.send(encodeError(null, new HelperError("line-too-long", `request line passes ${ev.max} bytes`)));
@@ -270,6 +323,10 @@ export class HelperServer {
           continue;
         }
         this.#log.info({ conn: cid, id: req.id, op: req.op, args: loggedArgs(req) }, "helper: op");
+        if (req.op === "plugin.attach") {
+          relay = await this.#attach(peer, req.id, req.args.name, reader.lines === 1);
+          continue;
+        }
         peer.running++;
         const t = this.run(req).then(
           (result) => {
@@ -291,6 +348,10 @@ export class HelperServer {
     } catch (e) {
       if (!quietConnError(e)) this.#log.error({ conn: cid, err: String(e) }, "helper: connection failed");
     } finally {
+      if (relay) {
+        relay.kill("plugin-crashed", "the agent closed the plugin's connection");
+        await relay.done;
+      }
       // The peer's EOF ends the reading only: what it asked is still answered, then the connection closes.
       await Promise.allSettled([...running]);
       if (peer.closingWhy !== undefined) peer.sendClosing(peer.closingWhy);

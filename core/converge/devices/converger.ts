@@ -74,6 +74,13 @@ export class DevicesConverger {
     return this.#boundCommitted;
   }
 
+  #held = 0;
+
+  /** The holds the last pass read from the host (telemetry's `bcd.gpu.holds`). */
+  heldCount(): number {
+    return this.#held;
+  }
+
   /**
    * Reads the host: holds, slices, inventory, memory. Throws (retryable) when the holds or slices cannot be read; an
    * unreadable GPU inventory only holds back new holds, so a host without GPUs still converges an empty section.
@@ -81,6 +88,7 @@ export class DevicesConverger {
   async observe(ctx: DevicesContext): Promise<DevicesObserved> {
     const o = this.opts;
     const [listing, slices] = await Promise.all([o.holds.list(), o.slices.list()]);
+    this.#held = listing.holds.length;
     let inventory: GpuInventory | undefined;
     let inventoryProblem: string | undefined;
     try {

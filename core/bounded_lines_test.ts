@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { boundedLines, type LineEvent } from "./line_reader.ts";
+import { boundedLines, type LineEvent } from "./bounded_lines.ts";
 
 const enc = new TextEncoder();
 

@@ -1,0 +1,20 @@
+/**
+ * util-linux `setpriv`'s arguments that drop a process to one uid and gid before it execs its program: no
+ * supplementary groups, no inheritable, ambient or bounding capabilities, `no_new_privs`. Used where a root process
+ * starts a program as another user (the guest's executions, the helper's driver plugins).
+ *
+ * @module
+ */
+
+/** The options before `--` and the program; the caller checks the ids (e.g. never 0). */
+export function setprivDrop(uid: number, gid: number): string[] {
+  return [
+    `--reuid=${uid}`,
+    `--regid=${gid}`,
+    "--clear-groups",
+    "--inh-caps=-all",
+    "--ambient-caps=-all",
+    "--bounding-set=-all",
+    "--no-new-privs",
+  ];
+}

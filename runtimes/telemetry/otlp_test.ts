@@ -1,0 +1,193 @@
+import assert from "node:assert/strict";
+import { memoryLogger } from "../../core/log/mod.ts";
+import type { TelemetrySources } from "../../core/telemetry/metrics.ts";
+import { BoundedExporter, OtlpTelemetry, PullReader } from "./otlp.ts";
+import { serveMetrics } from "./prometheus.ts";
+
+/** What an OTLP/HTTP JSON export says, decoded: resource attributes and each data point by metric name. */
+interface Decoded {
+  resource: Record<string, string>;
+  points: Map<string, { attrs: Record<string, string>; value: number }[]>;
+  headers: Headers;
+}
+
+// deno-lint-ignore no-explicit-any
+function decodeExport(body: any, headers: Headers): Decoded {
+  const rm = body.resourceMetrics[0];
+  const resource: Record<string, string> = {};
+  for (const a of rm.resource.attributes) resource[a.key] = a.value.stringValue;
+  const points = new Map<string, { attrs: Record<string, string>; value: number }[]>();
+  for (const sm of rm.scopeMetrics) {
+    for (const m of sm.metrics) {
+      const dps = m.sum?.dataPoints ?? m.gauge?.dataPoints ?? m.histogram?.dataPoints ?? [];
+      points.set(
+        m.name,
+        // deno-lint-ignore no-explicit-any
+        dps.map((p: any) => ({
+          attrs: Object.fromEntries(
+            // deno-lint-ignore no-explicit-any
+            (p.attributes ?? []).map((a: any) => [a.key, a.value.stringValue]),
+          ),
+          value: Number(p.asInt ?? p.asDouble ?? p.count ?? 0),
+        })),
+      );
+    }
+  }
+  return { resource, points, headers };
+}
+
+/** A loopback OTLP/HTTP receiver; `hang` holds every request until released. */
+function receiver() {
+  const got: Decoded[] = [];
+  let hang: Promise<void> | undefined;
+  let release = () => {};
+  const waiters: (() => void)[] = [];
+  const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, async (req) => {
+    if (hang) await hang;
+    got.push(decodeExport(await req.json(), req.headers));
+    for (const w of waiters.splice(0)) w();
+    return new Response("{}", { headers: { "content-type": "application/json" } });
+  });
+  return {
+    url: `http://127.0.0.1:${server.addr.port}/v1/metrics`,
+    got,
+    next: () => new Promise<void>((r) => waiters.push(r)),
+    hold() {
+      hang = new Promise<void>((r) => release = r);
+    },
+    release() {
+      hang = undefined;
+      release();
+    },
+    stop: () => server.shutdown(),
+  };
+}
+
+function sources(): Omit<TelemetrySources, "dropped"> {
+  return {
+    settled: () => new Map([["inventory.refresh", new Map([["SUCCEEDED", 3], ["FAILED", 1]])]]),
+    lanes: () => [{ lane: "control", queued: 2, running: 4, freeCredits: 2 }],
+    sections: () => [{ section: "devices", state: "CONVERGED" }, { section: "telemetry", state: "PROGRESSING" }],
+    journal: () => Promise.resolve({ sizeBytes: 4096, unacked: { metric: 1, transition: 2, result: 3 } }),
+    holds: () => 2,
+    instances: () => [{ state: "RUNNING" }, { state: "RUNNING" }, { state: "STOPPED" }],
+    sessions: () => 3,
+  };
+}
+
+const value = (d: Decoded, name: string, attrs: Record<string, string> = {}) =>
+  d.points.get(name)?.find((p) => Object.entries(attrs).every(([k, v]) => p.attrs[k] === v))?.value;
+
+Deno.test("OTLP/HTTP export: a loopback receiver decodes bcd's metrics, the resource attributes and the headers", async () => {
+  const r = receiver();
+  const log = memoryLogger("debug");
+  const t = new OtlpTelemetry({
+    role: "node",
+    version: "0.1.0",
+    nodeId: "node-7",
+    sources: sources(),
+    log: log.logger,
+  });
+  try {
+    t.configure(
+      {
+        endpoint: r.url,
+        intervalMs: 60_000,
+        resourceAttributes: { "deployment.environment": "test" },
+        headersRef: "h",
+      },
+      { "x-bcd-token": "s3cret" },
+    );
+    t.recordPass(12);
+    t.recordPass(30);
+    const arrived = r.next();
+    await t.flush();
+    await arrived;
+    const d = r.got[0]!;
+    assert.deepEqual(d.resource, {
+      "service.name": "bcd-node",
+      "service.version": "0.1.0",
+      "bcd.node_id": "node-7",
+      "deployment.environment": "test",
+    });
+    assert.equal(d.headers.get("x-bcd-token"), "s3cret");
+    assert.equal(value(d, "bcd.commands.settled", { kind: "inventory.refresh", state: "SUCCEEDED" }), 3);
+    assert.equal(value(d, "bcd.commands.settled", { kind: "inventory.refresh", state: "FAILED" }), 1);
+    assert.equal(value(d, "bcd.lane.queue_depth", { lane: "control" }), 2);
+    assert.equal(value(d, "bcd.lane.credits_free", { lane: "control" }), 2);
+    assert.equal(value(d, "bcd.lane.running", { lane: "control" }), 4);
+    assert.equal(value(d, "bcd.converge.pass.duration"), 2, "two passes in the histogram");
+    assert.equal(value(d, "bcd.section.status", { section: "telemetry", state: "PROGRESSING" }), 1);
+    assert.equal(value(d, "bcd.journal.size"), 4096);
+    assert.equal(value(d, "bcd.journal.unacked_events", { class: "result" }), 3);
+    assert.equal(value(d, "bcd.gpu.holds"), 2);
+    assert.equal(value(d, "bcd.instances", { state: "RUNNING" }), 2);
+    assert.equal(value(d, "bcd.session.reconnects"), 2);
+    assert.equal(value(d, "bcd.telemetry.dropped"), 0);
+  } finally {
+    await t.stop();
+    await r.stop();
+  }
+});
+
+Deno.test("a collector that does not answer: one export in flight, the next dropped at once and counted", () => {
+  const pending: ((r: { code: number }) => void)[] = [];
+  const inner = {
+    export: (_m: unknown, done: (r: { code: number }) => void) => void pending.push(done),
+    forceFlush: () => Promise.resolve(),
+    shutdown: () => Promise.resolve(),
+  };
+  const drops: string[] = [];
+  // deno-lint-ignore no-explicit-any
+  const b = new BoundedExporter(inner as any, (why) => drops.push(why));
+  const results: number[] = [];
+  // deno-lint-ignore no-explicit-any
+  const rm = {} as any;
+  b.export(rm, (r) => results.push(r.code));
+  assert.equal(pending.length, 1, "the first export goes out");
+  b.export(rm, (r) => results.push(r.code));
+  assert.equal(pending.length, 1, "the second is not queued behind it");
+  assert.deepEqual(results, [1], "it is answered failed at once");
+  assert.deepEqual(drops, ["an export is still in flight"]);
+  pending[0]!({ code: 0 });
+  b.export(rm, (r) => results.push(r.code));
+  assert.equal(pending.length, 2, "once the first is answered the next goes out");
+  pending[1]!({ code: 1 });
+  assert.deepEqual(results, [1, 0, 1]);
+  assert.equal(drops.length, 2, "a failed export is counted too");
+});
+
+Deno.test("the collector gone: the failed export is counted; the local GET /metrics serves Prometheus text", async () => {
+  const r = receiver();
+  await r.stop(); // nothing listens there any more
+  const log = memoryLogger("debug");
+  const pull = new PullReader();
+  const t = new OtlpTelemetry({
+    role: "node",
+    version: "0.1.0",
+    nodeId: "n",
+    sources: sources(),
+    log: log.logger,
+    pull,
+  });
+  const m = serveMetrics(pull, 0, log.logger);
+  try {
+    // A 1 s interval bounds each export to 1 s.
+    t.configure({ endpoint: r.url, intervalMs: 1000, resourceAttributes: {}, headersRef: "" }, {});
+    await t.flush();
+    assert.ok(t.dropped >= 1);
+    t.recordPass(5);
+    const res = await fetch(`http://127.0.0.1:${m.port}/metrics`);
+    assert.equal(res.headers.get("content-type"), "text/plain; version=0.0.4");
+    const text = await res.text();
+    assert.match(text, /^# TYPE bcd_commands_settled_total counter$/m);
+    assert.match(text, /^bcd_commands_settled_total\{kind="inventory\.refresh",state="SUCCEEDED"\} 3$/m);
+    assert.match(text, /^bcd_lane_queue_depth\{lane="control"\} 2$/m);
+    assert.match(text, /^bcd_converge_pass_duration_count 1$/m);
+    assert.match(text, /^bcd_telemetry_dropped_total [1-9]\d*$/m);
+    assert.equal((await fetch(`http://127.0.0.1:${m.port}/other`)).status, 404);
+  } finally {
+    await m.stop();
+    await t.stop();
+  }
+});
