@@ -20,7 +20,13 @@
  *
  * @module
  */
-import { DEVICE_METHODS, type DeviceMethod, DeviceMethodFailed, type WipeDevice, type WipeMethod } from "./wipe_device.ts";
+import {
+  DEVICE_METHODS,
+  type DeviceMethod,
+  DeviceMethodFailed,
+  type WipeDevice,
+  type WipeMethod,
+} from "./wipe_device.ts";
 
 /** How the read-back covers the disk. */
 export type VerifyMode = "sample" | "all";

@@ -63,7 +63,9 @@ export class DiskGuard {
 
   /** Resolves `diskId` and runs every check of the table; throws {@link DiskRefused}. */
   async check(diskId: string): Promise<CheckedDisk> {
-    if (!DISK_ID.test(diskId)) throw new DiskRefused("unknown-disk", diskId, `disk id ${JSON.stringify(diskId)} is not a by-id name`);
+    if (!DISK_ID.test(diskId)) {
+      throw new DiskRefused("unknown-disk", diskId, `disk id ${JSON.stringify(diskId)} is not a by-id name`);
+    }
     const target = await realPath(`${this.#dev}/disk/by-id/${diskId}`);
     const kernelName = target?.split("/").at(-1);
     if (target === undefined || kernelName === undefined || !target.startsWith("/dev/")) {
@@ -77,7 +79,11 @@ export class DiskGuard {
     for (const m of mounts) {
       if (!numbers.all.has(m.dev)) continue;
       if (m.mountPoint === "/") {
-        throw new DiskRefused("ramdisk-disk", diskId, `disk ${diskId} (${kernelName}) holds /, where the agent runs from`);
+        throw new DiskRefused(
+          "ramdisk-disk",
+          diskId,
+          `disk ${diskId} (${kernelName}) holds /, where the agent runs from`,
+        );
       }
     }
     const mounted = mounts.find((m) => numbers.all.has(m.dev));

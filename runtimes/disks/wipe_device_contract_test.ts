@@ -42,7 +42,11 @@ async function contract(t: Deno.TestContext, dev: WipeDevice): Promise<void> {
 Deno.test("WipeDevice contract: the in-memory fake", async (t) => {
   await contract(
     t,
-    new FakeWipeDevice({ sizeBytes: SIZE, methods: ["blkdiscard-secure", "blkdiscard"], failing: ["blkdiscard-secure"] }),
+    new FakeWipeDevice({
+      sizeBytes: SIZE,
+      methods: ["blkdiscard-secure", "blkdiscard"],
+      failing: ["blkdiscard-secure"],
+    }),
   );
 });
 
