@@ -53,4 +53,6 @@ export {
   type WipeDevice,
   type WipeMethod,
 } from "./wipe_device.ts";
+export { DISK_ID, isDiskId } from "./disk_id.ts";
+export type { DiskWipeAnswer } from "./wipe_answer.ts";
 export { FakeWipeDevice, type FakeWipeDeviceOptions } from "./fake_wipe_device.ts";

@@ -18,6 +18,7 @@
  *
  * @module
  */
+import { isDiskId } from "../../core/disks/disk_id.ts";
 import { listDir, readAttr, realPath } from "../host/sysfs.ts";
 
 /** Why a disk is refused (the table above). */
@@ -30,9 +31,6 @@ export class DiskRefused extends Error {
     this.name = "DiskRefused";
   }
 }
-
-/** A stable id's shape: a `/dev/disk/by-id` name (no `/`, no leading dot). */
-export const DISK_ID = /^[A-Za-z0-9][A-Za-z0-9._:+@-]{0,254}$/;
 
 /** Where the guard reads from (tests point `dev` at a temp dir of by-id links). */
 export interface DiskGuardRoots {
@@ -63,7 +61,7 @@ export class DiskGuard {
 
   /** Resolves `diskId` and runs every check of the table; throws {@link DiskRefused}. */
   async check(diskId: string): Promise<CheckedDisk> {
-    if (!DISK_ID.test(diskId)) {
+    if (!isDiskId(diskId)) {
       throw new DiskRefused("unknown-disk", diskId, `disk id ${JSON.stringify(diskId)} is not a by-id name`);
     }
     const target = await realPath(`${this.#dev}/disk/by-id/${diskId}`);

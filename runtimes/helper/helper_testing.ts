@@ -129,6 +129,8 @@ export async function startTestHelper(
     dcgmDiag?: HelperBackends["dcgmDiag"];
     /** `host.doctor`'s backend (default: none, the op fails). */
     doctor?: HelperBackends["doctor"];
+    /** The `disk.*` ops' backend (default: none, the ops fail). */
+    disks?: HelperBackends["disks"];
   } = {},
 ): Promise<TestHelper> {
   const root = await Deno.makeTempDir({ prefix: "bcd-helper-" });
@@ -174,6 +176,7 @@ export async function startTestHelper(
     ...(opts.libvirt ? { libvirt: opts.libvirt } : {}),
     ...(opts.access ? { access: opts.access } : {}),
     ...(opts.doctor ? { doctor: opts.doctor } : {}),
+    ...(opts.disks ? { disks: opts.disks } : {}),
   };
   const mem = memoryLogger("debug");
   const server = new HelperServer(backends, {

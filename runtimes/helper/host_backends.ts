@@ -29,6 +29,7 @@ import { Dcgmi } from "../nvidia/dcgmi.ts";
 import type { HelperBackends } from "./backends.ts";
 import type { Logger } from "../../core/log/mod.ts";
 import { sshdAccessFiles } from "../access/sshd_files.ts";
+import { DiskWipes } from "../disks/disk_wipes.ts";
 
 /** Options of {@link hostBackends}. */
 export interface HostBackendOptions {
@@ -82,6 +83,8 @@ export function hostBackends(config: ResolvedAgentConfig, opts: HostBackendOptio
     kubernetes: new KubeadmJoin({ etc: config.host.etcRoot }),
     plugins: new UserPluginSource({ dir: config.plugins.dir, user: config.plugins.user }),
     access: sshdAccessFiles(config, opts.log),
+    // Every role's helper has it; only the ramdisk's answers the disk ops (`core/helper/roles.ts`).
+    disks: new DiskWipes(opts.log ? { log: opts.log } : {}),
   };
 }
 
