@@ -5,6 +5,7 @@
  * @module
  */
 import { type DeviceMethod, DeviceMethodFailed, type WipeDevice } from "./wipe_device.ts";
+import type { DeployTarget } from "./deploy.ts";
 
 /** How the fake behaves. */
 export interface FakeWipeDeviceOptions {
@@ -17,12 +18,13 @@ export interface FakeWipeDeviceOptions {
 }
 
 /** A disk in memory. */
-export class FakeWipeDevice implements WipeDevice {
+export class FakeWipeDevice implements WipeDevice, DeployTarget {
   readonly sizeBytes: number;
   readonly bytes: Uint8Array;
   /** The device methods run, in order. */
   readonly erased: DeviceMethod[] = [];
   flushes = 0;
+  rereads = 0;
   readonly #o: FakeWipeDeviceOptions;
 
   constructor(o: FakeWipeDeviceOptions) {
@@ -59,6 +61,11 @@ export class FakeWipeDevice implements WipeDevice {
   async read(offset: number, length: number): Promise<Uint8Array> {
     _bounds(this.sizeBytes, offset, length);
     return this.bytes.slice(offset, offset + length);
+  }
+
+  rereadPartitions(): Promise<void> {
+    this.rereads++;
+    return Promise.resolve();
   }
 
   flush(): Promise<void> {

@@ -54,5 +54,14 @@ export {
   type WipeMethod,
 } from "./wipe_device.ts";
 export { DISK_ID, isDiskId } from "./disk_id.ts";
+export {
+  DeployError,
+  type DeployOutcome,
+  deployRawImage,
+  type DeployTarget,
+  type ImageSink,
+  type ImageStream,
+  PartitionTableError,
+} from "./deploy.ts";
 export type { DiskWipeAnswer } from "./wipe_answer.ts";
 export { FakeWipeDevice, type FakeWipeDeviceOptions } from "./fake_wipe_device.ts";

@@ -15,16 +15,18 @@
  * @module
  */
 import { type DeviceMethod, DeviceMethodFailed, type WipeDevice } from "../../core/disks/wipe_device.ts";
+import { type DeployTarget, PartitionTableError } from "../../core/disks/deploy.ts";
 import { readInt } from "../host/sysfs.ts";
 
 /** The tools it runs (absolute, so PATH cannot swap them). */
 export interface BlockWipeTools {
   readonly blkdiscard?: string;
   readonly blockdev?: string;
+  readonly partx?: string;
 }
 
 /** A whole disk opened for wiping. Close it when done. */
-export class BlockWipeDevice implements WipeDevice {
+export class BlockWipeDevice implements WipeDevice, DeployTarget {
   readonly #file: Deno.FsFile;
   readonly #path: string;
   readonly #discard: boolean;
@@ -54,6 +56,7 @@ export class BlockWipeDevice implements WipeDevice {
     return new BlockWipeDevice(file, path, sectors * 512, discard, {
       blkdiscard: o.tools?.blkdiscard ?? "/usr/sbin/blkdiscard",
       blockdev: o.tools?.blockdev ?? "/usr/sbin/blockdev",
+      partx: o.tools?.partx ?? "/usr/bin/partx",
     });
   }
 
@@ -93,14 +96,31 @@ export class BlockWipeDevice implements WipeDevice {
 
   async flush(): Promise<void> {
     await this.#file.sync();
-    const out = await new Deno.Command(this.#tools.blockdev, {
-      args: ["--flushbufs", this.#path],
-      stdout: "null",
-      stderr: "piped",
-    }).output();
-    if (!out.success) {
-      throw new Error(`blockdev --flushbufs ${this.#path}: ${new TextDecoder().decode(out.stderr).trim()}`);
+    const words = await this.#tool(this.#tools.blockdev, ["--flushbufs", this.#path]);
+    if (words !== undefined) throw new Error(`${this.#path}: ${words}`);
+  }
+
+  /**
+   * The kernel reads the partition table again: `blockdev --rereadpt` (BLKRRPART), then `partx --update`, which adds,
+   * resizes and drops the kernel's partitions to match the table. Both run because BLKRRPART may answer success and
+   * change nothing (loop disks on this build host's kernel do), and fails EBUSY while a partition is open; it fails
+   * only when partx fails too, with both tools' words.
+   */
+  async rereadPartitions(): Promise<void> {
+    const rr = await this.#tool(this.#tools.blockdev, ["--rereadpt", this.#path]);
+    const px = await this.#tool(this.#tools.partx, ["--update", this.#path]);
+    if (px !== undefined) {
+      throw new PartitionTableError(
+        `re-reading the partition table of ${this.#path}: ${rr ?? "blockdev --rereadpt ok"}; ${px}`,
+      );
     }
+  }
+
+  /** Runs a tool; `undefined` on success, its words on failure. */
+  async #tool(cmd: string, args: string[]): Promise<string | undefined> {
+    const out = await new Deno.Command(cmd, { args, stdout: "null", stderr: "piped" }).output();
+    if (out.success) return undefined;
+    return `${cmd.split("/").at(-1)} ${args[0]} exited ${out.code}: ${new TextDecoder().decode(out.stderr).trim()}`;
   }
 
   close(): void {
