@@ -63,5 +63,5 @@ export {
   type ImageStream,
   PartitionTableError,
 } from "./deploy.ts";
-export type { DiskWipeAnswer } from "./wipe_answer.ts";
+export type { DiskDeployAnswer, DiskWipeAnswer } from "./wipe_answer.ts";
 export { FakeWipeDevice, type FakeWipeDeviceOptions } from "./fake_wipe_device.ts";

@@ -18,3 +18,15 @@ export type DiskWipeAnswer =
     readonly message: string;
     readonly attempts: readonly WipeAttempt[];
   };
+
+/** What root answers for one deploy (`disk.deploy`): what was written and verified, or why not. */
+export type DiskDeployAnswer =
+  | { readonly diskId: string; readonly ok: true; readonly writtenBytes: number; readonly sha256: string }
+  | {
+    readonly diskId: string;
+    readonly ok: false;
+    readonly reason: string;
+    readonly message: string;
+    /** The first MiB was zeroed: the disk will not boot what was left. */
+    readonly zeroedBootArea: boolean;
+  };

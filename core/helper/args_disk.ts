@@ -7,6 +7,7 @@
  * | `disk.wipe`        | `diskId`, `pattern`, `verify`, `only?` | a by-id name; `zero` or `random`; `sample` or `all`; a ladder rung |
  * | `disk.wipe_status` | `diskId`                              | a by-id name                                          |
  * | `disk.wipe_cancel` | `diskId`                              | a by-id name                                          |
+ * | `disk.deploy`      | `diskId`, `url`, `sha256`, `format`   | a by-id name; `https://`, at most 4096 characters, no whitespace or control characters; 64 hex digits; `raw` |
  *
  * @module
  */
@@ -27,6 +28,7 @@ export const DISK_ARG_CHECKS: {
   readonly "disk.wipe": (raw: unknown) => HelperArgs["disk.wipe"];
   readonly "disk.wipe_status": (raw: unknown) => HelperArgs["disk.wipe_status"];
   readonly "disk.wipe_cancel": (raw: unknown) => HelperArgs["disk.wipe_cancel"];
+  readonly "disk.deploy": (raw: unknown) => HelperArgs["disk.deploy"];
 } = {
   "disk.wipe": (raw) => {
     const op = "disk.wipe";
@@ -50,4 +52,21 @@ export const DISK_ARG_CHECKS: {
   "disk.wipe_cancel": (raw) => ({
     diskId: _diskId("disk.wipe_cancel", _object("disk.wipe_cancel", "args", raw, ["diskId"]).diskId),
   }),
+  "disk.deploy": (raw) => {
+    const op = "disk.deploy";
+    const a = _object(op, "args", raw, ["diskId", "url", "sha256", "format"]);
+    const diskId = _diskId(op, a.diskId);
+    // deno-lint-ignore no-control-regex
+    if (
+      typeof a.url !== "string" || a.url.length > 4096 || !a.url.startsWith("https://") ||
+      /[\s\u0000-\u001f\u007f]/.test(a.url)
+    ) {
+      _refuse(op, "url", a.url, "is not an https URL of at most 4096 characters");
+    }
+    if (typeof a.sha256 !== "string" || !/^[0-9a-f]{64}$/.test(a.sha256)) {
+      _refuse(op, "sha256", a.sha256, "is not a SHA-256 in lowercase hex");
+    }
+    if (a.format !== "raw") _refuse(op, "format", a.format, "is not raw (qcow2 is not deployed yet)");
+    return { diskId, url: a.url, sha256: a.sha256, format: "raw" };
+  },
 };

@@ -548,6 +548,37 @@ const REFUSED: { why: string; op: HelperOp; args: unknown; code: string; names: 
     names: /only "dd" is not a wipe method/,
   },
   {
+    why: "an image over plain http",
+    op: "disk.deploy",
+    args: {
+      diskId: "wwn-0x5000c500a1b2c3d4",
+      url: "http://images.example/os.raw",
+      sha256: "ab".repeat(32),
+      format: "raw",
+    },
+    code: "invalid-argument",
+    names: /url "http:\/\/images.example\/os.raw" is not an https URL/,
+  },
+  {
+    why: "a digest in upper case or short",
+    op: "disk.deploy",
+    args: { diskId: "wwn-0x5000c500a1b2c3d4", url: "https://i.example/os.raw", sha256: "AB".repeat(32), format: "raw" },
+    code: "invalid-argument",
+    names: /sha256 "ABAB/,
+  },
+  {
+    why: "a qcow2 image (not deployed yet: no converter that never follows references)",
+    op: "disk.deploy",
+    args: {
+      diskId: "wwn-0x5000c500a1b2c3d4",
+      url: "https://i.example/os.qcow2",
+      sha256: "ab".repeat(32),
+      format: "qcow2",
+    },
+    code: "invalid-argument",
+    names: /format "qcow2" is not raw/,
+  },
+  {
     why: "a verification that is neither sampled nor whole",
     op: "disk.wipe_status",
     args: { diskId: "wwn-0x5000c500a1b2c3d4", verify: "none" },

@@ -56,7 +56,7 @@ import type { SysctlObserved, SysctlStep } from "../host/sysctl.ts";
 import { LIBVIRT_OPS, type LibvirtArgs, type LibvirtResults } from "./args_libvirt.ts";
 import type { AccessApplied, AccessFiles, AccessObserved } from "../access/mod.ts";
 import type { PluginFailure, PluginManifest } from "../plugins/protocol.ts";
-import type { DiskWipeAnswer, VerifyMode, WipeMethod, WipeProgress } from "../disks/mod.ts";
+import type { DiskDeployAnswer, DiskWipeAnswer, VerifyMode, WipeMethod, WipeProgress } from "../disks/mod.ts";
 
 /** The protocol's version, printed by `version` under `protocols.helper`. */
 export const HELPER_PROTOCOL_VERSION = 1;
@@ -116,6 +116,7 @@ export const HELPER_OPS = [
   "disk.wipe",
   "disk.wipe_status",
   "disk.wipe_cancel",
+  "disk.deploy",
 ] as const;
 
 /** An operation name. */
@@ -213,6 +214,8 @@ export interface HelperArgs extends LibvirtArgs {
   };
   "disk.wipe_status": { readonly diskId: string };
   "disk.wipe_cancel": { readonly diskId: string };
+  /** Stream the raw image at `url` (https) onto the disk, checked against `sha256`, and verify it by reading back. */
+  "disk.deploy": { readonly diskId: string; readonly url: string; readonly sha256: string; readonly format: "raw" };
 }
 
 /** Each operation's result. */
@@ -289,6 +292,8 @@ export interface HelperResults extends LibvirtResults {
   "disk.wipe_status": { readonly progress: WipeProgress | null };
   /** Whether a running wipe was told to stop (it stops between chunks and answers `cancelled`). */
   "disk.wipe_cancel": { readonly cancelled: boolean };
+  /** What was written and verified, or why not and whether the boot area was zeroed (`core/disks/wipe_answer.ts`). */
+  "disk.deploy": DiskDeployAnswer;
 }
 
 /** A plugin op's answer: what was asked, or the plugin contract's refusal (`core/plugins/README.md`). */

@@ -7,10 +7,10 @@
  * | --------- | ----------------------------------------------- | ------------------------------------------------ |
  * | `node`    | every op but `disk.*`                           | boot id, inventory, devices, `gpu.reset`, reboot |
  * | `site`    | `host.boot_id`, `host.inventory`, `host.doctor`, `node.reboot`, `plugin.*`, `daemon.*` | boot id, `inventory.refresh`, `doctor`, `node.reboot`, `driver.invoke`, self-update |
- * | `ramdisk` | `host.boot_id`, `host.inventory`, `host.doctor`, `dcgm.diag`, `plugin.*`, `disk.wipe*` | boot id, `inventory.refresh`, `doctor`, `diag.dcgm`, `driver.invoke`, `disk.wipe` |
+ * | `ramdisk` | `host.boot_id`, `host.inventory`, `host.doctor`, `dcgm.diag`, `plugin.*`, `disk.wipe*`, `disk.deploy` | boot id, `inventory.refresh`, `doctor`, `diag.dcgm`, `driver.invoke`, `disk.wipe`, `deploy.image` |
  *
  * A node never wipes a disk (the destructive provisioning kinds are the ramdisk's); a site never touches GPU holds or slices; a ramdisk has no `node.reboot` (its reboot is `boot.kexec`). The ops its
- * later kinds need (`deploy.image`, `boot.kexec`, the BMC kinds) join its row with them.
+ * later kinds need (`boot.kexec`, the BMC kinds) join its row with them.
  *
  * @module
  */
@@ -49,6 +49,7 @@ export const HELPER_OPS_BY_ROLE: Readonly<Record<KindRole, readonly HelperOp[]>>
     "disk.wipe",
     "disk.wipe_status",
     "disk.wipe_cancel",
+    "disk.deploy",
   ],
 };
 

@@ -31,6 +31,7 @@ const TABLE: Record<string, readonly HelperOp[]> = {
     "disk.wipe",
     "disk.wipe_status",
     "disk.wipe_cancel",
+    "disk.deploy",
   ],
 };
 
@@ -80,6 +81,9 @@ const LINE: Record<HelperOp, string> = {
   "disk.wipe": '{"diskId":"nvme-Samsung_SSD_980_S64DNX0R","pattern":"zero","verify":"sample"}',
   "disk.wipe_status": '{"diskId":"nvme-Samsung_SSD_980_S64DNX0R"}',
   "disk.wipe_cancel": '{"diskId":"nvme-Samsung_SSD_980_S64DNX0R"}',
+  "disk.deploy": `{"diskId":"nvme-Samsung_SSD_980_S64DNX0R","url":"https://images.example/os.raw","sha256":"${
+    "ab".repeat(32)
+  }","format":"raw"}`,
   "access.apply":
     '{"caKeys":["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcH"],"principals":[{"account":"root","principals":["root@n1"]}],"revokedSerials":[5]}',
 };
@@ -94,7 +98,7 @@ Deno.test("each role's helper answers exactly its row of the table; the default 
 Deno.test("disk.* ops are a helper's only where the role registers disk.wipe", () => {
   for (const role of HELPER_ROLES) {
     const hasKind = kindsForRole(role).some((k) => k.kind === "disk.wipe");
-    for (const op of ["disk.wipe", "disk.wipe_status", "disk.wipe_cancel"] as const) {
+    for (const op of ["disk.wipe", "disk.wipe_status", "disk.wipe_cancel", "disk.deploy"] as const) {
       assert.equal(opsOfRole(role).has(op), hasKind, `${role} ${op}`);
     }
   }

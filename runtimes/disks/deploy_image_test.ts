@@ -9,6 +9,9 @@ import { DeployError, deployRawImage } from "../../core/disks/mod.ts";
 import { BlockWipeDevice } from "./block_wipe_device.ts";
 import { httpsImageStream, imageStreamReason } from "./image_stream.ts";
 import { makeCerts } from "../host/certs_testing.ts";
+import { startTestHelper } from "../helper/helper_testing.ts";
+import { DiskGuard } from "./disk_guard.ts";
+import { DiskDeploys } from "./disk_deploys.ts";
 import { type LoopDisk, loopSkipReason, makeLoopDisk } from "../../fixtures/disks/loop_disk.ts";
 
 const MIB = 1024 * 1024;
@@ -193,6 +196,40 @@ Deno.test({
           assert.ok(disk.subarray(0, MIB).every((b) => b === 0));
         });
       });
+    });
+  },
+});
+
+Deno.test({
+  name: "a ramdisk helper's disk.deploy fetches the image itself and writes it to the disk named by its by-id name",
+  ignore: skip !== undefined,
+  async fn() {
+    const image = await makeImage(6 * MIB);
+    await withServer(image, async (base, fetcher) => {
+      const loop = await makeLoopDisk(16 * MIB, { partscan: true });
+      const deploys = new DiskDeploys({ guard: new DiskGuard({ dev: loop.devRoot }), fetch: fetcher });
+      const h = await startTestHelper({ role: "ramdisk", deploys });
+      try {
+        const ok = await h.client.call("disk.deploy", {
+          diskId: loop.diskId,
+          url: `${base}/to-https`,
+          sha256: sha(image),
+          format: "raw",
+        });
+        assert.deepEqual(ok, { diskId: loop.diskId, ok: true, writtenBytes: 6 * MIB, sha256: sha(image) });
+        assert.ok(await Deno.stat(`/sys/block/${loop.kernelName}/${loop.kernelName}p2`));
+        const bad = await h.client.call("disk.deploy", {
+          diskId: loop.diskId,
+          url: `${base}/image.raw`,
+          sha256: "cd".repeat(32),
+          format: "raw",
+        });
+        assert.ok(!bad.ok && bad.reason === "digest-mismatch" && bad.zeroedBootArea);
+        assert.ok((await Deno.readFile(loop.backingFile)).subarray(0, MIB).every((b) => b === 0));
+      } finally {
+        await h.close();
+        await loop.close();
+      }
     });
   },
 });

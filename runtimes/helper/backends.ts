@@ -24,6 +24,7 @@ import type { DaemonBackend } from "../../core/daemon/ports.ts";
 import type { LibvirtHostPort } from "../../core/converge/instances/domain_plan.ts";
 import type { PluginSource } from "../../core/plugins/mod.ts";
 import type { DiskWipes } from "../disks/disk_wipes.ts";
+import type { DiskDeploys } from "../disks/disk_deploys.ts";
 
 /** The hold files, one at a time (the CDI/env store's halves: `runtimes/cdi`'s `CdiHoldStore`). */
 export interface HoldFiles {
@@ -83,4 +84,6 @@ export interface HelperBackends {
   readonly daemon?: DaemonBackend;
   /** The wipes of `disk.wipe*` (the ramdisk's helper); absent, the ops fail. */
   readonly disks?: DiskWipes;
+  /** The deploys of `disk.deploy` (the ramdisk's helper); absent, the op fails. */
+  readonly deploys?: DiskDeploys;
 }

@@ -226,6 +226,9 @@ async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promi
     case "disk.wipe_status":
     case "disk.wipe_cancel":
       return await _disk(b, req);
+    case "disk.deploy":
+      if (!b.deploys) throw new HelperError("failed", "disk.deploy: this helper deploys no images");
+      return _answer(req, await b.deploys.deploy(req.args));
     default:
       return await _libvirt(b, req);
   }

@@ -131,6 +131,8 @@ export async function startTestHelper(
     doctor?: HelperBackends["doctor"];
     /** The `disk.*` ops' backend (default: none, the ops fail). */
     disks?: HelperBackends["disks"];
+    /** The `disk.deploy` op's backend (default: none, the op fails). */
+    deploys?: HelperBackends["deploys"];
   } = {},
 ): Promise<TestHelper> {
   const root = await Deno.makeTempDir({ prefix: "bcd-helper-" });
@@ -177,6 +179,7 @@ export async function startTestHelper(
     ...(opts.access ? { access: opts.access } : {}),
     ...(opts.doctor ? { doctor: opts.doctor } : {}),
     ...(opts.disks ? { disks: opts.disks } : {}),
+    ...(opts.deploys ? { deploys: opts.deploys } : {}),
   };
   const mem = memoryLogger("debug");
   const server = new HelperServer(backends, {

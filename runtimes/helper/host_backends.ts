@@ -30,6 +30,7 @@ import type { HelperBackends } from "./backends.ts";
 import type { Logger } from "../../core/log/mod.ts";
 import { sshdAccessFiles } from "../access/sshd_files.ts";
 import { DiskWipes } from "../disks/disk_wipes.ts";
+import { DiskDeploys } from "../disks/disk_deploys.ts";
 
 /** Options of {@link hostBackends}. */
 export interface HostBackendOptions {
@@ -85,6 +86,7 @@ export function hostBackends(config: ResolvedAgentConfig, opts: HostBackendOptio
     access: sshdAccessFiles(config, opts.log),
     // Every role's helper has it; only the ramdisk's answers the disk ops (`core/helper/roles.ts`).
     disks: new DiskWipes(opts.log ? { log: opts.log } : {}),
+    deploys: new DiskDeploys(opts.log ? { log: opts.log } : {}),
   };
 }
 

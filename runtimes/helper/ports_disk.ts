@@ -1,12 +1,13 @@
 /**
- * The ramdisk's `disk.wipe` over the root helper: one `disk.wipe` request per disk, its answer's shape checked before
+ * The ramdisk's `disk.wipe` and `deploy.image` over the root helper. `disk.wipe`: one `disk.wipe` request per disk, its answer's shape checked before
  * use; the command's cancel becomes `disk.wipe_cancel` for that disk, and root stops between chunks and answers
  * `cancelled`.
  *
  * @module
  */
 import type { DiskWiper } from "../../core/commands/kind_handlers/disk_wipe.ts";
-import type { DiskWipeAnswer } from "../../core/disks/mod.ts";
+import type { ImageDeployer } from "../../core/commands/kind_handlers/deploy_image.ts";
+import type { DiskDeployAnswer, DiskWipeAnswer } from "../../core/disks/mod.ts";
 import { HelperError } from "../../core/helper/mod.ts";
 import type { HelperClient } from "./client.ts";
 
@@ -34,5 +35,23 @@ export class HelperDiskWiper implements DiskWiper {
     } finally {
       signal.removeEventListener("abort", onAbort);
     }
+  }
+}
+
+/** {@link ImageDeployer} through the helper's `disk.deploy` (root fetches, writes and verifies). */
+export class HelperImageDeployer implements ImageDeployer {
+  readonly #c: HelperClient;
+  constructor(c: HelperClient) {
+    this.#c = c;
+  }
+
+  async deploy(a: Parameters<ImageDeployer["deploy"]>[0]): Promise<DiskDeployAnswer> {
+    const ans = await this.#c.call("disk.deploy", a);
+    const ok = typeof ans === "object" && ans !== null && ans.diskId === a.diskId &&
+      (ans.ok
+        ? Number.isSafeInteger(ans.writtenBytes) && ans.sha256 === a.sha256
+        : typeof ans.reason === "string" && typeof ans.zeroedBootArea === "boolean");
+    if (!ok) throw new HelperError("malformed", "disk.deploy: the answer's shape");
+    return ans;
   }
 }
