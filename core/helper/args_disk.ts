@@ -18,6 +18,12 @@ import type { HelperArgs } from "./protocol.ts";
 
 const _METHODS: readonly string[] = [...DEVICE_METHODS, "overwrite-zero", "overwrite-random"];
 
+/** Whitespace or a control character anywhere in `s`. */
+function _unprintable(s: string): boolean {
+  // deno-lint-ignore no-control-regex
+  return /[\s\u0000-\u001f\u007f]/.test(s);
+}
+
 function _diskId(op: string, v: unknown): string {
   if (!isDiskId(v)) _refuse(op, "diskId", v, "is not a /dev/disk/by-id name (never a path or a kernel name)");
   return v;
@@ -56,11 +62,7 @@ export const DISK_ARG_CHECKS: {
     const op = "disk.deploy";
     const a = _object(op, "args", raw, ["diskId", "url", "sha256", "format"]);
     const diskId = _diskId(op, a.diskId);
-    // deno-lint-ignore no-control-regex
-    if (
-      typeof a.url !== "string" || a.url.length > 4096 || !a.url.startsWith("https://") ||
-      /[\s\u0000-\u001f\u007f]/.test(a.url)
-    ) {
+    if (typeof a.url !== "string" || a.url.length > 4096 || !a.url.startsWith("https://") || _unprintable(a.url)) {
       _refuse(op, "url", a.url, "is not an https URL of at most 4096 characters");
     }
     if (typeof a.sha256 !== "string" || !/^[0-9a-f]{64}$/.test(a.sha256)) {
