@@ -6,7 +6,7 @@
  * @module
  */
 import type { ImageStream } from "../../core/disks/deploy.ts";
-import { DownloadRefused, httpsStream } from "../libvirt/https_download.ts";
+import { DownloadRefused, httpsStream } from "../host/https_download.ts";
 import type { TransferClock } from "../host/https_put.ts";
 
 /** The image at `url` as an {@link ImageStream}. `fetch` carries the trusted CAs (tests: their own). */

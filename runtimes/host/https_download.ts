@@ -8,7 +8,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import { TRANSFER_LIMITS, type TransferClock, type TransferLimits } from "../host/https_put.ts";
+import { TRANSFER_LIMITS, type TransferClock, type TransferLimits } from "./https_put.ts";
 import { repeat } from "../../core/clock.ts";
 
 /** A download that failed or was refused; `reason`: `not-https`, `download-failed`, `too-large`, `download-stalled`, `download-timeout`. */
