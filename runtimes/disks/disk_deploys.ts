@@ -16,6 +16,7 @@ import { HelperError } from "../../core/helper/errors.ts";
 import { type CheckedDisk, DiskGuard, DiskRefused } from "./disk_guard.ts";
 import { BlockWipeDevice } from "./block_wipe_device.ts";
 import { httpsImageStream, imageStreamReason } from "./image_stream.ts";
+import { DiskClaims } from "./disk_claims.ts";
 
 /** What the deploys use (tests: a guard over their loop disks' by-id dir, a fetch trusting their CA). */
 export interface DiskDeploysOptions {
@@ -23,6 +24,8 @@ export interface DiskDeploysOptions {
   readonly fetch?: typeof fetch;
   readonly open?: (disk: CheckedDisk) => Promise<BlockWipeDevice>;
   readonly log?: Logger;
+  /** Shared with the wipes, so one disk is written by one op at a time. */
+  readonly claims?: DiskClaims;
 }
 
 /** The deploys root runs, by disk id. */
@@ -31,6 +34,7 @@ export class DiskDeploys {
   readonly #fetch: typeof fetch;
   readonly #open: (disk: CheckedDisk) => Promise<BlockWipeDevice>;
   readonly #log: Logger | undefined;
+  readonly #claims: DiskClaims;
   readonly #running = new Set<string>();
 
   constructor(o: DiskDeploysOptions = {}) {
@@ -38,6 +42,7 @@ export class DiskDeploys {
     this.#fetch = o.fetch ?? fetch;
     this.#open = o.open ?? ((d) => BlockWipeDevice.open(d.kernelName));
     this.#log = o.log;
+    this.#claims = o.claims ?? new DiskClaims();
   }
 
   /** Checks the disk and deploys the image onto it; answers what was written or why not. */
@@ -52,7 +57,11 @@ export class DiskDeploys {
         if (!(e instanceof DiskRefused)) throw e;
         return { diskId: a.diskId, ok: false, reason: e.reason, message: e.message, zeroedBootArea: false };
       }
-      const dev = await this.#open(disk);
+      const release = this.#claims.claim(disk.kernelName, `disk.deploy to ${a.diskId}`);
+      const dev = await this.#open(disk).catch((e) => {
+        release();
+        throw e;
+      });
       try {
         const out = await deployRawImage(dev, httpsImageStream(a.url, { fetch: this.#fetch }), a.sha256, {
           streamError: imageStreamReason,
@@ -64,6 +73,7 @@ export class DiskDeploys {
         return { diskId: a.diskId, ok: false, reason: e.reason, message: e.message, zeroedBootArea: e.zeroedBootArea };
       } finally {
         dev.close();
+        release();
       }
     } finally {
       this.#running.delete(a.diskId);

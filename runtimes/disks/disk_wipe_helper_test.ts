@@ -10,6 +10,8 @@ import { startTestHelper } from "../helper/helper_testing.ts";
 import { BlockWipeDevice } from "./block_wipe_device.ts";
 import { DiskGuard } from "./disk_guard.ts";
 import { DiskWipes } from "./disk_wipes.ts";
+import { DiskDeploys } from "./disk_deploys.ts";
+import { DiskClaims } from "./disk_claims.ts";
 import { loopSkipReason, makeLoopDisk, mustRun } from "../../fixtures/disks/loop_disk.ts";
 
 const MIB = 1024 * 1024;
@@ -81,8 +83,13 @@ Deno.test({
     const inSecondChunk = new Promise<void>((r) => (entered = r));
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
+    const claims = new DiskClaims();
+    const guard = new DiskGuard({ dev: loop.devRoot });
+    const alias = `${loop.diskId}-alias`; // a second by-id name of the same disk, as wwn- and nvme- links are
+    await Deno.symlink(loop.devicePath, `${loop.devRoot}/disk/by-id/${alias}`);
     const disks = new DiskWipes({
-      guard: new DiskGuard({ dev: loop.devRoot }),
+      guard,
+      claims,
       async open(d) {
         const dev = await BlockWipeDevice.open(d.kernelName);
         let writes = 0;
@@ -103,7 +110,7 @@ Deno.test({
         };
       },
     });
-    const h = await startTestHelper({ role: "ramdisk", disks });
+    const h = await startTestHelper({ role: "ramdisk", disks, deploys: new DiskDeploys({ guard, claims }) });
     try {
       await Deno.writeFile(loop.backingFile, new Uint8Array(16 * MIB).fill(0x3c));
       const running = h.client.call("disk.wipe", {
@@ -123,6 +130,21 @@ Deno.test({
       await assert.rejects(
         h.client.call("disk.wipe", { diskId: loop.diskId, pattern: "zero", verify: "sample" }),
         (e) => e instanceof HelperError && e.code === "busy",
+      );
+      await assert.rejects(
+        h.client.call("disk.wipe", { diskId: alias, pattern: "zero", verify: "sample" }),
+        (e) => e instanceof HelperError && e.code === "busy" && e.message.includes(`is being written by disk.wipe`),
+        "the same disk under another by-id name is busy too",
+      );
+      await assert.rejects(
+        h.client.call("disk.deploy", {
+          diskId: alias,
+          url: "https://127.0.0.1:1/x.raw",
+          sha256: "ab".repeat(32),
+          format: "raw",
+        }),
+        (e) => e instanceof HelperError && e.code === "busy",
+        "a deploy does not write a disk a wipe is writing",
       );
       assert.deepEqual(await h.client.call("disk.wipe_cancel", { diskId: loop.diskId }), { cancelled: true });
       release();

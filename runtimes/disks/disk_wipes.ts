@@ -12,6 +12,7 @@ import type { HelperArgs } from "../../core/helper/protocol.ts";
 import { HelperError } from "../../core/helper/errors.ts";
 import { type CheckedDisk, DiskGuard, DiskRefused } from "./disk_guard.ts";
 import { BlockWipeDevice } from "./block_wipe_device.ts";
+import { DiskClaims } from "./disk_claims.ts";
 
 /** A disk opened for a wipe, closed after it. */
 export type OpenedDisk = WipeDevice & { close(): void };
@@ -21,6 +22,8 @@ export interface DiskWipesOptions {
   readonly guard?: DiskGuard;
   readonly open?: (disk: CheckedDisk) => Promise<OpenedDisk>;
   readonly log?: Logger;
+  /** Shared with the deploys, so one disk is written by one op at a time. */
+  readonly claims?: DiskClaims;
 }
 
 /** The wipes root runs, by disk id. */
@@ -28,12 +31,14 @@ export class DiskWipes {
   readonly #guard: DiskGuard;
   readonly #open: (disk: CheckedDisk) => Promise<OpenedDisk>;
   readonly #log: Logger | undefined;
+  readonly #claims: DiskClaims;
   readonly #running = new Map<string, { ctl: AbortController; progress: WipeProgress | null }>();
 
   constructor(o: DiskWipesOptions = {}) {
     this.#guard = o.guard ?? new DiskGuard();
     this.#open = o.open ?? ((d) => BlockWipeDevice.open(d.kernelName));
     this.#log = o.log;
+    this.#claims = o.claims ?? new DiskClaims();
   }
 
   /** Checks the disk, wipes it, and answers the outcome or why not (`busy` when one runs on it already). */
@@ -49,7 +54,11 @@ export class DiskWipes {
         if (!(e instanceof DiskRefused)) throw e;
         return { diskId: a.diskId, ok: false, reason: e.reason, message: e.message, attempts: [] };
       }
-      const dev = await this.#open(disk);
+      const release = this.#claims.claim(disk.kernelName, `disk.wipe of ${a.diskId}`);
+      const dev = await this.#open(disk).catch((e) => {
+        release();
+        throw e;
+      });
       let tenth = -1;
       try {
         const outcome = await wipeDisk(dev, {
@@ -73,6 +82,7 @@ export class DiskWipes {
         return { diskId: a.diskId, ok: false, reason: e.reason, message: e.message, attempts: e.attempts };
       } finally {
         dev.close();
+        release();
       }
     } finally {
       this.#running.delete(a.diskId);
