@@ -13,14 +13,14 @@
  *
  * The instance handed to `apply` is bcd's record (its ownership mark, which `list` must give back as it was) with each
  * NIC's tap name (`tapName(id, i)`, the name bcd's nftables rules match), its bridge and MAC, the placement, the image,
- * disk size and hostname. Not yet handed over by this build: user data (bytes), `sshFromHostOnly` and
- * `identityRebindRef` (the converger's record does not carry them). A
+ * disk size and hostname, `sshFromHostOnly`, `identityRebindRef` and `guarded` (a network policy or ssh from the host
+ * only). Not handed over: user data. A
  * plugin is not a rebinder and takes no snapshots: the runtime has no `grow`, and no snapshotter is made for it.
  *
  * **The fail-closed tap rule** (000 §Instances): after an `apply` that runs an instance, every NIC's tap must be among
  * the taps the plugin says it created; a guarded instance whose taps are missing is stopped and fails with `runtime did
- * not create taps …: its network rules cannot apply`. Judgement call: the record carries no network policy, and bcd's
- * backstop tables guard every `bc*` tap, so every instance with NICs counts as guarded here.
+ * not create taps …: its network rules cannot apply`. An instance is guarded when its spec has a network policy or
+ * `ssh_from_host_only`; a record without the flag (made before it existed) counts as guarded, so the rule fails closed.
  *
  * @module
  */
@@ -91,6 +91,10 @@ export class PluginRuntime implements InstanceRuntime {
       image: launch?.image ?? null,
       diskBytes: launch?.diskBytes ?? 0,
       hostname: launch?.hostname ?? "",
+      sshFromHostOnly: launch?.sshFromHostOnly ?? false,
+      identityRebindRef: launch?.identityRebindRef ?? "",
+      // a record made without the flag counts as guarded: the rule fails closed
+      guarded: launch?.guarded ?? true,
     };
     await this.#call({ call: "apply", instance, state: "stopped" });
   }
@@ -119,10 +123,11 @@ export class PluginRuntime implements InstanceRuntime {
   async #run(id: string, state: DomainState): Promise<void> {
     const r = await this.#call({ call: "apply", id, state });
     const made = new Set(Array.isArray(r.taps) ? r.taps.filter((t): t is string => typeof t === "string") : []);
-    const rec = (await this.list()).find((d) => d.id === id)?.record;
-    const want = (rec?.launch?.nics ?? (rec as { nics?: unknown[] } | undefined)?.nics ?? []).map((_, i) =>
-      tapName(id, i)
-    );
+    const rec = (await this.list()).find((d) => d.id === id)?.record as
+      | (DomainRecord & { nics?: unknown[]; guarded?: boolean })
+      | undefined;
+    if (rec?.guarded === false) return; // no rule of bcd's matches its taps: nothing to fail closed
+    const want = (rec?.launch?.nics ?? rec?.nics ?? []).map((_, i) => tapName(id, i));
     const missing = want.filter((t) => !made.has(t));
     if (missing.length === 0) return;
     await this.#call({ call: "apply", id, state: "stopped" });

@@ -9,19 +9,24 @@ import { writeSamplePlugin } from "./sample_testing.ts";
 
 const ID = "7c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f";
 
-/** Generation `g` of a spec with one running instance of the plugin runtime `sample`, with `nics` NICs on br0. */
-const spec = (g: number, nics: number) => ({
+/**
+ * Generation `g` of a spec with one running instance of the plugin runtime `sample`, with `nics` NICs on br0, guarded
+ * (ssh from the host only) or not.
+ */
+const spec = (g: number, nics: number, guarded = true, id = ID) => ({
   generation: g,
   specHash: `h${g}`,
   sections: {
     instances: {
       instances: [{
-        id: ID,
+        id,
         runtime: "sample",
         state: 1,
         vcpus: 1,
         memory_bytes: 2 ** 30,
         nics: Array.from({ length: nics }, (_, i) => ({ mac: `52:54:00:00:00:0${i + 1}`, bridge: "br0" })),
+        ssh_from_host_only: guarded,
+        identity_rebind_ref: "rebind-7",
       }],
     },
   },
@@ -43,6 +48,12 @@ Deno.test("instances on a runtime plugin that forgets a guarded instance's tap: 
     assert.equal(conv.report().find((r) => r.id === ID)?.message.includes(want), true);
     const d = (await new PluginRuntime(host, "sample").list()).find((x) => x.id === ID);
     assert.equal(d?.state, "stopped", "the instance is stopped, not left running unguarded");
+    const rec = d?.record as unknown as { sshFromHostOnly: boolean; identityRebindRef: string; guarded: boolean };
+    assert.deepEqual([rec.sshFromHostOnly, rec.identityRebindRef, rec.guarded], [true, "rebind-7", true]);
+    // An instance no rule of bcd's guards runs on without the tap the plugin did not make.
+    engine.hold(spec(2, 2, false, "0e0e0e0e-1111-4222-8333-444455556666"));
+    const sec3 = (await engine.pass()).sections.find((x) => x.section === "instances")!;
+    assert.equal(sec3.state, "CONVERGED", JSON.stringify(sec3));
   } finally {
     await host.close();
     await Deno.remove(dir, { recursive: true });

@@ -32,6 +32,9 @@ export function pluginRecord(id = ID): DomainRecord {
       placement: { cpus: "0-1", mems: "0", hugepages: "none", balloon: false },
       hostname: "vm-1",
       userData: null,
+      sshFromHostOnly: true,
+      identityRebindRef: "rebind-1",
+      guarded: true,
     },
   };
 }
@@ -51,6 +54,9 @@ export async function pluginRuntimeContract(t: Deno.TestContext, host: PluginHos
     assert.equal(d?.record?.vcpus, 2);
     const nics = (d?.record as unknown as { nics: { tap: string; bridge: string }[] }).nics;
     assert.deepEqual(nics.map((n) => [n.tap, n.bridge]), [[tapName(ID, 0), "br0"], [tapName(ID, 1), "br1"]]);
+    const spec = d?.record as unknown as { sshFromHostOnly: boolean; identityRebindRef: string; placement: unknown };
+    assert.deepEqual([spec.sshFromHostOnly, spec.identityRebindRef], [true, "rebind-1"]);
+    assert.deepEqual(spec.placement, { cpus: "0-1", mems: "0", hugepages: "none", balloon: false });
   });
   await t.step("start, pause, resume, stop move it through its states", async () => {
     await rt.start(ID, false);
