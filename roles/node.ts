@@ -74,7 +74,7 @@ import type { DevicePorts } from "./_devices.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
 import { agentCommands, helperOf, type InstancePeers, type WiringContext } from "./_agent_cli.ts";
 import { IMAGE_COMMAND } from "./node_image_cli.ts";
-import { driverInvoke } from "./_plugins.ts";
+import { driverInvoke, pluginRuntimes } from "./_plugins.ts";
 import { JOURNAL_COMMAND } from "./node_journal_cli.ts";
 import { doctorCommand } from "./doctor_cli.ts";
 import { confirmRelease, daemonConverger, daemonUpgrade } from "./_self_update.ts";
@@ -156,12 +156,13 @@ async function _instances(
 ): Promise<{ converger: InstancesConverger; capabilities: string[]; stop?: () => void }> {
   const helper = helperOf(ctx);
   const memory = new HelperHostMemory(helper);
+  const plugins = await pluginRuntimes(ctx, ["libvirt-kvm"]);
   try {
     await helper.call("libvirt.list", {});
   } catch (e) {
     if (e instanceof HelperError && e.code === "failed" && e.detail.includes("libvirt is not installed")) {
       ctx.log.info({}, "instances: the helper has no virsh; no instance runtime");
-      return { converger: new InstancesConverger([], { memory }), capabilities: [] };
+      return { converger: new InstancesConverger(plugins, { memory }), capabilities: [] };
     }
     if (!(e instanceof HelperError)) throw e;
     ctx.log.warn({ err: e.message }, "instances: libvirt.list failed at start; libvirt-kvm stays on and retries");
@@ -174,7 +175,7 @@ async function _instances(
   const snapshots = new SnapshotStore({ dir, log: ctx.log });
   const rt = new LibvirtRuntime({ host, dataDir: ctx.dataDir, snapshots, cpuModel, log: ctx.log });
   const net = new NodeNetwork(new HelperNft(helper), ctx.log);
-  const converger = new InstancesConverger([rt], {
+  const converger = new InstancesConverger([rt, ...plugins], {
     memory,
     network: net.rules,
     snapshots,

@@ -5,9 +5,12 @@
  * "ramdisk"`: the boot id and the host inventory of `inventory.refresh` go to the helper's socket (`[helper] socket`,
  * default `/run/bcd/helper.sock`; access by the socket's group `[helper] node_group`), and the agent refuses to start
  * when the helper cannot be reached. The ramdisk has no `node.reboot` (its reboot is `boot.kexec`). `diag.dcgm`
- * runs `dcgmi diag` through the helper's `dcgm.diag`, the node's code. `disk.wipe`, `deploy.image`, `boot.kexec` and
- * `diag.nvml` register with their flags and land with their issues, each with the helper ops it needs; until then
- * they are refused `UNSUPPORTED`. In the initramfs both processes run as root:
+ * runs `dcgmi diag` through the helper's `dcgm.diag`, the node's code. `disk.wipe` asks the helper's `disk.wipe` for
+ * each disk by its by-id name (`core/commands/kind_handlers/disk_wipe.ts`; root resolves, re-checks and wipes,
+ * `runtimes/disks/`); `deploy.image` asks the helper's `disk.deploy`, which fetches the raw image itself and writes,
+ * checks and verifies it (`core/commands/kind_handlers/deploy_image.ts`). `boot.kexec` and `diag.nvml` register with
+ * their flags and land with their issues, each with the helper ops it needs; until then they are refused
+ * `UNSUPPORTED`. In the initramfs both processes run as root:
  * the separation is Deno's grant, not a uid (the helper makes the socket's directory, `/run/bcd` by default, 0750).
  *
  * @module
@@ -17,6 +20,8 @@ import { kindsForRole } from "../core/commands/kinds.ts";
 import { DEFAULT_HELPER_SOCKET } from "../core/helper/mod.ts";
 import { hostKindHandlers } from "../runtimes/host/mod.ts";
 import { HelperDcgm, HelperHostInventory } from "../runtimes/helper/ports.ts"; // not mod.ts: the helper server stays out
+import { HelperDiskWiper, HelperImageDeployer } from "../runtimes/helper/ports_disk.ts";
+import { deployImageHandler, diskWipeHandler } from "../core/commands/kind_handlers/mod.ts";
 import { diagDcgmHandler } from "../core/converge/devices/mod.ts";
 import { agentCommands, helperOf } from "./_agent_cli.ts";
 import { driverInvoke } from "./_plugins.ts";
@@ -26,7 +31,7 @@ import { runCli, type Subcommand } from "./_cli.ts";
 export const COMMANDS: Record<string, Subcommand> = {
   ...agentCommands({
     role: "ramdisk",
-    handles: ["inventory.refresh", "logs.collect", "diag.dcgm", "driver.invoke"],
+    handles: ["inventory.refresh", "logs.collect", "diag.dcgm", "driver.invoke", "disk.wipe", "deploy.image"],
     defaultDataDir: "/run/bcd",
     helperSocket: (config) => config.helper.socket ?? DEFAULT_HELPER_SOCKET,
     handlers(ctx) {
@@ -41,6 +46,11 @@ export const COMMANDS: Record<string, Subcommand> = {
       ) {
         if (mine.has(h.kind)) reg.register(h); // node.reboot is not a ramdisk kind (boot.kexec is)
       }
+      reg.register(diskWipeHandler({
+        wiper: new HelperDiskWiper(helperOf(ctx)),
+        inventory: new HelperHostInventory(helperOf(ctx)),
+      }));
+      reg.register(deployImageHandler({ deployer: new HelperImageDeployer(helperOf(ctx)) }));
       // The ramdisk runs no workload: no hold and no VM keeps a GPU busy.
       return reg.register(diagDcgmHandler({
         dcgm: new HelperDcgm(helperOf(ctx)),

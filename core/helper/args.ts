@@ -27,6 +27,7 @@
  * | `daemon.status`  | none                                  |                                                        |
  * | `daemon.install` | `version`, `sha256`, `signature`      | a release version (1-64 of `[0-9A-Za-z._+-]`, no `..`), 64 lowercase hex, base64 of at most 64 bytes |
  * | `daemon.confirm` | `version`                             | a release version                                      |
+ * | `disk.wipe`, `disk.wipe_status`, `disk.wipe_cancel` | see `args_disk.ts` | a disk's by-id name, never a path; pattern, verify, a ladder rung |
  *
  * Allocation ids are the devices section's (1–128 of `[A-Za-z0-9_.-]`, starting alphanumeric, no `..`). A CDI write
  * is a hold, not a file: devices of a known class whose atom has that class's shape, `gpuUuid` the atom's GPU,
@@ -49,6 +50,7 @@ import { isPluginName } from "../plugins/protocol.ts";
 import { NFT_ARG_CHECKS } from "./args_nft.ts";
 import { LIBVIRT_CHECKS } from "./args_libvirt.ts";
 import { checkAccessApply, checkAccessObserve } from "./args_access.ts";
+import { DISK_ARG_CHECKS } from "./args_disk.ts";
 import { argObject as _object, refuseArg as _refuse, showArg as _show } from "./arg_fields.ts";
 import { HelperError } from "./errors.ts";
 import { RELEASE_VERSION_RE } from "../daemon/release.ts";
@@ -310,6 +312,7 @@ const _CHECK: { readonly [O in HelperOp]: (raw: unknown) => HelperArgs[O] } = {
   ...LIBVIRT_CHECKS,
   "access.observe": checkAccessObserve,
   "access.apply": checkAccessApply,
+  ...DISK_ARG_CHECKS,
 };
 
 /**

@@ -127,4 +127,18 @@ export const VALID_ARGS: { [O in HelperOp]: HelperArgs[O] } = {
     principals: [{ account: "root", principals: ["root@n1"] }],
     revokedSerials: [5],
   },
+  "disk.wipe": {
+    diskId: "nvme-Samsung_SSD_980_1TB_S64DNX0R123456",
+    pattern: "random",
+    verify: "all",
+    only: "blkdiscard",
+  },
+  "disk.wipe_status": { diskId: "wwn-0x5000c500a1b2c3d4" },
+  "disk.wipe_cancel": { diskId: "ata-ST4000NM0035-1V4107_ZC1ABCDE" },
+  "disk.deploy": {
+    diskId: "nvme-Samsung_SSD_980_1TB_S64DNX0R123456",
+    url: "https://images.example/ubuntu-24.04.raw?sig=abc",
+    sha256: "0f".repeat(32),
+    format: "raw",
+  },
 };

@@ -511,6 +511,80 @@ const REFUSED: { why: string; op: HelperOp; args: unknown; code: string; names: 
     code: "invalid-argument",
     names: /args is not an object/,
   },
+  // disk ops: a by-id name, never a path or a kernel name
+  {
+    why: "a device path as the disk",
+    op: "disk.wipe",
+    args: { diskId: "/dev/sda", pattern: "zero", verify: "sample" },
+    code: "invalid-argument",
+    names: /diskId "\/dev\/sda" is not a \/dev\/disk\/by-id name/,
+  },
+  {
+    why: "a by-id name climbing out of its directory",
+    op: "disk.wipe_cancel",
+    args: { diskId: "../../sda" },
+    code: "invalid-argument",
+    names: /diskId "..\/..\/sda"/,
+  },
+  {
+    why: "a path field beside the id",
+    op: "disk.wipe",
+    args: { diskId: "wwn-0x5000c500a1b2c3d4", pattern: "zero", verify: "sample", path: "/dev/sda" },
+    code: "unknown-field",
+    names: /args\.path/,
+  },
+  {
+    why: "an overwrite pattern bcd does not write",
+    op: "disk.wipe",
+    args: { diskId: "wwn-0x5000c500a1b2c3d4", pattern: "ones", verify: "sample" },
+    code: "invalid-argument",
+    names: /pattern "ones"/,
+  },
+  {
+    why: "a method that is not a ladder rung",
+    op: "disk.wipe",
+    args: { diskId: "wwn-0x5000c500a1b2c3d4", pattern: "zero", verify: "all", only: "dd" },
+    code: "invalid-argument",
+    names: /only "dd" is not a wipe method/,
+  },
+  {
+    why: "an image over plain http",
+    op: "disk.deploy",
+    args: {
+      diskId: "wwn-0x5000c500a1b2c3d4",
+      url: "http://images.example/os.raw",
+      sha256: "ab".repeat(32),
+      format: "raw",
+    },
+    code: "invalid-argument",
+    names: /url "http:\/\/images.example\/os.raw" is not an https URL/,
+  },
+  {
+    why: "a digest in upper case or short",
+    op: "disk.deploy",
+    args: { diskId: "wwn-0x5000c500a1b2c3d4", url: "https://i.example/os.raw", sha256: "AB".repeat(32), format: "raw" },
+    code: "invalid-argument",
+    names: /sha256 "ABAB/,
+  },
+  {
+    why: "a qcow2 image (not deployed yet: no converter that never follows references)",
+    op: "disk.deploy",
+    args: {
+      diskId: "wwn-0x5000c500a1b2c3d4",
+      url: "https://i.example/os.qcow2",
+      sha256: "ab".repeat(32),
+      format: "qcow2",
+    },
+    code: "invalid-argument",
+    names: /format "qcow2" is not raw/,
+  },
+  {
+    why: "a verification that is neither sampled nor whole",
+    op: "disk.wipe_status",
+    args: { diskId: "wwn-0x5000c500a1b2c3d4", verify: "none" },
+    code: "unknown-field",
+    names: /args\.verify/,
+  },
 ];
 
 Deno.test("checkArgs refuses, by name, every argument outside the table before anything runs", async (t) => {

@@ -56,6 +56,7 @@ import type { SysctlObserved, SysctlStep } from "../host/sysctl.ts";
 import { LIBVIRT_OPS, type LibvirtArgs, type LibvirtResults } from "./args_libvirt.ts";
 import type { AccessApplied, AccessFiles, AccessObserved } from "../access/mod.ts";
 import type { PluginFailure, PluginManifest } from "../plugins/protocol.ts";
+import type { DiskDeployAnswer, DiskWipeAnswer, VerifyMode, WipeMethod, WipeProgress } from "../disks/mod.ts";
 
 /** The protocol's version, printed by `version` under `protocols.helper`. */
 export const HELPER_PROTOCOL_VERSION = 1;
@@ -112,6 +113,10 @@ export const HELPER_OPS = [
   "daemon.status",
   "daemon.install",
   "daemon.confirm",
+  "disk.wipe",
+  "disk.wipe_status",
+  "disk.wipe_cancel",
+  "disk.deploy",
 ] as const;
 
 /** An operation name. */
@@ -200,6 +205,17 @@ export interface HelperArgs extends LibvirtArgs {
   /** Install the staged release of `sha256` (the helper builds its path) as `version`; `signature` base64. */
   "daemon.install": { readonly version: string; readonly sha256: string; readonly signature: string };
   "daemon.confirm": { readonly version: string };
+  /** Wipe the disk with this by-id name down the ladder (or only `only`), verified by reading back. */
+  "disk.wipe": {
+    readonly diskId: string;
+    readonly pattern: "zero" | "random";
+    readonly verify: VerifyMode;
+    readonly only?: WipeMethod;
+  };
+  "disk.wipe_status": { readonly diskId: string };
+  "disk.wipe_cancel": { readonly diskId: string };
+  /** Stream the raw image at `url` (https) onto the disk, checked against `sha256`, and verify it by reading back. */
+  "disk.deploy": { readonly diskId: string; readonly url: string; readonly sha256: string; readonly format: "raw" };
 }
 
 /** Each operation's result. */
@@ -270,6 +286,14 @@ export interface HelperResults extends LibvirtResults {
     readonly refused: { readonly reason: string; readonly message: string };
   };
   "daemon.confirm": { readonly confirmed: boolean };
+  /** The attested outcome, or root's refusal of the disk or the wipe's own, as data (`core/disks/wipe_answer.ts`). */
+  "disk.wipe": DiskWipeAnswer;
+  /** Where the disk's running wipe stands; `null` when none runs. */
+  "disk.wipe_status": { readonly progress: WipeProgress | null };
+  /** Whether a running wipe was told to stop (it stops between chunks and answers `cancelled`). */
+  "disk.wipe_cancel": { readonly cancelled: boolean };
+  /** What was written and verified, or why not and whether the boot area was zeroed (`core/disks/wipe_answer.ts`). */
+  "disk.deploy": DiskDeployAnswer;
 }
 
 /** A plugin op's answer: what was asked, or the plugin contract's refusal (`core/plugins/README.md`). */

@@ -5,12 +5,12 @@
  *
  * | role      | ops                                             | for                                              |
  * | --------- | ----------------------------------------------- | ------------------------------------------------ |
- * | `node`    | every op                                        | boot id, inventory, devices, `gpu.reset`, reboot |
+ * | `node`    | every op but `disk.*`                           | boot id, inventory, devices, `gpu.reset`, reboot |
  * | `site`    | `host.boot_id`, `host.inventory`, `host.doctor`, `node.reboot`, `plugin.*`, `daemon.*` | boot id, `inventory.refresh`, `doctor`, `node.reboot`, `driver.invoke`, self-update |
- * | `ramdisk` | `host.boot_id`, `host.inventory`, `host.doctor`, `dcgm.diag`, `plugin.*`   | boot id, `inventory.refresh`, `doctor`, `diag.dcgm`, `driver.invoke` |
+ * | `ramdisk` | `host.boot_id`, `host.inventory`, `host.doctor`, `dcgm.diag`, `plugin.*`, `disk.wipe*`, `disk.deploy` | boot id, `inventory.refresh`, `doctor`, `diag.dcgm`, `driver.invoke`, `disk.wipe`, `deploy.image` |
  *
- * A site never touches GPU holds or slices; a ramdisk has no `node.reboot` (its reboot is `boot.kexec`). The ops its
- * later kinds need (`disk.wipe`, `boot.kexec`, the BMC kinds) join its row with them.
+ * A node never wipes a disk (the destructive provisioning kinds are the ramdisk's); a site never touches GPU holds or slices; a ramdisk has no `node.reboot` (its reboot is `boot.kexec`). The ops its
+ * later kinds need (`boot.kexec`, the BMC kinds) join its row with them.
  *
  * @module
  */
@@ -25,7 +25,7 @@ export const DEFAULT_HELPER_ROLE: KindRole = "node";
 
 /** The table above, row by row, each in the protocol's op order. */
 export const HELPER_OPS_BY_ROLE: Readonly<Record<KindRole, readonly HelperOp[]>> = {
-  node: HELPER_OPS,
+  node: HELPER_OPS.filter((op) => !op.startsWith("disk.")),
   site: [
     "host.boot_id",
     "host.inventory",
@@ -46,6 +46,10 @@ export const HELPER_OPS_BY_ROLE: Readonly<Record<KindRole, readonly HelperOp[]>>
     "plugin.list",
     "plugin.manifest",
     "plugin.attach",
+    "disk.wipe",
+    "disk.wipe_status",
+    "disk.wipe_cancel",
+    "disk.deploy",
   ],
 };
 

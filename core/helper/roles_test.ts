@@ -7,7 +7,7 @@ import { DEFAULT_HELPER_ROLE, HELPER_OPS_BY_ROLE, HELPER_ROLES, isHelperRole, op
 
 /** The module's table, row by row: the ops each role's helper answers. */
 const TABLE: Record<string, readonly HelperOp[]> = {
-  node: HELPER_OPS,
+  node: HELPER_OPS.filter((op) => !op.startsWith("disk.")),
   site: [
     "host.boot_id",
     "host.inventory",
@@ -28,6 +28,10 @@ const TABLE: Record<string, readonly HelperOp[]> = {
     "plugin.list",
     "plugin.manifest",
     "plugin.attach",
+    "disk.wipe",
+    "disk.wipe_status",
+    "disk.wipe_cancel",
+    "disk.deploy",
   ],
 };
 
@@ -74,6 +78,12 @@ const LINE: Record<HelperOp, string> = {
   "plugin.attach": '{"name":"redfish"}',
   ...LIBVIRT_LINES,
   "access.observe": "{}",
+  "disk.wipe": '{"diskId":"nvme-Samsung_SSD_980_S64DNX0R","pattern":"zero","verify":"sample"}',
+  "disk.wipe_status": '{"diskId":"nvme-Samsung_SSD_980_S64DNX0R"}',
+  "disk.wipe_cancel": '{"diskId":"nvme-Samsung_SSD_980_S64DNX0R"}',
+  "disk.deploy": `{"diskId":"nvme-Samsung_SSD_980_S64DNX0R","url":"https://images.example/os.raw","sha256":"${
+    "ab".repeat(32)
+  }","format":"raw"}`,
   "access.apply":
     '{"caKeys":["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcH"],"principals":[{"account":"root","principals":["root@n1"]}],"revokedSerials":[5]}',
 };
@@ -83,6 +93,15 @@ Deno.test("each role's helper answers exactly its row of the table; the default 
   for (const role of HELPER_ROLES) assert.deepEqual([...HELPER_OPS_BY_ROLE[role]], [...TABLE[role]!], role);
   assert.equal(DEFAULT_HELPER_ROLE, "node");
   assert.ok(isHelperRole("ramdisk") && !isHelperRole("guest") && !isHelperRole("sim") && !isHelperRole(""));
+});
+
+Deno.test("disk.* ops are a helper's only where the role registers disk.wipe", () => {
+  for (const role of HELPER_ROLES) {
+    const hasKind = kindsForRole(role).some((k) => k.kind === "disk.wipe");
+    for (const op of ["disk.wipe", "disk.wipe_status", "disk.wipe_cancel", "disk.deploy"] as const) {
+      assert.equal(opsOfRole(role).has(op), hasKind, `${role} ${op}`);
+    }
+  }
 });
 
 Deno.test("node.reboot is a helper op only of the roles that register the node.reboot kind", () => {

@@ -6,6 +6,7 @@
  */
 export { type DriverInvoke, driverInvokeHandler, driverInvokePayload } from "./driver_invoke.ts";
 export { PluginHost, type PluginHostOptions } from "./host.ts";
+export { PluginRuntime, TAPS_MISSING } from "./plugin_runtime.ts";
 export {
   DirPluginSource,
   type DirPluginSourceOptions,

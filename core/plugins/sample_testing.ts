@@ -14,6 +14,8 @@
  *   flood  2 MiB without a newline on stdout
  *   noisy  2 MiB on stderr, then the input back
  *   whoami its uid, gid and open descriptors (`/proc/self/fd` links; Deno grants /proc only with --allow-all, which this test program runs with)
+ *   runtime an in-memory instance runtime (list, apply, remove; one unmanaged domain "hand-made"); MODE `notaps`
+ *          forgets every tap but the first
  * MODE `hang` answers the hello and then nothing; MODE `mute` never says hello.
  */
 const SAMPLE = (mode: string, protocol: number) => `
@@ -22,6 +24,17 @@ const enc = new TextEncoder();
 async function put(stream, s) { const b = enc.encode(s); let o = 0; while (o < b.length) o += await stream.write(b.subarray(o)); }
 const send = (f) => put(Deno.stdout, JSON.stringify(f) + "\\n");
 const slow = new Set();
+const domains = new Map([["hand-made", { id: "hand-made", state: "running" }]]);
+function runtime(c) {
+  if (c.call === "list") return { domains: [...domains.values()] };
+  if (c.call === "remove") { domains.delete(c.id); return {}; }
+  const d = c.instance ? { id: c.instance.id, state: "stopped", record: c.instance } : domains.get(c.id);
+  if (!d) return { taps: [] };
+  d.state = c.state;
+  domains.set(d.id, d);
+  const taps = (d.record?.nics ?? []).map((n) => n.tap);
+  return { taps: MODE === "notaps" ? taps.slice(0, 1) : c.state === "stopped" ? [] : taps };
+}
 let buf = "";
 const dec = new TextDecoder();
 for await (const chunk of Deno.stdin.readable) {
@@ -38,6 +51,7 @@ for await (const chunk of Deno.stdin.readable) {
     else if (f.op === "slow") slow.add(f.id);
     else if (f.op === "boom") { await put(Deno.stderr, "boom: disk on fire\\n"); Deno.exit(3); }
     else if (f.op === "flood") { const x = "x".repeat(64 * 1024); for (let n = 0; n < 32; n++) await put(Deno.stdout, x); }
+    else if (f.op === "runtime") await send({ t: "result", id: f.id, output: JSON.stringify(runtime(JSON.parse(f.input))) });
     else if (f.op === "whoami") await send({ t: "result", id: f.id, output: JSON.stringify({ uid: Deno.uid(), gid: Deno.gid(), fds: [...Deno.readDirSync("/proc/self/fd")].map((e) => { try { return e.name + "=" + Deno.readLinkSync("/proc/self/fd/" + e.name); } catch { return e.name + "=gone"; } }) }) });
     else if (f.op === "noisy") { const x = "e".repeat(64 * 1024); for (let n = 0; n < 32; n++) await put(Deno.stderr, x); await send({ t: "result", id: f.id, output: f.input }); }
   }

@@ -9,7 +9,7 @@
 import { join } from "node:path";
 import type { ReleaseFetcher } from "../../core/daemon/ports.ts";
 import { MAX_RELEASE_BYTES, ReleaseRefused, type ReleaseTarget } from "../../core/daemon/release.ts";
-import { DownloadRefused, httpsDownload } from "../libvirt/https_download.ts";
+import { DownloadRefused, httpsDownload } from "../host/https_download.ts";
 import { STAGING_DIR } from "./helper_upgrader.ts";
 
 /** Downloads releases into `dataDir`'s staging directory. */

@@ -23,6 +23,8 @@ import type { HostDoctor } from "./doctor_facts.ts";
 import type { DaemonBackend } from "../../core/daemon/ports.ts";
 import type { LibvirtHostPort } from "../../core/converge/instances/domain_plan.ts";
 import type { PluginSource } from "../../core/plugins/mod.ts";
+import type { DiskWipes } from "../disks/disk_wipes.ts";
+import type { DiskDeploys } from "../disks/disk_deploys.ts";
 
 /** The hold files, one at a time (the CDI/env store's halves: `runtimes/cdi`'s `CdiHoldStore`). */
 export interface HoldFiles {
@@ -80,4 +82,8 @@ export interface HelperBackends {
   readonly doctor?: HostDoctor;
   /** The self-update's root half (`daemon.*`); absent, the ops fail. */
   readonly daemon?: DaemonBackend;
+  /** The wipes of `disk.wipe*` (the ramdisk's helper); absent, the ops fail. */
+  readonly disks?: DiskWipes;
+  /** The deploys of `disk.deploy` (the ramdisk's helper); absent, the op fails. */
+  readonly deploys?: DiskDeploys;
 }

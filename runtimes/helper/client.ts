@@ -47,6 +47,10 @@ export const OP_TIMEOUTS_MS: Readonly<Partial<Record<HelperOp, number>>> = {
   "libvirt.restore": 3_600_000,
   "libvirt.setmem": 60_000,
   "libvirt.domstats": 60_000,
+  // the disk.wipe kind's own timeout (000 §Timeouts: six hours): a large disk's overwrite and full read-back
+  "disk.wipe": 6 * 3_600_000,
+  // the deploy.image kind's own timeout (000 §Timeouts: an hour)
+  "disk.deploy": 3_600_000,
 };
 
 /** The timeout of ops not in {@link OP_TIMEOUTS_MS}. */

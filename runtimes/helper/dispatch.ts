@@ -222,8 +222,31 @@ async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promi
     case "access.observe":
     case "access.apply":
       return await runAccessOp(b, req, writes);
+    case "disk.wipe":
+    case "disk.wipe_status":
+    case "disk.wipe_cancel":
+      return await _disk(b, req);
+    case "disk.deploy":
+      if (!b.deploys) throw new HelperError("failed", "disk.deploy: this helper deploys no images");
+      return _answer(req, await b.deploys.deploy(req.args));
     default:
       return await _libvirt(b, req);
+  }
+}
+
+/** The `disk.*` ops: refused `failed` by a helper that has no disk backend. */
+async function _disk(b: HelperBackends, req: HelperRequest): Promise<Answer> {
+  const d = b.disks;
+  if (!d) throw new HelperError("failed", `${req.op}: this helper wipes no disks`);
+  switch (req.op) {
+    case "disk.wipe":
+      return _answer(req, await d.wipe(req.args));
+    case "disk.wipe_status":
+      return _answer(req, { progress: d.status(req.args.diskId) });
+    case "disk.wipe_cancel":
+      return _answer(req, { cancelled: d.cancel(req.args.diskId) });
+    default:
+      throw new HelperError("unknown-op", `${req.op} has no runner`);
   }
 }
 

@@ -129,6 +129,10 @@ export async function startTestHelper(
     dcgmDiag?: HelperBackends["dcgmDiag"];
     /** `host.doctor`'s backend (default: none, the op fails). */
     doctor?: HelperBackends["doctor"];
+    /** The `disk.*` ops' backend (default: none, the ops fail). */
+    disks?: HelperBackends["disks"];
+    /** The `disk.deploy` op's backend (default: none, the op fails). */
+    deploys?: HelperBackends["deploys"];
   } = {},
 ): Promise<TestHelper> {
   const root = await Deno.makeTempDir({ prefix: "bcd-helper-" });
@@ -174,6 +178,8 @@ export async function startTestHelper(
     ...(opts.libvirt ? { libvirt: opts.libvirt } : {}),
     ...(opts.access ? { access: opts.access } : {}),
     ...(opts.doctor ? { doctor: opts.doctor } : {}),
+    ...(opts.disks ? { disks: opts.disks } : {}),
+    ...(opts.deploys ? { deploys: opts.deploys } : {}),
   };
   const mem = memoryLogger("debug");
   const server = new HelperServer(backends, {

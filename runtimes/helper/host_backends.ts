@@ -29,6 +29,9 @@ import { Dcgmi } from "../nvidia/dcgmi.ts";
 import type { HelperBackends } from "./backends.ts";
 import type { Logger } from "../../core/log/mod.ts";
 import { sshdAccessFiles } from "../access/sshd_files.ts";
+import { DiskWipes } from "../disks/disk_wipes.ts";
+import { DiskDeploys } from "../disks/disk_deploys.ts";
+import { DiskClaims } from "../disks/disk_claims.ts";
 
 /** Options of {@link hostBackends}. */
 export interface HostBackendOptions {
@@ -57,6 +60,7 @@ export function hostBackends(config: ResolvedAgentConfig, opts: HostBackendOptio
   const d = config.devices;
   const smi = new NvidiaSmi({ binary: d.nvidiaSmi });
   const dcgmi = new Dcgmi({ nvidiaSmi: d.nvidiaSmi });
+  const claims = new DiskClaims(); // one disk, one writer: shared by disk.wipe and disk.deploy
   return {
     bootId: () => readBootId(opts.bootIdPath),
     inventory: new SysfsHostInventory(),
@@ -82,6 +86,9 @@ export function hostBackends(config: ResolvedAgentConfig, opts: HostBackendOptio
     kubernetes: new KubeadmJoin({ etc: config.host.etcRoot }),
     plugins: new UserPluginSource({ dir: config.plugins.dir, user: config.plugins.user }),
     access: sshdAccessFiles(config, opts.log),
+    // Every role's helper has it; only the ramdisk's answers the disk ops (`core/helper/roles.ts`).
+    disks: new DiskWipes({ claims, ...(opts.log ? { log: opts.log } : {}) }),
+    deploys: new DiskDeploys({ claims, ...(opts.log ? { log: opts.log } : {}) }),
   };
 }
 

@@ -12,6 +12,7 @@ import { type Sample, writeSamplePlugin } from "../../core/plugins/sample_testin
 import { startTestHelper, type TestHelper } from "./helper_testing.ts";
 import { HelperPluginSource } from "./plugin_source.ts";
 import { UserPluginSource } from "./plugin_user.ts";
+import { pluginRuntimeContract, pluginRuntimeTapRule } from "../../core/plugins/runtime_contract_testing.ts";
 
 const SETPRIV = await new Deno.Command("setpriv", { args: ["--version"], stdout: "null", stderr: "null" }).output()
   .then((o) => o.success, (e) => {
@@ -183,4 +184,14 @@ Deno.test("through the helper: an agent that goes away takes its plugin with it;
   assert.match(lines[0]!, /"attached":\{"name":"sample"/);
   assert.match(lines.at(-1)!, /^\{"t":"exit".*"reason":"plugin-protocol".*unknown type \\"exec\\"/);
   await t.ended(2);
+});
+
+Deno.test("InstanceRuntime contract, runtime plugin through the helper: list, apply, remove; the tap rule", async (t) => {
+  await using good = await relayed();
+  await pluginRuntimeContract(t, good.host);
+  await using notaps = await relayed({ mode: "notaps" });
+  await t.step(
+    "a plugin that forgets a tap: the instance is stopped and failed",
+    () => pluginRuntimeTapRule(notaps.host),
+  );
 });

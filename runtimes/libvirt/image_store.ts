@@ -9,7 +9,7 @@
  */
 import { checkImage, ImageRefused } from "../../core/images/mod.ts";
 import type { ImageFormat } from "../../core/images/qcow2_header.ts";
-import { DownloadRefused, httpsDownload } from "./https_download.ts";
+import { DownloadRefused, httpsDownload } from "../host/https_download.ts";
 
 /** A base image that cannot be used; `reason` is the seed's or the qcow2 check's. */
 export class ImageFetchRefused extends Error {

@@ -17,7 +17,7 @@ import {
 import type { Logger } from "../../core/log/mod.ts";
 import type { TransferClock, TransferLimits } from "../host/https_put.ts";
 import { realClock } from "../../core/clock.ts";
-import { DownloadRefused, httpsDownload } from "./https_download.ts";
+import { DownloadRefused, httpsDownload } from "../host/https_download.ts";
 
 /** Options of {@link SnapshotStore}. */
 export interface SnapshotStoreOptions {

@@ -13,7 +13,7 @@
  * Refusals before anything moves: `invalid-payload` (no instance id, a deadline over 10 minutes),
  * `unsupported-target` (another node: bcd moves no snapshot between hosts yet), and the migrator's
  * {@link MigrateRefused} codes: `no-instance` (no runtime holds it), `not-running`, `no-channel` (the instance has no
- * guest turn channel to drain it through), `unsupported-runtime`.
+ * guest turn channel to drain it through).
  *
  * @module
  */
@@ -28,7 +28,7 @@ export const DEFAULT_DRAIN_DEADLINE_MS = 30_000;
 export const MAX_DRAIN_DEADLINE_MS = 600_000;
 
 /** Why a move was refused before anything moved; `code` becomes the command's error code. */
-export type MigrateRefusal = "no-instance" | "not-running" | "no-channel" | "unsupported-runtime";
+export type MigrateRefusal = "no-instance" | "not-running" | "no-channel";
 
 /** A move the node will not start. */
 export class MigrateRefused extends Error {

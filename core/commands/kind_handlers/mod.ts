@@ -1,7 +1,7 @@
 /**
  * The kind handlers implemented in core, each over interfaces that runtimes fill: `inventory.refresh` (host
  * inventory + GPUs), `logs.collect` (recent logs and a journal summary, uploaded as `.tar.gz`), `node.reboot`
- * (through a rebooter), `instance.snapshot` (a runtime's staged snapshot, uploaded). Other kinds register with their flags in kinds.ts and land with their issues.
+ * (through a rebooter), `disk.wipe` (root's wipe of each disk by stable id), `deploy.image` (root's streamed write of a raw image), `instance.snapshot` (a runtime's staged snapshot, uploaded). Other kinds register with their flags in kinds.ts and land with their issues.
  *
  * @module
  */
@@ -31,5 +31,7 @@ export {
   SnapshotRefused,
   type StagedSnapshot,
 } from "./instance_snapshot.ts";
+export { diskWipeHandler, type DiskWiper } from "./disk_wipe.ts";
+export { deployImageHandler, type ImageDeployer } from "./deploy_image.ts";
 export { nodeRebootHandler, REBOOT_GRACE_MS, type Rebooter } from "./node_reboot.ts";
 export { gzip, tar, type TarEntry, tarGz } from "./tar_gz.ts";

@@ -161,6 +161,9 @@ function _record(i: InstanceSpec): DomainRecord {
       hostname: i.hostname ?? "",
       userData: new Uint8Array(0),
       ...(restoreFrom ? { restoreFrom } : {}),
+      sshFromHostOnly: !!i.ssh_from_host_only,
+      identityRebindRef: i.identity_rebind_ref ?? "",
+      guarded: !!i.ssh_from_host_only || (i.network_policy !== undefined && i.network_policy !== null),
     },
   };
 }

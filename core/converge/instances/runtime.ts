@@ -40,6 +40,12 @@ export interface LaunchSpec {
   readonly userData: Uint8Array | null;
   /** The snapshot to boot from instead of the image (downloaded and verified before the define); absent for none. */
   readonly restoreFrom?: SnapshotSource;
+  /** tcp/22 only from the host (`InstanceSpec.ssh_from_host_only`), for a runtime plugin's spec. */
+  readonly sshFromHostOnly?: boolean;
+  /** The rebind bundle's reference (`InstanceSpec.identity_rebind_ref`), for a runtime plugin's spec; "" for none. */
+  readonly identityRebindRef?: string;
+  /** Whether bcd's network rules guard the instance (a network policy, or ssh from the host only): the tap rule. */
+  readonly guarded?: boolean;
 }
 
 /** A domain as the runtime lists it. */

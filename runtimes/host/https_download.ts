@@ -8,7 +8,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import { TRANSFER_LIMITS, type TransferClock, type TransferLimits } from "../host/https_put.ts";
+import { TRANSFER_LIMITS, type TransferClock, type TransferLimits } from "./https_put.ts";
 import { repeat } from "../../core/clock.ts";
 
 /** A download that failed or was refused; `reason`: `not-https`, `download-failed`, `too-large`, `download-stalled`, `download-timeout`. */
@@ -32,8 +32,37 @@ export interface DownloadOptions {
 
 const MAX_REDIRECTS = 5;
 
-/** Streams `url` into `dest` (created new, 0600) and returns the bytes' SHA-256. */
+/** Streams `url` into `dest` (created new, 0600, once the server answers 200) and returns the bytes' SHA-256. */
 export async function httpsDownload(url: string, dest: string, o: DownloadOptions): Promise<string> {
+  let f: Deno.FsFile | undefined;
+  try {
+    return await httpsStream(url, {
+      async write(chunk) {
+        f ??= await Deno.open(dest, { write: true, createNew: true, mode: 0o600 });
+        for (let off = 0; off < chunk.length;) off += await f.write(chunk.subarray(off));
+      },
+      async end() {
+        f ??= await Deno.open(dest, { write: true, createNew: true, mode: 0o600 });
+        await f.sync();
+      },
+    }, o);
+  } finally {
+    f?.close();
+  }
+}
+
+/** Where a stream's bytes go, in order; `end` once the last has been written. */
+export interface ByteSink {
+  write(chunk: Uint8Array): Promise<void>;
+  end(): Promise<void>;
+}
+
+/**
+ * Streams `url` into `sink` under the same rules as {@link httpsDownload} (https only, redirects only to https, the
+ * size bound, the transfer rules with a clock) and returns the bytes' SHA-256, hashed as they pass. A failure of the
+ * sink is its own error, not a {@link DownloadRefused}.
+ */
+export async function httpsStream(url: string, sink: ByteSink, o: DownloadOptions): Promise<string> {
   const limits = { ...TRANSFER_LIMITS, ...o.limits };
   const abort = new AbortController();
   let failure: DownloadRefused | undefined;
@@ -61,7 +90,7 @@ export async function httpsDownload(url: string, dest: string, o: DownloadOption
     () => fail(new DownloadRefused("download-timeout", `${o.what} ${url}: the transfer passed ${limits.capMs} ms`)),
   );
   try {
-    return await _download(url, dest, o, abort.signal, (n) => moved += n);
+    return await _download(url, sink, o, abort.signal, (n) => moved += n);
   } catch (e) {
     if (failure !== undefined) throw failure;
     throw e;
@@ -73,7 +102,7 @@ export async function httpsDownload(url: string, dest: string, o: DownloadOption
 
 async function _download(
   url: string,
-  dest: string,
+  sink: ByteSink,
   o: DownloadOptions,
   signal: AbortSignal,
   progress: (n: number) => void,
@@ -104,7 +133,6 @@ async function _download(
       throw new DownloadRefused("download-failed", `${o.what} ${at}: HTTP ${res.status}`);
     }
     const hash = createHash("sha256");
-    const f = await Deno.open(dest, { write: true, createNew: true, mode: 0o600 });
     let n = 0;
     try {
       for await (const chunk of res.body) {
@@ -117,17 +145,15 @@ async function _download(
           throw new DownloadRefused("too-large", `${o.what} ${at} passes ${o.maxBytes} bytes`);
         }
         hash.update(chunk);
-        for (let off = 0; off < chunk.length;) off += await f.write(chunk.subarray(off));
+        await sink.write(chunk);
       }
-      await f.sync();
+      await sink.end();
     } catch (e) {
       if (e instanceof DownloadRefused) throw e;
       if (e instanceof TypeError || (e instanceof DOMException && e.name === "AbortError")) {
         throw new DownloadRefused("download-failed", `${o.what} ${at}: ${e.message}`, { cause: e });
       }
       throw e;
-    } finally {
-      f.close();
     }
     return hash.digest("hex");
   }

@@ -1,0 +1,83 @@
+/**
+ * `deploy.image` (provision lane, ramdisk, destructive, an hour): root streams the image at `url` onto the target disk
+ * named by its `/dev/disk/by-id` path (the helper's `disk.deploy`: https only, SHA-256 while streaming, partition
+ * table re-read, read-back verify; a failure after a write zeroes the first MiB). The result is the target, the bytes
+ * written and the digest verified.
+ *
+ * Payload, as this handler reads it (`DeployImagePayload`), judgement calls written down:
+ *
+ * - `target_device`: a `/dev/disk/by-id` path or bare by-id name; anything else is `invalid-payload` before queueing;
+ * - `sha256`: 64 hex digits (either case), required: an image is never written unchecked;
+ * - `format`: `raw` (or empty); `qcow2` fails `unsupported-format` until it is converted while streaming with the
+ *   header checks first (`core/images/qcow2_header.ts`), never by a tool that follows backing references;
+ * - `grow_root`: fails `unsupported` rather than deploying without the growth asked for.
+ *
+ * A refusal or failure of root is the command's failure with root's reason as its code (`mounted`, `digest-mismatch`,
+ * `verify-failed`, `not-https`, `too-large`, `partition-table`, …) and whether the boot area was zeroed.
+ *
+ * @module
+ */
+import { packResult, unpackPayload, WireDecodeError } from "../../../proto/mod.ts";
+import type { DiskDeployAnswer } from "../../disks/mod.ts";
+import { isDiskId } from "../../disks/disk_id.ts";
+import type { HandlerContext, HandlerResult, KindHandler } from "../handlers.ts";
+import { CommandFailed, InvalidPayload } from "../rejection.ts";
+
+/** Root's deploy of one raw image onto one disk. */
+export interface ImageDeployer {
+  deploy(a: { diskId: string; url: string; sha256: string; format: "raw" }): Promise<DiskDeployAnswer>;
+}
+
+const _BY_ID = "/dev/disk/by-id/";
+
+/** The `deploy.image` handler. */
+export function deployImageHandler(ports: { deployer: ImageDeployer }): KindHandler {
+  return {
+    kind: "deploy.image",
+    resources(command) {
+      return [`disk:${_BY_ID}${_payload(command.payload).diskId}`];
+    },
+    async run(ctx: HandlerContext): Promise<HandlerResult> {
+      const p = _payload(ctx.command.payload);
+      if (p.format !== "raw") {
+        throw new CommandFailed("unsupported-format", `deploy.image: format ${p.format} is not deployed yet (raw is)`);
+      }
+      if (p.growRoot) throw new CommandFailed("unsupported", "deploy.image: grow_root is not done yet");
+      const a = await ports.deployer.deploy({ diskId: p.diskId, url: p.url, sha256: p.sha256, format: "raw" });
+      if (!a.ok) {
+        const zeroed = a.zeroedBootArea ? " (its first MiB zeroed: not bootable)" : " (the disk was not written)";
+        throw new CommandFailed(a.reason, `deploy.image: ${p.diskId}: ${a.message}${zeroed}`);
+      }
+      ctx.logger.info({ disk_id: p.diskId, written: a.writtenBytes }, "image deployed and verified");
+      const any = packResult("deploy.image", {
+        target_device: `${_BY_ID}${p.diskId}`,
+        written_bytes: a.writtenBytes,
+        sha256: a.sha256,
+      });
+      return { result: { typeUrl: any.type_url, value: any.value } };
+    },
+  };
+}
+
+function _payload(p: { typeUrl: string; value: Uint8Array } | undefined) {
+  if (p === undefined) throw new InvalidPayload("deploy.image: no payload");
+  let w;
+  try {
+    w = unpackPayload("deploy.image", { type_url: p.typeUrl, value: p.value });
+  } catch (e) {
+    if (e instanceof WireDecodeError) throw new InvalidPayload(e.message, { cause: e });
+    throw e;
+  }
+  const target = w.target_device ?? "";
+  const diskId = target.startsWith(_BY_ID) ? target.slice(_BY_ID.length) : target;
+  if (!isDiskId(diskId)) {
+    throw new InvalidPayload(`deploy.image: target ${JSON.stringify(target)} is not a /dev/disk/by-id path`);
+  }
+  const url = w.url ?? "";
+  if (!url.startsWith("https://")) throw new InvalidPayload(`deploy.image: url ${JSON.stringify(url)} is not https`);
+  const sha256 = (w.sha256 ?? "").toLowerCase();
+  if (!/^[0-9a-f]{64}$/.test(sha256)) {
+    throw new InvalidPayload(`deploy.image: sha256 ${JSON.stringify(w.sha256)} is not 64 hex digits`);
+  }
+  return { diskId, url, sha256, format: w.format || "raw", growRoot: w.grow_root === true };
+}

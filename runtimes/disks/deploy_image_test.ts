@@ -1,0 +1,235 @@
+/**
+ * `deploy.image` of a raw image onto real loop disks, streamed from a loopback https server that a test CA signs.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { DeployError, deployRawImage } from "../../core/disks/mod.ts";
+import { BlockWipeDevice } from "./block_wipe_device.ts";
+import { httpsImageStream, imageStreamReason } from "./image_stream.ts";
+import { makeCerts } from "../host/certs_testing.ts";
+import { startTestHelper } from "../helper/helper_testing.ts";
+import { DiskGuard } from "./disk_guard.ts";
+import { DiskDeploys } from "./disk_deploys.ts";
+import { type LoopDisk, loopSkipReason, makeLoopDisk } from "../../fixtures/disks/loop_disk.ts";
+
+const MIB = 1024 * 1024;
+const skip = loopSkipReason();
+
+/** A raw disk image with an MBR of two partitions (made by the real sfdisk) and random bytes after it. */
+async function makeImage(size: number): Promise<Uint8Array> {
+  const dir = await Deno.makeTempDir({ prefix: "bcd-image-" });
+  try {
+    const img = `${dir}/disk.raw`;
+    const bytes = new Uint8Array(size);
+    for (let off = 0; off < size; off += 65536) crypto.getRandomValues(bytes.subarray(off, off + 65536));
+    bytes.fill(0, 0, MIB);
+    await Deno.writeFile(img, bytes);
+    const sf = new Deno.Command("sfdisk", { args: ["-q", img], stdin: "piped", stdout: "null", stderr: "piped" })
+      .spawn();
+    const w = sf.stdin.getWriter();
+    await w.write(new TextEncoder().encode("label: dos\nstart=2048, size=2048, type=83\nstart=4096, type=83\n"));
+    await w.close();
+    const out = await sf.output();
+    if (!out.success) throw new Error(`sfdisk: ${new TextDecoder().decode(out.stderr)}`);
+    return await Deno.readFile(img);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
+
+async function withServer(
+  image: Uint8Array,
+  f: (base: string, fetcher: typeof fetch) => Promise<void>,
+): Promise<void> {
+  const certs = await makeCerts();
+  if (certs === null) throw new Error("openssl is missing: the https test server cannot be made");
+  const ac = new AbortController();
+  const server: Deno.HttpServer<Deno.NetAddr> = Deno.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    cert: certs.cert,
+    key: certs.key,
+    signal: ac.signal,
+    onListen: () => {},
+  }, (req): Response => {
+    const path = new URL(req.url).pathname;
+    const base: string = `https://127.0.0.1:${server.addr.port}`;
+    if (path === "/image.raw") return new Response(image.slice());
+    if (path === "/to-https") return new Response(null, { status: 302, headers: { location: `${base}/image.raw` } });
+    if (path === "/to-http") {
+      return new Response(null, {
+        status: 302,
+        headers: { location: `http://127.0.0.1:${server.addr.port}/image.raw` },
+      });
+    }
+    if (path === "/broken") {
+      let sent = 0;
+      const body = new ReadableStream<Uint8Array>({
+        pull(c) {
+          if (sent === 5 * MIB) return c.error(new Error("connection reset"));
+          c.enqueue(image.slice(sent, sent + MIB));
+          sent += MIB;
+        },
+      });
+      return new Response(body);
+    }
+    return new Response("no", { status: 404 });
+  });
+  const client = Deno.createHttpClient({ caCerts: [certs.ca] });
+  try {
+    await f(`https://127.0.0.1:${server.addr.port}`, (input, init) => fetch(input, { ...init, client }));
+  } finally {
+    client.close();
+    ac.abort();
+    await server.finished;
+  }
+}
+
+async function withLoop(size: number, f: (loop: LoopDisk, dev: BlockWipeDevice) => Promise<void>): Promise<void> {
+  const loop = await makeLoopDisk(size, { partscan: true });
+  try {
+    await Deno.writeFile(loop.backingFile, new Uint8Array(size).fill(0xee));
+    const dev = await BlockWipeDevice.open(loop.kernelName);
+    try {
+      await f(loop, dev);
+    } finally {
+      dev.close();
+    }
+  } finally {
+    await loop.close();
+  }
+}
+
+Deno.test({
+  name: "deploy.image writes a raw image through an https redirect, re-reads the partition table and verifies it",
+  ignore: skip !== undefined,
+  async fn() {
+    const image = await makeImage(12 * MIB);
+    await withServer(image, async (base, fetcher) => {
+      await withLoop(32 * MIB, async (loop, dev) => {
+        const out = await deployRawImage(dev, httpsImageStream(`${base}/to-https`, { fetch: fetcher }), sha(image), {
+          streamError: imageStreamReason,
+        });
+        assert.deepEqual(out, { writtenBytes: 12 * MIB, sha256: sha(image) });
+        const disk = await Deno.readFile(loop.backingFile);
+        assert.equal(sha(disk.subarray(0, 12 * MIB)), sha(image));
+        assert.ok(disk.subarray(12 * MIB).every((b) => b === 0xee), "nothing written past the image");
+        const parts = (await Array.fromAsync(Deno.readDir(`/sys/block/${loop.kernelName}`))).map((e) => e.name)
+          .filter((n) => n.startsWith(loop.kernelName)).sort();
+        assert.deepEqual(
+          parts,
+          [`${loop.kernelName}p1`, `${loop.kernelName}p2`],
+          "the kernel sees the image's partitions",
+        );
+      });
+    });
+  },
+});
+
+Deno.test({
+  name: "deploy.image with a wrong digest leaves the disk not bootable: its first MiB zeroed",
+  ignore: skip !== undefined,
+  async fn() {
+    const image = await makeImage(6 * MIB);
+    await withServer(image, async (base, fetcher) => {
+      await withLoop(16 * MIB, async (loop, dev) => {
+        await assert.rejects(
+          deployRawImage(dev, httpsImageStream(`${base}/image.raw`, { fetch: fetcher }), "ab".repeat(32), {
+            streamError: imageStreamReason,
+          }),
+          (e) => e instanceof DeployError && e.reason === "digest-mismatch" && e.zeroedBootArea,
+        );
+        const disk = await Deno.readFile(loop.backingFile);
+        assert.ok(disk.subarray(0, MIB).every((b) => b === 0), "the partition table and boot code are gone");
+        const show = await new Deno.Command("partx", {
+          args: ["--show", loop.devicePath],
+          stdout: "null",
+          stderr: "piped",
+        })
+          .output();
+        assert.ok(!show.success, "no partition table is left on the refused disk");
+      });
+    });
+  },
+});
+
+Deno.test({
+  name: "deploy.image refuses a redirect to http before writing, and zeroes the boot area when the stream breaks",
+  ignore: skip !== undefined,
+  async fn(t) {
+    const image = await makeImage(8 * MIB);
+    await withServer(image, async (base, fetcher) => {
+      await t.step("redirect to http", async () => {
+        await withLoop(16 * MIB, async (loop, dev) => {
+          await assert.rejects(
+            deployRawImage(dev, httpsImageStream(`${base}/to-http`, { fetch: fetcher }), sha(image), {
+              streamError: imageStreamReason,
+            }),
+            (e) => e instanceof DeployError && e.reason === "not-https" && !e.zeroedBootArea,
+          );
+          assert.ok((await Deno.readFile(loop.backingFile)).every((b) => b === 0xee), "the disk is untouched");
+        });
+      });
+      await t.step("an image larger than the disk", async () => {
+        await withLoop(4 * MIB, async (_loop, dev) => {
+          await assert.rejects(
+            deployRawImage(dev, httpsImageStream(`${base}/image.raw`, { fetch: fetcher }), sha(image), {
+              streamError: imageStreamReason,
+            }),
+            (e) => e instanceof DeployError && e.reason === "too-large",
+          );
+        });
+      });
+      await t.step("a stream that breaks after 5 MiB", async () => {
+        await withLoop(16 * MIB, async (loop, dev) => {
+          await assert.rejects(
+            deployRawImage(dev, httpsImageStream(`${base}/broken`, { fetch: fetcher }), sha(image), {
+              streamError: imageStreamReason,
+            }),
+            (e) => e instanceof DeployError && e.reason === "download-failed" && e.zeroedBootArea,
+          );
+          const disk = await Deno.readFile(loop.backingFile);
+          assert.ok(disk.subarray(0, MIB).every((b) => b === 0));
+        });
+      });
+    });
+  },
+});
+
+Deno.test({
+  name: "a ramdisk helper's disk.deploy fetches the image itself and writes it to the disk named by its by-id name",
+  ignore: skip !== undefined,
+  async fn() {
+    const image = await makeImage(6 * MIB);
+    await withServer(image, async (base, fetcher) => {
+      const loop = await makeLoopDisk(16 * MIB, { partscan: true });
+      const deploys = new DiskDeploys({ guard: new DiskGuard({ dev: loop.devRoot }), fetch: fetcher });
+      const h = await startTestHelper({ role: "ramdisk", deploys });
+      try {
+        const ok = await h.client.call("disk.deploy", {
+          diskId: loop.diskId,
+          url: `${base}/to-https`,
+          sha256: sha(image),
+          format: "raw",
+        });
+        assert.deepEqual(ok, { diskId: loop.diskId, ok: true, writtenBytes: 6 * MIB, sha256: sha(image) });
+        assert.ok(await Deno.stat(`/sys/block/${loop.kernelName}/${loop.kernelName}p2`));
+        const bad = await h.client.call("disk.deploy", {
+          diskId: loop.diskId,
+          url: `${base}/image.raw`,
+          sha256: "cd".repeat(32),
+          format: "raw",
+        });
+        assert.ok(!bad.ok && bad.reason === "digest-mismatch" && bad.zeroedBootArea);
+        assert.ok((await Deno.readFile(loop.backingFile)).subarray(0, MIB).every((b) => b === 0));
+      } finally {
+        await h.close();
+        await loop.close();
+      }
+    });
+  },
+});
