@@ -1,6 +1,6 @@
 /**
  * The site's image cache (000 §NodeSpec `site`: `cache_images`, "the agent re-verifies each digest before serving
- * it"). Images are downloaded over https (`runtimes/libvirt/https_download.ts`: https only, redirects only to https,
+ * it"). Images are downloaded over https (`runtimes/host/https_download.ts`: https only, redirects only to https,
  * a size bound), hashed with SHA-256 while they stream into a private temporary file, and kept only when the digest is
  * the one asked for: then the file is renamed to `<dir>/sha256/<hex>` (one file per digest, whatever URL it came
  * from). A mismatch removes the temporary file and throws {@link ImageDigestMismatch}; nothing of it is ever served.
@@ -19,7 +19,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import { DownloadRefused, httpsDownload } from "../libvirt/https_download.ts";
+import { DownloadRefused, httpsDownload } from "../host/https_download.ts";
 import type { Logger } from "../../core/log/mod.ts";
 
 /** A downloaded image whose SHA-256 is not the one asked for; `reason` is `digest-mismatch`. */
