@@ -10,7 +10,7 @@ import type { TelemetrySources } from "../core/telemetry/metrics.ts";
 import type { Journal } from "../core/journal/mod.ts";
 import type { NodeAgent } from "../core/session/node_agent.ts";
 import type { DevicesConverger } from "../core/converge/devices/mod.ts";
-import type { InstanceWiring } from "./_agent_cli.ts";
+import type { InstancesConverger } from "../core/converge/instances/mod.ts";
 
 async function _size(path: string): Promise<number> {
   try {
@@ -27,7 +27,12 @@ export function telemetrySources(
   journal: Journal,
   agent: () => NodeAgent | undefined,
   late: { readonly devices?: DevicesConverger },
-  instances: Pick<InstanceWiring, "converger" | "migrations"> | undefined,
+  instances:
+    | {
+      readonly converger: InstancesConverger;
+      readonly migrations?: () => readonly { instance: string; gauge: number }[];
+    }
+    | undefined,
 ): Omit<TelemetrySources, "dropped"> {
   return {
     settled: () => agent()?.dispatcher.settledCounts ?? new Map(),
