@@ -67,6 +67,16 @@ export interface AgentView {
   quorumEnforced(): boolean;
 }
 
+/** What {@link RoleWiring.instanceConverger} starts. */
+export interface InstanceWiring {
+  readonly converger: InstancesConverger;
+  readonly capabilities: readonly string[];
+  /** Ends what it started beside the converger (the network rules' integrity timer) before the helper closes. */
+  readonly stop?: () => void;
+  /** The moves (`instance.migrate`) in progress, for the `bcd.instance.migration.phase` gauge. */
+  readonly migrations?: () => readonly { instance: string; gauge: number }[];
+}
+
 /** A role's wiring. */
 export interface RoleWiring {
   readonly role: Role;
@@ -95,7 +105,7 @@ export interface RoleWiring {
   instanceConverger?(
     ctx: WiringContext,
     peers: InstancePeers,
-  ): Promise<{ converger: InstancesConverger; capabilities: readonly string[]; stop?: () => void }>;
+  ): Promise<InstanceWiring>;
   /** The devices section's host ports; with them the role converges holds and runs `gpu.reset` and `diag.nvml`. */
   devices?(ctx: WiringContext): DevicePorts;
   /** Where the boot id comes from when `BCD_BOOT_ID_PATH` is unset (the sim's simulated boot); the kernel's if absent. */
@@ -369,7 +379,7 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
           nodeId: identity.nodeId,
           log,
           ...(pull ? { pull } : {}),
-          sources: telemetrySources(dataDir, journal, () => started, late, inst?.converger),
+          sources: telemetrySources(dataDir, journal, () => started, late, inst),
         });
         const agent = started = await NodeAgent.start({
           role: w.role,

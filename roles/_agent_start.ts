@@ -121,7 +121,7 @@ export async function startAgent(w: RoleWiring, o: AgentStart): Promise<StartedA
     version: AGENT_VERSION,
     nodeId: identity.nodeId,
     log,
-    sources: telemetrySources(dataDir, journal, () => started, late, inst?.converger),
+    sources: telemetrySources(dataDir, journal, () => started, late, inst),
   });
   const agent = started = await NodeAgent.start({
     role: w.role,

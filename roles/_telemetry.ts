@@ -1,7 +1,7 @@
 /**
  * Where each of bcd's own metrics is read in a running agent (`core/telemetry/metrics.ts` names them): the
  * dispatcher's settled counts and lanes, the engine's section statuses, the journal's files and unacked events, the
- * devices converger's holds, the instances converger's listing, the session client's sessions.
+ * devices converger's holds, the instances converger's listing and the moves in progress, the session client's sessions.
  *
  * @module
  */
@@ -27,7 +27,12 @@ export function telemetrySources(
   journal: Journal,
   agent: () => NodeAgent | undefined,
   late: { readonly devices?: DevicesConverger },
-  instances: InstancesConverger | undefined,
+  instances:
+    | {
+      readonly converger: InstancesConverger;
+      readonly migrations?: () => readonly { instance: string; gauge: number }[];
+    }
+    | undefined,
 ): Omit<TelemetrySources, "dropped"> {
   return {
     settled: () => agent()?.dispatcher.settledCounts ?? new Map(),
@@ -48,7 +53,8 @@ export function telemetrySources(
       };
     },
     holds: () => late.devices?.heldCount() ?? 0,
-    ...(instances ? { instances: () => instances.listing().instances } : {}),
+    ...(instances ? { instances: () => instances.converger.listing().instances } : {}),
+    ...(instances?.migrations ? { migrations: instances.migrations } : {}),
     sessions: () => agent()?.session?.sessions ?? 0,
   };
 }

@@ -67,12 +67,13 @@ import {
   type LibvirtMigratorOptions,
   recoverMigrations,
 } from "../runtimes/migration/libvirt_migrator.ts";
+import { MigrationPhaseBoard } from "../runtimes/migration/phase_board.ts";
 import { InstanceConfigDelivery } from "../runtimes/agent_config/instance_delivery.ts";
 import { HttpConfigSource } from "../runtimes/agent_config/http_source.ts";
 import { HttpsUploader } from "../runtimes/host/https_put.ts";
 import type { DevicePorts } from "./_devices.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
-import { agentCommands, helperOf, type InstancePeers, type WiringContext } from "./_agent_cli.ts";
+import { agentCommands, helperOf, type InstancePeers, type InstanceWiring, type WiringContext } from "./_agent_cli.ts";
 import { IMAGE_COMMAND } from "./node_image_cli.ts";
 import { driverInvoke, pluginRuntimes } from "./_plugins.ts";
 import { JOURNAL_COMMAND } from "./node_journal_cli.ts";
@@ -153,7 +154,7 @@ function _host(ctx: WiringContext, peers: Pick<InstancePeers, "secrets" | "wake"
 async function _instances(
   ctx: WiringContext,
   peers: InstancePeers,
-): Promise<{ converger: InstancesConverger; capabilities: string[]; stop?: () => void }> {
+): Promise<InstanceWiring> {
   const helper = helperOf(ctx);
   const memory = new HelperHostMemory(helper);
   const plugins = await pluginRuntimes(ctx, ["libvirt-kvm"]);
@@ -196,7 +197,13 @@ async function _instances(
   );
   // instance.migrate: moves a crash interrupted are resolved before the converger's first pass (each to exactly one
   // running instance; runtimes/migration/libvirt_migrator.ts), then the migrator serves the command.
-  const migration: LibvirtMigratorOptions = { host, instanceDir: (id) => rt.instanceDir(id), log: ctx.log };
+  const moves = new MigrationPhaseBoard();
+  const migration: LibvirtMigratorOptions = {
+    host,
+    instanceDir: (id) => rt.instanceDir(id),
+    log: ctx.log,
+    onPhase: (id, phase, gauge) => moves.record(id, phase, gauge),
+  };
   const recovered = await recoverMigrations(`${ctx.dataDir}/libvirt/instances`, migration);
   if (recovered.length > 0) ctx.log.warn({ recovered }, "instances: moves a crash interrupted were resolved");
   _migratorsByCtx.set(ctx, new LibvirtMigrator(migration));
@@ -218,6 +225,7 @@ async function _instances(
   return {
     converger,
     capabilities: ["instance.placement", ...network],
+    migrations: () => moves.moving(),
     stop: () => {
       fleet.abort();
       net.stop();

@@ -10,10 +10,11 @@
  * handler runs — and ask the root `bcd-helper` over that socket for everything under /proc, /sys and /dev and every
  * root-only write. The node asks for the boot id, the inventory, host memory, GPUs' NUMA nodes, CDI specs, env files,
  * hold slices, `gpu.reset` and `node.reboot` (and runs `nvidia-smi` itself for queries); the site for the boot id, the
- * inventory and `node.reboot`; the ramdisk for the boot id and the inventory (its data dir `/run/bcd` holds the
- * default socket). The site runs `genisoimage` (a lease's virtual-media ISO, into its own cache) and nothing else; the
- * ramdisk runs no host tool yet; `disk.wipe`, `deploy.image`, `boot.kexec`
- * and the BMC kinds bring theirs (or their helper ops) with them. The helper holds `--allow-all` for the same Deno
+ * inventory and `node.reboot`; the ramdisk for the boot id, the inventory, `disk.wipe*` and `disk.deploy` (root
+ * resolves the disk from its by-id name, fetches the image and writes; its data dir `/run/bcd` holds the default
+ * socket). The site runs `genisoimage` (a lease's virtual-media ISO, into its own cache) and nothing else; the ramdisk
+ * runs no host tool; `boot.kexec` and the BMC kinds bring theirs (or their helper ops) with them. The helper holds
+ * `--allow-all` for the same Deno
  * rule: it reads /proc and /sys and writes cgroupfs; its containment is that it answers only the ops of `core/helper`
  * that the role it serves uses (`[helper] role`), each checked default-deny.
  *

@@ -8,9 +8,10 @@
  *   rest follow `Welcome`, in order); `Welcome` moves the server time mark (refused more than 5 minutes back or
  *   more than 24 hours ahead), sets the server-time offset, takes a trust bundle under the rotation rules
  *   (`trust_rotation.ts`) and acks events; then unacked results and events are replayed.
- * - Server time ({@link NodeAgent.serverNow}) never goes back: a heartbeat can only move it forward, a `Welcome`
- *   within the 5 minutes the seed allows cannot move it below what it already returned, and a heartbeat too far
- *   ahead ends the session with `time-mark`.
+ * - Server time ({@link NodeAgent.serverNow}) never goes back once a `Welcome` gave it: a heartbeat can only move it
+ *   forward, a `Welcome` within the 5 minutes the seed allows cannot move it below what it already returned, and a
+ *   heartbeat too far ahead ends the session with `time-mark`; before the first `Welcome` it is the host clock's
+ *   estimate (never below the mark), which the `Welcome` corrects.
  * - At start the spec the journal holds is enforced only when its signature verifies against the held trust bundle
  *   (when that bundle holds roots); else the node asks for the full spec once connected.
  * - Desired state goes through {@link takeDesiredState}; an applied spec is journaled before it is converged.
@@ -148,6 +149,12 @@ export class NodeAgent implements SessionDelegate, EventSink {
   #serverOffset = 0;
   /** The highest server time returned so far: {@link serverNow} never goes below it. */
   #serverFloor = 0;
+  /**
+   * Whether a `Welcome` of this process gave the offset. Before one, {@link serverNow} is an estimate from the host
+   * clock (and the mark) and raises no floor: a host clock running ahead would otherwise hold server time ahead after
+   * the `Welcome` corrects it, refusing fresh commands `EXPIRED` (found by test:fleet with skewed clocks).
+   */
+  #welcomed = false;
   #trustBytes: Uint8Array;
   #upgradeOnly = false;
   #out: SessionOut | undefined;
@@ -231,12 +238,14 @@ export class NodeAgent implements SessionDelegate, EventSink {
   }
 
   /**
-   * Server time: the host clock plus the offset `Welcome` and heartbeats set, never below a value it already
-   * returned or the server time mark it started from, so `not_after` and certificate windows never see it go back.
+   * Server time: the host clock plus the offset `Welcome` and heartbeats set, never below a value it returned since a
+   * `Welcome` of this process or the server time mark it started from, so `not_after` and certificate windows never
+   * see it go back. Before the first `Welcome` it is the host clock's estimate (never below the mark), which binds
+   * nothing later: the `Welcome` corrects a host clock that runs ahead.
    */
   serverNow(): number {
     const t = Math.max(this.#now() + this.#serverOffset, this.#serverFloor);
-    this.#serverFloor = t;
+    if (this.#welcomed) this.#serverFloor = t;
     return t;
   }
 
@@ -331,6 +340,7 @@ export class NodeAgent implements SessionDelegate, EventSink {
         throw e;
       }
       this.#serverOffset = st - this.#now();
+      this.#welcomed = true;
     }
     await this.#takeBundle(w);
     this.#upgradeOnly = w.upgrade_only ?? false;

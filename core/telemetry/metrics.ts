@@ -14,6 +14,7 @@
  * | `bcd.journal.unacked_events` | gauge | `class` | events not yet acked by the gateway |
  * | `bcd.gpu.holds` | gauge | | the holds the devices converger last read |
  * | `bcd.instances` | gauge | `state` | the instances the runtimes report |
+ * | `bcd.instance.migration.phase` | gauge | `instance` | a move in progress: its phase's index in `core/migration` `PHASES` (a move that ended is no longer listed) |
  * | `bcd.session.reconnects` | counter | | sessions after the first |
  * | `bcd.telemetry.dropped` | counter | | exports dropped (one already in flight) or failed |
  *
@@ -33,6 +34,8 @@ export interface TelemetrySources {
   journal(): Promise<{ sizeBytes: number; unacked: Readonly<Record<string, number>> }>;
   holds?(): number;
   instances?(): readonly { state: string }[];
+  /** Moves in progress (`instance.migrate`), each with its phase gauge. */
+  migrations?(): readonly { instance: string; gauge: number }[];
   /** Sessions opened so far. */
   sessions(): number;
   /** Exports dropped so far. */
@@ -83,6 +86,14 @@ export function registerBcdMetrics(meter: Meter, s: TelemetrySources): (passMs: 
         for (const i of instances()) by.set(i.state, (by.get(i.state) ?? 0) + 1);
         for (const [state, n] of by) o.observe(n, { state });
       });
+  }
+  if (s.migrations) {
+    const migrations = s.migrations;
+    meter.createObservableGauge("bcd.instance.migration.phase", {
+      description: "the phase of each move in progress (its index in the migration phases)",
+    }).addCallback((o) => {
+      for (const m of migrations()) o.observe(m.gauge, { instance: m.instance });
+    });
   }
   meter.createObservableCounter("bcd.session.reconnects", { description: "sessions opened after the first" })
     .addCallback((o) => o.observe(Math.max(0, s.sessions() - 1)));

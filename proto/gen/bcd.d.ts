@@ -4030,6 +4030,7 @@ export namespace bcd {
             devices: string[];
             method: bcd.v1.DiskWipePayload.Method;
             verify: boolean;
+            random_pass: boolean;
             static create(properties: bcd.v1.DiskWipePayload.$Shape): bcd.v1.DiskWipePayload & bcd.v1.DiskWipePayload.$Shape;
             static create(properties?: bcd.v1.DiskWipePayload.$Properties): bcd.v1.DiskWipePayload;
             static encode(message: bcd.v1.DiskWipePayload.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
@@ -4045,6 +4046,7 @@ export namespace bcd {
                 devices?: (string[]|null);
                 method?: (bcd.v1.DiskWipePayload.Method|null);
                 verify?: (boolean|null);
+                random_pass?: (boolean|null);
                 $unknowns?: Uint8Array[];
             }
             type $Shape = bcd.v1.DiskWipePayload.$Properties;

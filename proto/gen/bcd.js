@@ -25421,6 +25421,7 @@ export const bcd = $root.bcd = (() => {
             DiskWipePayload.prototype.devices = $util.emptyArray;
             DiskWipePayload.prototype.method = 0;
             DiskWipePayload.prototype.verify = false;
+            DiskWipePayload.prototype.random_pass = false;
 
             DiskWipePayload.create = function(properties) {
                 return new DiskWipePayload(properties);
@@ -25440,6 +25441,8 @@ export const bcd = $root.bcd = (() => {
                     writer.uint32(16).int32(message.method);
                 if (message.verify != null && $Object.hasOwnProperty.call(message, "verify") && message.verify !== false)
                     writer.uint32(24).bool(message.verify);
+                if (message.random_pass != null && $Object.hasOwnProperty.call(message, "random_pass") && message.random_pass !== false)
+                    writer.uint32(32).bool(message.random_pass);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -25497,6 +25500,15 @@ export const bcd = $root.bcd = (() => {
                                 message.verify = value;
                             else
                                 delete message.verify;
+                            continue;
+                        }
+                    case 4: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.bool())
+                                message.random_pass = value;
+                            else
+                                delete message.random_pass;
                             continue;
                         }
                     }
@@ -25562,6 +25574,9 @@ export const bcd = $root.bcd = (() => {
                 if (object.verify != null)
                     if (object.verify)
                         message.verify = $Boolean(object.verify);
+                if (object.random_pass != null)
+                    if (object.random_pass)
+                        message.random_pass = $Boolean(object.random_pass);
                 return message;
             };
 
@@ -25578,6 +25593,7 @@ export const bcd = $root.bcd = (() => {
                 if (options.defaults) {
                     object.method = options.enums === $String ? "METHOD_AUTO" : 0;
                     object.verify = false;
+                    object.random_pass = false;
                 }
                 if (message.devices && message.devices.length) {
                     object.devices = $Array(message.devices.length);
@@ -25588,6 +25604,8 @@ export const bcd = $root.bcd = (() => {
                     object.method = options.enums === $String ? $root.bcd.v1.DiskWipePayload.Method[message.method] === $undefined ? message.method : $root.bcd.v1.DiskWipePayload.Method[message.method] : message.method;
                 if (message.verify != null && $Object.hasOwnProperty.call(message, "verify"))
                     object.verify = message.verify;
+                if (message.random_pass != null && $Object.hasOwnProperty.call(message, "random_pass"))
+                    object.random_pass = message.random_pass;
                 return object;
             };
 

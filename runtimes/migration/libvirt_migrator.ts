@@ -47,7 +47,7 @@ import {
 } from "../../core/commands/kind_handlers/instance_migrate.ts";
 import { type Clock, realClock } from "../../core/clock.ts";
 import type { Logger } from "../../core/log/mod.ts";
-import type { Phase } from "../../core/migration/mod.ts";
+import { type Phase, phaseGauge } from "../../core/migration/mod.ts";
 import type { ChannelKey } from "../../core/turns/auth.ts";
 import { atomicWrite, removeDurably } from "../cdi/atomic_write.ts";
 import { connectTurnsUnix } from "../guest/turns_connect.ts";
@@ -170,6 +170,9 @@ export class LibvirtMigrator implements InstanceMigrator {
       drainDeadlineMs: m.drainDeadlineMs,
       log: o.log,
       onPhase: (p, g) => o.onPhase?.(id, p, g),
+    }).catch((e) => {
+      o.onPhase?.(id, "Stable", phaseGauge("Stable")); // a host error the orchestrator did not absorb ends the move too
+      throw e;
     });
     r.channel?.close();
     if (r.outcome !== "failed") {

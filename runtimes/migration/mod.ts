@@ -23,3 +23,4 @@ export {
   type MigrationStep,
 } from "./orchestrator.ts";
 export { LibvirtMigrator, type LibvirtMigratorOptions, recoverMigrations } from "./libvirt_migrator.ts";
+export { MigrationPhaseBoard, type MovingInstance } from "./phase_board.ts";

@@ -18,7 +18,7 @@
  *
  * The result carries the transcript: every transition event (the JSON events of the typestate) and one step per host
  * or guest action with its outcome. `onPhase` sees every phase as it is entered, for a `/metrics` gauge
- * (`phaseGauge`); bcd's node has no metrics endpoint yet, so the caller decides where the gauge goes.
+ * (`phaseGauge`): the node's `bcd.instance.migration.phase` (`phase_board.ts`, `core/telemetry/metrics.ts`).
  *
  * Over virtio-serial a guest sees no connections, only its port's host side going away and coming back: a guest
  * saved while its port looked connected may take the restoring host for the old, authenticated connection and never

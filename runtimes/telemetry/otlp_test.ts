@@ -71,6 +71,7 @@ function sources(): Omit<TelemetrySources, "dropped"> {
     journal: () => Promise.resolve({ sizeBytes: 4096, unacked: { metric: 1, transition: 2, result: 3 } }),
     holds: () => 2,
     instances: () => [{ state: "RUNNING" }, { state: "RUNNING" }, { state: "STOPPED" }],
+    migrations: () => [{ instance: "i-1", gauge: 5 }],
     sessions: () => 3,
   };
 }
@@ -122,6 +123,7 @@ Deno.test("OTLP/HTTP export: a loopback receiver decodes bcd's metrics, the reso
     assert.equal(value(d, "bcd.journal.unacked_events", { class: "result" }), 3);
     assert.equal(value(d, "bcd.gpu.holds"), 2);
     assert.equal(value(d, "bcd.instances", { state: "RUNNING" }), 2);
+    assert.equal(value(d, "bcd.instance.migration.phase", { instance: "i-1" }), 5);
     assert.equal(value(d, "bcd.session.reconnects"), 2);
     assert.equal(value(d, "bcd.telemetry.dropped"), 0);
   } finally {
@@ -183,6 +185,7 @@ Deno.test("the collector gone: the failed export is counted; the local GET /metr
     assert.match(text, /^# TYPE bcd_commands_settled_total counter$/m);
     assert.match(text, /^bcd_commands_settled_total\{kind="inventory\.refresh",state="SUCCEEDED"\} 3$/m);
     assert.match(text, /^bcd_lane_queue_depth\{lane="control"\} 2$/m);
+    assert.match(text, /^bcd_instance_migration_phase\{instance="i-1"\} 5$/m);
     assert.match(text, /^bcd_converge_pass_duration_count 1$/m);
     assert.match(text, /^bcd_telemetry_dropped_total [1-9]\d*$/m);
     assert.equal((await fetch(`http://127.0.0.1:${m.port}/other`)).status, 404);

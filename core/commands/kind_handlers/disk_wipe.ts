@@ -11,7 +11,8 @@
  * - `method`: `METHOD_AUTO` runs the ladder (`core/disks/wipe.ts`); `DISCARD` only `blkdiscard`; `ZERO` only the zero
  *   overwrite; `SECURE_ERASE` and `CRYPTO_ERASE` fail `unsupported-method`: no device method of that kind is offered
  *   by bcd's block device yet, and asking for one must not silently get another;
- * - `verify`: bcd always reads back (an unverified wipe is not attested): false samples, true reads every byte.
+ * - `verify`: bcd always reads back (an unverified wipe is not attested): false samples, true reads every byte;
+ * - `random_pass`: the overwrite rung writes one random pass instead of zeros (with `ZERO`: only that pass).
  *
  * Failure: a disk refused by root (its reason: `mounted`, `ramdisk-disk`, `in-use`, `swap`, `unknown-disk`,
  * `not-a-whole-disk`), a wipe whose read-back failed (`verify-failed`) or a cancel (`cancelled`) fails the command
@@ -59,14 +60,19 @@ export function diskWipeHandler(ports: { wiper: DiskWiper; inventory: HostInvent
       const only: WipeMethod | undefined = p.method === _METHOD.DISCARD
         ? "blkdiscard"
         : p.method === _METHOD.ZERO
-        ? "overwrite-zero"
+        ? (p.random ? "overwrite-random" : "overwrite-zero")
         : undefined;
       const outcomes = [];
       for (const diskId of ids) {
         if (ctx.signal.aborted) throw new CommandFailed("cancelled", `disk.wipe: cancelled before ${diskId}`);
         const serial = disks.find((d) => d.by_id === `${_BY_ID}${diskId}`)?.serial ?? "";
         const a = await ports.wiper.wipe(
-          { diskId, pattern: "zero", verify: p.verifyAll ? "all" : "sample", ...(only ? { only } : {}) },
+          {
+            diskId,
+            pattern: p.random ? "random" : "zero",
+            verify: p.verifyAll ? "all" : "sample",
+            ...(only ? { only } : {}),
+          },
           ctx.signal,
         );
         if (!a.ok) {
@@ -107,7 +113,7 @@ function _wireMethod(m: WipeMethod): number {
 }
 
 function _payload(p: { typeUrl: string; value: Uint8Array } | undefined) {
-  if (p === undefined) return { ids: [] as string[], method: 0, verifyAll: false };
+  if (p === undefined) return { ids: [] as string[], method: 0, verifyAll: false, random: false };
   let w;
   try {
     w = unpackPayload("disk.wipe", { type_url: p.typeUrl, value: p.value });
@@ -125,5 +131,5 @@ function _payload(p: { typeUrl: string; value: Uint8Array } | undefined) {
     }
     if (!ids.includes(id)) ids.push(id);
   }
-  return { ids, method: Number(w.method ?? 0), verifyAll: w.verify === true };
+  return { ids, method: Number(w.method ?? 0), verifyAll: w.verify === true, random: w.random_pass === true };
 }

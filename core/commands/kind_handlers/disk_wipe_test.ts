@@ -94,6 +94,17 @@ Deno.test("disk.wipe with no devices wipes every inventory disk that has a by-id
   ]);
 });
 
+Deno.test("disk.wipe with random_pass asks root for the random overwrite: as the ladder's last rung, or alone with ZERO", async () => {
+  const wiper = new RecordingWiper(verified);
+  const h = diskWipeHandler({ wiper, inventory });
+  await h.run(ctx(packPayload("disk.wipe", { devices: ["nvme-A_1"], random_pass: true })));
+  await h.run(ctx(packPayload("disk.wipe", { devices: ["nvme-A_1"], random_pass: true, method: 2 })));
+  assert.deepEqual(wiper.calls, [
+    { diskId: "nvme-A_1", pattern: "random", verify: "sample" },
+    { diskId: "nvme-A_1", pattern: "random", verify: "sample", only: "overwrite-random" },
+  ]);
+});
+
 Deno.test("disk.wipe refuses a kernel name or path as invalid-payload before anything is queued", () => {
   const h = diskWipeHandler({ wiper: new RecordingWiper(verified), inventory });
   for (const d of ["/dev/sda", "/dev/disk/by-id/../../sda", "sda/../x"]) {
