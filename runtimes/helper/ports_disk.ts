@@ -19,10 +19,13 @@ export class HelperDiskWiper implements DiskWiper {
   }
 
   async wipe(a: Parameters<DiskWiper["wipe"]>[0], signal: AbortSignal): Promise<DiskWipeAnswer> {
+    // The cancel is sent without waiting; the wipe's own answer says what happened. A cancel the helper could not
+    // take (HelperError) leaves the wipe running to its end; anything else is a fault of this side, kept and thrown
+    // from the wipe's call (a rethrow inside the detached catch would be an unhandled rejection that ends the agent).
+    let cancelFault: { readonly error: unknown } | undefined;
     const onAbort = () => {
       this.#c.call("disk.wipe_cancel", { diskId: a.diskId }).catch((e) => {
-        // The wipe's own answer says what happened; a cancel that could not be sent leaves it running to its end.
-        if (!(e instanceof HelperError)) throw e;
+        if (!(e instanceof HelperError)) cancelFault = { error: e };
       });
     };
     signal.addEventListener("abort", onAbort, { once: true });
@@ -31,6 +34,7 @@ export class HelperDiskWiper implements DiskWiper {
       const ok = typeof ans === "object" && ans !== null && ans.diskId === a.diskId &&
         (ans.ok ? Array.isArray(ans.outcome?.attempts) : typeof ans.reason === "string" && Array.isArray(ans.attempts));
       if (!ok) throw new HelperError("malformed", "disk.wipe: the answer's shape");
+      if (cancelFault) throw cancelFault.error;
       return ans;
     } finally {
       signal.removeEventListener("abort", onAbort);
