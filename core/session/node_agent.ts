@@ -573,6 +573,17 @@ export class NodeAgent implements SessionDelegate, EventSink {
         memory_bytes: i.memoryBytes,
       })),
       instances_complete: listing.complete,
+      ...(listing.volumeStorage
+        ? {
+          volume_storage: {
+            total_bytes: listing.volumeStorage.totalBytes,
+            available_bytes: listing.volumeStorage.availableBytes,
+            reserved_bytes: listing.volumeStorage.reservedBytes,
+            committed_bytes: listing.volumeStorage.committedBytes,
+            outstanding_bytes: listing.volumeStorage.outstandingBytes,
+          },
+        }
+        : {}),
     };
   }
 

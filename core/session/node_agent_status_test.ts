@@ -9,6 +9,8 @@ import { NodeAgent, type NodeAgentOptions } from "./node_agent.ts";
 import type { NodeFrameInit } from "./client.ts";
 import { InstancesConverger } from "../converge/instances/mod.ts";
 import { MemoryRuntime } from "../converge/instances/fake_runtime.ts";
+import { VolumeKeeper } from "../volumes/keeper.ts";
+import { MemoryVolumeStore } from "../volumes/store.ts";
 
 /** An offline agent over a fresh journal in a temp dir holding `spec` (an encoded DesiredStateBody) at `generation`. */
 async function withAgent(
@@ -89,5 +91,27 @@ Deno.test("instances_complete reports the truth: false while a runtime's listing
     const fixed = await statusOnConnect(agent);
     assert.equal(fixed.instances_complete, true);
     assert.deepEqual(fixed.instances?.map((i) => i.id), ["vm-1"]);
+  });
+});
+
+Deno.test("StatusReport.volume_storage carries the volume store's five fields on a host that keeps volumes", async () => {
+  const rt = new MemoryRuntime("libvirt-kvm");
+  const store = new MemoryVolumeStore({ totalBytes: 100 * 2 ** 30, availableBytes: 60 * 2 ** 30 });
+  const conv = new InstancesConverger([rt], { volumes: new VolumeKeeper(store) });
+  const spec = encodeMessage(bcd.v1.DesiredStateBody, {
+    node_id: "n-1",
+    generation: 4,
+    spec_hash: "h4",
+    full: { instances: { volumes: [{ id: "v", serial: "s", size_bytes: 2 ** 30 }] } },
+  });
+  await withAgent(4, spec, { convergers: () => [conv], instances: () => conv.listing() }, async (agent) => {
+    await agent.engine.pass();
+    const s = await statusOnConnect(agent);
+    const n = (v: unknown) => Number(v);
+    const vs = s.volume_storage!;
+    assert.deepEqual(
+      [vs.total_bytes, vs.available_bytes, vs.reserved_bytes, vs.committed_bytes, vs.outstanding_bytes].map(n),
+      [100 * 2 ** 30, 60 * 2 ** 30, 5 * 2 ** 30, 2 ** 30, 2 ** 30],
+    );
   });
 });

@@ -35,6 +35,19 @@
  * goes onto the seed ISO only (never into a log or a status). One without a reference gets a seed carrying its NoCloud
  * meta-data and an empty user-data.
  *
+ * Volumes (000 §Persistent volumes), with a {@link VolumeKeeper}: every apply first brings the store to the section's
+ * `volumes` (created, grown, never shrunk, the space rule), before any define. An instance attaching a volume the
+ * section does not list fails `volume-unlisted`; one attaching a refused volume does not start (a space refusal
+ * waits, `PROGRESSING`, with the seed's message; a shrink or a bad spec fails with its reason); neither stops a
+ * running VM. One writer: the keeper's tracker is rebuilt from the running and paused domains at each apply in spec
+ * order (a later holder of a volume an earlier one holds is stopped and fails `volume-busy`: the only spec change that
+ * makes a VM let go), and every start, define-and-start and live attach is checked against it (refused
+ * `volume-busy`); stops and deletes release. A domain whose attachments differ from its spec's is brought to them
+ * (`setVolumes`: hot-plugged running, redefined stopped) after the pass's stops and before its starts. A volume that
+ * grew is resized live in every domain that holds it. After the pass, a volume the section no longer lists and no
+ * desired instance attaches is destroyed, unless a domain still holds it open. Without a keeper, an instance with
+ * volumes fails `volumes-unsupported`.
+ *
  * @module
  */
 import type { bcd } from "../../../proto/mod.ts";
@@ -47,6 +60,11 @@ import { admitStart, normalCommitmentBytes } from "./admission.ts";
 import type { HugePageSize, PlanPlacement } from "./domain_plan.ts";
 import { type Domain, type DomainRecord, type DomainState, type InstanceRuntime, RuntimeRefused } from "./runtime.ts";
 import { type SnapshotFetcher, snapshotRefProblem, type SnapshotSource } from "./snapshot_source.ts";
+import type { VolumeKeeper } from "../../volumes/keeper.ts";
+import type { VolumeAttachment } from "../../volumes/grammar.ts";
+import { VOLUME_BUSY } from "../../volumes/open_volumes.ts";
+import type { VolumeStorage } from "../../volumes/space.ts";
+import { attachmentsOf, sameVolumes, sectionSerials, VOLUMES_UNSUPPORTED } from "./volume_step.ts";
 import {
   MAX_USER_DATA_BYTES,
   type SecretAnswer,
@@ -76,9 +94,22 @@ export type InstanceAction =
   | { readonly op: "start" | "pause" | "resume" | "stop" | "delete"; readonly runtime: string; readonly id: string }
   /** Grow the root disk to `bytes` (planned when the spec's `disk_bytes` is not what this converger last grew to). */
   | { readonly op: "grow"; readonly runtime: string; readonly id: string; readonly bytes: number }
+  /** Bring the domain's attached volumes to `volumes` (live when it runs or is paused). */
+  | {
+    readonly op: "volumes";
+    readonly runtime: string;
+    readonly id: string;
+    readonly volumes: readonly VolumeAttachment[];
+    readonly live: boolean;
+  }
   | { readonly op: "fail"; readonly id: string; readonly reason: string; readonly message: string }
   /** Load the network rules (first of every plan when the converger has them, so they load before any start). */
   | { readonly op: "network" }
+  /**
+   * Bring the volume store to the section (planned whenever the host keeps volumes and the section lists some or
+   * the store held some at the last pass: growth, destruction and the storage figures need a pass of their own).
+   */
+  | { readonly op: "volume-store" }
   | { readonly op: "wait"; readonly id: string; readonly message: string };
 
 /**
@@ -88,6 +119,8 @@ export type InstanceAction =
 export interface InstanceListing {
   readonly instances: readonly InstanceReport[];
   readonly complete: boolean;
+  /** `StatusReport.volume_storage`, on a host that keeps volumes (as of the last pass). */
+  readonly volumeStorage?: VolumeStorage;
 }
 
 /** A runtime's listing failed: the pass retries, and the report is not complete. */
@@ -182,16 +215,20 @@ export interface InstancesConvergerOptions {
   readonly secrets?: SecretSource;
   /** Asks for a pass soon (a user data request ended); the node makes its next tick due. */
   readonly wake?: () => void;
+  /** The host's volume store; without it an instance with volumes fails `volumes-unsupported`. */
+  readonly volumes?: VolumeKeeper;
 }
 
 /** Order of a pass: failures and waits, then what frees resources, then what takes them. */
 const _ORDER: Record<InstanceAction["op"], number> = {
   network: 0,
+  "volume-store": 0,
   fail: 0,
   wait: 0,
   delete: 1,
   stop: 1,
   pause: 1,
+  volumes: 1.5,
   define: 2,
   grow: 2,
   start: 2,
@@ -224,6 +261,8 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
   #desired: InstanceSpec[] = [];
   /** Runtimes whose last listing failed, with why; every runtime until it was first listed. */
   #unlisted = new Map<string, string>();
+  /** Each desired instance's attachments as of the last plan. */
+  #attachments = new Map<string, readonly VolumeAttachment[]>();
 
   readonly #network: InstanceNetwork | undefined;
 
@@ -294,13 +333,20 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
 
   /** The report with whether it is complete (no runtime left unlisted). */
   listing(): InstanceListing {
-    return { instances: this.report(), complete: this.#unlisted.size === 0 };
+    const storage = this.#opts.volumes?.storage();
+    return {
+      instances: this.report(),
+      complete: this.#unlisted.size === 0,
+      ...(storage ? { volumeStorage: storage } : {}),
+    };
   }
 
   plan(desired: InstancesSection | undefined, observed: ObservedDomain[]): InstanceAction[] {
     const want = desired?.instances ?? [];
     this.#desired = want;
     const byId = new Map(observed.map((d) => [d.id, d]));
+    const serials = sectionSerials(desired);
+    this.#attachments.clear();
     const out: InstanceAction[] = [];
     const wanted = new Set<string>();
     for (const i of want) {
@@ -334,6 +380,16 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
         if (have) out.push({ op: "delete", runtime: have.runtime, id });
         continue;
       }
+      const atts = attachmentsOf(i, serials);
+      if ((i.volumes ?? []).length > 0 && !this.#opts.volumes) {
+        out.push({ op: "fail", id, reason: VOLUMES_UNSUPPORTED, message: "this host keeps no volumes" });
+        continue;
+      }
+      if ("problem" in atts) {
+        out.push({ op: "fail", id, reason: atts.reason, message: atts.problem });
+        continue;
+      }
+      this.#attachments.set(id, atts.volumes);
       const restore = !have ? _restoreFrom(i) : undefined;
       if (restore) {
         const step = this.#restoreStep(id, runtime, restore);
@@ -353,8 +409,21 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
       }
       if (!have) {
         const ref = i.user_data_ref ? { userDataRef: i.user_data_ref } : {};
-        out.push({ op: "define", runtime, record: _record(i), then: target, ...ref });
+        const record = atts.volumes.length > 0 ? { ..._record(i), volumes: atts.volumes } : _record(i);
+        out.push({ op: "define", runtime, record, then: target, ...ref });
         continue;
+      }
+      if (!sameVolumes(have.record?.volumes ?? [], atts.volumes)) {
+        if (!this.#runtimes.get(have.runtime)?.setVolumes) {
+          out.push({
+            op: "fail",
+            id,
+            reason: VOLUMES_UNSUPPORTED,
+            message: `${have.runtime} cannot attach volumes to a defined domain`,
+          });
+          continue;
+        }
+        out.push({ op: "volumes", runtime: have.runtime, id, volumes: atts.volumes, live: have.state !== "stopped" });
       }
       const disk = Number(i.disk_bytes ?? 0);
       if (disk > 0 && this.#grown.get(id) !== disk) {
@@ -373,6 +442,8 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
     for (const id of this.#refusedUserData.keys()) if (!wanted.has(id)) this.#refusedUserData.delete(id);
     for (const id of this.#grown.keys()) if (!wanted.has(id)) this.#grown.delete(id);
     for (const id of this.#userData.keys()) if (!wanted.has(id)) this.#userData.delete(id);
+    const keeper = this.#opts.volumes;
+    if (keeper && ((desired?.volumes ?? []).length > 0 || keeper.holdsVolumes)) out.push({ op: "volume-store" });
     const sorted = out.map((a, n) => ({ a, n })).sort((x, y) => _ORDER[x.a.op] - _ORDER[y.a.op] || x.n - y.n)
       .map((x) => x.a);
     return this.#network === undefined ? sorted : [{ op: "network" }, ...sorted];
@@ -407,13 +478,17 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
     actions: readonly InstanceAction[],
     desired: InstancesSection | undefined,
   ): Promise<{ actions: InstanceAction[]; retry?: string }> {
-    const rest = actions.filter((a): a is Exclude<InstanceAction, { op: "network" }> => a.op !== "network");
+    const rest = actions.filter((a) => a.op !== "network");
     if (this.#network === undefined) return { actions: rest };
     const v = await this.#network.load(desired?.instances ?? [], new Set(this.#observed.map((d) => d.id)));
     if (v.failed.size === 0) return { actions: rest, ...(v.loadError ? { retry: v.loadError } : {}) };
     const out: InstanceAction[] = [];
     const stopped = new Set<string>();
     for (const a of rest) {
+      if (a.op === "volume-store") {
+        out.push(a);
+        continue;
+      }
       const id = a.op === "define" ? a.record.id : a.id;
       if (a.op === "stop") stopped.add(id);
       // Deletes and stops still run; what would start, resume, define or pause a refused instance does not.
@@ -425,6 +500,120 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
       out.push({ op: "fail", id, reason: NETWORK_POLICY_REASON, message });
     }
     return { actions: out, ...(v.loadError ? { retry: v.loadError } : {}) };
+  }
+
+  /**
+   * The volume step before the pass's actions: brings the store to the section, rebuilds the open-volume tracker in
+   * spec order (a later holder of what an earlier one holds is stopped and fails `volume-busy`), and keeps every
+   * instance attaching a refused volume from starting (a space refusal waits; the others fail), never stopping it.
+   */
+  async #withVolumes(
+    actions: InstanceAction[],
+    desired: InstancesSection | undefined,
+    ctx: ApplyContext,
+  ): Promise<{ actions: InstanceAction[]; grown: ReadonlyMap<string, number>; retry?: string }> {
+    const keeper = this.#opts.volumes;
+    if (!keeper) return { actions, grown: new Map() };
+    const want = desired?.instances ?? [];
+    const holding = (d: ObservedDomain) => d.record !== undefined && d.state !== "stopped";
+    const desiredIds = new Set(want.map((i) => i.id ?? ""));
+    keeper.open.reset(
+      this.#observed.filter((d) => holding(d) && !desiredIds.has(d.id))
+        .map((d) => ({ id: d.id, volumes: d.record!.volumes ?? [] })),
+    );
+    const letGo = new Map<string, { runtime: string; message: string }>();
+    for (const i of want) {
+      const d = this.#observed.find((o) => o.id === i.id);
+      if (!d || !holding(d) || (d.record!.volumes ?? []).length === 0) continue;
+      const busy = keeper.open.conflict(d.id, d.record!.volumes!);
+      if (busy) letGo.set(d.id, { runtime: d.runtime, message: busy });
+      else keeper.open.open(d.id, d.record!.volumes!);
+    }
+    let verdicts;
+    try {
+      verdicts = await keeper.prepare(desired?.volumes ?? []);
+    } catch (e) {
+      const why = `volume store: ${e instanceof Error ? e.message : String(e)}`;
+      ctx.log.warn({ err: why }, "volumes not prepared; instances with volumes wait for the next pass");
+      const uses = (id: string) => (this.#attachments.get(id) ?? []).length > 0;
+      return { actions: actions.filter((a) => a.op !== "define" || !uses(a.record.id)), grown: new Map(), retry: why };
+    }
+    const blocked = new Map<string, { reason: string; message: string; wait: boolean }>();
+    for (const [id, atts] of this.#attachments) {
+      for (const v of atts) {
+        const r = verdicts.refused.get(v.volumeId);
+        if (r) {
+          blocked.set(id, { reason: r.reason, message: r.message, wait: r.reason === "volume-space" });
+          break;
+        }
+      }
+    }
+    const out: InstanceAction[] = [];
+    for (const a of actions) {
+      const id = a.op === "define" ? a.record.id : a.op === "network" || a.op === "volume-store" ? "" : a.id;
+      const starts = a.op === "define" || a.op === "start" || a.op === "resume" || a.op === "volumes";
+      if (letGo.has(id) && a.op !== "delete" && a.op !== "fail") continue;
+      if (blocked.has(id) && starts) continue;
+      out.push(a);
+    }
+    for (const [id, g] of letGo) {
+      out.unshift({ op: "stop", runtime: g.runtime, id });
+      out.push({ op: "fail", id, reason: VOLUME_BUSY, message: g.message });
+    }
+    for (const [id, b] of blocked) {
+      out.push(
+        b.wait ? { op: "wait", id, message: b.message } : { op: "fail", id, reason: b.reason, message: b.message },
+      );
+    }
+    return { actions: out, grown: verdicts.grown };
+  }
+
+  /** Resizes each grown volume live in every domain that holds it; the first failure, for a retry. */
+  async #growLive(grown: ReadonlyMap<string, number>, ctx: ApplyContext): Promise<string | undefined> {
+    const open = this.#opts.volumes?.open;
+    if (!open) return undefined;
+    let retry: string | undefined;
+    for (const [vid, bytes] of grown) {
+      for (const id of open.holders(vid)) {
+        const d = this.#observed.find((o) => o.id === id);
+        const rt = d ? this.#runtimes.get(d.runtime) : undefined;
+        if (!rt?.growVolume) continue;
+        try {
+          await rt.growVolume(id, vid, bytes);
+          ctx.log.info({ instance: id, volume: vid, bytes }, "volume resized live");
+        } catch (e) {
+          retry ??= `${id}: volume ${vid} not resized live: ${e instanceof Error ? e.message : e}`;
+          ctx.log.warn({ instance: id, volume: vid, err: String(e) }, "volume not resized live; retrying next pass");
+        }
+      }
+    }
+    return retry;
+  }
+
+  /**
+   * After the pass: the tracker from what runs now, then the volumes the section no longer lists and no desired
+   * instance attaches are destroyed (never one a domain holds open). A failure is kept for a retry.
+   */
+  async #afterVolumes(desired: InstancesSection | undefined, ctx: ApplyContext): Promise<string | undefined> {
+    const keeper = this.#opts.volumes;
+    if (!keeper) return undefined;
+    keeper.open.reset(
+      this.#observed.filter((d) => d.record && d.state !== "stopped")
+        .map((d) => ({ id: d.id, volumes: d.record!.volumes ?? [] })),
+    );
+    const attached = new Set(
+      (desired?.instances ?? []).filter((i) => (WANT[i.state ?? 0] ?? "running") !== "deleted")
+        .flatMap((i) => (i.volumes ?? []).map((v) => v.volume_id ?? "")),
+    );
+    try {
+      const gone = await keeper.destroyUnlisted(attached);
+      if (gone.length > 0) ctx.log.info({ volumes: gone }, "unlisted volumes destroyed");
+      return undefined;
+    } catch (e) {
+      const why = `volume store: ${e instanceof Error ? e.message : String(e)}`;
+      ctx.log.warn({ err: why }, "unlisted volumes not destroyed; retrying next pass");
+      return why;
+    }
   }
 
   /** Host memory and the normal memory committed now, or `undefined` when starts go unchecked. */
@@ -524,9 +713,14 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
     desired: InstancesSection | undefined,
     ctx: ApplyContext,
   ): Promise<ApplyOutcome> {
-    const { actions, retry } = await this.#withNetwork(planned, desired);
+    const net = await this.#withNetwork(planned, desired);
+    const vol = await this.#withVolumes(net.actions, desired, ctx);
+    const actions = vol.actions;
+    const open = this.#opts.volumes?.open;
     const failed: string[] = [];
-    let transient: string | undefined = retry === undefined ? undefined : `network rules did not load: ${retry}`;
+    let transient: string | undefined = net.retry !== undefined
+      ? `network rules did not load: ${net.retry}`
+      : vol.retry;
     const waits: string[] = [];
     this.#waiting.clear();
     const base = actions.some((a) => a.op === "start" || (a.op === "define" && a.then !== "stopped"))
@@ -538,7 +732,7 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
         failed.push(`${a.id}: ${a.message}`);
         continue;
       }
-      if (a.op === "network") continue;
+      if (a.op === "network" || a.op === "volume-store") continue;
       if (a.op === "wait") {
         this.#waiting.set(a.id, a.message);
         waits.push(`${a.id}: ${a.message}`);
@@ -564,15 +758,44 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
             await rt.define(record);
             if ((record.launch?.diskBytes ?? 0) > 0) this.#grown.set(id, record.launch!.diskBytes);
             if (a.then !== "stopped") {
-              if (this.#admit(base, a.record, id)) await rt.start(a.record.id, a.then === "paused");
-              else waits.push(`${id}: ${this.#waiting.get(id)}`);
+              const busy = open?.conflict(id, record.volumes ?? []);
+              if (busy) {
+                this.#failed.set(id, { reason: VOLUME_BUSY, message: busy });
+                failed.push(`${id}: ${busy}`);
+                continue;
+              }
+              if (this.#admit(base, a.record, id)) {
+                await rt.start(a.record.id, a.then === "paused");
+                open?.open(id, record.volumes ?? []);
+              } else waits.push(`${id}: ${this.#waiting.get(id)}`);
             }
             break;
           }
           case "start": {
             const rec = this.#observed.find((d) => d.id === a.id)?.record;
-            if (!rec || this.#admit(base, rec, id)) await rt.start(a.id, false);
-            else waits.push(`${id}: ${this.#waiting.get(id)}`);
+            const volumes = this.#attachments.get(id) ?? rec?.volumes ?? [];
+            const busy = open?.conflict(id, volumes);
+            if (busy) {
+              this.#failed.set(id, { reason: VOLUME_BUSY, message: busy });
+              failed.push(`${id}: ${busy}`);
+              continue;
+            }
+            if (!rec || this.#admit(base, rec, id)) {
+              await rt.start(a.id, false);
+              open?.open(id, volumes);
+            } else waits.push(`${id}: ${this.#waiting.get(id)}`);
+            break;
+          }
+          case "volumes": {
+            const busy = a.live ? open?.conflict(id, a.volumes) : undefined;
+            if (busy) {
+              // A pending attach: the VM keeps running with what it has.
+              this.#failed.set(id, { reason: VOLUME_BUSY, message: busy });
+              failed.push(`${id}: ${busy}`);
+              continue;
+            }
+            await rt.setVolumes!(a.id, a.volumes);
+            if (a.live) open?.open(id, a.volumes);
             break;
           }
           case "grow":
@@ -588,10 +811,12 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
           case "stop":
             await rt.stop(a.id);
             this.#release(base, a.id);
+            open?.close(a.id);
             break;
           case "delete":
             await rt.delete(a.id);
             this.#release(base, a.id);
+            open?.close(a.id);
             break;
         }
         this.#failed.delete(id);
@@ -606,7 +831,11 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
         }
       }
     }
-    if (actions.some((a) => a.op !== "fail" && a.op !== "network" && a.op !== "wait")) await this.observe();
+    transient = (await this.#growLive(vol.grown, ctx)) ?? transient;
+    if (actions.some((a) => a.op !== "fail" && a.op !== "network" && a.op !== "wait" && a.op !== "volume-store")) {
+      await this.observe();
+    }
+    transient = (await this.#afterVolumes(desired, ctx)) ?? transient;
     if (this.#opts.snapshots) {
       const keep = new Set(
         (desired?.instances ?? []).map((i) => _restoreFrom(i)?.sha256).filter((s) => s !== undefined),

@@ -4,6 +4,7 @@
  * @module
  */
 import { type Domain, type DomainRecord, type DomainState, type InstanceRuntime, RuntimeRefused } from "./runtime.ts";
+import type { VolumeAttachment } from "../../volumes/grammar.ts";
 
 /** An in-memory runtime; set `listError` to make `list()` fail with it. */
 export class MemoryRuntime implements InstanceRuntime {
@@ -54,6 +55,19 @@ export class MemoryRuntime implements InstanceRuntime {
       );
     }
     this.disks.set(id, bytes);
+    return Promise.resolve();
+  }
+
+  setVolumes(id: string, volumes: readonly VolumeAttachment[]): Promise<void> {
+    const d = this.domains.get(id);
+    if (!d?.record) return Promise.reject(new Error(`no domain ${id}`));
+    this.calls.push(`volumes ${id} ${d.state} [${volumes.map((v) => v.volumeId).join(",")}]`);
+    d.record = { ...d.record, volumes: [...volumes] };
+    return Promise.resolve();
+  }
+
+  growVolume(id: string, volumeId: string, bytes: number): Promise<void> {
+    this.calls.push(`growVolume ${id} ${volumeId} ${bytes}`);
     return Promise.resolve();
   }
 

@@ -9,6 +9,7 @@
 import type { ImageFormat } from "../../images/qcow2_header.ts";
 import type { DomainState, HugePageSize, PlanGpu, PlanNic, PlanPlacement } from "./domain_plan.ts";
 import type { SnapshotSource } from "./snapshot_source.ts";
+import type { VolumeAttachment } from "../../volumes/grammar.ts";
 
 export type { DomainState };
 
@@ -22,6 +23,8 @@ export interface DomainRecord {
   readonly gpus: readonly string[];
   /** The huge page size the domain's memory is on (`none` when absent), for host admission. */
   readonly hugepages?: HugePageSize;
+  /** The volumes attached, in order (`vdb` onward); absent or empty for none (000 §Persistent volumes). */
+  readonly volumes?: readonly VolumeAttachment[];
   /** What a real hypervisor needs to build the domain (the sim's runtime ignores it and never stores it). */
   readonly launch?: LaunchSpec;
 }
@@ -81,4 +84,11 @@ export interface InstanceRuntime {
    * {@link RuntimeRefused} `disk-shrink`. A runtime without it cannot grow disks (the instance fails).
    */
   grow?(id: string, bytes: number): Promise<void>;
+  /**
+   * Brings the domain's attached volumes to `volumes` (in order, `vdb` onward): hot-plugged when the domain runs or
+   * is paused, in its definition when it is stopped. A runtime without it attaches no volumes after the define.
+   */
+  setVolumes?(id: string, volumes: readonly VolumeAttachment[]): Promise<void>;
+  /** Tells a running or paused domain that volume `volumeId` (its file already grown) is now `bytes` long. */
+  growVolume?(id: string, volumeId: string, bytes: number): Promise<void>;
 }
