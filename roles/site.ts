@@ -13,7 +13,8 @@
  * `proxy_targets`; a non-GET only under its batch leaf). The `site` section's converger pulls `cache_images` into the
  * image cache (`<data dir>/image-cache`, by digest; downloads trust `[site] ca_file` besides the system roots), and
  * with `[site] boot_listen` the boot server serves the cache over HTTP on the boot network (re-verified before every
- * serve); `bmc.firmware` then offers the BMC the cache's copy (`[site] boot_url`, default `http://<boot_listen>`).
+ * serve); `bmc.firmware` takes its image through the cache and offers the BMC the boot server's copy (`[site]
+ * boot_url`, default `http://<boot_listen>`) or pushes the cached copy to the BMC itself.
  * The server lives as long as the process. `boot.prepareRamdisk` leases a machine (by MAC and/or SMBIOS UUID) the bcd
  * ramdisk: kernel and initrd pulled into the cache, a bootable ISO built (genisoimage, ISOLINUX), the lease written to
  * `<data dir>/boot-leases.json`; the boot server answers its iPXE script and ISO until the lease ends or
@@ -77,7 +78,7 @@ export const COMMANDS: Record<string, Subcommand> = {
         const h of bmcKindHandlers({
           secrets: ctx.secrets,
           hosts: bmcHosts,
-          ...(bootUrl !== undefined ? { firmware: { cache: firmwareCache(cache, bootUrl) } } : {}),
+          firmware: { cache: firmwareCache(cache, bootUrl) },
         })
       ) reg.register(h);
       const ports = { cache, leases: _site(ctx).leases, bootUrl, stageDir: `${ctx.dataDir}/image-cache/tmp` };

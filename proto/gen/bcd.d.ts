@@ -236,6 +236,7 @@ export namespace bcd {
             image_url: string;
             sha256: string;
             component: string;
+            transfer: bcd.v1.BmcFirmwarePayload.Transfer;
             static create(properties: bcd.v1.BmcFirmwarePayload.$Shape): bcd.v1.BmcFirmwarePayload & bcd.v1.BmcFirmwarePayload.$Shape;
             static create(properties?: bcd.v1.BmcFirmwarePayload.$Properties): bcd.v1.BmcFirmwarePayload;
             static encode(message: bcd.v1.BmcFirmwarePayload.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
@@ -252,9 +253,16 @@ export namespace bcd {
                 image_url?: (string|null);
                 sha256?: (string|null);
                 component?: (string|null);
+                transfer?: (bcd.v1.BmcFirmwarePayload.Transfer|null);
                 $unknowns?: Uint8Array[];
             }
             type $Shape = bcd.v1.BmcFirmwarePayload.$Properties;
+
+            enum Transfer {
+                TRANSFER_UNSPECIFIED = 0,
+                SIMPLE_UPDATE = 1,
+                HTTP_PUSH = 2
+            }
         }
 
         interface IBmcFirmwareResult extends bcd.v1.BmcFirmwareResult.$Properties {
@@ -267,6 +275,7 @@ export namespace bcd {
             version: string;
             task_id: string;
             message: string;
+            transfer: string;
             static create(properties: bcd.v1.BmcFirmwareResult.$Shape): bcd.v1.BmcFirmwareResult & bcd.v1.BmcFirmwareResult.$Shape;
             static create(properties?: bcd.v1.BmcFirmwareResult.$Properties): bcd.v1.BmcFirmwareResult;
             static encode(message: bcd.v1.BmcFirmwareResult.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
@@ -283,6 +292,7 @@ export namespace bcd {
                 version?: (string|null);
                 task_id?: (string|null);
                 message?: (string|null);
+                transfer?: (string|null);
                 $unknowns?: Uint8Array[];
             }
             type $Shape = bcd.v1.BmcFirmwareResult.$Properties;

@@ -1344,6 +1344,7 @@ export const bcd = $root.bcd = (() => {
             BmcFirmwarePayload.prototype.image_url = "";
             BmcFirmwarePayload.prototype.sha256 = "";
             BmcFirmwarePayload.prototype.component = "";
+            BmcFirmwarePayload.prototype.transfer = 0;
 
             BmcFirmwarePayload.create = function(properties) {
                 return new BmcFirmwarePayload(properties);
@@ -1364,6 +1365,8 @@ export const bcd = $root.bcd = (() => {
                     writer.uint32(26).string(message.sha256);
                 if (message.component != null && $Object.hasOwnProperty.call(message, "component") && message.component !== "")
                     writer.uint32(34).string(message.component);
+                if (message.transfer != null && $Object.hasOwnProperty.call(message, "transfer") && message.transfer !== 0)
+                    writer.uint32(40).int32(message.transfer);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -1430,6 +1433,15 @@ export const bcd = $root.bcd = (() => {
                                 delete message.component;
                             continue;
                         }
+                    case 5: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.int32())
+                                message.transfer = value;
+                            else
+                                delete message.transfer;
+                            continue;
+                        }
                     }
                     reader.skipType(wireType, _depth, tag);
                     if (!reader.discardUnknown) {
@@ -1471,6 +1483,24 @@ export const bcd = $root.bcd = (() => {
                 if (object.component != null)
                     if (typeof object.component !== "string" || object.component.length)
                         message.component = $String(object.component);
+                if (object.transfer !== 0 && (typeof object.transfer !== "string" || $root.bcd.v1.BmcFirmwarePayload.Transfer[object.transfer] !== 0))
+                    switch (object.transfer) {
+                    case "TRANSFER_UNSPECIFIED":
+                    case 0:
+                        message.transfer = 0;
+                        break;
+                    case "SIMPLE_UPDATE":
+                    case 1:
+                        message.transfer = 1;
+                        break;
+                    case "HTTP_PUSH":
+                    case 2:
+                        message.transfer = 2;
+                        break;
+                    default:
+                        if (typeof object.transfer === "number" && (object.transfer | 0) === object.transfer)
+                            message.transfer = object.transfer;
+                    }
                 return message;
             };
 
@@ -1487,6 +1517,7 @@ export const bcd = $root.bcd = (() => {
                     object.image_url = "";
                     object.sha256 = "";
                     object.component = "";
+                    object.transfer = options.enums === $String ? "TRANSFER_UNSPECIFIED" : 0;
                 }
                 if (message.target != null && $Object.hasOwnProperty.call(message, "target"))
                     object.target = $root.bcd.v1.BmcTarget.toObject(message.target, options, _depth + 1);
@@ -1496,6 +1527,8 @@ export const bcd = $root.bcd = (() => {
                     object.sha256 = message.sha256;
                 if (message.component != null && $Object.hasOwnProperty.call(message, "component"))
                     object.component = message.component;
+                if (message.transfer != null && $Object.hasOwnProperty.call(message, "transfer"))
+                    object.transfer = options.enums === $String ? $root.bcd.v1.BmcFirmwarePayload.Transfer[message.transfer] === $undefined ? message.transfer : $root.bcd.v1.BmcFirmwarePayload.Transfer[message.transfer] : message.transfer;
                 return object;
             };
 
@@ -1508,6 +1541,14 @@ export const bcd = $root.bcd = (() => {
                     prefix = "type.googleapis.com";
                 return prefix + "/bcd.v1.BmcFirmwarePayload";
             };
+
+            BmcFirmwarePayload.Transfer = (function() {
+                const valuesById = $Object.create(null), values = $Object.create(valuesById);
+                values[valuesById[0] = "TRANSFER_UNSPECIFIED"] = 0;
+                values[valuesById[1] = "SIMPLE_UPDATE"] = 1;
+                values[valuesById[2] = "HTTP_PUSH"] = 2;
+                return values;
+            })();
 
             return BmcFirmwarePayload;
         })();
@@ -1525,6 +1566,7 @@ export const bcd = $root.bcd = (() => {
             BmcFirmwareResult.prototype.version = "";
             BmcFirmwareResult.prototype.task_id = "";
             BmcFirmwareResult.prototype.message = "";
+            BmcFirmwareResult.prototype.transfer = "";
 
             BmcFirmwareResult.create = function(properties) {
                 return new BmcFirmwareResult(properties);
@@ -1545,6 +1587,8 @@ export const bcd = $root.bcd = (() => {
                     writer.uint32(26).string(message.task_id);
                 if (message.message != null && $Object.hasOwnProperty.call(message, "message") && message.message !== "")
                     writer.uint32(34).string(message.message);
+                if (message.transfer != null && $Object.hasOwnProperty.call(message, "transfer") && message.transfer !== "")
+                    writer.uint32(42).string(message.transfer);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -1614,6 +1658,15 @@ export const bcd = $root.bcd = (() => {
                                 delete message.message;
                             continue;
                         }
+                    case 5: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.transfer = value;
+                            else
+                                delete message.transfer;
+                            continue;
+                        }
                     }
                     reader.skipType(wireType, _depth, tag);
                     if (!reader.discardUnknown) {
@@ -1653,6 +1706,9 @@ export const bcd = $root.bcd = (() => {
                 if (object.message != null)
                     if (typeof object.message !== "string" || object.message.length)
                         message.message = $String(object.message);
+                if (object.transfer != null)
+                    if (typeof object.transfer !== "string" || object.transfer.length)
+                        message.transfer = $String(object.transfer);
                 return message;
             };
 
@@ -1669,6 +1725,7 @@ export const bcd = $root.bcd = (() => {
                     object.version = "";
                     object.task_id = "";
                     object.message = "";
+                    object.transfer = "";
                 }
                 if (message.previous_version != null && $Object.hasOwnProperty.call(message, "previous_version"))
                     object.previous_version = message.previous_version;
@@ -1678,6 +1735,8 @@ export const bcd = $root.bcd = (() => {
                     object.task_id = message.task_id;
                 if (message.message != null && $Object.hasOwnProperty.call(message, "message"))
                     object.message = message.message;
+                if (message.transfer != null && $Object.hasOwnProperty.call(message, "transfer"))
+                    object.transfer = message.transfer;
                 return object;
             };
 

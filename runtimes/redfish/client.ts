@@ -2,7 +2,7 @@
  * A Redfish client for one BMC (DMTF DSP0266): JSON over HTTPS with the BMC's credentials, by session (a
  * `SessionService` session's `X-Auth-Token`, logged out on {@link RedfishClient.close}) or by basic auth. `auth:
  * "auto"` (the default, as Ironic's `redfish` driver does) opens a session and falls back to basic auth when the BMC
- * has no `SessionService` (404/405). TLS is pinned per BMC: `certSha256` (the leaf's SHA-256, `pinned_tls.ts`) or
+ * has no `SessionService` (404/405). TLS is pinned per BMC: `certSha256` (the leaf's SHA-256, `socket_transport.ts`) or
  * `caPem` (Deno's `fetch` with that CA); plain `http:` only to a loopback address (tests).
  *
  * Every answer is bounded (`maxResponseBytes`, default 4 MiB) and timed (`timeoutMs` per request, default 30 s, on the
@@ -22,8 +22,14 @@
  */
 import { type Clock, realClock } from "../../core/clock.ts";
 import { RedfishError, statusError } from "./errors.ts";
-import { PinnedTlsTransport } from "./pinned_tls.ts";
-import { FetchTransport, type RedfishTransport, type TransportRequest, type TransportResponse } from "./transport.ts";
+import { SocketTransport } from "./socket_transport.ts";
+import {
+  FetchTransport,
+  type RedfishTransport,
+  type StreamedBody,
+  type TransportRequest,
+  type TransportResponse,
+} from "./transport.ts";
 
 /** A BMC account's credentials; never logged. */
 export interface RedfishCredentials {
@@ -84,6 +90,7 @@ export class RedfishClient {
   readonly #o: RedfishClientOptions;
   readonly #base: URL;
   readonly #transport: RedfishTransport;
+  readonly #upload: RedfishTransport;
   readonly #clock: Pick<Clock, "setTimer" | "sleep" | "monotonic">;
   #mode: "unknown" | "session" | "basic";
   #token: string | undefined;
@@ -100,8 +107,12 @@ export class RedfishClient {
     this.#clock = o.clock ?? realClock;
     this.#transport = o.transport ??
       (o.certSha256
-        ? new PinnedTlsTransport({ certSha256: o.certSha256, clock: this.#clock })
+        ? new SocketTransport({ peer: { certSha256: o.certSha256 }, clock: this.#clock })
         : new FetchTransport({ ...(o.caPem ? { caPem: o.caPem } : {}), clock: this.#clock }));
+    this.#upload = o.transport ??
+      (o.certSha256
+        ? this.#transport
+        : new SocketTransport({ peer: o.caPem ? { caPem: o.caPem } : "system-roots", clock: this.#clock }));
     this.#mode = o.auth === "basic" ? "basic" : o.auth === "session" ? "session" : "unknown";
   }
 
@@ -133,6 +144,36 @@ export class RedfishClient {
   /** DELETEs a resource. */
   delete(path: string): Promise<RedfishAnswer> {
     return this.#call("DELETE", path);
+  }
+
+  /**
+   * POSTs a streamed body (a firmware image to `HttpPushUri` or `MultipartHttpPushUri`) with its `Content-Length`,
+   * once: a stream cannot be sent again, so the session is opened first and a 401 fails `bmc-auth` rather than being
+   * retried. `path` may lie outside `/redfish/` (DMTF's mockup pushes to `/FWUpdate`, some vendors to a CGI path) but
+   * never off the BMC ({@link checkPushPath}). `timeoutMs` bounds the whole upload and answer.
+   */
+  async upload(
+    path: string,
+    body: StreamedBody,
+    o: { contentType: string; timeoutMs: number },
+  ): Promise<RedfishAnswer> {
+    const p = checkPushPath(path, this.#base);
+    if (this.#mode !== "basic" && this.#token === undefined) await this.#openSession();
+    const res = await this.#upload.request({
+      method: "POST",
+      url: new URL(p, this.#base),
+      headers: {
+        Accept: "application/json",
+        "OData-Version": "4.0",
+        "Content-Type": o.contentType,
+        ...this.#authHeader(),
+      },
+      body,
+      timeoutMs: o.timeoutMs,
+      maxBytes: this.#o.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
+      ...(this.#o.signal ? { signal: this.#o.signal } : {}),
+    });
+    return this.#answer("POST", p, res);
   }
 
   /** The members' `@odata.id`s of a collection, following `Members@odata.nextLink` (at most 64 pages). */
@@ -223,6 +264,7 @@ export class RedfishClient {
       throw e;
     } finally {
       this.#transport.close();
+      if (this.#upload !== this.#transport) this.#upload.close();
     }
   }
 
@@ -268,6 +310,10 @@ export class RedfishClient {
       await this.#openSession();
       res = await this.#send(method, p, text, { ...extra, ...this.#authHeader() });
     }
+    return this.#answer(method, p, res);
+  }
+
+  #answer(method: string, p: string, res: TransportResponse): RedfishAnswer {
     const json = _json(res.body, method, p, res.status >= 400);
     if (res.status >= 400) throw statusError(method, p, res.status, json);
     const etag = res.headers.get("etag") ?? (typeof json["@odata.etag"] === "string" ? json["@odata.etag"] : undefined);
@@ -348,6 +394,39 @@ export function checkPath(ref: string, what: string, base?: URL): string {
     !path.startsWith("/redfish/") || path.split(/[/?]/).includes("..") || /[\s\\#]/.test(path) || path.length > 1024
   ) {
     throw new RedfishError("bmc-bad-response", `${what} ${JSON.stringify(path.slice(0, 200))} is not a Redfish path`);
+  }
+  return path;
+}
+
+/**
+ * A push URI the client may POST an image to: a path on the BMC itself (an absolute URL only on `base`), anywhere on
+ * it, without `..` segments, whitespace or fragments. Looser than {@link checkPath} because `HttpPushUri` need not be
+ * under `/redfish/`; the credentials go to the same BMC either way.
+ */
+export function checkPushPath(ref: string, base: URL): string {
+  let path = ref;
+  if (/^[a-z]+:/i.test(ref)) {
+    let u: URL | undefined;
+    try {
+      u = new URL(ref);
+    } catch (e) {
+      throw new RedfishError("bmc-bad-response", `push URI ${JSON.stringify(ref.slice(0, 200))} is not a URL`, {}, {
+        cause: e,
+      });
+    }
+    if (u.origin !== base.origin) {
+      throw new RedfishError("bmc-bad-response", `push URI ${JSON.stringify(ref.slice(0, 200))} leaves the BMC`);
+    }
+    path = u.pathname + u.search;
+  }
+  if (
+    !path.startsWith("/") || path.startsWith("//") || path.split(/[/?]/).includes("..") || /[\s\\#]/.test(path) ||
+    path.length > 1024
+  ) {
+    throw new RedfishError(
+      "bmc-bad-response",
+      `push URI ${JSON.stringify(path.slice(0, 200))} is not a path on the BMC`,
+    );
   }
   return path;
 }

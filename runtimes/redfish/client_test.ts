@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { FakeBmc } from "../../fixtures/redfish/fake_bmc.ts";
 import { FakeClock } from "../../fixtures/clock/fake_clock.ts";
 import { makeCerts } from "../host/certs_testing.ts";
-import { RedfishClient, type RedfishClientOptions } from "./client.ts";
+import { checkPushPath, RedfishClient, type RedfishClientOptions } from "./client.ts";
 import { RedfishError } from "./errors.ts";
-import { certSha256 } from "./pinned_tls.ts";
+import { certSha256 } from "./socket_transport.ts";
 import { steppingClock } from "./redfish_testing.ts";
 
 const certs = await makeCerts();
@@ -246,4 +246,105 @@ Deno.test("RedfishClient bounds an answer and times a request on the injected cl
     await c.close();
     await server.shutdown();
   }
+});
+
+Deno.test({
+  name:
+    "RedfishClient.upload streams a body with its Content-Length (never chunked) over the pinned TLS, to a push URI on the BMC only",
+  ignore: noOpenssl !== undefined,
+  async fn(t) {
+    const seen: { path: string; length: string | null; chunked: string | null; size: number; broken?: string }[] = [];
+    const server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, cert: certs!.cert, key: certs!.key, onListen() {} },
+      async (req) => {
+        const path = new URL(req.url).pathname;
+        const entry = {
+          path,
+          length: req.headers.get("content-length"),
+          chunked: req.headers.get("transfer-encoding"),
+          size: 0,
+        };
+        if (path === "/redfish/v1/SessionService/Sessions") {
+          await req.body?.cancel();
+          return Response.json({}, { status: 201, headers: { "X-Auth-Token": "t", Location: `${path}/1` } });
+        }
+        try {
+          entry.size = (await req.arrayBuffer()).byteLength;
+        } catch (e) {
+          if (!(e instanceof TypeError || e instanceof Deno.errors.Http)) throw e;
+          seen.push({ ...entry, broken: String(e) });
+          return new Response(null, { status: 400 });
+        }
+        seen.push(entry);
+        return new Response(null, { status: 204 });
+      },
+    );
+    const c = new RedfishClient({
+      host: "127.0.0.1",
+      port: server.addr.port,
+      credentials: { username: "Administrator", password: "secret" },
+      certSha256: leafSha,
+      clock: steppingClock(),
+    });
+    const chunks = (n: number) => ReadableStream.from([new Uint8Array(n), new Uint8Array(n), new Uint8Array(n)]);
+    const o = { contentType: "application/octet-stream", timeoutMs: 30_000 };
+    try {
+      await t.step("three chunks arrive as one body of the declared length, outside /redfish too", async () => {
+        const a = await c.upload("/FWUpdate", { size: 3 * 70_000, stream: chunks(70_000) }, o);
+        assert.equal(a.status, 204);
+        assert.deepEqual(seen.at(-1), { path: "/FWUpdate", length: "210000", chunked: null, size: 210_000 });
+      });
+      await t.step("a stream shorter than declared is refused and the BMC never gets the whole body", async () => {
+        const before = seen.filter((s) => s.broken === undefined).length;
+        const err = await c.upload("/FWUpdate", { size: 300_000, stream: chunks(70_000) }, o).then(
+          () => undefined,
+          (e) => e,
+        );
+        assert(err instanceof RangeError && /ended at 210000 of its declared 300000/.test(err.message), String(err));
+        assert.equal(seen.filter((s) => s.broken === undefined).length, before);
+      });
+      await t.step("a stream longer than declared is refused before the excess is written", async () => {
+        const err = await c.upload("/FWUpdate", { size: 100_000, stream: chunks(70_000) }, o).then(
+          () => undefined,
+          (e) => e,
+        );
+        assert(err instanceof RangeError && /ran past its declared 100000/.test(err.message), String(err));
+      });
+      for (const p of ["https://evil.example/FWUpdate", "//evil/x", "/a/../etc/passwd", "FWUpdate", "/x#y"]) {
+        await t.step(`push URI ${p}: bmc-bad-response, nothing sent`, async () => {
+          const n = seen.length;
+          assert.equal(await _code(c.upload(p, { size: 1, stream: chunks(1) }, o)), "bmc-bad-response");
+          assert.equal(seen.length, n);
+        });
+      }
+      await t.step("pinned by CA: the upload verifies the chain to that CA alone (another CA is bmc-tls)", async () => {
+        const other = (await makeCerts())!;
+        for (const [ca, want] of [[certs!.ca, "none"], [other.ca, "bmc-tls"]] as const) {
+          const byCa = new RedfishClient({
+            host: "127.0.0.1",
+            port: server.addr.port,
+            credentials: { username: "Administrator", password: "secret" },
+            auth: "basic",
+            caPem: ca,
+            clock: steppingClock(),
+          });
+          try {
+            assert.equal(
+              await _code(byCa.upload("/FWUpdate", { size: 5, stream: ReadableStream.from([new Uint8Array(5)]) }, o)),
+              want,
+            );
+          } finally {
+            await byCa.close();
+          }
+        }
+      });
+      await t.step("checkPushPath keeps a same-origin absolute URL's path", () => {
+        const base = new URL(`https://127.0.0.1:${server.addr.port}`);
+        assert.equal(checkPushPath(`${base.origin}/cgi-bin/upload?x=1`, base), "/cgi-bin/upload?x=1");
+      });
+    } finally {
+      await c.close();
+      await server.shutdown();
+    }
+  },
 });

@@ -9,7 +9,7 @@ import { peersMissing, startMockup } from "../../fixtures/redfish/peers.ts";
 import { makeCerts } from "../host/certs_testing.ts";
 import { link, RedfishClient } from "./client.ts";
 import { RedfishError } from "./errors.ts";
-import { certSha256 } from "./pinned_tls.ts";
+import { certSha256 } from "./socket_transport.ts";
 import { steppingClock } from "./redfish_testing.ts";
 
 const certs = await makeCerts();

@@ -12,7 +12,7 @@ import type { HandlerContext } from "../../core/commands/handlers.ts";
 import type { SecretAnswer, SecretQuery, SecretSource } from "../../core/converge/instances/user_data.ts";
 import { memoryLogger } from "../../core/log/mod.ts";
 import { packPayload, type PayloadInit, type WireKind } from "../../proto/mod.ts";
-import { certSha256 } from "./pinned_tls.ts";
+import { certSha256 } from "./socket_transport.ts";
 
 /** A clock for polling code: `sleep(ms)` adds `ms` to `monotonic()` and resolves at once. */
 export function steppingClock(): Pick<Clock, "setTimer" | "sleep" | "monotonic"> & { slept: number[] } {

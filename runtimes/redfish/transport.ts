@@ -2,20 +2,35 @@
  * How the Redfish client reaches a BMC: one request, one bounded answer. {@link FetchTransport} is Deno's `fetch`, with
  * `Deno.createHttpClient({ caCerts })` when the target pins a CA (note: Deno adds that CA to its built-in roots rather
  * than replacing them, so a CA pin accepts the pinned CA or a public root; a BMC known by a self-signed or private
- * certificate is pinned by fingerprint instead). {@link PinnedTlsTransport} (`pinned_tls.ts`) pins the leaf's SHA-256.
- * Both refuse redirects, bound the body before they keep it and end a request at its time.
+ * certificate is pinned by fingerprint instead). `SocketTransport` (`socket_transport.ts`) pins the leaf's
+ * SHA-256. Both refuse redirects, bound the body before they keep it and end a request at its time.
+ *
+ * A {@link StreamedBody} (a firmware image pushed to the BMC) goes out with its `Content-Length`: Deno's `fetch` sends a
+ * stream chunked and drops the length, which BMCs refuse (DMTF's mockup answers 411), so `FetchTransport` refuses one
+ * and the client sends it through a `SocketTransport` that verifies the BMC by the same pin or CA.
  *
  * @module
  */
 import type { Clock } from "../../core/clock.ts";
 import { RedfishError } from "./errors.ts";
 
+/** A body streamed to the BMC: exactly `size` bytes; a stream that errors ends the request with its error. */
+export interface StreamedBody {
+  readonly size: number;
+  readonly stream: ReadableStream<Uint8Array>;
+}
+
+/** Whether a request body is streamed. */
+export function isStreamed(b: Uint8Array | StreamedBody | undefined): b is StreamedBody {
+  return b !== undefined && !(b instanceof Uint8Array);
+}
+
 /** One request. */
 export interface TransportRequest {
   readonly method: "GET" | "POST" | "PATCH" | "DELETE";
   readonly url: URL;
   readonly headers: Readonly<Record<string, string>>;
-  readonly body?: Uint8Array<ArrayBuffer>;
+  readonly body?: Uint8Array<ArrayBuffer> | StreamedBody;
   /** The whole request, answer included, must end within this. */
   readonly timeoutMs: number;
   /** The most body bytes kept; more fails `bmc-bad-response`. */
@@ -47,6 +62,8 @@ export class FetchTransport implements RedfishTransport {
   }
 
   async request(r: TransportRequest): Promise<TransportResponse> {
+    const sent = r.body;
+    if (isStreamed(sent)) throw new TypeError("fetch cannot send a streamed body with its Content-Length");
     const ctl = new AbortController();
     let timedOut = false;
     const timer = this.#clock.setTimer(r.timeoutMs, () => {
@@ -60,7 +77,7 @@ export class FetchTransport implements RedfishTransport {
       const res = await fetch(r.url, {
         method: r.method,
         headers: r.headers,
-        ...(r.body ? { body: r.body } : {}),
+        ...(sent ? { body: sent } : {}),
         redirect: "manual",
         signal: ctl.signal,
         ...(this.#client ? { client: this.#client } : {}),
@@ -116,6 +133,11 @@ export async function readBounded(
     }
     parts.push(value);
   }
+  return concatBytes(parts, n);
+}
+
+/** `parts` joined into one array of `n` bytes (their total length). */
+export function concatBytes(parts: readonly Uint8Array[], n: number): Uint8Array {
   const out = new Uint8Array(n);
   let at = 0;
   for (const p of parts) {

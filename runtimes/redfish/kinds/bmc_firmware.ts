@@ -1,21 +1,29 @@
 /**
- * `bmc.firmware` (control lane, destructive, 1 h): a firmware update through Redfish `UpdateService.SimpleUpdate`.
+ * `bmc.firmware` (control lane, destructive, 1 h): a firmware update through Redfish `UpdateService`, the image pulled
+ * by the BMC (`SimpleUpdate`, Ironic's way) or pushed to it by the site agent (`MultipartHttpPushUri`/`HttpPushUri`).
  *
- * 1. The image is checked before the BMC hears of it, and the BMC pulls it from the site, not from the origin: with
- *    the site's image cache and boot server (`[site] boot_listen`), `image_url` (https) is downloaded into the cache
- *    (hashed as it streams, kept only under its digest) and the BMC is offered the cache's copy,
- *    `<boot url>/images/sha256/<hex>`, which the boot server re-verifies before it serves it. Without a boot server
- *    the image is only hashed (plain http allowed on loopback, for tests) and the BMC pulls `image_url` itself. Either
- *    way a SHA-256 that is not the payload's fails `firmware-digest-mismatch` before the BMC is asked.
+ * 1. The image is checked before the BMC hears of it. With the site's image cache, `image_url` (https) is downloaded
+ *    into the cache (hashed as it streams, kept only under its digest). Without one the image is only hashed (plain
+ *    http allowed on loopback, for tests) and only SimpleUpdate is possible. Either way a SHA-256 that is not the
+ *    payload's fails `firmware-digest-mismatch` before the BMC is asked.
  * 2. The component is found in `UpdateService.FirmwareInventory`: `BMC` or `BIOS`, or an inventory id, matched against
  *    each entry's `Id` (case-insensitive) — `firmware-component-missing` otherwise; its `Version` is the previous one.
- * 3. `SimpleUpdate` is POSTed with `ImageURI`, `TransferProtocol` and `Targets` (the inventory entry). A 202 is
- *    followed through its task monitor (`RedfishClient.waitTask`, up to `taskWithinMs`, default 55 min, inside the
- *    kind's hour); a task that ends badly fails `bmc-error` with its messages.
- * 4. The version is read back; the result says the task and whether the version moved (a BMC that stages the image
- *    until its next reset reports the old one: the message says so, the command still succeeds).
+ * 3. The transfer (`transfer`): UNSPECIFIED takes SimpleUpdate when the service offers it, else the push when it offers
+ *    one and the cache holds the image; SIMPLE_UPDATE or HTTP_PUSH only that one (a service without it: `bmc-refused`;
+ *    HTTP_PUSH without the cache: `firmware-push-unavailable`).
+ *    - SimpleUpdate is POSTed with `ImageURI` — the boot server's copy, `<boot url>/images/sha256/<hex>`, re-verified
+ *      before it is served, when the site has a boot server (`[site] boot_listen`), else `image_url` — plus
+ *      `TransferProtocol` and `Targets` (the inventory entry). A 202 is followed through its task monitor.
+ *    - The push (`_firmware_push.ts`) sends the cache's copy, re-hashed as it is opened and again as it streams.
+ *    Tasks are waited for up to `taskWithinMs` (default 55 min, inside the kind's hour; the push's upload has
+ *    `pushWithinMs`, default 30 min, of it); a task that ends badly fails `bmc-error` with its messages.
+ * 4. The version is read back; the result says the transfer, the task and whether the version moved (a BMC that stages
+ *    the image until its next reset reports the old one: the message says so, the command still succeeds).
  *
- * HttpPush (multipart upload of the image from the site cache) waits for the cache (issue 18).
+ * Peers: DMTF's `public-rackmount1` offers SimpleUpdate and the legacy `HttpPushUri` (`/FWUpdate`, outside
+ * `/redfish/`, no `HttpPushUriTargets`, no multipart); its server parses every POST body as JSON, so a pushed image is
+ * read in full (its `Content-Length` honoured; it answers 411 without one) and refused 400 — `test:site` shows that.
+ * sushy-tools advertises `HttpPushUri` but serves no POST there. The fake BMC takes both pushes (`fixtures/redfish/`).
  *
  * @module
  */
@@ -23,16 +31,22 @@ import { createHash } from "node:crypto";
 import type { HandlerContext, HandlerResult, KindHandler } from "../../../core/commands/handlers.ts";
 import { payloadOf, resultOf } from "../../../core/commands/kind_payload.ts";
 import { CommandFailed, InvalidPayload } from "../../../core/commands/rejection.ts";
-import { link, odataId } from "../client.ts";
+import { bcd } from "../../../proto/mod.ts";
+import { link, odataId, type RedfishClient } from "../client.ts";
 import { bmcLock, type BmcPorts, checkTarget, openBmc } from "../bmc_target.ts";
 import { RedfishError } from "../errors.ts";
 import { actionTarget, str } from "./_common.ts";
+import { type CachedImage, pushImage, pushUri } from "./_firmware_push.ts";
+
+const Transfer = bcd.v1.BmcFirmwarePayload.Transfer;
 
 /** Options of `bmc.firmware`. */
 export interface BmcFirmwareOptions {
   /** Extra CAs for the image download (tests); the system roots otherwise. */
   readonly imageCaCerts?: readonly string[];
   readonly taskWithinMs?: number;
+  /** The bound of a push's upload (default 30 min). */
+  readonly pushWithinMs?: number;
   readonly pollMs?: number;
   /** The largest image hashed (default 4 GiB). */
   readonly maxImageBytes?: number;
@@ -43,11 +57,17 @@ export interface BmcFirmwareOptions {
 /** The image cache as `bmc.firmware` uses it (`runtimes/site/firmware_cache.ts`). */
 export interface FirmwareCache {
   /**
-   * Downloads the image into the cache unless held and answers the URL the boot server serves it at; a failure is a
-   * CommandFailed: `firmware-digest-mismatch` (nothing kept) or `firmware-download-failed`.
+   * Downloads the image into the cache unless held; a failure is a CommandFailed: `firmware-digest-mismatch` (nothing
+   * kept) or `firmware-download-failed`.
    */
-  offer(url: URL, sha256: string): Promise<URL>;
+  warm(url: URL, sha256: string): Promise<void>;
+  /** The URL the site's boot server serves the digest at, or `undefined` without a boot server. */
+  servedAt(sha256: string): URL | undefined;
+  /** The stored image re-hashed and opened, or `undefined` when it is gone or no longer matches (then removed). */
+  open(sha256: string): Promise<CachedImage | undefined>;
 }
+
+export type { CachedImage };
 
 /** The `bmc.firmware` handler. */
 export function bmcFirmwareHandler(ports: BmcPorts & { firmware?: BmcFirmwareOptions }): KindHandler {
@@ -62,42 +82,73 @@ export function bmcFirmwareHandler(ports: BmcPorts & { firmware?: BmcFirmwareOpt
       const p = payloadOf("bmc.firmware", ctx.command);
       const url = _check(p);
       const t = checkTarget(p.target);
-      const offered = ports.firmware?.cache
-        ? await ports.firmware.cache.offer(url, p.sha256.toLowerCase())
-        : (await _verifyImage(url, p.sha256.toLowerCase(), ports.firmware, ctx.signal), url);
-      ctx.logger.info({ image: url.href, offered: offered.href, sha256: p.sha256 }, "firmware image digest verified");
+      const sha = p.sha256.toLowerCase();
+      const cache = ports.firmware?.cache;
+      const want = p.transfer ?? Transfer.TRANSFER_UNSPECIFIED;
+      if (want === Transfer.HTTP_PUSH && !cache) {
+        throw new CommandFailed(
+          "firmware-push-unavailable",
+          "an HTTP push sends the image from the site's image cache, and this agent has none",
+        );
+      }
+      if (cache) await cache.warm(url, sha);
+      else await _verifyImage(url, sha, ports.firmware, ctx.signal);
+      ctx.logger.info({ image: url.href, sha256: sha }, "firmware image digest verified");
       const c = await openBmc(ports, t, "bmc.firmware", ctx.command.id, ctx.signal);
       try {
         const root = await c.get("/redfish/v1/");
         const updPath = link(root.body, "UpdateService", "/redfish/v1/");
-        const upd = (await c.get(updPath)).body;
-        const action = actionTarget(upd, "#UpdateService.SimpleUpdate");
-        if (!action) throw new RedfishError("bmc-refused", `${updPath} offers no SimpleUpdate`);
-        const inventory = link(upd, "FirmwareInventory", updPath);
-        let entry: string | undefined;
-        let previous = "";
-        for (const m of (await c.members(inventory)).slice(0, 64)) {
-          const b = (await c.get(m)).body;
-          if (str(b, "Id").toLowerCase() === p.component.toLowerCase()) {
-            entry = odataId(b, m);
-            previous = str(b, "Version");
-            break;
-          }
+        const updAnswer = await c.get(updPath);
+        const upd = updAnswer.body;
+        const simple = actionTarget(upd, "#UpdateService.SimpleUpdate");
+        const push = cache !== undefined && pushUri(upd) !== undefined;
+        const viaPush = want === Transfer.HTTP_PUSH || (want !== Transfer.SIMPLE_UPDATE && !simple && push);
+        if (!viaPush && !simple) {
+          const pushToo = want === Transfer.TRANSFER_UNSPECIFIED ? (cache ? " nor an HTTP push URI" : "") : "";
+          throw new RedfishError("bmc-refused", `${updPath} offers no SimpleUpdate${pushToo}`);
         }
-        if (!entry) throw new CommandFailed("firmware-component-missing", `${inventory} has no ${p.component}`);
-        ctx.logger.warn({ bmc: c.origin, component: entry, image: offered.href, previous }, "firmware update starting");
-        const started = await c.post(action, {
-          ImageURI: offered.href,
-          TransferProtocol: offered.protocol === "https:" ? "HTTPS" : "HTTP",
-          Targets: [entry],
-        });
+        const { entry, previous } = await _entry(c, link(upd, "FirmwareInventory", updPath), p.component);
+        const within = {
+          taskWithinMs: ports.firmware?.taskWithinMs ?? 55 * 60_000,
+          pollMs: ports.firmware?.pollMs ?? 5000,
+        };
+        let transfer: string;
         let taskId = "";
-        if (started.status === 202 && started.location) {
-          const done = await c.waitTask(started.location, {
-            timeoutMs: ports.firmware?.taskWithinMs ?? 55 * 60_000,
-            pollMs: ports.firmware?.pollMs ?? 5000,
+        if (viaPush) {
+          const image = await cache!.open(sha);
+          if (!image) {
+            throw new CommandFailed(
+              "firmware-digest-mismatch",
+              `the cached image ${sha} no longer matches its digest (removed); nothing was pushed`,
+            );
+          }
+          ({ transfer, taskId } = await pushImage(c, {
+            updPath,
+            upd,
+            ...(updAnswer.etag ? { updEtag: updAnswer.etag } : {}),
+            entry,
+            sha256: sha,
+            image,
+            pushWithinMs: ports.firmware?.pushWithinMs ?? 30 * 60_000,
+            ...within,
+            log: ctx.logger,
+          }));
+        } else {
+          const offered = cache?.servedAt(sha) ?? url;
+          ctx.logger.warn(
+            { bmc: c.origin, component: entry, image: offered.href, previous },
+            "firmware update starting",
+          );
+          const started = await c.post(simple!, {
+            ImageURI: offered.href,
+            TransferProtocol: offered.protocol === "https:" ? "HTTPS" : "HTTP",
+            Targets: [entry],
           });
-          taskId = str(done.body, "Id") || started.location;
+          if (started.status === 202 && started.location) {
+            const done = await c.waitTask(started.location, { timeoutMs: within.taskWithinMs, pollMs: within.pollMs });
+            taskId = str(done.body, "Id") || started.location;
+          }
+          transfer = "SimpleUpdate";
         }
         const version = str((await c.get(entry)).body, "Version");
         const moved = version !== previous;
@@ -106,9 +157,10 @@ export function bmcFirmwareHandler(ports: BmcPorts & { firmware?: BmcFirmwareOpt
             previous_version: previous,
             version,
             task_id: taskId,
+            transfer,
             message: moved
-              ? `${p.component} went from ${previous} to ${version}`
-              : `the BMC accepted the update; ${p.component} still reads ${version} (applied at its next reset?)`,
+              ? `${p.component} went from ${previous} to ${version} (${transfer})`
+              : `the BMC accepted the update (${transfer}); ${p.component} still reads ${version} (applied at its next reset?)`,
           }),
         };
       } finally {
@@ -116,6 +168,21 @@ export function bmcFirmwareHandler(ports: BmcPorts & { firmware?: BmcFirmwareOpt
       }
     },
   };
+}
+
+/** The inventory entry of `component` and its version now; `firmware-component-missing` when there is none. */
+async function _entry(
+  c: RedfishClient,
+  inventory: string,
+  component: string,
+): Promise<{ entry: string; previous: string }> {
+  for (const m of (await c.members(inventory)).slice(0, 64)) {
+    const b = (await c.get(m)).body;
+    if (str(b, "Id").toLowerCase() === component.toLowerCase()) {
+      return { entry: odataId(b, m), previous: str(b, "Version") };
+    }
+  }
+  throw new CommandFailed("firmware-component-missing", `${inventory} has no ${component}`);
 }
 
 function _check(p: { image_url: string; sha256: string; component: string }): URL {
