@@ -5,8 +5,8 @@
  *
  * @module
  */
-import { CommandStateError } from "./errors.ts";
-import { entryFromRow, readEntry, writeDone } from "./entry_row.ts";
+import { CommandStateError, JournalDamaged } from "./errors.ts";
+import { entryFromRow, readEntry, writeDone, writeDoneIf } from "./entry_row.ts";
 import type { ResolveContext } from "./resolve.ts";
 import type { SqlDriver } from "./sql_driver.ts";
 import type {
@@ -27,7 +27,9 @@ function _live(e: JournalEntry, ctx: ResolveContext): boolean {
 
 /**
  * Journals `accepted` for a new command, or re-accepts one an earlier process left unfinished (the `reexecute`
- * row, after the acceptance checks ran again). Refuses an id that is done or in flight in this process.
+ * row, after the acceptance checks ran again). Refuses an id that is done or in flight in this process. One
+ * statement changes rows (the INSERT, or the UPDATE after an INSERT that changed nothing), and every refusal comes
+ * before it: the write queue runs it without a savepoint (`oneWrite`).
  */
 export async function acceptOp(
   db: SqlDriver,
@@ -36,46 +38,57 @@ export async function acceptOp(
   ctx: ResolveContext,
   now: number,
 ): Promise<AcceptedEntry> {
-  const prev = await readEntry(db, id);
-  if (prev !== null && prev.state === "done") {
-    throw new CommandStateError("already-done", `command ${id} is done (${prev.result.state}); resend its result`);
-  }
-  if (prev !== null && _live(prev, ctx)) {
-    throw new CommandStateError("in-flight", `command ${id} is ${prev.state} in this process; re-attach to it`);
-  }
   const args = [input.kind, input.retrySafe ? 1 : 0, input.selfTerminating ? 1 : 0, ctx.incarnation, now];
-  if (prev === null) {
-    await db.run(
-      `INSERT INTO commands (id, state, kind, retry_safe, self_terminating, incarnation, boot_id, created_at, updated_at)
-       VALUES (?, 'accepted', ?, ?, ?, ?, NULL, ?, ?)`,
-      [id, ...args, now],
-    );
-  } else {
-    await db.run(
-      `UPDATE commands SET state = 'accepted', kind = ?, retry_safe = ?, self_terminating = ?, incarnation = ?,
-         boot_id = NULL, updated_at = ? WHERE id = ?`,
-      [...args, id],
-    );
-  }
-  return {
+  const entry = (createdAt: number): AcceptedEntry => ({
     id,
     state: "accepted",
     kind: input.kind,
     retrySafe: input.retrySafe,
     selfTerminating: input.selfTerminating,
     incarnation: ctx.incarnation,
-    createdAt: prev?.createdAt ?? now,
+    createdAt,
     updatedAt: now,
-  };
+  });
+  // A new id, the common case, costs this one statement; an id already there is read and judged below.
+  const inserted = await db.run(
+    `INSERT INTO commands (id, state, kind, retry_safe, self_terminating, incarnation, boot_id, created_at, updated_at)
+     VALUES (?, 'accepted', ?, ?, ?, ?, NULL, ?, ?) ON CONFLICT (id) DO NOTHING`,
+    [id, ...args, now],
+  );
+  if (inserted === 1) return entry(now);
+  const prev = await readEntry(db, id);
+  if (prev === null) throw new JournalDamaged(`command ${id}: insert ignored, yet no entry holds the id`);
+  if (prev.state === "done") {
+    throw new CommandStateError("already-done", `command ${id} is done (${prev.result.state}); resend its result`);
+  }
+  if (_live(prev, ctx)) {
+    throw new CommandStateError("in-flight", `command ${id} is ${prev.state} in this process; re-attach to it`);
+  }
+  await db.run(
+    `UPDATE commands SET state = 'accepted', kind = ?, retry_safe = ?, self_terminating = ?, incarnation = ?,
+       boot_id = NULL, updated_at = ? WHERE id = ?`,
+    [...args, id],
+  );
+  return entry(prev.createdAt);
 }
 
-/** `accepted` → `running{boot_id}`, for an entry this process accepted (idempotent when already running). */
+/**
+ * `accepted` → `running{boot_id}`, for an entry this process accepted (idempotent when already running). Its one
+ * write comes first and every refusal after a write that changed nothing (`oneWrite`).
+ */
 export async function markRunningOp(
   db: SqlDriver,
   id: string,
   ctx: ResolveContext,
   now: number,
 ): Promise<RunningEntry> {
+  // The common case in one statement: an entry this process accepted moves to running and comes back as written.
+  const row = (await db.all(
+    `UPDATE commands SET state = 'running', boot_id = ?, updated_at = ?
+     WHERE id = ? AND state = 'accepted' AND incarnation = ? RETURNING *`,
+    [ctx.bootId, now, id, ctx.incarnation],
+  ))[0];
+  if (row !== undefined) return entryFromRow(row) as RunningEntry;
   const prev = await readEntry(db, id);
   if (prev === null || !_live(prev, ctx)) {
     throw new CommandStateError(
@@ -85,17 +98,13 @@ export async function markRunningOp(
     );
   }
   if (prev.state === "running") return prev;
-  await db.run("UPDATE commands SET state = 'running', boot_id = ?, updated_at = ? WHERE id = ?", [
-    ctx.bootId,
-    now,
-    id,
-  ]);
-  return (await readEntry(db, id)) as RunningEntry;
+  throw new JournalDamaged(`command ${id}: accepted by this process, yet not moved to running`);
 }
 
 /**
  * Journals the terminal result of a command this process accepted. A command already done keeps its first result
- * (a real outcome wins over a late cancel): the stored entry is returned unchanged.
+ * (a real outcome wins over a late cancel): the stored entry is returned unchanged. Its one write comes first and
+ * every refusal after a write that changed nothing (`oneWrite`).
  */
 export async function finishOp(
   db: SqlDriver,
@@ -104,17 +113,16 @@ export async function finishOp(
   ctx: ResolveContext,
   now: number,
 ): Promise<DoneEntry> {
+  // The common case in one statement: an entry this process accepted (or started) takes its result.
+  const written = await writeDoneIf(db, id, { ..._outcome(outcome), bootId: ctx.bootId }, now, ctx.incarnation);
+  if (written !== null) return written;
   const prev = await readEntry(db, id);
   if (prev !== null && prev.state === "done") return prev;
-  if (prev === null || !_live(prev, ctx)) {
-    throw new CommandStateError(
-      "not-accepted",
-      `command ${id} is ${prev === null ? "unknown" : `left by incarnation ${prev.incarnation}`}; ` +
-        "only a command this process accepted can finish",
-    );
-  }
-  await writeDone(db, id, { ..._outcome(outcome), bootId: ctx.bootId }, now);
-  return (await readEntry(db, id)) as DoneEntry;
+  throw new CommandStateError(
+    "not-accepted",
+    `command ${id} is ${prev === null ? "unknown" : `left by incarnation ${prev.incarnation}`}; ` +
+      "only a command this process accepted can finish",
+  );
 }
 
 /**

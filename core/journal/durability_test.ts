@@ -135,3 +135,17 @@ Deno.test("a failed write statement stops the journal too, and the group's other
   assert.equal(await j2.get("x"), null);
   await j2.close();
 });
+
+Deno.test("a failed finish (one UPDATE … RETURNING) stops the journal and leaves the entry accepted", async () => {
+  await using tmp = await tempDataDir();
+  const f = faultyFactory({});
+  const j = await openTest(tmp.dir, testClock(), { driver: f.factory });
+  await j.accept("c", NRS);
+  f.driver().faults.failWrites = true;
+  await assert.rejects(j.finish("c", { state: "SUCCEEDED" }), JournalStopped);
+  assert.match(j.stopped?.message ?? "", /disk is full/);
+  await j.close();
+  const j2 = await openTest(tmp.dir, testClock());
+  assert.equal((await j2.get("c"))?.state, "accepted");
+  await j2.close();
+});

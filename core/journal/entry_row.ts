@@ -4,8 +4,16 @@
  * @module
  */
 import { JournalDamaged } from "./errors.ts";
-import { colBytesOrNull, colNum, colStr, colStrOrNull, type SqlDriver, type SqlRow } from "./sql_driver.ts";
-import type { CommandResult, JournalEntry, TerminalState } from "./types.ts";
+import {
+  colBytesOrNull,
+  colNum,
+  colStr,
+  colStrOrNull,
+  type SqlDriver,
+  type SqlRow,
+  type SqlValue,
+} from "./sql_driver.ts";
+import type { CommandResult, DoneEntry, JournalEntry, TerminalState } from "./types.ts";
 
 const TERMINAL: readonly string[] = ["SUCCEEDED", "FAILED", "REJECTED", "CANCELLED"];
 
@@ -49,21 +57,41 @@ export async function readEntry(db: SqlDriver, id: string): Promise<JournalEntry
   return rows[0] === undefined ? null : entryFromRow(rows[0]);
 }
 
+const _DONE_SET = `state = 'done', boot_id = ?, outcome = ?, code = ?, message = ?, body = ?, rebooted = ?,
+       previous_boot_id = ?, result_acked = 0, updated_at = ?`;
+
+function _doneArgs(result: CommandResult, now: number): SqlValue[] {
+  return [
+    result.bootId,
+    result.state,
+    result.code ?? null,
+    result.message ?? null,
+    result.body ?? null,
+    result.rebooted === true ? 1 : 0,
+    result.previousBootId ?? null,
+    now,
+  ];
+}
+
 /** Writes `result` as the entry's terminal state (the row must exist). */
 export async function writeDone(db: SqlDriver, id: string, result: CommandResult, now: number): Promise<void> {
-  await db.run(
-    `UPDATE commands SET state = 'done', boot_id = ?, outcome = ?, code = ?, message = ?, body = ?, rebooted = ?,
-       previous_boot_id = ?, result_acked = 0, updated_at = ? WHERE id = ?`,
-    [
-      result.bootId,
-      result.state,
-      result.code ?? null,
-      result.message ?? null,
-      result.body ?? null,
-      result.rebooted === true ? 1 : 0,
-      result.previousBootId ?? null,
-      now,
-      id,
-    ],
-  );
+  await db.run(`UPDATE commands SET ${_DONE_SET} WHERE id = ?`, [..._doneArgs(result, now), id]);
+}
+
+/**
+ * Writes `result` as the terminal state of an entry that `incarnation` holds in flight (accepted or running), and
+ * returns the entry as written; null, writing nothing, for any other entry or none.
+ */
+export async function writeDoneIf(
+  db: SqlDriver,
+  id: string,
+  result: CommandResult,
+  now: number,
+  incarnation: string,
+): Promise<DoneEntry | null> {
+  const row = (await db.all(
+    `UPDATE commands SET ${_DONE_SET} WHERE id = ? AND state IN ('accepted', 'running') AND incarnation = ? RETURNING *`,
+    [..._doneArgs(result, now), id, incarnation],
+  ))[0];
+  return row === undefined ? null : entryFromRow(row) as DoneEntry;
 }

@@ -57,7 +57,7 @@ import type {
   StoredSpec,
 } from "./types.ts";
 import { colBytesOrNull, colNum, colStr } from "./sql_driver.ts";
-import { type QueueStats, WriteQueue } from "./write_queue.ts";
+import { type OpOptions, type QueueStats, WriteQueue } from "./write_queue.ts";
 import type { WalSync } from "./wal_sync.ts";
 
 export { JOURNAL_FILE, type JournalLogger, type OpenReport } from "./open.ts";
@@ -144,20 +144,23 @@ export class Journal {
       );
       this.#wal.close();
       onStop?.(e);
-    }, () => this.#syncWrites());
+    }, () => this.#commitSync());
   }
 
   /**
-   * After a group's COMMIT: fdatasyncs the WAL when the group changed a row. Every journal write is an INSERT, UPDATE
-   * or DELETE, which `total_changes()` counts (triggers included); a group that only read wrote no WAL frame, and
-   * costs no fsync (as with `synchronous=FULL`, where a read-only commit synced nothing).
+   * Right after a group's COMMIT: the fdatasync of the WAL when the group changed a row. Every journal write is an
+   * INSERT, UPDATE or DELETE, which `total_changes()` counts (triggers included); a group that only read wrote no WAL
+   * frame, and costs no fsync (as with `synchronous=FULL`, where a read-only commit synced nothing). The count is read
+   * here, before the next group's operations run on the connection; the sync runs while they do.
    */
-  async #syncWrites(): Promise<void> {
+  async #commitSync(): Promise<(() => Promise<void>) | null> {
     const row = (await this.#db.all("SELECT total_changes() AS n"))[0];
     const changes = row === undefined ? NaN : colNum(row, "n");
-    if (changes === this.#syncedChanges) return;
-    await this.#wal.sync();
-    this.#syncedChanges = changes;
+    if (changes === this.#syncedChanges) return null;
+    return async () => {
+      await this.#wal.sync();
+      this.#syncedChanges = changes;
+    };
   }
 
   /**
@@ -184,9 +187,10 @@ export class Journal {
     return { incarnation: this.incarnation, bootId: this.bootId };
   }
 
-  #op<T>(fn: (db: SqlDriver, now: number) => Promise<T>): Promise<T> {
+  /** Submits `fn`; `opts.oneWrite` only for an operation that keeps {@link OpOptions.oneWrite}'s promise. */
+  #op<T>(fn: (db: SqlDriver, now: number) => Promise<T>, opts?: OpOptions): Promise<T> {
     if (this.#closed) return Promise.reject(new JournalError("journal-closed", "the journal is closed"));
-    return this.#queue.submit((db) => fn(db, this.#clock.now()));
+    return this.#queue.submit((db) => fn(db, this.#clock.now()), opts);
   }
 
   /** The error that stopped the journal (fail-stop), or null. */
@@ -229,19 +233,19 @@ export class Journal {
         throw new JournalBusy(`the journal is full; command ${commandId} refused BUSY until acks drain the backlog`);
       }
       return acceptOp(db, commandId, input, this.#ctx(), now);
-    });
+    }, _ONE_WRITE);
   }
 
   /** Journals `running{boot_id}`: for a self-terminating kind, immediately before its side effect. */
   markRunning(commandId: string): Promise<RunningEntry> {
-    return this.#op((db, now) => markRunningOp(db, commandId, this.#ctx(), now));
+    return this.#op((db, now) => markRunningOp(db, commandId, this.#ctx(), now), _ONE_WRITE);
   }
 
   /** Journals the terminal result (stamped with this boot). A command already done keeps its first result. */
   finish(commandId: string, outcome: OutcomeInput): Promise<DoneEntry> {
     if (outcome.state === "REJECTED") return Promise.reject(new TypeError("use reject() for a REJECTED outcome"));
     const o = outcome.message === undefined ? outcome : { ...outcome, message: _message(outcome.message) };
-    return this.#op((db, now) => finishOp(db, commandId, o, this.#ctx(), now));
+    return this.#op((db, now) => finishOp(db, commandId, o, this.#ctx(), now), _ONE_WRITE);
   }
 
   /**
@@ -492,6 +496,9 @@ export class Journal {
 
 /** The most bytes of a result message journaled (it goes back in `Hello` until acked). */
 export const MAX_RESULT_MESSAGE_BYTES = 2048;
+
+/** For the command transitions written as one statement (acceptOp, markRunningOp, finishOp: see their docs). */
+const _ONE_WRITE: OpOptions = { oneWrite: true };
 
 function _message(m: string): string {
   return boundedString(m, MAX_RESULT_MESSAGE_BYTES);

@@ -61,6 +61,10 @@ export class FaultyDriver implements SqlDriver {
     return this.inner.run(sql, args);
   }
   async all(sql: string, args?: readonly SqlValue[]): Promise<SqlRow[]> {
+    // A write that returns rows (`UPDATE … RETURNING`) fails like any other write.
+    if (this.faults.failWrites && /^\s*(INSERT|UPDATE|DELETE)\b/i.test(sql)) {
+      throw new Error("database or disk is full (injected)");
+    }
     if (sql === "PRAGMA synchronous" && this.faults.synchronous !== undefined) {
       return [{ synchronous: this.faults.synchronous }];
     }

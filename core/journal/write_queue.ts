@@ -1,18 +1,29 @@
 /**
- * Group commit with fail-stop. Every journal call is an operation submitted here; operations submitted while a
- * commit is in flight (or in the same tick, or by the callers the last group answered, through promise jobs alone,
- * before the next group is taken) run together in one transaction, each under its own savepoint, and
- * none of them resolves before the transaction's `COMMIT` and the sync after it (`afterCommit`: the journal's
- * fdatasync of the WAL, off the event loop, see `wal_sync.ts`) returned. While that sync runs, the event loop runs
- * and new operations gather into the next group.
+ * Group commit with fail-stop, pipelined. Every journal call is an operation submitted here. Operations run at once,
+ * one after another, inside the transaction that is open (each under its own savepoint), also while the sync of
+ * the group committed before them is in flight; that transaction commits when no sync is in flight, so there is at
+ * most one sync at a time and each covers every operation that ran while the last one ran. No operation resolves
+ * before its transaction's `COMMIT` and the sync after it (`CommitSync`: the journal's fdatasync of the WAL, off the
+ * event loop, see `wal_sync.ts`) returned.
  *
- * {@link WriteQueue.read} runs a read-only look-up at once, outside any group (between two groups' transactions),
- * for callers that act on what is committed only where what they see needs no durability (`Journal.resolve`).
+ * Why pipelined: the statements of the next group are the event loop's own work; run while the disk syncs, they cost
+ * the group's callers nothing, where running them only after the sync returned put them, and the commit after them,
+ * between two syncs on every command's path.
+ *
+ * The callers a finished group answers often submit their next call at once, through promise jobs alone (a settled
+ * command's client delivers its next one): the transaction in progress waits {@link _CONTINUATION_TURNS} promise-job
+ * turns before it commits, so those calls join it rather than wait a whole commit and sync for the one after. Promise
+ * jobs only: no timer, so a lone caller loses nothing.
+ *
+ * {@link WriteQueue.read} runs a read-only look-up at once, between two operations (never inside one), for callers that act on
+ * what it sees only where what they see needs no durability (`Journal.resolve`): it may see operations that ran in
+ * the open transaction and are not durable yet.
  *
  * A {@link JournalRefusal} (or a TypeError/RangeError from argument checks) thrown by an operation rolls back that
- * operation's savepoint only and rejects its caller. Any other error
- * (a failed write, a failed fsync, an error the journal cannot classify) stops the journal: the transaction is
- * abandoned, every queued and later call rejects with {@link JournalStopped}, and nothing is retried.
+ * operation's savepoint only and rejects its caller. Any other error (a failed write, a failed fsync, an error the
+ * journal cannot classify) stops the journal: the open transaction is rolled back, every call not yet answered
+ * (including those whose sync was in flight) and every later call rejects with {@link JournalStopped}, and nothing
+ * is retried.
  *
  * @module
  */
@@ -22,10 +33,34 @@ import type { SqlDriver } from "./sql_driver.ts";
 /** One operation: runs inside the group's transaction on the journal's single connection. */
 export type Op<T> = (db: SqlDriver) => Promise<T>;
 
+/**
+ * Called right after a group's `COMMIT`, before anything else runs on the connection: resolves to the sync that
+ * makes that commit durable (run while later operations execute), or null when the group wrote nothing. Its
+ * failure, or the sync's, stops the journal like a failed write.
+ */
+export type CommitSync = () => Promise<(() => Promise<void>) | null>;
+
+/** How an operation runs. */
+export interface OpOptions {
+  /**
+   * The operation changes rows with at most one statement, and refuses (a {@link JournalRefusal}, TypeError or
+   * RangeError) only before that statement or by its failure, which SQLite undoes itself (a statement is atomic): a
+   * refusal leaves nothing to roll back, so it runs without the savepoint (two statements saved per call).
+   */
+  readonly oneWrite?: boolean;
+}
+
 interface Pending {
   op: Op<unknown>;
+  oneWrite: boolean;
   resolve(v: unknown): void;
   reject(e: unknown): void;
+}
+
+interface Ran {
+  readonly p: Pending;
+  readonly ok: boolean;
+  readonly value: unknown;
 }
 
 /** Figures for the benchmark and `inspect`. */
@@ -41,21 +76,31 @@ export interface QueueStats {
 /** The serializing, group-committing queue in front of one connection. */
 export class WriteQueue {
   #db: SqlDriver;
+  /** Submitted, not run yet. */
   #pending: Pending[] = [];
+  /** Run inside the open transaction, not committed yet. */
+  #ran: Ran[] = [];
+  /** Whether `BEGIN` ran and its `COMMIT` has not. */
+  #txOpen = false;
+  /** Whether the executor loop is scheduled or running. */
   #running = false;
+  /** Whether a committed group's sync is in flight. */
+  #syncing = false;
+  /** Promise-job turns left before the open transaction may commit (the callers of the last group catch up). */
+  #holdCommit = false;
+  /** Whether an operation is between its SAVEPOINT and its RELEASE: reads wait for the end of it. */
+  #inOp = false;
   #stopped: JournalStopped | null = null;
   #onStop: (e: JournalStopped) => void;
-  #afterCommit: () => Promise<void>;
-  /** Between a group's BEGIN and its COMMIT (or rollback): reads wait for the end of it. */
-  #inTx = false;
+  #commitSync: CommitSync;
   #readers: Pending[] = [];
   readonly stats: QueueStats = { commits: 0, ops: 0, maxGroup: 0 };
 
-  /** `afterCommit` makes a committed group durable; its failure stops the journal like a failed write. */
-  constructor(db: SqlDriver, onStop: (e: JournalStopped) => void, afterCommit: () => Promise<void> = _nothing) {
+  /** `commitSync` makes a committed group durable; its failure stops the journal like a failed write. */
+  constructor(db: SqlDriver, onStop: (e: JournalStopped) => void, commitSync: CommitSync = _nothing) {
     this.#db = db;
     this.#onStop = onStop;
-    this.#afterCommit = afterCommit;
+    this.#commitSync = commitSync;
   }
 
   /** The error that stopped the journal, or null while it runs. */
@@ -64,28 +109,41 @@ export class WriteQueue {
   }
 
   /** Queues `op`; resolves with its value once the transaction that ran it is durable. */
-  submit<T>(op: Op<T>): Promise<T> {
+  submit<T>(op: Op<T>, opts: OpOptions = {}): Promise<T> {
     if (this.#stopped !== null) return Promise.reject(this.#stopped);
     return new Promise<T>((resolve, reject) => {
-      this.#pending.push({ op: op as Op<unknown>, resolve: resolve as (v: unknown) => void, reject });
-      if (!this.#running) {
-        this.#running = true;
-        queueMicrotask(() => void this.#drain());
-      }
+      this.#pending.push({
+        op: op as Op<unknown>,
+        oneWrite: opts.oneWrite === true,
+        resolve: resolve as (v: unknown) => void,
+        reject,
+      });
+      this.#kick();
     });
   }
 
   /**
-   * Runs the read-only `op` at once on the connection, outside any group (after the transaction in progress, if
-   * one is): it sees what is committed, which may not be durable yet, so a caller acts on it only where that is
-   * harmless. Never writes; never waits for a sync.
+   * Runs the read-only `op` at once on the connection, between two operations (after the one in progress, if one
+   * is): it sees what the operations run so far wrote, which may not be committed or durable yet, so a caller acts on
+   * it only where that is harmless. Never writes; never waits for a sync.
    */
   read<T>(op: Op<T>): Promise<T> {
     if (this.#stopped !== null) return Promise.reject(this.#stopped);
-    if (!this.#inTx) return op(this.#db);
+    if (!this.#inOp) return op(this.#db);
     return new Promise<T>((resolve, reject) => {
-      this.#readers.push({ op: op as Op<unknown>, resolve: resolve as (v: unknown) => void, reject });
+      this.#readers.push({ op: op as Op<unknown>, oneWrite: false, resolve: resolve as (v: unknown) => void, reject });
     });
+  }
+
+  /** Waits until every submitted operation is answered (the journal stops submitting before it calls this). */
+  async drain(): Promise<void> {
+    while (this.#running || this.#syncing || this.#ran.length > 0) await new Promise((r) => setTimeout(r, 1));
+  }
+
+  #kick(): void {
+    if (this.#running || this.#stopped !== null) return;
+    this.#running = true;
+    queueMicrotask(() => void this.#execute());
   }
 
   #runReaders(): void {
@@ -95,69 +153,116 @@ export class WriteQueue {
     }
   }
 
-  /** Waits until every queued operation has run (the journal stops submitting before it calls this). */
-  async drain(): Promise<void> {
-    while (this.#running) await new Promise((r) => setTimeout(r, 1));
-  }
-
-  async #drain(): Promise<void> {
+  /** The one executor: runs what is pending into the open transaction, and commits it when no sync is in flight. */
+  async #execute(): Promise<void> {
     try {
-      while (this.#pending.length > 0 && this.#stopped === null) {
-        const group = this.#pending;
-        this.#pending = [];
-        await this.#runGroup(group);
-        // The callers this group just answered often submit their next call at once, through promise jobs alone (a
-        // settled command's client delivers its next one). Let those jobs run before the next group is taken, so
-        // their calls join it rather than wait a whole commit and fsync for the one after. Promise jobs only: no
-        // timer, so a lone caller loses nothing.
-        for (let i = 0; i < _CONTINUATION_TURNS; i++) await null;
+      while (this.#stopped === null) {
+        if (this.#pending.length > 0) {
+          if (!this.#txOpen) {
+            await this.#db.exec("BEGIN IMMEDIATE");
+            this.#txOpen = true;
+          }
+          // One at a time, each left pending until it ran: an operation that stops the journal is answered with the
+          // rest.
+          while (this.#pending.length > 0 && this.#stopped === null) {
+            this.#ran.push(await this.#runOne(this.#pending[0]!));
+            this.#pending.shift();
+          }
+          continue;
+        }
+        if (this.#syncing || this.#holdCommit || this.#ran.length === 0) break;
+        await this.#commit();
       }
+    } catch (e) {
+      this.#stop(e);
     } finally {
       this.#running = false;
     }
-    for (const p of this.#pending.splice(0)) p.reject(this.#stopped);
+    if (this.#stopped !== null) this.#failAll();
   }
 
-  async #runGroup(group: Pending[]): Promise<void> {
-    const outcomes: { ok: boolean; value: unknown }[] = [];
+  async #runOne(p: Pending): Promise<Ran> {
+    this.#inOp = true;
     try {
-      this.#inTx = true;
-      await this.#db.exec("BEGIN IMMEDIATE");
-      for (const p of group) {
-        await this.#db.exec("SAVEPOINT op");
+      if (p.oneWrite) {
         try {
-          const value = await p.op(this.#db);
-          await this.#db.exec("RELEASE op");
-          outcomes.push({ ok: true, value });
+          return { p, ok: true, value: await p.op(this.#db) };
         } catch (e) {
           if (!_opLevel(e)) throw e;
-          await this.#db.exec("ROLLBACK TO op; RELEASE op");
-          outcomes.push({ ok: false, value: e });
+          return { p, ok: false, value: e };
         }
       }
-      await this.#db.exec("COMMIT");
-      this.#inTx = false;
+      await this.#db.exec("SAVEPOINT op");
+      try {
+        const value = await p.op(this.#db);
+        await this.#db.exec("RELEASE op");
+        return { p, ok: true, value };
+      } catch (e) {
+        if (!_opLevel(e)) throw e;
+        await this.#db.exec("ROLLBACK TO op; RELEASE op");
+        return { p, ok: false, value: e };
+      }
+    } finally {
+      this.#inOp = false;
       this.#runReaders();
-      await this.#afterCommit();
+    }
+  }
+
+  /** Commits the open transaction and starts its sync; the group is answered when the sync returns. */
+  async #commit(): Promise<void> {
+    await this.#db.exec("COMMIT");
+    this.#txOpen = false;
+    const sync = await this.#commitSync();
+    // Only the executor adds to #ran, and it is here: the group is exactly what this COMMIT committed. A failed COMMIT
+    // or commitSync leaves it in #ran, rejected with the rest.
+    const group = this.#ran;
+    this.#ran = [];
+    this.#syncing = true;
+    void this.#finish(group, sync);
+  }
+
+  async #finish(group: Ran[], sync: (() => Promise<void>) | null): Promise<void> {
+    try {
+      if (sync !== null) await sync();
     } catch (e) {
-      this.#inTx = false;
-      this.#stop(e);
-      this.#runReaders();
-      for (const p of group) p.reject(this.#stopped);
-      for (const p of this.#pending.splice(0)) p.reject(this.#stopped);
+      this.#syncing = false;
+      for (const r of group) r.p.reject(this.#stop(e));
+      if (!this.#running) this.#failAll();
+      return;
+    }
+    this.#syncing = false;
+    if (this.#stopped !== null) {
+      // Stopped while this sync ran: its callers get the same answer as every other call not yet answered.
+      for (const r of group) r.p.reject(this.#stopped);
       return;
     }
     this.stats.commits++;
     this.stats.ops += group.length;
     this.stats.maxGroup = Math.max(this.stats.maxGroup, group.length);
-    group.forEach((p, i) => {
-      const o = outcomes[i]!;
-      if (o.ok) p.resolve(o.value);
-      else p.reject(o.value);
-    });
+    this.#holdCommit = true;
+    for (const r of group) {
+      if (r.ok) r.p.resolve(r.value);
+      else r.p.reject(r.value);
+    }
+    // Let the callers just answered submit their next calls (they run at once) before the open transaction commits.
+    for (let i = 0; i < _CONTINUATION_TURNS; i++) await null;
+    this.#holdCommit = false;
+    if (this.#ran.length > 0 || this.#pending.length > 0) this.#kick();
   }
 
-  #stop(cause: unknown): void {
+  /**
+   * Rejects every call not answered yet (the journal is stopped). The open transaction is left as it is: `onStop`
+   * closes the connection, which rolls it back, and nothing of it was ever reported.
+   */
+  #failAll(): void {
+    const stopped = this.#stopped!;
+    for (const r of this.#ran.splice(0)) r.p.reject(stopped);
+    for (const p of this.#pending.splice(0)) p.reject(stopped);
+    this.#runReaders();
+  }
+
+  #stop(cause: unknown): JournalStopped {
+    if (this.#stopped !== null) return this.#stopped;
     const msg = cause instanceof Error ? cause.message : String(cause);
     this.#stopped = new JournalStopped(
       `journal write failed (${msg}); the journal stopped (fail-stop) and refuses every further call`,
@@ -166,14 +271,15 @@ export class WriteQueue {
     const stopped = this.#stopped;
     // Outside the queue's own flow: a throwing callback must not leave callers of this group unanswered.
     queueMicrotask(() => this.#onStop(stopped));
+    return stopped;
   }
 }
 
-/** How many promise-job turns a finished group leaves its callers before the next group is taken. */
+/** How many promise-job turns a finished group leaves its callers before the open transaction commits. */
 const _CONTINUATION_TURNS = 64;
 
-function _nothing(): Promise<void> {
-  return Promise.resolve();
+function _nothing(): Promise<null> {
+  return Promise.resolve(null);
 }
 
 /** Errors that concern one operation's request, not the storage: they roll back that operation only. */

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { JournalStopped } from "./errors.ts";
+import { JournalRefusal, JournalStopped } from "./errors.ts";
 import type { SqlDriver } from "./sql_driver.ts";
 import { WriteQueue } from "./write_queue.ts";
 
@@ -24,10 +24,11 @@ function heldSyncs() {
     get started() {
       return started;
     },
-    sync: () => {
-      started++;
-      return new Promise<void>((r) => waiting.push(r));
-    },
+    sync: () =>
+      Promise.resolve(() => {
+        started++;
+        return new Promise<void>((r) => waiting.push(r));
+      }),
     release: () => waiting.shift()?.(),
   };
 }
@@ -53,20 +54,31 @@ Deno.test("no operation resolves before the sync after its group's COMMIT return
   assert.equal(done, true);
 });
 
-Deno.test("while a group's sync runs, the event loop runs: new operations gather into the next group", async () => {
+Deno.test("while a group's sync runs, the next group's operations run in a new transaction that commits after it", async () => {
   const db = recorder();
   const syncs = heldSyncs();
   const q = new WriteQueue(db, () => {}, syncs.sync);
   const first = q.submit((d) => d.run("INSERT a"));
   await until(() => syncs.started === 1);
-  const later = [q.submit((d) => d.run("INSERT b")), q.submit((d) => d.run("INSERT c"))];
+  let laterDone = false;
+  const later = Promise.all([q.submit((d) => d.run("INSERT b")), q.submit((d) => d.run("INSERT c"))]).then(() =>
+    laterDone = true
+  );
+  await until(() => db.log.includes("INSERT c"));
   await tick(); // a timer fired while the sync was in flight
-  assert.equal(db.log.filter((s) => s === "BEGIN IMMEDIATE").length, 1, "the next group waits for the sync");
+  assert.deepEqual(
+    db.log.filter((s) => !s.includes("op")),
+    ["BEGIN IMMEDIATE", "INSERT a", "COMMIT", "BEGIN IMMEDIATE", "INSERT b", "INSERT c"],
+    "b and c ran while a's sync was in flight; their COMMIT waits for it",
+  );
+  assert.equal(syncs.started, 1, "one sync at a time");
   syncs.release();
   await first;
   await until(() => syncs.started === 2);
+  assert.equal(db.log.filter((s) => s === "COMMIT").length, 2);
+  assert.equal(laterDone, false, "b and c resolve only after their own sync");
   syncs.release();
-  await Promise.all(later);
+  await later;
   assert.equal(q.stats.commits, 2);
   assert.equal(q.stats.maxGroup, 2, "b and c shared one commit and one sync");
 });
@@ -106,26 +118,74 @@ Deno.test("read() answers at once while a group's sync is in flight, without a t
   await w;
 });
 
-Deno.test("read() submitted inside a group's transaction runs after its COMMIT", async () => {
+Deno.test("read() submitted while an operation runs waits for the end of that operation", async () => {
   const db = recorder();
   const q = new WriteQueue(db, () => {});
   let read: Promise<unknown> | undefined;
   await q.submit(async (d) => {
-    read = q.read((x) => x.all("SELECT inside"));
     await d.run("INSERT a");
+    read = q.read((x) => x.all("SELECT inside"));
+    await d.run("INSERT b");
   });
   await read;
-  assert.ok(db.log.indexOf("SELECT inside") > db.log.indexOf("COMMIT"), db.log.join(", "));
+  assert.ok(db.log.indexOf("SELECT inside") > db.log.indexOf("RELEASE op"), db.log.join(", "));
+  assert.ok(db.log.indexOf("SELECT inside") > db.log.indexOf("INSERT b"), db.log.join(", "));
+});
+
+Deno.test("a sync that fails while the next group runs stops the journal: both groups reject, no second COMMIT", async () => {
+  const db = recorder();
+  let fail!: (e: Error) => void;
+  let stopped: JournalStopped | undefined;
+  const q = new WriteQueue(
+    db,
+    (e) => stopped = e,
+    () => Promise.resolve(() => new Promise<void>((_, reject) => fail = reject)),
+  );
+  const first = q.submit((d) => d.run("INSERT a"));
+  await until(() => fail !== undefined);
+  const second = q.submit((d) => d.run("INSERT b"));
+  await until(() => db.log.includes("INSERT b"));
+  fail(new Error("EIO"));
+  await assert.rejects(first, JournalStopped);
+  await assert.rejects(second, JournalStopped);
+  await assert.rejects(q.submit((d) => d.run("INSERT c")), JournalStopped);
+  assert.equal(db.log.filter((s) => s === "COMMIT").length, 1, "b was never committed");
+  await tick();
+  assert.ok(stopped instanceof JournalStopped);
+});
+
+Deno.test("an operation that fails with a storage error stops the journal and rejects its caller", async () => {
+  const db = recorder();
+  const q = new WriteQueue(db, () => {});
+  const bad = q.submit(() => Promise.reject(new Error("disk I/O error")));
+  const other = q.submit((d) => d.run("INSERT x"));
+  await assert.rejects(bad, JournalStopped);
+  await assert.rejects(other, JournalStopped);
+  assert.ok(!db.log.includes("COMMIT"), db.log.join(", "));
 });
 
 Deno.test("a failed sync stops the journal: the group and every later call reject JournalStopped", async () => {
   const db = recorder();
   let stopped: JournalStopped | undefined;
-  const q = new WriteQueue(db, (e) => stopped = e, () => Promise.reject(new Error("EIO")));
+  const q = new WriteQueue(db, (e) => stopped = e, () => Promise.resolve(() => Promise.reject(new Error("EIO"))));
   await assert.rejects(q.submit((d) => d.run("INSERT a")), JournalStopped);
   await assert.rejects(q.submit((d) => d.run("INSERT b")), JournalStopped);
   await assert.rejects(q.read((d) => d.all("SELECT 1")), JournalStopped);
   await tick();
   assert.ok(stopped instanceof JournalStopped);
   assert.match(stopped.message, /EIO/);
+});
+
+Deno.test("a oneWrite operation runs without a savepoint; its refusal rejects only its caller", async () => {
+  const db = recorder();
+  const q = new WriteQueue(db, () => {});
+  const ok = q.submit((d) => d.run("INSERT one"), { oneWrite: true });
+  const refused = q.submit(() => Promise.reject(new JournalRefusal("busy", "refused before its write")), {
+    oneWrite: true,
+  });
+  const other = q.submit((d) => d.run("INSERT other"));
+  await ok;
+  await assert.rejects(refused, JournalRefusal);
+  await other;
+  assert.deepEqual(db.log, ["BEGIN IMMEDIATE", "INSERT one", "SAVEPOINT op", "INSERT other", "RELEASE op", "COMMIT"]);
 });
