@@ -24,10 +24,14 @@ export interface Transport {
 /** Something with Deno's `read`/`write` shape: `Deno.stdin`, `Deno.stdout`, a `Deno.FsFile`, a `Deno.Conn`. */
 export interface RawReader {
   read(p: Uint8Array): Promise<number | null>;
+  /** The blocking read, where there is one (`Deno.stdin`, a `Deno.FsFile`): used with {@link FileTransportOptions.blocking}. */
+  readSync?(p: Uint8Array): number | null;
 }
 /** The writing side of {@link RawReader}. */
 export interface RawWriter {
   write(p: Uint8Array): Promise<number>;
+  /** The blocking write, where there is one: used with {@link FileTransportOptions.blocking}. */
+  writeSync?(p: Uint8Array): number;
 }
 
 /** Options of {@link fileTransport}. */
@@ -42,16 +46,26 @@ export interface FileTransportOptions {
   readonly retryMs?: number;
   /** Called by close(). */
   readonly onClose?: () => void;
+  /**
+   * Read and write with the blocking calls, on the event loop's own thread, where the reader and writer have them.
+   * Deno does not poll stdio or device files: each async read or write is handed to its blocking pool and back, two
+   * thread handoffs a call, four an Echo, which cost more than the bytes on a loaded host. Only for a caller that
+   * serves one message at a time and runs nothing else meanwhile (`guest serve`: no timer, no signal listener; its
+   * logger writes synchronously): while a read waits for the host, the event loop waits with it.
+   */
+  readonly blocking?: boolean;
 }
 
 /** A transport over a reader and a writer. */
 export function fileTransport(r: RawReader, w: RawWriter, opts: FileTransportOptions = {}): Transport {
   const buf = new Uint8Array(opts.bufferSize ?? 64 * 1024);
   let away = false;
+  const readSync = opts.blocking === true ? r.readSync?.bind(r) : undefined;
+  const writeSync = opts.blocking === true ? w.writeSync?.bind(w) : undefined;
   return {
     async read() {
       for (;;) {
-        const n = await r.read(buf);
+        const n = readSync !== undefined ? readSync(buf) : await r.read(buf);
         if (n === null || n === 0) {
           if (!opts.resetOnEof) return null;
           if (!away) {
@@ -67,7 +81,8 @@ export function fileTransport(r: RawReader, w: RawWriter, opts: FileTransportOpt
     },
     async write(bytes) {
       let off = 0;
-      while (off < bytes.length) off += await w.write(bytes.subarray(off));
+      if (writeSync !== undefined) { while (off < bytes.length) off += writeSync(bytes.subarray(off)); }
+      else while (off < bytes.length) off += await w.write(bytes.subarray(off));
     },
     close() {
       opts.onClose?.();

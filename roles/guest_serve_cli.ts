@@ -102,9 +102,12 @@ const serveCmd: Subcommand = {
     const installer = new ConfigInstaller({ guestRoot: guestRoot(values), log });
     let t;
     try {
-      t = values.tty === true
-        ? stdioTerminal()
-        : fileTransport(Deno.stdin, Deno.stdout, values.port === true ? { resetOnEof: true, retryMs: 200 } : {});
+      t = values.tty === true ? stdioTerminal({ blocking: true }) : fileTransport(
+        Deno.stdin,
+        Deno.stdout,
+        // serve answers one message at a time and runs nothing else meanwhile: blocking stdio costs no handoffs.
+        values.port === true ? { resetOnEof: true, retryMs: 200, blocking: true } : { blocking: true },
+      );
     } catch (e) {
       return diagnose({ ok: false, problem: e instanceof Error ? e.message : String(e) });
     }
