@@ -13,7 +13,7 @@
  *
  * @module
  */
-import { fileTransport, type FileTransportOptions, type Transport } from "./transport.ts";
+import { fileTransport, type Transport } from "./transport.ts";
 
 /** How long the agent waits for the tty to appear. */
 export const TERMINAL_WAIT_MS = 30_000;
@@ -57,7 +57,7 @@ const VIRTIO_PORT = /^\/dev\/vport\d+p\d+$/;
 /**
  * The control session on this process's standard input and output, which must be a tty (put in raw mode) or a
  * virtio-serial port: the end of the host side, as a reset (see `core/framing/mod.ts`). `blocking`: see
- * {@link FileTransportOptions.blocking} (only for a process that serves one message at a time and runs nothing else).
+ * `FileTransportOptions.blocking` in transport.ts (only for a process that serves one message at a time and runs nothing else).
  */
 export function stdioTerminal(opts: { readonly blocking?: boolean } = {}): Transport {
   if (Deno.stdin.isTerminal()) {
