@@ -9,6 +9,8 @@
  *
  * @module
  */
+import { VolumeKeeper } from "../core/volumes/keeper.ts";
+import { FileVolumeStore, volumesDir } from "../runtimes/volumes/file_store.ts";
 import { HandlerRegistry } from "../core/commands/handlers.ts";
 import { DEFAULT_HELPER_SOCKET } from "../core/helper/mod.ts";
 import {
@@ -149,7 +151,9 @@ function _host(ctx: WiringContext, peers: Pick<InstancePeers, "secrets" | "wake"
  * bcd's tables are made sure of before the session starts, so before any domain starts; `instance.network-policy` and
  * `instance.ssh-host-only` are advertised only when they loaded (`Hello` is sent once per session, so a host whose
  * rules load later advertises them on its next session); every pass loads the section's rules first; the 5-second
- * integrity check runs on a timer until the daemon stops. Volumes are not enforced by this build.
+ * integrity check runs on a timer until the daemon stops. With the runtime comes the volume store (000 §Persistent
+ * volumes: `<data dir>/volumes`, the node's own files; libvirt attaches them through the helper), so `Hello`
+ * advertises `instance.volumes` and every status report carries `volume_storage`.
  */
 async function _instances(
   ctx: WiringContext,
@@ -176,8 +180,10 @@ async function _instances(
   const snapshots = new SnapshotStore({ dir, log: ctx.log });
   const rt = new LibvirtRuntime({ host, dataDir: ctx.dataDir, snapshots, cpuModel, log: ctx.log });
   const net = new NodeNetwork(new HelperNft(helper), ctx.log);
+  const volumes = new VolumeKeeper(new FileVolumeStore({ dir: volumesDir(ctx.dataDir), log: ctx.log }), ctx.log);
   const converger = new InstancesConverger([rt, ...plugins], {
     memory,
+    volumes,
     network: net.rules,
     snapshots,
     secrets: peers.secrets,
@@ -224,7 +230,7 @@ async function _instances(
   }
   return {
     converger,
-    capabilities: ["instance.placement", ...network],
+    capabilities: ["instance.placement", "instance.volumes", ...network],
     migrations: () => moves.moving(),
     stop: () => {
       fleet.abort();

@@ -108,16 +108,18 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, RolePermissions>> = {
     // Privilege-separated: /proc, /sys, /dev and root-only writes go through the helper's socket. /run/nvidia-mps is
     // read for whether MPS runs (a slot hold's CUDA_MPS_PIPE_DIRECTORY); nvidia-smi runs here for queries only.
     // qemu-img, genisoimage and xorriso build the libvirt-kvm runtime's overlays and seed ISOs in the data dir; every
-    // libvirt verb goes through the helper (libvirt.*), so virsh stays denied here.
+    // libvirt verb goes through the helper (libvirt.*), so virsh stays denied here. The volume store
+    // (<data dir>/volumes) is the node's: fallocate punches a destroyed volume's blocks out, and statfs of the data
+    // dir is the space rule's figures (000 §Persistent volumes).
     read: ["/var/lib/bcd", "/etc/bcd", "/run/nvidia-mps", DEFAULT_HELPER_SOCKET],
     write: ["/var/lib/bcd", DEFAULT_HELPER_SOCKET],
-    run: ["nvidia-smi", "qemu-img", "genisoimage", "xorriso"],
+    run: ["nvidia-smi", "qemu-img", "genisoimage", "xorriso", "fallocate"],
     denyRun: [],
     net: "all",
     env: DAEMON_ENV,
     // The hostname for Hello; the host's addresses on the instances' bridges, which exec tunnels dial from; the
-    // inventory's interfaces and memory come from the helper.
-    sys: ["hostname", "networkInterfaces"],
+    // inventory's interfaces and memory come from the helper. statfs: the volume store's space rule.
+    sys: ["hostname", "networkInterfaces", "statfs"],
   },
   site: {
     // Privilege-separated like the node: the boot id, the inventory and node.reboot go through the helper's socket.

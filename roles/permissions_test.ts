@@ -109,6 +109,7 @@ const CASES: Case[] = [
   { role: "node", action: "write", target: "/var/lib/bcd/probe", want: "allowed" },
   { role: "node", action: "run", target: "nvidia-smi", want: "allowed" },
   { role: "node", action: "run", target: "qemu-img", want: "allowed" },
+  { role: "node", action: "run", target: "fallocate", want: "allowed" },
   { role: "node", action: "run", target: "virsh", want: "denied" },
   { role: "node", action: "read", target: "/etc/bcd/config.toml", want: "allowed" },
   ...agentCases("site", "/var/lib/bcd-site"),
@@ -191,7 +192,7 @@ Deno.test("extraWrite grants exactly the directories it lists", async () => {
 Deno.test("extraRun adds exactly the programs it lists to a scoped role, and nothing to an --allow-all one", () => {
   const flags = roleFlags("node", { extraRun: ["/tmp/fake-nvidia-smi"] });
   assert.ok(
-    flags.includes("--allow-run=nvidia-smi,qemu-img,genisoimage,xorriso,/tmp/fake-nvidia-smi"),
+    flags.includes("--allow-run=nvidia-smi,qemu-img,genisoimage,xorriso,fallocate,/tmp/fake-nvidia-smi"),
     flags.join(" "),
   );
   assert.deepEqual(roleFlags("helper", { extraRun: ["/x"] }), ["--quiet", "--no-prompt", "--allow-all"]);

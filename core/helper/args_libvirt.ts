@@ -10,15 +10,28 @@
  * | `libvirt.define`                    | `plan`            | every field of {@link DomainPlan}, no other, `planProblem` passes |
  * | `libvirt.start`                     | `id`, `paused`    | instance id; boolean                                  |
  * | `libvirt.suspend`, `libvirt.resume`, `libvirt.shutdown`, `libvirt.destroy`, `libvirt.undefine` | `id` | instance id |
- * | `libvirt.blockresize`               | `id`, `bytes`     | instance id; a positive safe integer                  |
+ * | `libvirt.blockresize`               | `id`, `bytes`, `volume`? | instance id; a positive safe integer; a volume id (root finds its device in the plan) |
+ * | `libvirt.attach_disk`               | `id`, `disk`      | instance id; `{volume: {id, serial, readOnly}}` (the grammar of `core/volumes`) or `{rebind: true}` (the identity rebind disk) |
+ * | `libvirt.detach_disk`               | `id`, `disk`      | instance id; `{volume: <volume id>}` or `{rebind: true}` |
  * | `libvirt.save`                      | `id`              | instance id (the state file is `instances/<id>/memory.save`, built by root) |
  * | `libvirt.restore`                   | `id`, `paused`    | instance id; boolean (the XML is root's rendering of the domain's plan) |
  * | `libvirt.setmem`                    | `id`, `kib`       | instance id; 1 to 2^40 KiB (root bounds it by the domain's memory) |
  * | `libvirt.domstats`                  | `id`              | instance id                                           |
  *
+ * A plan's `volumes` (optional) are `{id, serial, readOnly, dev}`: the volume grammar, `vdb` to `vdy`, each once.
+ * No field of any op is a path: root builds `<data dir>/volumes/<id>.raw` and `instances/<id>/rebind.raw` itself.
+ *
  * @module
  */
-import { type DomainPlan, INSTANCE_ID, planProblem } from "../converge/instances/domain_plan.ts";
+import {
+  type DomainPlan,
+  type HotDisk,
+  type HotDiskRef,
+  INSTANCE_ID,
+  planProblem,
+  type PlanVolume,
+} from "../converge/instances/domain_plan.ts";
+import { VOLUME_ID, VOLUME_SERIAL } from "../volumes/grammar.ts";
 import { isValidAllocationId } from "../converge/devices/assignment.ts";
 import { argObject as _object, refuseArg as _refuse, showArg as _show } from "./arg_fields.ts";
 
@@ -33,6 +46,8 @@ export const LIBVIRT_OPS = [
   "libvirt.destroy",
   "libvirt.undefine",
   "libvirt.blockresize",
+  "libvirt.attach_disk",
+  "libvirt.detach_disk",
   "libvirt.save",
   "libvirt.restore",
   "libvirt.setmem",
@@ -57,7 +72,9 @@ export interface LibvirtArgs {
   "libvirt.shutdown": LibvirtIdArgs;
   "libvirt.destroy": LibvirtIdArgs;
   "libvirt.undefine": LibvirtIdArgs;
-  "libvirt.blockresize": { readonly id: string; readonly bytes: number };
+  "libvirt.blockresize": { readonly id: string; readonly bytes: number; readonly volume?: string };
+  "libvirt.attach_disk": { readonly id: string; readonly disk: HotDisk };
+  "libvirt.detach_disk": { readonly id: string; readonly disk: HotDiskRef };
   "libvirt.save": LibvirtIdArgs;
   "libvirt.restore": { readonly id: string; readonly paused: boolean };
   "libvirt.setmem": { readonly id: string; readonly kib: number };
@@ -82,6 +99,8 @@ export interface LibvirtResults {
   "libvirt.destroy": LibvirtOutcome;
   "libvirt.undefine": LibvirtOutcome;
   "libvirt.blockresize": LibvirtOutcome;
+  "libvirt.attach_disk": LibvirtOutcome;
+  "libvirt.detach_disk": LibvirtOutcome;
   "libvirt.save": LibvirtOutcome;
   "libvirt.restore": LibvirtOutcome;
   "libvirt.setmem": LibvirtOutcome;
@@ -108,10 +127,63 @@ function _list(op: string, path: string, v: unknown, max: number): unknown[] {
   return v;
 }
 
+function _volumeId(op: string, path: string, v: unknown): string {
+  if (typeof v !== "string" || !VOLUME_ID.test(v)) _refuse(op, path, v, "is not a volume id");
+  return v;
+}
+
+/** A plan's volumes, field by field. */
+function _volumes(op: string, raw: unknown): PlanVolume[] {
+  return _list(op, "plan.volumes", raw, 24).map((x, i) => {
+    const o = _object(op, `plan.volumes[${i}]`, x, ["id", "serial", "readOnly", "dev"]);
+    if (typeof o.readOnly !== "boolean") _refuse(op, `plan.volumes[${i}].readOnly`, o.readOnly, "is not a boolean");
+    return {
+      id: _string(op, `plan.volumes[${i}].id`, o.id),
+      serial: _string(op, `plan.volumes[${i}].serial`, o.serial),
+      readOnly: o.readOnly,
+      dev: _string(op, `plan.volumes[${i}].dev`, o.dev),
+    };
+  });
+}
+
+/** `disk`: `{volume}` or `{rebind: true}`, exactly one: what a hot-plug op names. */
+function _hot(op: string, raw: unknown, attach: boolean): { id: string; disk: HotDisk | HotDiskRef } {
+  const o = _object(op, "args", raw, ["id", "disk"]);
+  const id = _id(op, o.id);
+  const a = _object(op, "disk", o.disk, ["volume", "rebind"], []);
+  if ((a.volume === undefined) === (a.rebind === undefined)) {
+    _refuse(op, "disk", Object.keys(a), "must name exactly one of volume and rebind");
+  }
+  if (a.rebind !== undefined) {
+    if (a.rebind !== true) _refuse(op, "disk.rebind", a.rebind, "is not true");
+    return { id, disk: { rebind: true } };
+  }
+  if (!attach) return { id, disk: { volume: _volumeId(op, "disk.volume", a.volume) } };
+  const v = _object(op, "disk.volume", a.volume, ["id", "serial", "readOnly"]);
+  if (typeof v.serial !== "string" || !VOLUME_SERIAL.test(v.serial)) {
+    _refuse(op, "disk.volume.serial", v.serial, "is not a volume serial");
+  }
+  if (typeof v.readOnly !== "boolean") _refuse(op, "disk.volume.readOnly", v.readOnly, "is not a boolean");
+  const vid = _volumeId(op, "disk.volume.id", v.id);
+  return { id, disk: { volume: { id: vid, serial: v.serial, readOnly: v.readOnly } } };
+}
+
 /** A plan, field by field: only {@link DomainPlan}'s fields, each of its type, then its rules. */
 function _plan(raw: unknown): DomainPlan {
   const op = "libvirt.define";
   const p = _object(op, "plan", raw, [
+    "id",
+    "allocationId",
+    "vcpus",
+    "memoryMiB",
+    "image",
+    "nics",
+    "gpus",
+    "placement",
+    "seed",
+    "restoredFrom",
+    "volumes",
+  ], [
     "id",
     "allocationId",
     "vcpus",
@@ -167,6 +239,7 @@ function _plan(raw: unknown): DomainPlan {
     placement,
     seed: p.seed,
     restoredFrom: p.restoredFrom === null ? null : _string(op, "plan.restoredFrom", p.restoredFrom),
+    ...(p.volumes === undefined ? {} : { volumes: _volumes(op, p.volumes) }),
   };
   if (!isValidAllocationId(plan.allocationId)) {
     _refuse(op, "plan.allocationId", plan.allocationId, "is not an allocation id");
@@ -191,12 +264,15 @@ export const LIBVIRT_CHECKS: { readonly [O in LibvirtOp]: (raw: unknown) => Libv
   "libvirt.destroy": (raw) => ({ id: _id("libvirt.destroy", _object("libvirt.destroy", "args", raw, ["id"]).id) }),
   "libvirt.undefine": (raw) => ({ id: _id("libvirt.undefine", _object("libvirt.undefine", "args", raw, ["id"]).id) }),
   "libvirt.blockresize": (raw) => {
-    const a = _object("libvirt.blockresize", "args", raw, ["id", "bytes"]);
+    const a = _object("libvirt.blockresize", "args", raw, ["id", "bytes", "volume"], ["id", "bytes"]);
     if (typeof a.bytes !== "number" || !Number.isSafeInteger(a.bytes) || a.bytes < 1) {
       _refuse("libvirt.blockresize", "bytes", a.bytes, "is not a positive byte count");
     }
-    return { id: _id("libvirt.blockresize", a.id), bytes: a.bytes };
+    const volume = a.volume === undefined ? {} : { volume: _volumeId("libvirt.blockresize", "volume", a.volume) };
+    return { id: _id("libvirt.blockresize", a.id), bytes: a.bytes, ...volume };
   },
+  "libvirt.attach_disk": (raw) => _hot("libvirt.attach_disk", raw, true) as LibvirtArgs["libvirt.attach_disk"],
+  "libvirt.detach_disk": (raw) => _hot("libvirt.detach_disk", raw, false) as LibvirtArgs["libvirt.detach_disk"],
   "libvirt.save": (raw) => ({ id: _id("libvirt.save", _object("libvirt.save", "args", raw, ["id"]).id) }),
   "libvirt.restore": (raw) => {
     const a = _object("libvirt.restore", "args", raw, ["id", "paused"]);

@@ -32,6 +32,8 @@ export const LIBVIRT_VALID: { [O in LibvirtOp]: LibvirtArgs[O] } = {
   "libvirt.destroy": { id: "i-1" },
   "libvirt.undefine": { id: "i-1" },
   "libvirt.blockresize": { id: "i-1", bytes: 2 ** 33 },
+  "libvirt.attach_disk": { id: "i-1", disk: { volume: { id: "vol-1", serial: "data", readOnly: false } } },
+  "libvirt.detach_disk": { id: "i-1", disk: { rebind: true } },
   "libvirt.save": { id: "i-1" },
   "libvirt.restore": { id: "i-1", paused: true },
   "libvirt.setmem": { id: "i-1", kib: 1048576 },

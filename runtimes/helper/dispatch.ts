@@ -274,7 +274,11 @@ async function _libvirt(b: HelperBackends, req: HelperRequest): Promise<Answer> 
     case "libvirt.undefine":
       return _answer(req, await l.undefine(req.args.id));
     case "libvirt.blockresize":
-      return _answer(req, await l.blockresize(req.args.id, req.args.bytes));
+      return _answer(req, await l.blockresize(req.args.id, req.args.bytes, req.args.volume));
+    case "libvirt.attach_disk":
+      return _answer(req, await l.attachDisk(req.args.id, req.args.disk));
+    case "libvirt.detach_disk":
+      return _answer(req, await l.detachDisk(req.args.id, req.args.disk));
     case "libvirt.save":
       return _answer(req, await l.save(req.args.id));
     case "libvirt.restore":

@@ -2,7 +2,8 @@
  * The domain XML of a {@link DomainPlan}, rendered by the root side from its own directories: every path is under
  * `<libvirt dir>/instances/<id>/` or `<libvirt dir>/images/`, every device is one of bcd's (a virtio disk on the qcow2
  * overlay with its backing chain spelled out so libvirt never probes it, the base iso and the NoCloud seed as
- * read-only cdroms, virtio NICs on taps named `tapName(id, i)`, a serial pty logged to `console.log`, managed VFIO
+ * read-only cdroms, the volumes as raw virtio disks on `<data dir>/volumes/<id>.raw` with their serials (read-only
+ * when asked; never probed: the format is spelled out), virtio NICs on taps named `tapName(id, i)`, a serial pty logged to `console.log`, managed VFIO
  * hostdevs for GPUs, an explicit memballoon), and nothing else (no `<qemu:commandline>`, no host block device).
  * bcd's ownership mark is the metadata element in namespace {@link BCD_NS}, which carries the plan as JSON and the
  * node that defined the domain (`<bcd:node>`, its node id): a domain another node on the same libvirtd defined is
@@ -15,7 +16,12 @@
  */
 import { createHash } from "node:crypto";
 import { tapName } from "../../core/converge/instances/tap_name.ts";
-import { type DomainPlan, GUEST_CHANNELS } from "../../core/converge/instances/domain_plan.ts";
+import {
+  type DomainPlan,
+  GUEST_CHANNELS,
+  type PlanVolume,
+  REBIND_DISK,
+} from "../../core/converge/instances/domain_plan.ts";
 
 /** bcd's metadata namespace. */
 export const BCD_NS = "https://better-compute.dev/libvirt/1";
@@ -27,6 +33,41 @@ export type DomainType = "kvm" | "qemu";
 export interface DomainPaths {
   /** `<data dir>/libvirt`. */
   readonly libvirtDir: string;
+  /** `<data dir>/volumes`, the volume store. */
+  readonly volumesDir: string;
+}
+
+/** A volume's file: `<data dir>/volumes/<id>.raw`. */
+export function volumePath(p: DomainPaths, id: string): string {
+  return `${p.volumesDir}/${id}.raw`;
+}
+
+/** The `<disk>` of a volume (in the domain XML, and alone for a live attach). */
+export function renderVolumeDisk(p: DomainPaths, v: PlanVolume, indent = "    "): string {
+  const e = xmlEscape;
+  return [
+    `${indent}<disk type='file' device='disk'>`,
+    `${indent}  <driver name='qemu' type='raw'/>`,
+    `${indent}  <source file='${e(volumePath(p, v.id))}'/>`,
+    `${indent}  <backingStore/>`,
+    `${indent}  <target dev='${v.dev}' bus='virtio'/>`,
+    `${indent}  <serial>${e(v.serial)}</serial>`,
+    ...(v.readOnly ? [`${indent}  <readonly/>`] : []),
+    `${indent}</disk>`,
+  ].join("\n");
+}
+
+/** The identity rebind disk's `<disk>` (000 §Identity rebind): `instances/<id>/rebind.raw` as `vdz`, `bc-rebind`. */
+export function renderRebindDisk(p: DomainPaths, id: string): string {
+  return [
+    `<disk type='file' device='disk'>`,
+    `  <driver name='qemu' type='raw'/>`,
+    `  <source file='${xmlEscape(`${instanceDir(p, id)}/${REBIND_DISK.file}`)}'/>`,
+    `  <backingStore/>`,
+    `  <target dev='${REBIND_DISK.dev}' bus='virtio'/>`,
+    `  <serial>${REBIND_DISK.serial}</serial>`,
+    `</disk>`,
+  ].join("\n");
 }
 
 /** The instance's directory. */
@@ -123,6 +164,7 @@ export function renderDomainXml(plan: DomainPlan, type: DomainType, paths: Domai
   lines.push(`      <target dev='vda' bus='virtio'/>`);
   lines.push(`      <boot order='${plan.image?.format === "iso" ? 2 : 1}'/>`);
   lines.push(`    </disk>`);
+  for (const v of plan.volumes ?? []) lines.push(renderVolumeDisk(paths, v));
   if (plan.image?.format === "iso") {
     lines.push(`    <disk type='file' device='cdrom'>`);
     lines.push(`      <driver name='qemu' type='raw'/>`);

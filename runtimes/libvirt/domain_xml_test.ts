@@ -3,7 +3,7 @@ import { type DomainPlan, planProblem } from "../../core/converge/instances/doma
 import { tapName } from "../../core/converge/instances/tap_name.ts";
 import { BCD_NS, domainUuid, readMark, renderDomainXml } from "./domain_xml.ts";
 
-const PATHS = { libvirtDir: "/var/lib/bcd/libvirt" };
+const PATHS = { libvirtDir: "/var/lib/bcd/libvirt", volumesDir: "/var/lib/bcd/volumes" };
 const SHA = "a".repeat(64);
 
 function plan(over: Partial<DomainPlan> = {}): DomainPlan {
@@ -131,4 +131,41 @@ Deno.test("planProblem() refuses, field by field, what no domain of bcd's may ca
   ];
   for (const [what, over, field] of rows) assert.equal(planProblem(plan(over))?.[0], field, what);
   assert.equal(planProblem(plan()), undefined);
+});
+
+Deno.test("renderDomainXml() attaches volumes as raw virtio disks on the volume store, by serial, read-only when asked", () => {
+  const xml = renderDomainXml(
+    plan({
+      volumes: [
+        { id: "data-1", serial: "data", readOnly: false, dev: "vdb" },
+        { id: "ref_2", serial: "ref-2", readOnly: true, dev: "vdc" },
+      ],
+    }),
+    "qemu",
+    PATHS,
+    "node-a",
+  );
+  const disks = [...xml.matchAll(/<disk type='file' device='disk'>[\s\S]*?<\/disk>/g)].map((m) => m[0]);
+  assert.equal(disks.length, 3);
+  assert.match(disks[1]!, /<driver name='qemu' type='raw'\/>/);
+  assert.match(disks[1]!, /<source file='\/var\/lib\/bcd\/volumes\/data-1\.raw'\/>/);
+  assert.match(disks[1]!, /<target dev='vdb' bus='virtio'\/>\s*<serial>data<\/serial>\s*<\/disk>/);
+  assert.match(disks[2]!, /<source file='\/var\/lib\/bcd\/volumes\/ref_2\.raw'\/>[\s\S]*<serial>ref-2<\/serial>/);
+  assert.match(disks[2]!, /<readonly\/>/);
+  assert.deepEqual(readMark(xml)?.plan.volumes?.map((v) => v.dev), ["vdb", "vdc"]);
+});
+
+Deno.test("planProblem() refuses bad volumes: the grammar, the devices, each once", async (t) => {
+  const v = { id: "v", serial: "s", readOnly: false, dev: "vdb" };
+  const rows: [string, DomainPlan["volumes"], RegExp][] = [
+    ["an id with a slash", [{ ...v, id: "a/b" }], /volumes\[0\]\.id/],
+    ["a serial with uppercase", [{ ...v, serial: "S" }], /volumes\[0\]\.serial/],
+    ["the root disk's device", [{ ...v, dev: "vda" }], /volumes\[0\]\.dev/],
+    ["the rebind disk's device", [{ ...v, dev: "vdz" }], /volumes\[0\]\.dev/],
+    ["one volume twice", [v, { ...v, dev: "vdc" }], /volumes\[1\]\.id/],
+    ["more than 24", Array.from({ length: 25 }, (_, n) => ({ ...v, id: `v${n}` })), /^volumes$/],
+  ];
+  for (const [name, volumes, field] of rows) {
+    await t.step(name, () => assert.match(planProblem(plan({ volumes }))?.[0] ?? "", field));
+  }
 });

@@ -5,7 +5,8 @@
  * undefine of a running domain leaves it running as a transient domain until it is destroyed. `save` writes a real
  * save image header (the domain's XML, then a short stand-in for QEMU's stream) and shuts the domain off; `restore`
  * reads that header and, as libvirt does, refuses an `--xml` whose name or UUID differs from the embedded one; `setmem`
- * needs a virtio balloon and stays within the domain's memory.
+ * needs a virtio balloon and stays within the domain's memory. Hot-plugged disks are live only (`attach-device --live`);
+ * an unplug completes in a running guest and stays pending in a paused one, as a guest must acknowledge it.
  *
  * @module
  */
@@ -29,6 +30,18 @@ interface _Dom {
   balloonKiB: number;
   /** Bytes per disk target of a running domain (from blockresize). */
   sizes: Map<string, number>;
+  /** The disks of a running or paused domain, by target: its definition's at the start, then hot-plugged ones. */
+  live: Map<string, string>;
+}
+
+/** The `<disk>` elements of `xml` by target device, with their source file. */
+function _disks(xml: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const m of xml.matchAll(/<disk\b[\s\S]*?<\/disk>/g)) {
+    const dev = /<target dev='([^']+)'/.exec(m[0])?.[1];
+    if (dev) out.set(dev, /<source file='([^']*)'/.exec(m[0])?.[1] ?? "");
+  }
+  return out;
 }
 
 function _tag(xml: string, tag: string): string | undefined {
@@ -119,6 +132,7 @@ export class FakeVirsh implements Virsh {
         memoryKiB: Number(mem) * perUnit[unit]!,
         balloonKiB: Number(mem) * perUnit[unit]!,
         sizes: new Map(),
+        live: new Map(),
       });
     }
     return Promise.resolve(name);
@@ -134,6 +148,41 @@ export class FakeVirsh implements Virsh {
         throw new VirshError("no-memory", `error: internal error: process exited: Cannot allocate memory`);
       }
       d.state = paused ? "paused" : "running";
+      d.live = _disks(d.xml ?? "");
+    });
+  }
+
+  /** The disks the domain has now (its definition's when stopped), target to source file. */
+  liveDisks(name: string): Promise<Map<string, string>> {
+    try {
+      const d = this.#get(name);
+      return Promise.resolve(d.state === "stopped" ? _disks(d.xml ?? "") : new Map(d.live));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  attachDevice(name: string, xml: string): Promise<void> {
+    this.calls.push(`attach-device ${name}`);
+    return this.#sync(() => {
+      const d = this.#get(name);
+      this.#need(name, d, ["running", "paused"], "not running");
+      const [disk] = _disks(xml);
+      if (!disk) throw new VirshError("invalid", "XML error: only a <disk> with a target is supported here");
+      if (d.live.has(disk[0])) throw new VirshError("invalid", `target ${disk[0]} already exists`);
+      d.live.set(disk[0], disk[1]);
+    });
+  }
+
+  detachDevice(name: string, xml: string): Promise<void> {
+    this.calls.push(`detach-device ${name}`);
+    return this.#sync(() => {
+      const d = this.#get(name);
+      this.#need(name, d, ["running", "paused"], "not running");
+      const [disk] = _disks(xml);
+      if (!disk || !d.live.has(disk[0])) throw new VirshError("failed", `disk ${disk?.[0]} not found`);
+      // As with QEMU, a paused guest cannot acknowledge the unplug: the request stands and the disk stays.
+      if (d.state === "running") d.live.delete(disk[0]);
     });
   }
 
@@ -234,7 +283,9 @@ export class FakeVirsh implements Virsh {
       throw new VirshError("invalid", `Requested operation is not valid: domain '${name}' is already active`);
     }
     if (!have) await this.define(xml);
-    this.#doms.get(name!)!.state = paused ? "paused" : "running";
+    const d = this.#doms.get(name!)!;
+    d.state = paused ? "paused" : "running";
+    d.live = _disks(xml);
     this.#generation++;
   }
 
@@ -278,6 +329,7 @@ export class FakeVirsh implements Virsh {
     d.state = "stopped";
     d.balloonKiB = d.memoryKiB;
     d.sizes.clear();
+    d.live.clear();
     if (d.xml === undefined) this.#doms.delete(name);
   }
 

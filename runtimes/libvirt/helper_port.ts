@@ -10,6 +10,8 @@ import type {
   DomainPlan,
   HostDomain,
   HostOutcome,
+  HotDisk,
+  HotDiskRef,
   LibvirtHostPort,
 } from "../../core/converge/instances/domain_plan.ts";
 import type { DomainState } from "../../core/converge/instances/runtime.ts";
@@ -65,8 +67,15 @@ export class HelperLibvirtHost implements LibvirtHostPort {
   async undefine(id: string): Promise<HostOutcome> {
     return _outcome("libvirt.undefine", await this.c.call("libvirt.undefine", { id }));
   }
-  async blockresize(id: string, bytes: number): Promise<HostOutcome> {
-    return _outcome("libvirt.blockresize", await this.c.call("libvirt.blockresize", { id, bytes }));
+  async blockresize(id: string, bytes: number, volume?: string): Promise<HostOutcome> {
+    const args = volume === undefined ? { id, bytes } : { id, bytes, volume };
+    return _outcome("libvirt.blockresize", await this.c.call("libvirt.blockresize", args));
+  }
+  async attachDisk(id: string, disk: HotDisk): Promise<HostOutcome> {
+    return _outcome("libvirt.attach_disk", await this.c.call("libvirt.attach_disk", { id, disk }));
+  }
+  async detachDisk(id: string, disk: HotDiskRef): Promise<HostOutcome> {
+    return _outcome("libvirt.detach_disk", await this.c.call("libvirt.detach_disk", { id, disk }));
   }
   async save(id: string): Promise<HostOutcome> {
     return _outcome("libvirt.save", await this.c.call("libvirt.save", { id }));

@@ -22,6 +22,17 @@
  * (before it joined) every domain is foreign and a define is refused `no-node-identity`. A start libvirt fails with "Cannot allocate memory" is refused
  * `capacity` (a capacity failure of that instance, not a retry).
  *
+ * Volumes (000 §Persistent volumes): a plan's volumes are raw virtio disks on `<data dir>/volumes/<id>.raw`, a path
+ * root builds from the volume id; each must be a plain file before a define, a start or an attach. `attachDisk`
+ * hot-plugs a volume into a running or paused domain at the first free device and writes the new plan into its
+ * definition (`attach-device --live`, then `define`), or the identity rebind disk (`instances/<id>/rebind.raw`, 1 MiB,
+ * `vdz`, serial `bc-rebind`) live only; `detachDisk` undoes either once the guest released the disk (until then it
+ * answers `detach-pending` and changes nothing: a disk the guest holds stays in the plan and open). `blockresize` with a volume tells the guest that
+ * volume grew. Closed again once detached: after a detach, a destroy, an undefine, or a listing that finds a domain
+ * stopped that ran before, each volume it had goes back to the volume store's owner (the node), mode 0600, unless
+ * another running or paused domain of this node still has it (opened `O_NOFOLLOW`: a link the node put in a volume's
+ * place is never followed).
+ *
  * Memory state (`save`, `restore`): the state file is always `instances/<id>/memory.save`. After `virsh save` it is
  * handed to the owner of the instance directory (the node), mode 0600. Before `virsh restore` the domain must be bcd's,
  * defined and stopped, its files pass the same checks as a start, and the definition embedded in the state file is
@@ -37,11 +48,15 @@ import {
   GUEST_CHANNELS,
   type HostDomain,
   type HostOutcome,
+  type HotDisk,
+  type HotDiskRef,
   type LibvirtHostPort,
   MEMORY_STATE_FILE,
   planProblem,
+  type PlanVolume,
+  REBIND_DISK,
 } from "../../core/converge/instances/domain_plan.ts";
-import { lchown } from "node:fs/promises";
+import { constants, lchown, open } from "node:fs/promises";
 import type { DomainState } from "../../core/converge/instances/runtime.ts";
 import { checkImage, checkOverlay, ImageRefused } from "../../core/images/mod.ts";
 import type { Logger } from "../../core/log/mod.ts";
@@ -53,6 +68,9 @@ import {
   instanceDir,
   readMark,
   renderDomainXml,
+  renderRebindDisk,
+  renderVolumeDisk,
+  volumePath,
 } from "./domain_xml.ts";
 import { rewriteSaveImage, SaveImageRefused } from "./save_image.ts";
 import { type Virsh, type VirshDomain, VirshError } from "./virsh.ts";
@@ -77,6 +95,9 @@ export interface LibvirtHostOptions {
 
 const _refused = (reason: string, message: string): HostOutcome => ({ refused: { reason, message } });
 const _OK: HostOutcome = {};
+
+/** A hot-unplug the guest has not acknowledged yet: the disk is still open; asked again next pass. */
+export const DETACH_PENDING = "detach-pending";
 
 /** The reason a NIC on a bridge outside `[helper] instance_bridges` is refused with. */
 export const BRIDGE_REFUSED = "bridge-not-allowed";
@@ -103,12 +124,14 @@ export class LibvirtHost implements LibvirtHostPort {
   readonly paths: DomainPaths;
   /** Marks read back, by `name uuid`; `undefined` for a domain without one. */
   readonly #marks = new Map<string, DomainMark | undefined>();
+  /** The state of each of this node's domains at the last listing, and its volumes (closed once it stops). */
+  readonly #ran = new Map<string, { state: DomainState; volumes: readonly string[] }>();
   /** The last listing and the change marker it was taken under. */
   #listing: { marker: string; domains: VirshDomain[]; uuids: Map<string, string> } | undefined;
 
   constructor(opts: LibvirtHostOptions) {
     this.#o = opts;
-    this.paths = { libvirtDir: `${opts.dataDir}/libvirt` };
+    this.paths = { libvirtDir: `${opts.dataDir}/libvirt`, volumesDir: `${opts.dataDir}/volumes` };
   }
 
   get domainType(): DomainType {
@@ -145,7 +168,61 @@ export class LibvirtHost implements LibvirtHostPort {
       out.push({ name: d.name, state: d.state, plan: this.#mine(mark, owner, d.name) });
     }
     for (const k of this.#marks.keys()) if (!seen.has(k)) this.#marks.delete(k);
+    await this.#closeStopped(out);
     return out;
+  }
+
+  /** Closes the volumes of each domain that ran at the last listing and is stopped or gone now. */
+  async #closeStopped(domains: readonly HostDomain[]): Promise<void> {
+    const now = new Map(domains.filter((d) => d.plan).map((d) => [d.name, d]));
+    const closing: string[] = [];
+    for (const [name, was] of this.#ran) {
+      const d = now.get(name);
+      if (was.state !== "stopped" && (!d || d.state === "stopped")) closing.push(...was.volumes);
+    }
+    this.#ran.clear();
+    for (const d of now.values()) {
+      this.#ran.set(d.name, { state: d.state, volumes: (d.plan!.volumes ?? []).map((v) => v.id) });
+    }
+    if (closing.length > 0) await this.#closeVolumes(closing, undefined, domains);
+  }
+
+  /**
+   * Gives each volume of `ids` back to the volume store's owner, mode 0600, unless a running or paused domain of this
+   * node other than `except` still has it (`domains`: a listing taken now, or a fresh one).
+   */
+  async #closeVolumes(ids: readonly string[], except: string | undefined, domains?: readonly HostDomain[]) {
+    const all = domains ?? (await this.list());
+    const held = new Set(
+      all.filter((d) => d.plan && d.state !== "stopped" && d.name !== except)
+        .flatMap((d) => (d.plan!.volumes ?? []).map((v) => v.id)),
+    );
+    let owner: Deno.FileInfo;
+    try {
+      owner = await Deno.lstat(this.paths.volumesDir);
+    } catch (e) {
+      if (e instanceof Deno.errors.NotFound) return;
+      throw e;
+    }
+    for (const id of new Set(ids)) {
+      if (held.has(id)) continue;
+      let h;
+      try {
+        h = await open(volumePath(this.paths, id), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+      } catch (e) {
+        const code = (e as { code?: string }).code;
+        if (code === "ENOENT" || code === "ELOOP") continue;
+        throw e;
+      }
+      try {
+        if (!(await h.stat()).isFile()) continue;
+        if (owner.uid !== null && owner.gid !== null) await h.chown(owner.uid, owner.gid);
+        await h.chmod(0o600);
+      } finally {
+        await h.close();
+      }
+      this.#o.log?.info({ volume: id }, "libvirt: volume closed again (0600, the node's)");
+    }
   }
 
   /** What libvirt holds: the listing kept under an unmoved change marker, else a fresh one. */
@@ -245,6 +322,10 @@ export class LibvirtHost implements LibvirtHostPort {
         if (b.refused) return b;
         await checkImage(base, img.format);
       }
+      for (const v of plan.volumes ?? []) {
+        const r = await this.#plainVolume(v.id);
+        if (r.refused) return r;
+      }
       const backing = img && img.format !== "iso"
         ? { path: imagePath(this.paths, img.sha256, img.format), format: img.format }
         : null;
@@ -257,6 +338,17 @@ export class LibvirtHost implements LibvirtHostPort {
       }
       throw e;
     }
+  }
+
+  /** A volume's file must be a plain file (never a link or a device). */
+  async #plainVolume(id: string): Promise<HostOutcome> {
+    const path = volumePath(this.paths, id);
+    try {
+      if ((await Deno.lstat(path)).isFile) return _OK;
+    } catch (e) {
+      if (!(e instanceof Deno.errors.NotFound)) throw e;
+    }
+    return _refused("bad-volume", `volume ${id}: ${path} is missing or not a plain file`);
   }
 
   /**
@@ -292,7 +384,9 @@ export class LibvirtHost implements LibvirtHostPort {
   /** `o+x` on each directory from the data dir down to the instance's and the images'. */
   async #searchable(plan: DomainPlan): Promise<void> {
     const l = this.paths.libvirtDir;
-    for (const d of [this.#o.dataDir, l, `${l}/images`, `${l}/instances`, instanceDir(this.paths, plan.id)]) {
+    const dirs = [this.#o.dataDir, l, `${l}/images`, `${l}/instances`, instanceDir(this.paths, plan.id)];
+    if ((plan.volumes ?? []).length > 0) dirs.push(this.paths.volumesDir);
+    for (const d of dirs) {
       let st: Deno.FileInfo;
       try {
         st = await Deno.lstat(d);
@@ -351,12 +445,22 @@ export class LibvirtHost implements LibvirtHostPort {
   shutdown(id: string): Promise<HostOutcome> {
     return this.#verb(id, (v) => v.shutdown(id));
   }
-  destroy(id: string): Promise<HostOutcome> {
-    return this.#verb(id, (v) => v.destroy(id));
+  async destroy(id: string): Promise<HostOutcome> {
+    const plan = await this.#managed(id);
+    if ("refused" in plan) return plan;
+    this.#listing = undefined;
+    await this.#o.virsh.destroy(id);
+    await this.#closeVolumes(((plan as DomainPlan).volumes ?? []).map((v) => v.id), id);
+    return _OK;
   }
-  undefine(id: string): Promise<HostOutcome> {
+  async undefine(id: string): Promise<HostOutcome> {
     this.#forget(id);
-    return this.#verb(id, (v) => v.undefine(id));
+    const plan = await this.#managed(id);
+    if ("refused" in plan) return plan;
+    this.#listing = undefined;
+    await this.#o.virsh.undefine(id);
+    await this.#closeVolumes(((plan as DomainPlan).volumes ?? []).map((v) => v.id), id);
+    return _OK;
   }
   async save(id: string): Promise<HostOutcome> {
     const m = await this.#managedState(id);
@@ -435,10 +539,90 @@ export class LibvirtHost implements LibvirtHostPort {
     return { balloon: { currentKiB: b.currentKiB ?? null, maximumKiB: b.maximumKiB ?? null } };
   }
 
-  blockresize(id: string, bytes: number): Promise<HostOutcome> {
+  async blockresize(id: string, bytes: number, volume?: string): Promise<HostOutcome> {
     if (!Number.isSafeInteger(bytes) || bytes < 1) {
-      return Promise.resolve(_refused("invalid-plan", `size ${bytes} is not a positive byte count`));
+      return _refused("invalid-plan", `size ${bytes} is not a positive byte count`);
     }
-    return this.#checkedVerb(id, (v) => v.blockresize(id, "vda", bytes));
+    if (volume === undefined) return this.#checkedVerb(id, (v) => v.blockresize(id, "vda", bytes));
+    const m = await this.#managedState(id);
+    if (!("plan" in m)) return m;
+    const vol = (m.plan.volumes ?? []).find((v) => v.id === volume);
+    if (!vol) return _refused("no-volume", `domain ${id} has no volume ${volume} attached`);
+    if (m.state === "stopped") return _refused("not-running", `domain ${id} is not running`);
+    return this.#checkedVerb(id, (v) => v.blockresize(id, vol.dev, bytes));
+  }
+
+  async attachDisk(id: string, disk: HotDisk): Promise<HostOutcome> {
+    const m = await this.#managedState(id);
+    if (!("plan" in m)) return m;
+    if (m.state === "stopped") return _refused("not-running", `domain ${id} is not running; nothing to hot-plug into`);
+    if ("rebind" in disk) {
+      const path = `${instanceDir(this.paths, id)}/${REBIND_DISK.file}`;
+      const st = await Deno.lstat(path).catch((e) => {
+        if (e instanceof Deno.errors.NotFound) return undefined;
+        throw e;
+      });
+      if (!st?.isFile || st.size !== REBIND_DISK.bytes) {
+        return _refused("bad-disk", `${path} is not a plain file of ${REBIND_DISK.bytes} bytes`);
+      }
+      this.#listing = undefined;
+      await this.#o.virsh.attachDevice(id, renderRebindDisk(this.paths, id));
+      this.#o.log?.info({ instance: id }, "libvirt: identity rebind disk attached");
+      return _OK;
+    }
+    const have = m.plan.volumes ?? [];
+    if (have.some((v) => v.id === disk.volume.id)) return _OK;
+    const used = new Set([...have.map((v) => v.dev), ...(await this.#o.virsh.liveDisks(id)).keys()]);
+    const dev = Array.from({ length: 24 }, (_, n) => `vd${String.fromCharCode(98 + n)}`).find((d) => !used.has(d));
+    if (dev === undefined) return _refused("too-many-volumes", `domain ${id} has no free device for a volume`);
+    const vol: PlanVolume = { ...disk.volume, dev };
+    const next: DomainPlan = { ...m.plan, volumes: [...have, vol] };
+    const bad = planProblem(next);
+    if (bad) return _refused("invalid-plan", `${bad[0]} ${JSON.stringify(bad[1])} ${bad[2]}`);
+    const file = await this.#plainVolume(vol.id);
+    if (file.refused) return file;
+    const owner = await this.#owner();
+    if (owner === undefined) return _refused("no-node-identity", `the node has not joined yet`);
+    await this.#searchable(next);
+    this.#forget(id);
+    await this.#o.virsh.attachDevice(id, renderVolumeDisk(this.paths, vol, ""));
+    await this.#o.virsh.define(renderDomainXml(next, this.#o.domainType, this.paths, owner));
+    this.#o.log?.info({ instance: id, volume: vol.id, dev }, "libvirt: volume attached live");
+    return _OK;
+  }
+
+  async detachDisk(id: string, disk: HotDiskRef): Promise<HostOutcome> {
+    const m = await this.#managedState(id);
+    if (!("plan" in m)) return m;
+    if ("rebind" in disk) {
+      if (m.state === "stopped") return _OK;
+      this.#listing = undefined;
+      if ((await this.#o.virsh.liveDisks(id)).has(REBIND_DISK.dev)) {
+        await this.#o.virsh.detachDevice(id, renderRebindDisk(this.paths, id));
+        if ((await this.#o.virsh.liveDisks(id)).has(REBIND_DISK.dev)) {
+          return _refused(DETACH_PENDING, `the guest of ${id} has not released ${REBIND_DISK.dev} yet`);
+        }
+      }
+      this.#o.log?.info({ instance: id }, "libvirt: identity rebind disk detached");
+      return _OK;
+    }
+    const have = m.plan.volumes ?? [];
+    const vol = have.find((v) => v.id === disk.volume);
+    if (!vol) return _OK;
+    const owner = await this.#owner();
+    if (owner === undefined) return _refused("no-node-identity", `the node has not joined yet`);
+    this.#forget(id);
+    if (m.state !== "stopped" && (await this.#o.virsh.liveDisks(id)).has(vol.dev)) {
+      await this.#o.virsh.detachDevice(id, renderVolumeDisk(this.paths, vol, ""));
+      if ((await this.#o.virsh.liveDisks(id)).has(vol.dev)) {
+        // Still open in the guest: the plan keeps it (the tracker too), and nothing is closed.
+        return _refused(DETACH_PENDING, `the guest of ${id} has not released ${vol.dev} (volume ${vol.id}) yet`);
+      }
+    }
+    const next: DomainPlan = { ...m.plan, volumes: have.filter((v) => v.id !== vol.id) };
+    await this.#o.virsh.define(renderDomainXml(next, this.#o.domainType, this.paths, owner));
+    await this.#closeVolumes([vol.id], id);
+    this.#o.log?.info({ instance: id, volume: vol.id }, "libvirt: volume detached");
+    return _OK;
   }
 }

@@ -7,7 +7,10 @@
  * States: `start` (or `start --paused`), `suspend` and `resume`; a stop is `shutdown`, then `destroy` once
  * {@link LibvirtRuntimeOptions.shutdownGraceMs} (60 s) passed without the guest powering off; a delete destroys,
  * undefines and removes the instance's directory. A root disk grows (`qemu-img resize` stopped, `blockresize`
- * running); a smaller size fails the instance. A refusal of the host side (a bad image, a foreign domain, a start
+ * running); a smaller size fails the instance. Volumes (000 §Persistent volumes) are in the plan at define, numbered
+ * `vdb` onward in spec order; `setVolumes` redefines a stopped domain with its new list and hot-plugs a running or
+ * paused one (`libvirt.detach_disk`, then `libvirt.attach_disk`: root names the files and picks the devices);
+ * `growVolume` is `libvirt.blockresize` of that volume. A refusal of the host side (a bad image, a foreign domain, a start
  * libvirt refused for lack of memory) is a {@link RuntimeRefused} carrying its reason; anything else is thrown as
  * is and retried next pass.
  *
@@ -18,7 +21,9 @@ import {
   type HostOutcome,
   type LibvirtHostPort,
   MEMORY_STATE_FILE,
+  type PlanVolume,
 } from "../../core/converge/instances/domain_plan.ts";
+import { attachmentDev, type VolumeAttachment } from "../../core/volumes/grammar.ts";
 import {
   type Domain,
   type DomainRecord,
@@ -58,6 +63,26 @@ export interface LibvirtRuntimeOptions {
 }
 
 const MiB = 1024 * 1024;
+
+/** The plan's volumes of `atts`, numbered `vdb` onward in their order. */
+function _numbered(atts: readonly VolumeAttachment[] | undefined): PlanVolume[] {
+  return (atts ?? []).map((a, n) => ({
+    id: a.volumeId,
+    serial: a.serial,
+    readOnly: a.readOnly,
+    dev: attachmentDev(n),
+  }));
+}
+
+function _same(p: PlanVolume, a: VolumeAttachment): boolean {
+  return p.id === a.volumeId && p.serial === a.serial && p.readOnly === a.readOnly;
+}
+
+/** A hot-unplug the guest has not acknowledged yet is retried next pass, not a failure of the instance. */
+function _checkDetach(o: HostOutcome, id: string): void {
+  if (o.refused?.reason === "detach-pending") throw new Error(`${id}: ${o.refused.message}`);
+  _check(o, id);
+}
 
 function _check(o: HostOutcome, id: string): void {
   if (o.refused) throw new RuntimeRefused(o.refused.reason, `${id}: ${o.refused.message}`);
@@ -115,6 +140,9 @@ export class LibvirtRuntime implements InstanceRuntime {
         memoryBytes: d.plan.memoryMiB * MiB,
         imageSha256: d.plan.image?.sha256 ?? "",
         gpus: d.plan.gpus.map((g) => g.uuid),
+        ...(d.plan.volumes?.length
+          ? { volumes: d.plan.volumes.map((v) => ({ volumeId: v.id, serial: v.serial, readOnly: v.readOnly })) }
+          : {}),
         ...(d.plan.placement && d.plan.placement.hugepages !== "none" ? { hugepages: d.plan.placement.hugepages } : {}),
       },
     }));
@@ -160,6 +188,7 @@ export class LibvirtRuntime implements InstanceRuntime {
           placement: l.placement,
           seed: meta.seed,
           restoredFrom: l.restoreFrom.sha256,
+          volumes: _numbered(record.volumes),
         }),
         id,
       );
@@ -203,6 +232,7 @@ export class LibvirtRuntime implements InstanceRuntime {
       placement: l.placement,
       seed: true,
       restoredFrom: null,
+      volumes: _numbered(record.volumes),
     };
     _check(await this.#o.host.define(plan), id);
     this.#o.log?.info({ instance: id }, "libvirt-kvm: defined");
@@ -252,6 +282,38 @@ export class LibvirtRuntime implements InstanceRuntime {
     }
     await resizeDisk(disk, bytes);
     this.#o.log?.info({ instance: id, bytes }, "libvirt-kvm: disk grown (stopped)");
+  }
+
+  /**
+   * Brings the domain's volumes to `volumes`: a stopped domain is redefined with them (`vdb` onward in their order);
+   * a running or paused one has the volumes it should no longer have (or has otherwise) detached, then the new ones
+   * attached live.
+   */
+  async setVolumes(id: string, volumes: readonly VolumeAttachment[]): Promise<void> {
+    await this.#free(id);
+    const d = (await this.#o.host.list()).find((x) => x.name === id);
+    if (!d) throw new RuntimeRefused("no-domain", `${id}: no domain to attach volumes to`);
+    if (!d.plan) throw new RuntimeRefused("unmanaged-domain", `domain ${id} is not this node's; never touched`);
+    const have = d.plan.volumes ?? [];
+    if (d.state === "stopped") {
+      _check(await this.#o.host.define({ ...d.plan, volumes: _numbered(volumes) }), id);
+      this.#o.log?.info({ instance: id, volumes: volumes.map((v) => v.volumeId) }, "libvirt-kvm: volumes redefined");
+      return;
+    }
+    for (const p of have) {
+      if (!volumes.some((a) => _same(p, a))) _checkDetach(await this.#o.host.detachDisk(id, { volume: p.id }), id);
+    }
+    for (const a of volumes) {
+      if (have.some((p) => _same(p, a))) continue;
+      const disk = { volume: { id: a.volumeId, serial: a.serial, readOnly: a.readOnly } };
+      _check(await this.#o.host.attachDisk(id, disk), id);
+    }
+  }
+
+  /** Tells a running or paused domain that volume `volumeId` grew to `bytes` (`blockresize` of its device). */
+  async growVolume(id: string, volumeId: string, bytes: number): Promise<void> {
+    await this.#free(id);
+    _check(await this.#o.host.blockresize(id, bytes, volumeId), id);
   }
 
   /** Starts the domain; a domain restored from a memory snapshot starts from its state (`libvirt.restore`) once. */

@@ -40,6 +40,8 @@ function host(domains: HostDomain[]): LibvirtHostPort & { verbs: string[] } {
     destroy: verb("destroy"),
     undefine: verb("undefine"),
     blockresize: verb("blockresize"),
+    attachDisk: verb("attachDisk"),
+    detachDisk: verb("detachDisk"),
     save: verb("save"),
     restore: verb("restore"),
     setmem: verb("setmem"),

@@ -65,6 +65,15 @@ export interface Virsh {
   undefine(name: string): Promise<void>;
   /** Grows a running domain's disk `target` (`vda`) to `bytes`. */
   blockresize(name: string, target: string, bytes: number): Promise<void>;
+  /** Plugs the device `xml` into a running or paused domain (`attach-device --live`); the definition is untouched. */
+  attachDevice(name: string, xml: string): Promise<void>;
+  /**
+   * Asks a running or paused domain to unplug the device `xml` (`detach-device --live`). The guest must release it:
+   * libvirt answers once it asked (and waited a few seconds), so {@link liveDisks} tells whether it is gone.
+   */
+  detachDevice(name: string, xml: string): Promise<void>;
+  /** The disks the domain has now (`domblklist --details`): target to source file (`""` for none). */
+  liveDisks(name: string): Promise<Map<string, string>>;
   /** Saves a running or paused domain's memory state to `file` (`virsh save`); the domain is then shut off. */
   save(name: string, file: string): Promise<void>;
   /**
@@ -107,6 +116,18 @@ const _STATES: Readonly<Record<string, VirshState>> = {
 };
 
 /** Parses `virsh list --all` (the table with Id, Name, State columns). */
+/** `virsh domblklist --details`: target to source (`-` for none is `""`). */
+export function parseDomblklist(text: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const line of text.split("\n")) {
+    const m = /^\s*(file|block|network|volume|dir|nvme|vhostuser)\s+(disk|cdrom|floppy|lun)\s+(\S+)\s+(.*?)\s*$/.exec(
+      line,
+    );
+    if (m) out.set(m[3]!, m[4] === "-" ? "" : m[4]!);
+  }
+  return out;
+}
+
 export function parseVirshList(text: string): VirshDomain[] {
   const out: VirshDomain[] = [];
   for (const line of text.split("\n")) {
@@ -265,6 +286,19 @@ export class CommandVirsh implements Virsh {
   }
   async save(name: string, file: string): Promise<void> {
     await this.#virsh("save", "--", name, file);
+  }
+  attachDevice(name: string, xml: string): Promise<void> {
+    return this.#staged(xml, async (file) => {
+      await this.#virsh("attach-device", "--live", "--", name, file);
+    });
+  }
+  detachDevice(name: string, xml: string): Promise<void> {
+    return this.#staged(xml, async (file) => {
+      await this.#virsh("detach-device", "--live", "--", name, file);
+    });
+  }
+  async liveDisks(name: string): Promise<Map<string, string>> {
+    return parseDomblklist(await this.#virsh("domblklist", "--details", "--", name));
   }
   restore(file: string, xml: string, paused: boolean): Promise<void> {
     return this.#staged(xml, async (x) => {

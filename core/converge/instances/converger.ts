@@ -385,6 +385,10 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
         out.push({ op: "fail", id, reason: VOLUMES_UNSUPPORTED, message: "this host keeps no volumes" });
         continue;
       }
+      if ((i.volumes ?? []).length > 0 && !this.#runtimes.get(runtime)?.setVolumes) {
+        out.push({ op: "fail", id, reason: VOLUMES_UNSUPPORTED, message: `${runtime} attaches no volumes` });
+        continue;
+      }
       if ("problem" in atts) {
         out.push({ op: "fail", id, reason: atts.reason, message: atts.problem });
         continue;

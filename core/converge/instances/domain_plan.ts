@@ -11,6 +11,7 @@
  * @module
  */
 import type { ImageFormat } from "../../images/qcow2_header.ts";
+import { MAX_ATTACHMENTS, VOLUME_ID, VOLUME_SERIAL } from "../../volumes/grammar.ts";
 
 /** A domain's power state. */
 export type DomainState = "running" | "paused" | "stopped";
@@ -40,6 +41,25 @@ export interface PlanGpu {
   readonly pciBusId: string;
 }
 
+/**
+ * A volume attached to the domain (000 §Persistent volumes): a raw virtio disk on `<data dir>/volumes/<id>.raw`
+ * (root builds the path), its serial, read-only when asked, at guest device `dev` (`vdb` to `vdy`). A define numbers
+ * them in spec order from `vdb`; a live attach takes the first free device, so a device never moves under a running
+ * guest (the guest finds a volume by its serial, `/dev/disk/by-id/virtio-<serial>`).
+ */
+export interface PlanVolume {
+  readonly id: string;
+  readonly serial: string;
+  readonly readOnly: boolean;
+  readonly dev: string;
+}
+
+/** A volume's guest device: `vdb` to `vdy` (`vda` is the root disk, `vdz` the identity rebind disk). */
+export const VOLUME_DEV = /^vd[b-y]$/;
+
+/** The identity rebind disk (000 §Identity rebind): `instances/<id>/rebind.raw`, 1 MiB, hot-added as `vdz`. */
+export const REBIND_DISK = { file: "rebind.raw", dev: "vdz", serial: "bc-rebind", bytes: 1024 * 1024 } as const;
+
 /** The domain bcd asks for. */
 export interface DomainPlan {
   /** The instance id, which is also the domain name and the directory name under `instances/`. */
@@ -56,6 +76,8 @@ export interface DomainPlan {
   readonly seed: boolean;
   /** The snapshot digest the disk came from, recorded in the metadata. */
   readonly restoredFrom: string | null;
+  /** The volumes attached (absent in plans written before volumes: none). */
+  readonly volumes?: readonly PlanVolume[];
 }
 
 /** A domain the host lists; `plan` only for domains bcd defined (read back from its metadata). */
@@ -84,8 +106,16 @@ export interface LibvirtHostPort {
   shutdown(id: string): Promise<HostOutcome>;
   destroy(id: string): Promise<HostOutcome>;
   undefine(id: string): Promise<HostOutcome>;
-  /** Grows the running domain's root disk (`vda`) to `bytes`. */
-  blockresize(id: string, bytes: number): Promise<HostOutcome>;
+  /** Grows the running domain's root disk (`vda`) to `bytes`; with `volume`, tells it that volume's disk grew. */
+  blockresize(id: string, bytes: number, volume?: string): Promise<HostOutcome>;
+  /**
+   * Hot-plugs a disk into a running or paused domain (000 §Persistent volumes, §Identity rebind): a volume at the
+   * first free device, then written into the domain's definition; or the identity rebind disk
+   * ({@link REBIND_DISK}), live only. Root builds the path from the volume id or the instance id.
+   */
+  attachDisk(id: string, disk: HotDisk): Promise<HostOutcome>;
+  /** Unplugs a hot-plugged disk (a volume: also from the definition) and closes its file again. */
+  detachDisk(id: string, disk: HotDiskRef): Promise<HostOutcome>;
   /**
    * Saves a running or paused domain's memory state to `instances/<id>/memory.save` (the root side builds the path;
    * the file is handed to the instance directory's owner, 0600); the domain is then shut off.
@@ -101,6 +131,14 @@ export interface LibvirtHostPort {
   /** A running domain's balloon figures, KiB. */
   domstats(id: string): Promise<HostOutcome & { readonly balloon?: BalloonFigures }>;
 }
+
+/** What {@link LibvirtHostPort.attachDisk} plugs in. */
+export type HotDisk =
+  | { readonly volume: { readonly id: string; readonly serial: string; readonly readOnly: boolean } }
+  | { readonly rebind: true };
+
+/** What {@link LibvirtHostPort.detachDisk} unplugs: a volume by id, or the rebind disk. */
+export type HotDiskRef = { readonly volume: string } | { readonly rebind: true };
 
 /** A domain's balloon, KiB (`null`: libvirt reports none). */
 export interface BalloonFigures {
@@ -199,6 +237,24 @@ export function planProblem(p: DomainPlan): [string, unknown, string] | undefine
   }
   if (p.restoredFrom !== null && !SHA256.test(p.restoredFrom)) {
     return ["restoredFrom", p.restoredFrom, "is not a lowercase SHA-256"];
+  }
+  return volumesProblem(p.volumes ?? []);
+}
+
+/** Checks a plan's volumes: at most {@link MAX_ATTACHMENTS}, each id, serial and device valid and used once. */
+export function volumesProblem(vs: readonly PlanVolume[]): [string, unknown, string] | undefined {
+  if (vs.length > MAX_ATTACHMENTS) return ["volumes", vs.length, `is more than ${MAX_ATTACHMENTS} volumes`];
+  const ids = new Set<string>();
+  const devs = new Set<string>();
+  for (const [i, v] of vs.entries()) {
+    if (!VOLUME_ID.test(v.id)) return [`volumes[${i}].id`, v.id, "is not a volume id"];
+    if (!VOLUME_SERIAL.test(v.serial)) return [`volumes[${i}].serial`, v.serial, "is not a volume serial"];
+    if (typeof v.readOnly !== "boolean") return [`volumes[${i}].readOnly`, v.readOnly, "is not a boolean"];
+    if (!VOLUME_DEV.test(v.dev)) return [`volumes[${i}].dev`, v.dev, "is not vdb to vdy"];
+    if (ids.has(v.id)) return [`volumes[${i}].id`, v.id, "is attached twice"];
+    if (devs.has(v.dev)) return [`volumes[${i}].dev`, v.dev, "is used twice"];
+    ids.add(v.id);
+    devs.add(v.dev);
   }
   return undefined;
 }

@@ -53,8 +53,11 @@ export function attachmentsOf(
   return { volumes: out };
 }
 
-/** Whether two attachment lists are the same, order included (the order names the devices). */
+/**
+ * Whether two attachment lists attach the same volumes the same way. Order is not compared: a define numbers the
+ * devices in spec order, but a device never moves under a running guest, which finds each volume by its serial.
+ */
 export function sameVolumes(a: readonly VolumeAttachment[], b: readonly VolumeAttachment[]): boolean {
   return a.length === b.length &&
-    a.every((x, n) => x.volumeId === b[n]!.volumeId && x.serial === b[n]!.serial && x.readOnly === b[n]!.readOnly);
+    a.every((x) => b.some((y) => x.volumeId === y.volumeId && x.serial === y.serial && x.readOnly === y.readOnly));
 }
