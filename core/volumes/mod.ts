@@ -12,6 +12,14 @@
  * The `instances` converger drives it (`core/converge/instances/volume_step.ts`); the runtimes attach volumes by serial
  * (`libvirt-kvm`: raw virtio disks in the domain XML at define and hot-plugged live through the helper).
  *
+ * Restored placeholders of the seed's export (DESIGN.md, "stripped placeholders"): the store's `/volumes/.raw` and
+ * `.json` are `<data dir>/volumes/<id>.raw` and `<data dir>/volumes/<id>.json`; the refusal's `volume : …` is
+ * `volume <id>: …`; the guest's `/dev/disk/by-id/virtio-` is `/dev/disk/by-id/virtio-<serial>`.
+ *
+ * Judgement calls: a volume refused for its spec (a bad field, a shrink) is kept, never destroyed, while the section
+ * names it; a space refusal makes its instances wait (`PROGRESSING`: space may free), the others fail them; a growth
+ * that does not fit leaves the volume at its size and its instances waiting, running ones untouched.
+ *
  * @module
  */
 export {
