@@ -72,12 +72,6 @@ export class VolumeKeeper {
     return this.#storage;
   }
 
-  /** Whether the store held any volume at the last look, or was never looked at (a pass is due). */
-  get holdsVolumes(): boolean {
-    return this.#storage === undefined || this.#storage.committedBytes > 0 || this.#listed.size > 0 ||
-      this.#refused.size > 0;
-  }
-
   /** The section's volumes that stood at the last pass, by id. */
   get listed(): ReadonlyMap<string, VolumeSpec> {
     return this.#listed;

@@ -178,3 +178,28 @@ Deno.test({
     }
   },
 });
+
+Deno.test("LibvirtHost closes a volume again (0600) once the listing finds its domain stopped, unless another running domain has it", async () => {
+  const { dir, virsh, host, plan } = await hostWithDomains(2);
+  try {
+    await Deno.mkdir(`${dir}/volumes`, { mode: 0o700 });
+    const raw = `${dir}/volumes/shared.raw`;
+    await Deno.writeFile(raw, new Uint8Array(0), { mode: 0o600 });
+    const vol = { id: "shared", serial: "shared", readOnly: true, dev: "vdb" };
+    for (const id of ["d0", "d1"]) assert.deepEqual(await host.define({ ...plan(id), volumes: [vol] }), {});
+    assert.deepEqual(await host.start("d0", false), {});
+    assert.deepEqual(await host.start("d1", false), {});
+    await host.list();
+    await Deno.chmod(raw, 0o640); // what a VMM's read-only run opens it with
+    // d0's guest powers off by itself (no destroy, no detach): the next listing sees it stopped; d1 still has it.
+    await virsh.shutdown("d0");
+    await host.list();
+    assert.equal((await Deno.stat(raw)).mode! & 0o777, 0o640, "another running domain still has it open");
+    await virsh.shutdown("d1");
+    await host.list();
+    assert.equal((await Deno.stat(raw)).mode! & 0o777, 0o600, "the last holder gone: closed again");
+    assert.equal((await Deno.stat(raw)).uid, (await Deno.stat(`${dir}/volumes`)).uid);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -106,8 +106,9 @@ export type InstanceAction =
   /** Load the network rules (first of every plan when the converger has them, so they load before any start). */
   | { readonly op: "network" }
   /**
-   * Bring the volume store to the section (planned whenever the host keeps volumes and the section lists some or
-   * the store held some at the last pass: growth, destruction and the storage figures need a pass of their own).
+   * Bring the volume store to the section: planned on every pass of a host that keeps volumes (growth, destruction
+   * and the `volume_storage` figures need it even when no instance changes; passes run on every spec and the drift
+   * timer).
    */
   | { readonly op: "volume-store" }
   | { readonly op: "wait"; readonly id: string; readonly message: string };
@@ -446,8 +447,7 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
     for (const id of this.#refusedUserData.keys()) if (!wanted.has(id)) this.#refusedUserData.delete(id);
     for (const id of this.#grown.keys()) if (!wanted.has(id)) this.#grown.delete(id);
     for (const id of this.#userData.keys()) if (!wanted.has(id)) this.#userData.delete(id);
-    const keeper = this.#opts.volumes;
-    if (keeper && ((desired?.volumes ?? []).length > 0 || keeper.holdsVolumes)) out.push({ op: "volume-store" });
+    if (this.#opts.volumes) out.push({ op: "volume-store" });
     const sorted = out.map((a, n) => ({ a, n })).sort((x, y) => _ORDER[x.a.op] - _ORDER[y.a.op] || x.n - y.n)
       .map((x) => x.a);
     return this.#network === undefined ? sorted : [{ op: "network" }, ...sorted];
