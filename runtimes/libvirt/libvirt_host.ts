@@ -197,13 +197,8 @@ export class LibvirtHost implements LibvirtHostPort {
       all.filter((d) => d.plan && d.state !== "stopped" && d.name !== except)
         .flatMap((d) => (d.plan!.volumes ?? []).map((v) => v.id)),
     );
-    let owner: Deno.FileInfo;
-    try {
-      owner = await Deno.lstat(this.paths.volumesDir);
-    } catch (e) {
-      if (e instanceof Deno.errors.NotFound) return;
-      throw e;
-    }
+    const owner = await this.#volumesDir();
+    if (!owner) return;
     for (const id of new Set(ids)) {
       if (held.has(id)) continue;
       let h;
@@ -340,9 +335,26 @@ export class LibvirtHost implements LibvirtHostPort {
     }
   }
 
-  /** A volume's file must be a plain file (never a link or a device). */
+  /**
+   * The volume store's directory when it is one (never a link the node put in its place, which would lead root to
+   * another directory's `*.raw` files), else `undefined`.
+   */
+  async #volumesDir(): Promise<Deno.FileInfo | undefined> {
+    try {
+      const st = await Deno.lstat(this.paths.volumesDir);
+      return st.isDirectory ? st : undefined;
+    } catch (e) {
+      if (e instanceof Deno.errors.NotFound) return undefined;
+      throw e;
+    }
+  }
+
+  /** A volume's file must be a plain file (never a link or a device) in the store's own directory. */
   async #plainVolume(id: string): Promise<HostOutcome> {
     const path = volumePath(this.paths, id);
+    if (!(await this.#volumesDir())) {
+      return _refused("bad-volume", `volume ${id}: ${this.paths.volumesDir} is missing or not a directory`);
+    }
     try {
       if ((await Deno.lstat(path)).isFile) return _OK;
     } catch (e) {

@@ -203,3 +203,28 @@ Deno.test("LibvirtHost closes a volume again (0600) once the listing finds its d
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("LibvirtHost never follows a link in the volume store's place: no define with it, nothing closed through it", async () => {
+  const { dir, host, plan } = await hostWithDomains(1);
+  const elsewhere = await Deno.makeTempDir({ prefix: "bcd-lvhost-elsewhere-" });
+  try {
+    const vol = { id: "v", serial: "v", readOnly: true, dev: "vdb" };
+    await Deno.mkdir(`${dir}/volumes`);
+    await Deno.writeFile(`${dir}/volumes/v.raw`, new Uint8Array(0));
+    assert.deepEqual(await host.define({ ...plan("d0"), volumes: [vol] }), {});
+    assert.deepEqual(await host.start("d0", false), {});
+    // The node swaps its store for a link to a directory of root's: root neither opens nor closes anything there.
+    await Deno.remove(`${dir}/volumes`, { recursive: true });
+    await Deno.writeFile(`${elsewhere}/v.raw`, new Uint8Array(0), { mode: 0o644 });
+    await Deno.symlink(elsewhere, `${dir}/volumes`);
+    const r = await host.define({ ...plan("d0"), volumes: [vol] });
+    assert.equal(r.refused?.reason, "bad-volume");
+    assert.match(r.refused?.message ?? "", /volumes is missing or not a directory/);
+    assert.deepEqual(await host.destroy("d0"), {});
+    await host.list();
+    assert.equal((await Deno.stat(`${elsewhere}/v.raw`)).mode! & 0o777, 0o644, "untouched");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+    await Deno.remove(elsewhere, { recursive: true });
+  }
+});
