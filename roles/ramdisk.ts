@@ -7,8 +7,8 @@
  * when the helper cannot be reached. The ramdisk has no `node.reboot` (its reboot is `boot.kexec`). `diag.dcgm`
  * runs `dcgmi diag` through the helper's `dcgm.diag`, the node's code. `disk.wipe` asks the helper's `disk.wipe` for
  * each disk by its by-id name (`core/commands/kind_handlers/disk_wipe.ts`; root resolves, re-checks and wipes,
- * `runtimes/disks/`); `deploy.image` asks the helper's `disk.deploy`, which fetches the raw image itself and writes,
- * checks and verifies it (`core/commands/kind_handlers/deploy_image.ts`). `boot.kexec` and `diag.nvml` register with
+ * `runtimes/disks/`); `deploy.image` asks the helper's `disk.deploy`, which fetches the image itself and writes (raw)
+ * or converts while streaming (qcow2), checks and verifies it (`core/commands/kind_handlers/deploy_image.ts`). `boot.kexec` and `diag.nvml` register with
  * their flags and land with their issues, each with the helper ops it needs; until then they are refused
  * `UNSUPPORTED`. In the initramfs both processes run as root:
  * the separation is Deno's grant, not a uid (the helper makes the socket's directory, `/run/bcd` by default, 0750).

@@ -14,6 +14,7 @@
  */
 import { createHash } from "node:crypto";
 import type { WipeDevice } from "./wipe_device.ts";
+import { Qcow2Converter, Qcow2ConvertError, type Qcow2ConvertOptions } from "./qcow2_stream.ts";
 
 /** Where a deploy writes: a whole disk, as the wipe opens it, that can re-read its partition table. */
 export interface DeployTarget extends Pick<WipeDevice, "sizeBytes" | "write" | "read" | "flush"> {
@@ -52,19 +53,87 @@ export interface DeployOutcome {
 const _CHUNK = 4 * 1024 * 1024;
 const _MIB = 1024 * 1024;
 
+/** The image formats a deploy writes: `raw` byte for byte, `qcow2` converted while streaming (`qcow2_stream.ts`). */
+export type DeployFormat = "raw" | "qcow2";
+
+/** Options of {@link deployImage}. */
+export interface DeployOptions {
+  /** `raw` unless stated; a qcow2 image is never probed, its format is what the command says. */
+  readonly format?: DeployFormat;
+  readonly chunkBytes?: number;
+  /** Tells a stream's refusal (its `reason`) from anything else. */
+  readonly streamError?: (e: unknown) => string | undefined;
+  /** The qcow2 converter's memory bounds. */
+  readonly qcow2?: Qcow2ConvertOptions;
+}
+
+/** What writes the streamed bytes onto the disk and later checks them there. */
+interface _Writer {
+  readonly sink: ImageSink;
+  touched(): boolean;
+  written(): number;
+  /** Reads the disk back: `undefined` when it holds what was written, else what differs. */
+  verify(): Promise<string | undefined>;
+}
+
 /**
- * Streams an image onto `dev`, checks its digest against `sha256`, flushes, re-reads the partition table and verifies
- * by reading back. `streamError` tells a stream's refusal (its `reason`) from anything else.
+ * Streams an image onto `dev`, checks its digest against `sha256` (the SHA-256 of the bytes as streamed), flushes,
+ * re-reads the partition table and verifies by reading back: a raw image against the digest itself, a qcow2 image
+ * against the converter's record of what it wrote ({@link Qcow2Converter.verify}).
  */
-export async function deployRawImage(
+export async function deployImage(
   dev: DeployTarget,
   stream: ImageStream,
   sha256: string,
-  o: { chunkBytes?: number; streamError?: (e: unknown) => string | undefined } = {},
+  o: DeployOptions = {},
 ): Promise<DeployOutcome> {
   const want = sha256.toLowerCase();
   if (!/^[0-9a-f]{64}$/.test(want)) throw new RangeError(`deploy.image: ${JSON.stringify(sha256)} is not a SHA-256`);
   const chunk = o.chunkBytes ?? _CHUNK;
+  const w = o.format === "qcow2" ? _qcow2Writer(dev, o.qcow2) : _rawWriter(dev, chunk, want);
+  // A qcow2 file is larger than what it maps only by its tables (1/64 of the data at 512-byte clusters) and a few
+  // metadata clusters (2 MiB each at most).
+  const maxBytes = o.format === "qcow2" ? dev.sizeBytes + Math.ceil(dev.sizeBytes / 32) + 32 * _MIB : dev.sizeBytes;
+  let got: string;
+  try {
+    got = await stream(w.sink, maxBytes);
+  } catch (e) {
+    const reason = e instanceof Qcow2ConvertError ? e.reason : o.streamError?.(e);
+    if (reason === undefined) throw e;
+    const zeroed = w.touched() && (await _zeroBootArea(dev), true);
+    throw new DeployError(reason, `deploy.image: ${e instanceof Error ? e.message : e}`, zeroed, { cause: e });
+  }
+  if (got !== want) {
+    await _zeroBootArea(dev);
+    throw new DeployError("digest-mismatch", `deploy.image: the image's SHA-256 is ${got}, not ${want}`, true);
+  }
+  await dev.flush();
+  try {
+    await dev.rereadPartitions();
+  } catch (e) {
+    if (!(e instanceof PartitionTableError)) throw e;
+    await _zeroBootArea(dev);
+    throw new DeployError("partition-table", `deploy.image: ${e.message}`, true, { cause: e });
+  }
+  const wrong = await w.verify();
+  if (wrong !== undefined) {
+    await _zeroBootArea(dev);
+    throw new DeployError("verify-failed", `deploy.image: ${wrong}`, true);
+  }
+  return { writtenBytes: w.written(), sha256: want };
+}
+
+/** {@link deployImage} of a raw image. */
+export function deployRawImage(
+  dev: DeployTarget,
+  stream: ImageStream,
+  sha256: string,
+  o: Omit<DeployOptions, "format"> = {},
+): Promise<DeployOutcome> {
+  return deployImage(dev, stream, sha256, { ...o, format: "raw" });
+}
+
+function _rawWriter(dev: DeployTarget, chunk: number, want: string): _Writer {
   const buf = new Uint8Array(chunk);
   let fill = 0;
   let offset = 0;
@@ -75,9 +144,8 @@ export async function deployRawImage(
     offset += n;
     fill = 0;
   };
-  let got: string;
-  try {
-    got = await stream({
+  return {
+    sink: {
       async write(bytes) {
         for (let at = 0; at < bytes.length;) {
           const n = Math.min(chunk - fill, bytes.length - at);
@@ -96,32 +164,26 @@ export async function deployRawImage(
           offset -= padded - real;
         }
       },
-    }, dev.sizeBytes);
-  } catch (e) {
-    const reason = o.streamError?.(e);
-    if (reason === undefined) throw e;
-    const zeroed = touched && (await _zeroBootArea(dev), true);
-    throw new DeployError(reason, `deploy.image: ${e instanceof Error ? e.message : e}`, zeroed, { cause: e });
-  }
-  const written = offset;
-  if (got !== want) {
-    await _zeroBootArea(dev);
-    throw new DeployError("digest-mismatch", `deploy.image: the image's SHA-256 is ${got}, not ${want}`, true);
-  }
-  await dev.flush();
-  try {
-    await dev.rereadPartitions();
-  } catch (e) {
-    if (!(e instanceof PartitionTableError)) throw e;
-    await _zeroBootArea(dev);
-    throw new DeployError("partition-table", `deploy.image: ${e.message}`, true, { cause: e });
-  }
-  const back = await _readBackDigest(dev, written, chunk);
-  if (back !== want) {
-    await _zeroBootArea(dev);
-    throw new DeployError("verify-failed", `deploy.image: the disk reads back as SHA-256 ${back}, not ${want}`, true);
-  }
-  return { writtenBytes: written, sha256: want };
+    },
+    touched: () => touched,
+    written: () => offset,
+    async verify() {
+      const back = await _readBackDigest(dev, offset, chunk);
+      return back === want ? undefined : `the disk reads back as SHA-256 ${back}, not ${want}`;
+    },
+  };
+}
+
+function _qcow2Writer(dev: DeployTarget, o: Qcow2ConvertOptions | undefined): _Writer {
+  const conv = new Qcow2Converter(dev, o);
+  return {
+    sink: conv,
+    touched: () => conv.touched,
+    written: () => conv.virtualSize,
+    async verify() {
+      return (await conv.verify()) ? undefined : "the disk does not read back as the image's clusters were written";
+    },
+  };
 }
 
 async function _readBackDigest(dev: DeployTarget, length: number, chunk: number): Promise<string> {

@@ -6,6 +6,9 @@
  *   {@link FakeWipeDevice} here, the real block device in `runtimes/disks/block_wipe_device.ts`;
  * - {@link wipeDisk}: the method ladder, the overwrite in chunks with progress and cancel, the read-back
  *   verification, and the attested {@link WipeOutcome} (each rung tried, the one that held, what was verified);
+ * - {@link deployImage}: an image streamed onto a whole disk, raw or qcow2 ({@link Qcow2Converter} converts it while it
+ *   streams, header checks first, with a bounded spool for clusters that arrive before their tables), digest, partition
+ *   table re-read, read-back verify; the first MiB zeroed on any late failure;
  * - refusals ({@link WipeError}: `cancelled`, `verify-failed`). Which disk may be wiped at all is root's check, made
  *   where the disk is resolved from its stable id (`runtimes/disks/disk_guard.ts`: `ramdisk-disk`, `mounted`,
  *   `in-use`, `swap`, `unknown-disk`, `not-a-whole-disk`).
@@ -56,6 +59,9 @@ export {
 export { DISK_ID, isDiskId } from "./disk_id.ts";
 export {
   DeployError,
+  type DeployFormat,
+  deployImage,
+  type DeployOptions,
   type DeployOutcome,
   deployRawImage,
   type DeployTarget,
@@ -63,5 +69,6 @@ export {
   type ImageStream,
   PartitionTableError,
 } from "./deploy.ts";
+export { MAX_L1_BYTES, Qcow2Converter, Qcow2ConvertError, type Qcow2ConvertOptions } from "./qcow2_stream.ts";
 export type { DiskDeployAnswer, DiskWipeAnswer } from "./wipe_answer.ts";
 export { FakeWipeDevice, type FakeWipeDeviceOptions } from "./fake_wipe_device.ts";

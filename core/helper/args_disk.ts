@@ -7,7 +7,7 @@
  * | `disk.wipe`        | `diskId`, `pattern`, `verify`, `only?` | a by-id name; `zero` or `random`; `sample` or `all`; a ladder rung |
  * | `disk.wipe_status` | `diskId`                              | a by-id name                                          |
  * | `disk.wipe_cancel` | `diskId`                              | a by-id name                                          |
- * | `disk.deploy`      | `diskId`, `url`, `sha256`, `format`   | a by-id name; `https://`, at most 4096 characters, no whitespace or control characters; 64 hex digits; `raw` |
+ * | `disk.deploy`      | `diskId`, `url`, `sha256`, `format`   | a by-id name; `https://`, at most 4096 characters, no whitespace or control characters; 64 hex digits; `raw` or `qcow2` |
  *
  * @module
  */
@@ -68,7 +68,7 @@ export const DISK_ARG_CHECKS: {
     if (typeof a.sha256 !== "string" || !/^[0-9a-f]{64}$/.test(a.sha256)) {
       _refuse(op, "sha256", a.sha256, "is not a SHA-256 in lowercase hex");
     }
-    if (a.format !== "raw") _refuse(op, "format", a.format, "is not raw (qcow2 is not deployed yet)");
-    return { diskId, url: a.url, sha256: a.sha256, format: "raw" };
+    if (a.format !== "raw" && a.format !== "qcow2") _refuse(op, "format", a.format, "is not raw or qcow2");
+    return { diskId, url: a.url, sha256: a.sha256, format: a.format };
   },
 };

@@ -139,8 +139,8 @@ export const VALID_ARGS: { [O in HelperOp]: HelperArgs[O] } = {
   "disk.wipe_cancel": { diskId: "ata-ST4000NM0035-1V4107_ZC1ABCDE" },
   "disk.deploy": {
     diskId: "nvme-Samsung_SSD_980_1TB_S64DNX0R123456",
-    url: "https://images.example/ubuntu-24.04.raw?sig=abc",
+    url: "https://images.example/ubuntu-24.04.qcow2?sig=abc",
     sha256: "0f".repeat(32),
-    format: "raw",
+    format: "qcow2",
   },
 };

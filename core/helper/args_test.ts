@@ -567,16 +567,16 @@ const REFUSED: { why: string; op: HelperOp; args: unknown; code: string; names: 
     names: /sha256 "ABAB/,
   },
   {
-    why: "a qcow2 image (not deployed yet: no converter that never follows references)",
+    why: "a format bcd does not convert (vmdk)",
     op: "disk.deploy",
     args: {
       diskId: "wwn-0x5000c500a1b2c3d4",
-      url: "https://i.example/os.qcow2",
+      url: "https://i.example/os.vmdk",
       sha256: "ab".repeat(32),
-      format: "qcow2",
+      format: "vmdk",
     },
     code: "invalid-argument",
-    names: /format "qcow2" is not raw/,
+    names: /format "vmdk" is not raw or qcow2/,
   },
   {
     why: "a verification that is neither sampled nor whole",

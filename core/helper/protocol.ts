@@ -215,7 +215,12 @@ export interface HelperArgs extends LibvirtArgs {
   "disk.wipe_status": { readonly diskId: string };
   "disk.wipe_cancel": { readonly diskId: string };
   /** Stream the raw image at `url` (https) onto the disk, checked against `sha256`, and verify it by reading back. */
-  "disk.deploy": { readonly diskId: string; readonly url: string; readonly sha256: string; readonly format: "raw" };
+  "disk.deploy": {
+    readonly diskId: string;
+    readonly url: string;
+    readonly sha256: string;
+    readonly format: "raw" | "qcow2";
+  };
 }
 
 /** Each operation's result. */

@@ -13,6 +13,7 @@ import { startTestHelper } from "../helper/helper_testing.ts";
 import { DiskGuard } from "./disk_guard.ts";
 import { DiskDeploys } from "./disk_deploys.ts";
 import { type LoopDisk, loopSkipReason, makeLoopDisk } from "../../fixtures/disks/loop_disk.ts";
+import { hasQemuImg, qemuImg } from "../../core/images/_qemu_img.ts";
 
 const MIB = 1024 * 1024;
 const skip = loopSkipReason();
@@ -44,6 +45,7 @@ const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 async function withServer(
   image: Uint8Array,
   f: (base: string, fetcher: typeof fetch) => Promise<void>,
+  more: Record<string, Uint8Array> = {},
 ): Promise<void> {
   const certs = await makeCerts();
   if (certs === null) throw new Error("openssl is missing: the https test server cannot be made");
@@ -59,6 +61,8 @@ async function withServer(
     const path = new URL(req.url).pathname;
     const base: string = `https://127.0.0.1:${server.addr.port}`;
     if (path === "/image.raw") return new Response(image.slice());
+    const other = more[path];
+    if (other) return new Response(other.slice());
     if (path === "/to-https") return new Response(null, { status: 302, headers: { location: `${base}/image.raw` } });
     if (path === "/to-http") {
       return new Response(null, {
@@ -231,5 +235,51 @@ Deno.test({
         await loop.close();
       }
     });
+  },
+});
+
+Deno.test({
+  name: "a ramdisk helper's disk.deploy converts a compressed qcow2 while it streams; the kernel sees its partitions",
+  ignore: skip !== undefined || !hasQemuImg(),
+  async fn() {
+    const image = await makeImage(8 * MIB);
+    const dir = await Deno.makeTempDir({ prefix: "bcd-qcow2-" });
+    let qcow2: Uint8Array;
+    try {
+      await Deno.writeFile(`${dir}/src.raw`, image);
+      await qemuImg(dir, "convert", "-f", "raw", "-O", "qcow2", "-c", "src.raw", "img.qcow2");
+      qcow2 = await Deno.readFile(`${dir}/img.qcow2`);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+    await withServer(image, async (base, fetcher) => {
+      const loop = await makeLoopDisk(16 * MIB, { partscan: true });
+      await Deno.writeFile(loop.backingFile, new Uint8Array(16 * MIB).fill(0xee));
+      const deploys = new DiskDeploys({ guard: new DiskGuard({ dev: loop.devRoot }), fetch: fetcher });
+      const h = await startTestHelper({ role: "ramdisk", deploys });
+      try {
+        const ok = await h.client.call("disk.deploy", {
+          diskId: loop.diskId,
+          url: `${base}/image.qcow2`,
+          sha256: sha(qcow2),
+          format: "qcow2",
+        });
+        assert.deepEqual(ok, { diskId: loop.diskId, ok: true, writtenBytes: 8 * MIB, sha256: sha(qcow2) });
+        const disk = await Deno.readFile(loop.backingFile);
+        assert.equal(sha(disk.subarray(0, 8 * MIB)), sha(image), "the disk holds the image qcow2 carried");
+        assert.ok(disk.subarray(8 * MIB).every((b) => b === 0xee), "nothing past the virtual size");
+        assert.ok(await Deno.stat(`/sys/block/${loop.kernelName}/${loop.kernelName}p2`), "partitions visible");
+        const bad = await h.client.call("disk.deploy", {
+          diskId: loop.diskId,
+          url: `${base}/image.raw`,
+          sha256: sha(image),
+          format: "qcow2",
+        });
+        assert.ok(!bad.ok && bad.reason === "malformed" && !bad.zeroedBootArea, "a raw image named qcow2 is refused");
+      } finally {
+        await h.close();
+        await loop.close();
+      }
+    }, { "/image.qcow2": qcow2 });
   },
 });

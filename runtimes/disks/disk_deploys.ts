@@ -1,6 +1,7 @@
 /**
- * Root's `disk.deploy`: the disk asked again of {@link DiskGuard} by its stable id, opened, and the raw image at the
- * URL streamed onto it by `deployRawImage` (https only, redirects only to https, SHA-256 while streaming, partition
+ * Root's `disk.deploy`: the disk asked again of {@link DiskGuard} by its stable id, opened, and the image at the
+ * URL streamed onto it by `deployImage` — raw byte for byte, qcow2 converted while it streams by bcd's own reader,
+ * header checks first (`core/disks/qcow2_stream.ts`) — (https only, redirects only to https, SHA-256 while streaming, partition
  * table re-read, read-back verify, the first MiB zeroed on any failure after a write). The answer is data: what was
  * written, or the reason. One deploy per disk at a time (a second is `busy`).
  *
@@ -10,7 +11,7 @@
  * @module
  */
 import type { Logger } from "../../core/log/mod.ts";
-import { DeployError, deployRawImage, type DiskDeployAnswer } from "../../core/disks/mod.ts";
+import { DeployError, deployImage, type DiskDeployAnswer } from "../../core/disks/mod.ts";
 import type { HelperArgs } from "../../core/helper/protocol.ts";
 import { HelperError } from "../../core/helper/errors.ts";
 import { type CheckedDisk, DiskGuard, DiskRefused } from "./disk_guard.ts";
@@ -63,7 +64,8 @@ export class DiskDeploys {
         throw e;
       });
       try {
-        const out = await deployRawImage(dev, httpsImageStream(a.url, { fetch: this.#fetch }), a.sha256, {
+        const out = await deployImage(dev, httpsImageStream(a.url, { fetch: this.#fetch }), a.sha256, {
+          format: a.format,
           streamError: imageStreamReason,
         });
         this.#log?.info({ disk_id: a.diskId, written: out.writtenBytes }, "disk.deploy: written and verified");

@@ -8,8 +8,9 @@
  *
  * - `target_device`: a `/dev/disk/by-id` path or bare by-id name; anything else is `invalid-payload` before queueing;
  * - `sha256`: 64 hex digits (either case), required: an image is never written unchecked;
- * - `format`: `raw` (or empty); `qcow2` fails `unsupported-format` until it is converted while streaming with the
- *   header checks first (`core/images/qcow2_header.ts`), never by a tool that follows backing references;
+ * - `format`: `raw` (or empty) or `qcow2`, as stated, never probed: root converts a qcow2 while it streams with its
+ *   own reader, header checks first (`core/disks/qcow2_stream.ts`), never a tool that follows backing references;
+ *   any other format fails `unsupported-format` before root is asked;
  * - `grow_root`: fails `unsupported` rather than deploying without the growth asked for.
  *
  * A refusal or failure of root is the command's failure with root's reason as its code (`mounted`, `digest-mismatch`,
@@ -23,9 +24,9 @@ import { isDiskId } from "../../disks/disk_id.ts";
 import type { HandlerContext, HandlerResult, KindHandler } from "../handlers.ts";
 import { CommandFailed, InvalidPayload } from "../rejection.ts";
 
-/** Root's deploy of one raw image onto one disk. */
+/** Root's deploy of one image onto one disk. */
 export interface ImageDeployer {
-  deploy(a: { diskId: string; url: string; sha256: string; format: "raw" }): Promise<DiskDeployAnswer>;
+  deploy(a: { diskId: string; url: string; sha256: string; format: "raw" | "qcow2" }): Promise<DiskDeployAnswer>;
 }
 
 const _BY_ID = "/dev/disk/by-id/";
@@ -39,11 +40,11 @@ export function deployImageHandler(ports: { deployer: ImageDeployer }): KindHand
     },
     async run(ctx: HandlerContext): Promise<HandlerResult> {
       const p = _payload(ctx.command.payload);
-      if (p.format !== "raw") {
-        throw new CommandFailed("unsupported-format", `deploy.image: format ${p.format} is not deployed yet (raw is)`);
+      if (p.format !== "raw" && p.format !== "qcow2") {
+        throw new CommandFailed("unsupported-format", `deploy.image: format ${p.format} is not raw or qcow2`);
       }
       if (p.growRoot) throw new CommandFailed("unsupported", "deploy.image: grow_root is not done yet");
-      const a = await ports.deployer.deploy({ diskId: p.diskId, url: p.url, sha256: p.sha256, format: "raw" });
+      const a = await ports.deployer.deploy({ diskId: p.diskId, url: p.url, sha256: p.sha256, format: p.format });
       if (!a.ok) {
         const zeroed = a.zeroedBootArea ? " (its first MiB zeroed: not bootable)" : " (the disk was not written)";
         throw new CommandFailed(a.reason, `deploy.image: ${p.diskId}: ${a.message}${zeroed}`);

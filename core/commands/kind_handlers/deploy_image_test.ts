@@ -86,16 +86,18 @@ Deno.test("deploy.image fails with root's reason and says whether the disk was l
   }
 });
 
-Deno.test("deploy.image refuses qcow2 and grow_root instead of deploying something else", async () => {
+Deno.test("deploy.image hands root a qcow2 image with its format stated, and refuses formats it does not convert", async () => {
   const d = new RecordingDeployer({ diskId: "nvme-A_1", ok: true, writtenBytes: 1, sha256: SHA });
   const h = deployImageHandler({ deployer: d });
+  await h.run(ctx({ ...good, format: "qcow2" }));
+  assert.deepEqual(d.calls, [{ diskId: "nvme-A_1", url: good.url, sha256: SHA, format: "qcow2" }]);
   await assert.rejects(
-    h.run(ctx({ ...good, format: "qcow2" })),
+    h.run(ctx({ ...good, format: "vmdk" })),
     (e) => e instanceof CommandFailed && e.code === "unsupported-format",
   );
   await assert.rejects(
     h.run(ctx({ ...good, grow_root: true })),
     (e) => e instanceof CommandFailed && e.code === "unsupported",
   );
-  assert.deepEqual(d.calls, []);
+  assert.equal(d.calls.length, 1, "nothing else reached root");
 });
