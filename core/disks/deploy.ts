@@ -196,6 +196,11 @@ async function _readBackDigest(dev: DeployTarget, length: number, chunk: number)
   return h.digest("hex");
 }
 
+/** Zeroes the first MiB (partition table and boot code) and flushes: the disk will not boot what is on it. */
+export async function zeroBootArea(dev: DeployTarget): Promise<void> {
+  await _zeroBootArea(dev);
+}
+
 async function _zeroBootArea(dev: DeployTarget): Promise<void> {
   await dev.write(0, new Uint8Array(Math.min(_MIB, dev.sizeBytes)));
   await dev.flush();

@@ -68,7 +68,17 @@ export {
   type ImageSink,
   type ImageStream,
   PartitionTableError,
+  zeroBootArea,
 } from "./deploy.ts";
+export {
+  type AddedPartition,
+  GrowError,
+  growLastPartition,
+  type PartitionGrowth,
+  type RewriteOptions,
+  type RewriteOutcome,
+  rewritePartitions,
+} from "./grow_partition.ts";
 export { MAX_L1_BYTES, Qcow2Converter, Qcow2ConvertError, type Qcow2ConvertOptions } from "./qcow2_stream.ts";
 export type { DiskDeployAnswer, DiskWipeAnswer } from "./wipe_answer.ts";
 export { FakeWipeDevice, type FakeWipeDeviceOptions } from "./fake_wipe_device.ts";

@@ -21,7 +21,21 @@ export type DiskWipeAnswer =
 
 /** What root answers for one deploy (`disk.deploy`): what was written and verified, or why not. */
 export type DiskDeployAnswer =
-  | { readonly diskId: string; readonly ok: true; readonly writtenBytes: number; readonly sha256: string }
+  | {
+    readonly diskId: string;
+    readonly ok: true;
+    readonly writtenBytes: number;
+    readonly sha256: string;
+    /** With `growRoot`: the partition grown, its new size, and whether its filesystem was grown too. */
+    readonly grown?: {
+      readonly partition: number;
+      readonly sizeBytes: number;
+      readonly filesystem: "ext" | "other";
+      readonly resized: boolean;
+    };
+    /** With `configDrive`: the partition holding it. */
+    readonly configDrivePartition?: number;
+  }
   | {
     readonly diskId: string;
     readonly ok: false;

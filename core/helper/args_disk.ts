@@ -7,7 +7,7 @@
  * | `disk.wipe`        | `diskId`, `pattern`, `verify`, `only?` | a by-id name; `zero` or `random`; `sample` or `all`; a ladder rung |
  * | `disk.wipe_status` | `diskId`                              | a by-id name                                          |
  * | `disk.wipe_cancel` | `diskId`                              | a by-id name                                          |
- * | `disk.deploy`      | `diskId`, `url`, `sha256`, `format`   | a by-id name; `https://`, at most 4096 characters, no whitespace or control characters; 64 hex digits; `raw` or `qcow2` |
+ * | `disk.deploy`      | `diskId`, `url`, `sha256`, `format`, `growRoot?`, `configDrive?` | a by-id name; `https://`, at most 4096 characters, no whitespace or control characters; 64 hex digits; `raw` or `qcow2`; a boolean; `metaData` (at most 64 KiB), `userData` (base64 of at most 64 KiB), `networkConfig?` (at most 64 KiB) |
  *
  * @module
  */
@@ -27,6 +27,32 @@ function _unprintable(s: string): boolean {
 function _diskId(op: string, v: unknown): string {
   if (!isDiskId(v)) _refuse(op, "diskId", v, "is not a /dev/disk/by-id name (never a path or a kernel name)");
   return v;
+}
+
+/** Each config drive file's bound, in bytes (cloud-init's user data limit on OpenStack). */
+export const MAX_CONFIG_DRIVE_FILE = 64 * 1024;
+
+function _configDrive(op: string, raw: unknown): NonNullable<HelperArgs["disk.deploy"]["configDrive"]> {
+  const c = _object(op, "configDrive", raw, ["metaData", "userData", "networkConfig"], ["metaData", "userData"]);
+  const text = (field: string, v: unknown): string => {
+    if (typeof v !== "string" || new TextEncoder().encode(v).length > MAX_CONFIG_DRIVE_FILE) {
+      _refuse(op, `configDrive.${field}`, v, `is not a string of at most ${MAX_CONFIG_DRIVE_FILE} bytes`);
+    }
+    return v;
+  };
+  const metaData = text("metaData", c.metaData);
+  const u = c.userData;
+  if (
+    typeof u !== "string" || u.length > Math.ceil(MAX_CONFIG_DRIVE_FILE / 3) * 4 ||
+    !/^[A-Za-z0-9+/]*={0,2}$/.test(u) || u.length % 4 !== 0
+  ) {
+    _refuse(op, "configDrive.userData", u, `is not base64 of at most ${MAX_CONFIG_DRIVE_FILE} bytes`);
+  }
+  return {
+    metaData,
+    userData: u,
+    ...(c.networkConfig !== undefined ? { networkConfig: text("networkConfig", c.networkConfig) } : {}),
+  };
 }
 
 /** The checkers of the disk ops, joined into the helper's argument table. */
@@ -60,7 +86,12 @@ export const DISK_ARG_CHECKS: {
   }),
   "disk.deploy": (raw) => {
     const op = "disk.deploy";
-    const a = _object(op, "args", raw, ["diskId", "url", "sha256", "format"]);
+    const a = _object(op, "args", raw, ["diskId", "url", "sha256", "format", "growRoot", "configDrive"], [
+      "diskId",
+      "url",
+      "sha256",
+      "format",
+    ]);
     const diskId = _diskId(op, a.diskId);
     if (typeof a.url !== "string" || a.url.length > 4096 || !a.url.startsWith("https://") || _unprintable(a.url)) {
       _refuse(op, "url", a.url, "is not an https URL of at most 4096 characters");
@@ -69,6 +100,16 @@ export const DISK_ARG_CHECKS: {
       _refuse(op, "sha256", a.sha256, "is not a SHA-256 in lowercase hex");
     }
     if (a.format !== "raw" && a.format !== "qcow2") _refuse(op, "format", a.format, "is not raw or qcow2");
-    return { diskId, url: a.url, sha256: a.sha256, format: a.format };
+    if (a.growRoot !== undefined && typeof a.growRoot !== "boolean") {
+      _refuse(op, "growRoot", a.growRoot, "is not a boolean");
+    }
+    return {
+      diskId,
+      url: a.url,
+      sha256: a.sha256,
+      format: a.format,
+      ...(a.growRoot ? { growRoot: true } : {}),
+      ...(a.configDrive !== undefined ? { configDrive: _configDrive(op, a.configDrive) } : {}),
+    };
   },
 };

@@ -142,5 +142,7 @@ export const VALID_ARGS: { [O in HelperOp]: HelperArgs[O] } = {
     url: "https://images.example/ubuntu-24.04.qcow2?sig=abc",
     sha256: "0f".repeat(32),
     format: "qcow2",
+    growRoot: true,
+    configDrive: { metaData: "instance-id: i-1\n", userData: "I2Nsb3VkLWNvbmZpZwo=" },
   },
 };

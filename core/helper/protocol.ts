@@ -220,6 +220,10 @@ export interface HelperArgs extends LibvirtArgs {
     readonly url: string;
     readonly sha256: string;
     readonly format: "raw" | "qcow2";
+    /** Grow the last partition (and an ext filesystem in it) to fill the disk. */
+    readonly growRoot?: boolean;
+    /** A NoCloud config drive added at the disk's end; `userData` in base64. */
+    readonly configDrive?: { readonly metaData: string; readonly userData: string; readonly networkConfig?: string };
   };
 }
 

@@ -4143,6 +4143,7 @@ export namespace bcd {
             format: string;
             target_device: string;
             grow_root: boolean;
+            config_drive?: (bcd.v1.ConfigDrive.$Properties|null);
             static create(properties: bcd.v1.DeployImagePayload.$Shape): bcd.v1.DeployImagePayload & bcd.v1.DeployImagePayload.$Shape;
             static create(properties?: bcd.v1.DeployImagePayload.$Properties): bcd.v1.DeployImagePayload;
             static encode(message: bcd.v1.DeployImagePayload.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
@@ -4160,9 +4161,39 @@ export namespace bcd {
                 format?: (string|null);
                 target_device?: (string|null);
                 grow_root?: (boolean|null);
+                config_drive?: (bcd.v1.ConfigDrive.$Properties|null);
                 $unknowns?: Uint8Array[];
             }
             type $Shape = bcd.v1.DeployImagePayload.$Properties;
+        }
+
+        interface IConfigDrive extends bcd.v1.ConfigDrive.$Properties {
+        }
+
+        class ConfigDrive {
+            constructor(properties?: bcd.v1.ConfigDrive.$Properties);
+            $unknowns?: Uint8Array[];
+            meta_data: string;
+            user_data: Uint8Array;
+            network_config: string;
+            static create(properties: bcd.v1.ConfigDrive.$Shape): bcd.v1.ConfigDrive & bcd.v1.ConfigDrive.$Shape;
+            static create(properties?: bcd.v1.ConfigDrive.$Properties): bcd.v1.ConfigDrive;
+            static encode(message: bcd.v1.ConfigDrive.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): bcd.v1.ConfigDrive & bcd.v1.ConfigDrive.$Shape;
+            static fromObject(object: { [k: string]: any }): bcd.v1.ConfigDrive;
+            static toObject(message: bcd.v1.ConfigDrive, options?: $protobuf.IConversionOptions): { [k: string]: any };
+            toJSON(): { [k: string]: any };
+            static getTypeUrl(prefix?: string): string;
+        }
+
+        namespace ConfigDrive {
+            interface $Properties {
+                meta_data?: (string|null);
+                user_data?: (Uint8Array|null);
+                network_config?: (string|null);
+                $unknowns?: Uint8Array[];
+            }
+            type $Shape = bcd.v1.ConfigDrive.$Properties;
         }
 
         interface IDeployImageResult extends bcd.v1.DeployImageResult.$Properties {
@@ -4174,6 +4205,10 @@ export namespace bcd {
             target_device: string;
             written_bytes: number;
             sha256: string;
+            grown_partition: number;
+            grown_partition_bytes: number;
+            filesystem_resized: boolean;
+            config_drive_partition: number;
             static create(properties: bcd.v1.DeployImageResult.$Shape): bcd.v1.DeployImageResult & bcd.v1.DeployImageResult.$Shape;
             static create(properties?: bcd.v1.DeployImageResult.$Properties): bcd.v1.DeployImageResult;
             static encode(message: bcd.v1.DeployImageResult.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
@@ -4189,6 +4224,10 @@ export namespace bcd {
                 target_device?: (string|null);
                 written_bytes?: (number|null);
                 sha256?: (string|null);
+                grown_partition?: (number|null);
+                grown_partition_bytes?: (number|null);
+                filesystem_resized?: (boolean|null);
+                config_drive_partition?: (number|null);
                 $unknowns?: Uint8Array[];
             }
             type $Shape = bcd.v1.DeployImageResult.$Properties;

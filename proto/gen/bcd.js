@@ -26118,6 +26118,7 @@ export const bcd = $root.bcd = (() => {
             DeployImagePayload.prototype.format = "";
             DeployImagePayload.prototype.target_device = "";
             DeployImagePayload.prototype.grow_root = false;
+            DeployImagePayload.prototype.config_drive = null;
 
             DeployImagePayload.create = function(properties) {
                 return new DeployImagePayload(properties);
@@ -26140,6 +26141,8 @@ export const bcd = $root.bcd = (() => {
                     writer.uint32(34).string(message.target_device);
                 if (message.grow_root != null && $Object.hasOwnProperty.call(message, "grow_root") && message.grow_root !== false)
                     writer.uint32(40).bool(message.grow_root);
+                if (message.config_drive != null && $Object.hasOwnProperty.call(message, "config_drive"))
+                    $root.bcd.v1.ConfigDrive.encode(message.config_drive, writer.uint32(50).fork(), _depth + 1).ldelim();
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -26218,6 +26221,12 @@ export const bcd = $root.bcd = (() => {
                                 delete message.grow_root;
                             continue;
                         }
+                    case 6: {
+                            if (wireType !== 2)
+                                break;
+                            message.config_drive = $root.bcd.v1.ConfigDrive.decode(reader, reader.size(), $undefined, _depth + 1, message.config_drive);
+                            continue;
+                        }
                     }
                     reader.skipType(wireType, _depth, tag);
                     if (!reader.discardUnknown) {
@@ -26260,6 +26269,11 @@ export const bcd = $root.bcd = (() => {
                 if (object.grow_root != null)
                     if (object.grow_root)
                         message.grow_root = $Boolean(object.grow_root);
+                if (object.config_drive != null) {
+                    if (!$util.isObject(object.config_drive))
+                        throw $TypeError(".bcd.v1.DeployImagePayload.config_drive: object expected");
+                    message.config_drive = $root.bcd.v1.ConfigDrive.fromObject(object.config_drive, _depth + 1);
+                }
                 return message;
             };
 
@@ -26277,6 +26291,7 @@ export const bcd = $root.bcd = (() => {
                     object.format = "";
                     object.target_device = "";
                     object.grow_root = false;
+                    object.config_drive = null;
                 }
                 if (message.url != null && $Object.hasOwnProperty.call(message, "url"))
                     object.url = message.url;
@@ -26288,6 +26303,8 @@ export const bcd = $root.bcd = (() => {
                     object.target_device = message.target_device;
                 if (message.grow_root != null && $Object.hasOwnProperty.call(message, "grow_root"))
                     object.grow_root = message.grow_root;
+                if (message.config_drive != null && $Object.hasOwnProperty.call(message, "config_drive"))
+                    object.config_drive = $root.bcd.v1.ConfigDrive.toObject(message.config_drive, options, _depth + 1);
                 return object;
             };
 
@@ -26304,6 +26321,179 @@ export const bcd = $root.bcd = (() => {
             return DeployImagePayload;
         })();
 
+        v1.ConfigDrive = (function() {
+
+            const ConfigDrive = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            ConfigDrive.prototype.meta_data = "";
+            ConfigDrive.prototype.user_data = $util.newBuffer([]);
+            ConfigDrive.prototype.network_config = "";
+
+            ConfigDrive.create = function(properties) {
+                return new ConfigDrive(properties);
+            };
+
+            ConfigDrive.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.meta_data != null && $Object.hasOwnProperty.call(message, "meta_data") && message.meta_data !== "")
+                    writer.uint32(10).string(message.meta_data);
+                if (message.user_data != null && $Object.hasOwnProperty.call(message, "user_data") && message.user_data.length)
+                    writer.uint32(18).bytes(message.user_data);
+                if (message.network_config != null && $Object.hasOwnProperty.call(message, "network_config") && message.network_config !== "")
+                    writer.uint32(26).string(message.network_config);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            ConfigDrive.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.bcd.v1.ConfigDrive();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.meta_data = value;
+                            else
+                                delete message.meta_data;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.user_data = value;
+                            else
+                                delete message.user_data;
+                            continue;
+                        }
+                    case 3: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.network_config = value;
+                            else
+                                delete message.network_config;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            ConfigDrive.fromObject = function (object, _depth) {
+                if (object instanceof $root.bcd.v1.ConfigDrive)
+                    return object;
+                if (!$util.isObject(object))
+                    throw $TypeError(".bcd.v1.ConfigDrive: object expected");
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let message = new $root.bcd.v1.ConfigDrive();
+                if (object.meta_data != null)
+                    if (typeof object.meta_data !== "string" || object.meta_data.length)
+                        message.meta_data = $String(object.meta_data);
+                if (object.user_data != null)
+                    if (object.user_data.length)
+                        if (typeof object.user_data === "string")
+                            $util.base64.decode(object.user_data, message.user_data = $util.newBuffer($util.base64.length(object.user_data)), 0);
+                        else if (object.user_data.length >= 0)
+                            message.user_data = object.user_data;
+                if (object.network_config != null)
+                    if (typeof object.network_config !== "string" || object.network_config.length)
+                        message.network_config = $String(object.network_config);
+                return message;
+            };
+
+            ConfigDrive.toObject = function (message, options, _depth) {
+                if (!options)
+                    options = {};
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let object = {};
+                if (options.defaults) {
+                    object.meta_data = "";
+                    if (options.bytes === $String)
+                        object.user_data = "";
+                    else {
+                        object.user_data = [];
+                        if (options.bytes !== $Array)
+                            object.user_data = $util.newBuffer(object.user_data);
+                    }
+                    object.network_config = "";
+                }
+                if (message.meta_data != null && $Object.hasOwnProperty.call(message, "meta_data"))
+                    object.meta_data = message.meta_data;
+                if (message.user_data != null && $Object.hasOwnProperty.call(message, "user_data"))
+                    object.user_data = options.bytes === $String ? $util.base64.encode(message.user_data, 0, message.user_data.length) : options.bytes === $Array ? $Array.prototype.slice.call(message.user_data) : message.user_data;
+                if (message.network_config != null && $Object.hasOwnProperty.call(message, "network_config"))
+                    object.network_config = message.network_config;
+                return object;
+            };
+
+            ConfigDrive.prototype.toJSON = function() {
+                return ConfigDrive.toObject(this, $protobuf.util.toJSONOptions);
+            };
+
+            ConfigDrive.getTypeUrl = function(prefix) {
+                if (prefix === $undefined)
+                    prefix = "type.googleapis.com";
+                return prefix + "/bcd.v1.ConfigDrive";
+            };
+
+            return ConfigDrive;
+        })();
+
         v1.DeployImageResult = (function() {
 
             const DeployImageResult = function (properties) {
@@ -26316,6 +26506,10 @@ export const bcd = $root.bcd = (() => {
             DeployImageResult.prototype.target_device = "";
             DeployImageResult.prototype.written_bytes = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
             DeployImageResult.prototype.sha256 = "";
+            DeployImageResult.prototype.grown_partition = 0;
+            DeployImageResult.prototype.grown_partition_bytes = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
+            DeployImageResult.prototype.filesystem_resized = false;
+            DeployImageResult.prototype.config_drive_partition = 0;
 
             DeployImageResult.create = function(properties) {
                 return new DeployImageResult(properties);
@@ -26334,6 +26528,14 @@ export const bcd = $root.bcd = (() => {
                     writer.uint32(16).uint64(message.written_bytes);
                 if (message.sha256 != null && $Object.hasOwnProperty.call(message, "sha256") && message.sha256 !== "")
                     writer.uint32(26).string(message.sha256);
+                if (message.grown_partition != null && $Object.hasOwnProperty.call(message, "grown_partition") && message.grown_partition !== 0)
+                    writer.uint32(32).uint32(message.grown_partition);
+                if (message.grown_partition_bytes != null && $Object.hasOwnProperty.call(message, "grown_partition_bytes") && (typeof message.grown_partition_bytes === "object" ? message.grown_partition_bytes.low || message.grown_partition_bytes.high : message.grown_partition_bytes !== 0))
+                    writer.uint32(40).uint64(message.grown_partition_bytes);
+                if (message.filesystem_resized != null && $Object.hasOwnProperty.call(message, "filesystem_resized") && message.filesystem_resized !== false)
+                    writer.uint32(48).bool(message.filesystem_resized);
+                if (message.config_drive_partition != null && $Object.hasOwnProperty.call(message, "config_drive_partition") && message.config_drive_partition !== 0)
+                    writer.uint32(56).uint32(message.config_drive_partition);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -26394,6 +26596,42 @@ export const bcd = $root.bcd = (() => {
                                 delete message.sha256;
                             continue;
                         }
+                    case 4: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.grown_partition = value;
+                            else
+                                delete message.grown_partition;
+                            continue;
+                        }
+                    case 5: {
+                            if (wireType !== 0)
+                                break;
+                            if (typeof (value = reader.uint64()) === "object" ? value.low || value.high : value !== 0)
+                                message.grown_partition_bytes = value;
+                            else
+                                delete message.grown_partition_bytes;
+                            continue;
+                        }
+                    case 6: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.bool())
+                                message.filesystem_resized = value;
+                            else
+                                delete message.filesystem_resized;
+                            continue;
+                        }
+                    case 7: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.config_drive_partition = value;
+                            else
+                                delete message.config_drive_partition;
+                            continue;
+                        }
                     }
                     reader.skipType(wireType, _depth, tag);
                     if (!reader.discardUnknown) {
@@ -26437,6 +26675,25 @@ export const bcd = $root.bcd = (() => {
                 if (object.sha256 != null)
                     if (typeof object.sha256 !== "string" || object.sha256.length)
                         message.sha256 = $String(object.sha256);
+                if (object.grown_partition != null)
+                    if ($Number(object.grown_partition) !== 0)
+                        message.grown_partition = object.grown_partition >>> 0;
+                if (object.grown_partition_bytes != null)
+                    if (typeof object.grown_partition_bytes === "object" ? object.grown_partition_bytes.low || object.grown_partition_bytes.high : $Number(object.grown_partition_bytes) !== 0)
+                        if ($util.Long)
+                            message.grown_partition_bytes = $util.Long.fromValue(object.grown_partition_bytes, true);
+                        else if (typeof object.grown_partition_bytes === "string")
+                            message.grown_partition_bytes = $parseInt(object.grown_partition_bytes, 10);
+                        else if (typeof object.grown_partition_bytes === "number")
+                            message.grown_partition_bytes = object.grown_partition_bytes;
+                        else if (typeof object.grown_partition_bytes === "object")
+                            message.grown_partition_bytes = new $util.LongBits(object.grown_partition_bytes.low >>> 0, object.grown_partition_bytes.high >>> 0).toNumber(true);
+                if (object.filesystem_resized != null)
+                    if (object.filesystem_resized)
+                        message.filesystem_resized = $Boolean(object.filesystem_resized);
+                if (object.config_drive_partition != null)
+                    if ($Number(object.config_drive_partition) !== 0)
+                        message.config_drive_partition = object.config_drive_partition >>> 0;
                 return message;
             };
 
@@ -26456,6 +26713,14 @@ export const bcd = $root.bcd = (() => {
                     } else
                         object.written_bytes = options.longs === $String ? "0" : typeof $BigInt !== "undefined" && options.longs === $BigInt ? $BigInt("0") : 0;
                     object.sha256 = "";
+                    object.grown_partition = 0;
+                    if ($util.Long) {
+                        let long = new $util.Long(0, 0, true);
+                        object.grown_partition_bytes = options.longs === $String ? long.toString() : options.longs === $Number ? long.toNumber() : typeof $BigInt !== "undefined" && options.longs === $BigInt ? long.toBigInt() : long;
+                    } else
+                        object.grown_partition_bytes = options.longs === $String ? "0" : typeof $BigInt !== "undefined" && options.longs === $BigInt ? $BigInt("0") : 0;
+                    object.filesystem_resized = false;
+                    object.config_drive_partition = 0;
                 }
                 if (message.target_device != null && $Object.hasOwnProperty.call(message, "target_device"))
                     object.target_device = message.target_device;
@@ -26468,6 +26733,19 @@ export const bcd = $root.bcd = (() => {
                         object.written_bytes = options.longs === $String ? $util.Long.prototype.toString.call(message.written_bytes) : options.longs === $Number ? new $util.LongBits(message.written_bytes.low >>> 0, message.written_bytes.high >>> 0).toNumber(true) : message.written_bytes;
                 if (message.sha256 != null && $Object.hasOwnProperty.call(message, "sha256"))
                     object.sha256 = message.sha256;
+                if (message.grown_partition != null && $Object.hasOwnProperty.call(message, "grown_partition"))
+                    object.grown_partition = message.grown_partition;
+                if (message.grown_partition_bytes != null && $Object.hasOwnProperty.call(message, "grown_partition_bytes"))
+                    if (typeof $BigInt !== "undefined" && options.longs === $BigInt)
+                        object.grown_partition_bytes = typeof message.grown_partition_bytes === "number" ? $BigInt(message.grown_partition_bytes) : $util.Long.fromBits(message.grown_partition_bytes.low >>> 0, message.grown_partition_bytes.high >>> 0, true).toBigInt();
+                    else if (typeof message.grown_partition_bytes === "number")
+                        object.grown_partition_bytes = options.longs === $String ? $String(message.grown_partition_bytes) : message.grown_partition_bytes;
+                    else
+                        object.grown_partition_bytes = options.longs === $String ? $util.Long.prototype.toString.call(message.grown_partition_bytes) : options.longs === $Number ? new $util.LongBits(message.grown_partition_bytes.low >>> 0, message.grown_partition_bytes.high >>> 0).toNumber(true) : message.grown_partition_bytes;
+                if (message.filesystem_resized != null && $Object.hasOwnProperty.call(message, "filesystem_resized"))
+                    object.filesystem_resized = message.filesystem_resized;
+                if (message.config_drive_partition != null && $Object.hasOwnProperty.call(message, "config_drive_partition"))
+                    object.config_drive_partition = message.config_drive_partition;
                 return object;
             };
 

@@ -283,3 +283,76 @@ Deno.test({
     }, { "/image.qcow2": qcow2 });
   },
 });
+
+/** A GPT image of `size` whose one partition (from 1 MiB to the end) holds an ext4 filesystem with a file in it. */
+async function makeExtImage(size: number): Promise<Uint8Array> {
+  const dir = await Deno.makeTempDir({ prefix: "bcd-ext-image-" });
+  try {
+    const img = `${dir}/disk.raw`;
+    await Deno.writeFile(img, new Uint8Array(size));
+    const sf = new Deno.Command("sfdisk", { args: ["-q", img], stdin: "piped", stdout: "null", stderr: "piped" })
+      .spawn();
+    const w = sf.stdin.getWriter();
+    await w.write(new TextEncoder().encode("label: gpt\nstart=2048\n"));
+    await w.close();
+    if (!(await sf.output()).success) throw new Error("sfdisk failed");
+    const fsKib = (size - 2 * MIB) / 1024; // up to GPT's backup at the end
+    const mk = await new Deno.Command("mkfs.ext4", {
+      args: ["-q", "-F", "-E", `offset=${MIB}`, img, `${fsKib}k`],
+      stdout: "null",
+      stderr: "piped",
+    }).output();
+    if (!mk.success) throw new Error(`mkfs.ext4: ${new TextDecoder().decode(mk.stderr)}`);
+    return await Deno.readFile(img);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+async function tool(cmd: string, args: string[]): Promise<string> {
+  const out = await new Deno.Command(cmd, { args, stdout: "piped", stderr: "piped", env: { MTOOLS_SKIP_CHECK: "1" } })
+    .output();
+  if (!out.success) throw new Error(`${cmd} ${args.join(" ")}: ${new TextDecoder().decode(out.stderr)}`);
+  return new TextDecoder().decode(out.stdout);
+}
+
+Deno.test({
+  name: "disk.deploy with growRoot and a config drive: ext4 grown to the disk, a CIDATA vfat partition after it",
+  ignore: skip !== undefined,
+  async fn() {
+    const image = await makeExtImage(24 * MIB);
+    await withServer(image, async (base, fetcher) => {
+      const loop = await makeLoopDisk(96 * MIB, { partscan: true });
+      const deploys = new DiskDeploys({ guard: new DiskGuard({ dev: loop.devRoot }), fetch: fetcher });
+      const h = await startTestHelper({ role: "ramdisk", deploys });
+      try {
+        const userData = "#cloud-config\nhostname: deployed\n";
+        const ok = await h.client.call("disk.deploy", {
+          diskId: loop.diskId,
+          url: `${base}/image.raw`,
+          sha256: sha(image),
+          format: "raw",
+          growRoot: true,
+          configDrive: { metaData: "instance-id: i-42\n", userData: btoa(userData), networkConfig: "version: 2\n" },
+        });
+        assert.ok(ok.ok, JSON.stringify(ok));
+        assert.deepEqual(ok.grown, { partition: 1, sizeBytes: (79 - 1) * MIB, filesystem: "ext", resized: true });
+        assert.equal(ok.configDrivePartition, 2);
+        const p1 = `/dev/${loop.kernelName}p1`;
+        const p2 = `/dev/${loop.kernelName}p2`;
+        const sb = await tool("dumpe2fs", ["-h", p1]);
+        const blocks = Number(/Block count:\s+(\d+)/.exec(sb)![1]);
+        const bsize = Number(/Block size:\s+(\d+)/.exec(sb)![1]);
+        assert.equal(blocks * bsize, 78 * MIB, "the filesystem fills the grown partition");
+        await tool("e2fsck", ["-n", "-f", p1]);
+        assert.match(await tool("blkid", ["-o", "value", "-s", "LABEL", p2]), /^CIDATA$/m);
+        assert.equal(await tool("mtype", ["-i", p2, "::user-data"]), userData);
+        assert.equal(await tool("mtype", ["-i", p2, "::meta-data"]), "instance-id: i-42\n");
+        assert.equal(await tool("mtype", ["-i", p2, "::network-config"]), "version: 2\n");
+      } finally {
+        await h.close();
+        await loop.close();
+      }
+    });
+  },
+});

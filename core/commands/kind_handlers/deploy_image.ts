@@ -11,7 +11,12 @@
  * - `format`: `raw` (or empty) or `qcow2`, as stated, never probed: root converts a qcow2 while it streams with its
  *   own reader, header checks first (`core/disks/qcow2_stream.ts`), never a tool that follows backing references;
  *   any other format fails `unsupported-format` before root is asked;
- * - `grow_root`: fails `unsupported` rather than deploying without the growth asked for.
+ * - `grow_root`: root grows the image's last partition to the disk's end (its own GPT/MBR rewrite) and an ext2/3/4
+ *   filesystem in it (`e2fsck -f -p`, `resize2fs`); another filesystem is left for cloud-init and the result says
+ *   `filesystem_resized: false`;
+ * - `config_drive`: a cloud-init NoCloud drive (vfat, label `CIDATA`, `meta-data`/`user-data`/`network-config`) in a
+ *   16 MiB partition root adds at the disk's end; `meta_data` must not be empty (cloud-init needs an instance-id), each
+ *   file at most 64 KiB (`invalid-payload` otherwise).
  *
  * A refusal or failure of root is the command's failure with root's reason as its code (`mounted`, `digest-mismatch`,
  * `verify-failed`, `not-https`, `too-large`, `partition-table`, …) and whether the boot area was zeroed.
@@ -24,10 +29,24 @@ import { isDiskId } from "../../disks/disk_id.ts";
 import type { HandlerContext, HandlerResult, KindHandler } from "../handlers.ts";
 import { CommandFailed, InvalidPayload } from "../rejection.ts";
 
+/** What root is asked to deploy (the helper's `disk.deploy` arguments). */
+export interface DeployRequest {
+  readonly diskId: string;
+  readonly url: string;
+  readonly sha256: string;
+  readonly format: "raw" | "qcow2";
+  readonly growRoot?: boolean;
+  /** `userData` in base64. */
+  readonly configDrive?: { readonly metaData: string; readonly userData: string; readonly networkConfig?: string };
+}
+
 /** Root's deploy of one image onto one disk. */
 export interface ImageDeployer {
-  deploy(a: { diskId: string; url: string; sha256: string; format: "raw" | "qcow2" }): Promise<DiskDeployAnswer>;
+  deploy(a: DeployRequest): Promise<DiskDeployAnswer>;
 }
+
+/** Each config drive file's bound (the helper's too). */
+const _MAX_FILE = 64 * 1024;
 
 const _BY_ID = "/dev/disk/by-id/";
 
@@ -43,8 +62,14 @@ export function deployImageHandler(ports: { deployer: ImageDeployer }): KindHand
       if (p.format !== "raw" && p.format !== "qcow2") {
         throw new CommandFailed("unsupported-format", `deploy.image: format ${p.format} is not raw or qcow2`);
       }
-      if (p.growRoot) throw new CommandFailed("unsupported", "deploy.image: grow_root is not done yet");
-      const a = await ports.deployer.deploy({ diskId: p.diskId, url: p.url, sha256: p.sha256, format: p.format });
+      const a = await ports.deployer.deploy({
+        diskId: p.diskId,
+        url: p.url,
+        sha256: p.sha256,
+        format: p.format,
+        ...(p.growRoot ? { growRoot: true } : {}),
+        ...(p.configDrive ? { configDrive: p.configDrive } : {}),
+      });
       if (!a.ok) {
         const zeroed = a.zeroedBootArea ? " (its first MiB zeroed: not bootable)" : " (the disk was not written)";
         throw new CommandFailed(a.reason, `deploy.image: ${p.diskId}: ${a.message}${zeroed}`);
@@ -54,6 +79,14 @@ export function deployImageHandler(ports: { deployer: ImageDeployer }): KindHand
         target_device: `${_BY_ID}${p.diskId}`,
         written_bytes: a.writtenBytes,
         sha256: a.sha256,
+        ...(a.grown
+          ? {
+            grown_partition: a.grown.partition,
+            grown_partition_bytes: a.grown.sizeBytes,
+            filesystem_resized: a.grown.resized,
+          }
+          : {}),
+        ...(a.configDrivePartition ? { config_drive_partition: a.configDrivePartition } : {}),
       });
       return { result: { typeUrl: any.type_url, value: any.value } };
     },
@@ -80,5 +113,29 @@ function _payload(p: { typeUrl: string; value: Uint8Array } | undefined) {
   if (!/^[0-9a-f]{64}$/.test(sha256)) {
     throw new InvalidPayload(`deploy.image: sha256 ${JSON.stringify(w.sha256)} is not 64 hex digits`);
   }
-  return { diskId, url, sha256, format: w.format || "raw", growRoot: w.grow_root === true };
+  const cd = w.config_drive;
+  let configDrive: DeployRequest["configDrive"];
+  if (cd) {
+    const meta = cd.meta_data ?? "";
+    const user = cd.user_data ?? new Uint8Array();
+    const net = cd.network_config ?? "";
+    const enc = new TextEncoder();
+    if (meta === "") throw new InvalidPayload("deploy.image: config_drive.meta_data is empty (cloud-init needs one)");
+    for (
+      const [name, n] of [["meta_data", enc.encode(meta).length], ["user_data", user.length], [
+        "network_config",
+        enc.encode(net).length,
+      ]] as const
+    ) {
+      if (n > _MAX_FILE) {
+        throw new InvalidPayload(`deploy.image: config_drive.${name} is ${n} bytes (at most ${_MAX_FILE})`);
+      }
+    }
+    configDrive = {
+      metaData: meta,
+      userData: btoa(Array.from(user, (b) => String.fromCharCode(b)).join("")),
+      ...(net ? { networkConfig: net } : {}),
+    };
+  }
+  return { diskId, url, sha256, format: w.format || "raw", growRoot: w.grow_root === true, configDrive };
 }

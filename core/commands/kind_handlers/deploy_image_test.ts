@@ -95,9 +95,52 @@ Deno.test("deploy.image hands root a qcow2 image with its format stated, and ref
     h.run(ctx({ ...good, format: "vmdk" })),
     (e) => e instanceof CommandFailed && e.code === "unsupported-format",
   );
-  await assert.rejects(
-    h.run(ctx({ ...good, grow_root: true })),
-    (e) => e instanceof CommandFailed && e.code === "unsupported",
-  );
   assert.equal(d.calls.length, 1, "nothing else reached root");
+});
+
+Deno.test("deploy.image asks root for the root growth and the config drive, and reports both", async () => {
+  const d = new RecordingDeployer({
+    diskId: "nvme-A_1",
+    ok: true,
+    writtenBytes: 4096,
+    sha256: SHA,
+    grown: { partition: 1, sizeBytes: 78 << 20, filesystem: "ext", resized: true },
+    configDrivePartition: 2,
+  });
+  const user = new TextEncoder().encode("#cloud-config\n");
+  const res = await deployImageHandler({ deployer: d }).run(ctx({
+    ...good,
+    grow_root: true,
+    config_drive: { meta_data: "instance-id: i-1\n", user_data: user },
+  }));
+  assert.deepEqual(d.calls, [{
+    diskId: "nvme-A_1",
+    url: good.url,
+    sha256: SHA,
+    format: "raw",
+    growRoot: true,
+    configDrive: { metaData: "instance-id: i-1\n", userData: btoa("#cloud-config\n") },
+  }]);
+  const out = unpackResult("deploy.image", { type_url: res.result!.typeUrl, value: res.result!.value });
+  assert.equal(out.grown_partition, 1);
+  assert.equal(Number(out.grown_partition_bytes), 78 << 20);
+  assert.equal(out.filesystem_resized, true);
+  assert.equal(out.config_drive_partition, 2);
+});
+
+Deno.test("deploy.image refuses a config drive without meta-data or with a file past 64 KiB before queueing", async (t) => {
+  const h = deployImageHandler({
+    deployer: new RecordingDeployer({ diskId: "x", ok: true, writtenBytes: 0, sha256: SHA }),
+  });
+  const rows: [string, Record<string, unknown>][] = [
+    ["no meta_data", { user_data: new Uint8Array(1) }],
+    ["user_data past 64 KiB", { meta_data: "instance-id: i\n", user_data: new Uint8Array(64 * 1024 + 1) }],
+    ["network_config past 64 KiB", { meta_data: "instance-id: i\n", network_config: "x".repeat(64 * 1024 + 1) }],
+  ];
+  for (const [name, cd] of rows) {
+    await t.step(
+      name,
+      () => assert.throws(() => h.resources!(ctx({ ...good, config_drive: cd }).command), InvalidPayload),
+    );
+  }
 });
