@@ -83,3 +83,17 @@ export function repeat(clock: Pick<Clock, "setTimer">, ms: number, fn: () => voi
     },
   };
 }
+
+/** Resolves after `ms` of real time, or at once when `signal` aborts (a self-terminating handler's wait for its end). */
+export function sleepUnlessAborted(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (signal?.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}

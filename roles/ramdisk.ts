@@ -8,9 +8,11 @@
  * runs `dcgmi diag` through the helper's `dcgm.diag`, the node's code. `disk.wipe` asks the helper's `disk.wipe` for
  * each disk by its by-id name (`core/commands/kind_handlers/disk_wipe.ts`; root resolves, re-checks and wipes,
  * `runtimes/disks/`); `deploy.image` asks the helper's `disk.deploy`, which fetches the image itself and writes (raw)
- * or converts while streaming (qcow2), checks and verifies it (`core/commands/kind_handlers/deploy_image.ts`). `boot.kexec` and `diag.nvml` register with
- * their flags and land with their issues, each with the helper ops it needs; until then they are refused
- * `UNSUPPORTED`. In the initramfs both processes run as root:
+ * or converts while streaming (qcow2), checks and verifies it (`core/commands/kind_handlers/deploy_image.ts`).
+ * `boot.kexec` asks the helper's `kexec.load` (root reads the kernel from the deployed disk or downloads it, then
+ * `kexec -l`) and `kexec.exec` (`kexec -e`), after the dispatcher journaled `running`
+ * (`core/commands/kind_handlers/boot_kexec.ts`). `diag.nvml` registers with its flags and lands with its issue; until
+ * then it is refused `UNSUPPORTED`. In the initramfs both processes run as root:
  * the separation is Deno's grant, not a uid (the helper makes the socket's directory, `/run/bcd` by default, 0750).
  *
  * @module
@@ -20,8 +22,8 @@ import { kindsForRole } from "../core/commands/kinds.ts";
 import { DEFAULT_HELPER_SOCKET } from "../core/helper/mod.ts";
 import { hostKindHandlers } from "../runtimes/host/mod.ts";
 import { HelperDcgm, HelperHostInventory } from "../runtimes/helper/ports.ts"; // not mod.ts: the helper server stays out
-import { HelperDiskWiper, HelperImageDeployer } from "../runtimes/helper/ports_disk.ts";
-import { deployImageHandler, diskWipeHandler } from "../core/commands/kind_handlers/mod.ts";
+import { HelperDiskWiper, HelperImageDeployer, HelperKexec } from "../runtimes/helper/ports_disk.ts";
+import { bootKexecHandler, deployImageHandler, diskWipeHandler } from "../core/commands/kind_handlers/mod.ts";
 import { diagDcgmHandler } from "../core/converge/devices/mod.ts";
 import { agentCommands, helperOf } from "./_agent_cli.ts";
 import { driverInvoke } from "./_plugins.ts";
@@ -31,7 +33,15 @@ import { runCli, type Subcommand } from "./_cli.ts";
 export const COMMANDS: Record<string, Subcommand> = {
   ...agentCommands({
     role: "ramdisk",
-    handles: ["inventory.refresh", "logs.collect", "diag.dcgm", "driver.invoke", "disk.wipe", "deploy.image"],
+    handles: [
+      "inventory.refresh",
+      "logs.collect",
+      "diag.dcgm",
+      "driver.invoke",
+      "disk.wipe",
+      "deploy.image",
+      "boot.kexec",
+    ],
     defaultDataDir: "/run/bcd",
     helperSocket: (config) => config.helper.socket ?? DEFAULT_HELPER_SOCKET,
     handlers(ctx) {
@@ -51,6 +61,7 @@ export const COMMANDS: Record<string, Subcommand> = {
         inventory: new HelperHostInventory(helperOf(ctx)),
       }));
       reg.register(deployImageHandler({ deployer: new HelperImageDeployer(helperOf(ctx)) }));
+      reg.register(bootKexecHandler({ kexec: new HelperKexec(helperOf(ctx)) }));
       // The ramdisk runs no workload: no hold and no VM keeps a GPU busy.
       return reg.register(diagDcgmHandler({
         dcgm: new HelperDcgm(helperOf(ctx)),

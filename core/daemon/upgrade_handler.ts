@@ -13,6 +13,7 @@ import { HOST_LOCK } from "../commands/locks.ts";
 import { CommandFailed, InvalidPayload, LeftForRecovery } from "../commands/rejection.ts";
 import { ReleaseRefused, type ReleaseTarget } from "./release.ts";
 import { type UpgradeDeps, upgradeStep } from "./upgrade.ts";
+import { sleepUnlessAborted } from "../clock.ts";
 
 /** How long the handler waits for its own process to be restarted after the helper swapped the release. */
 export const RESTART_GRACE_MS = 5 * 60_000;
@@ -28,20 +29,6 @@ function _target(p: { typeUrl: string; value: Uint8Array } | undefined): Release
   }
 }
 
-/** Resolves after `ms`, or at once when `signal` aborts. */
-function _sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise<void>((resolve) => {
-    if (signal?.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-    signal?.addEventListener("abort", done, { once: true });
-  });
-}
-
 /**
  * The handler. After the helper swapped the release it waits for its own process to be stopped; when the daemon stops
  * (`stopping`), it leaves the journal entry `running` for the next process ({@link LeftForRecovery}), which answers the
@@ -50,7 +37,7 @@ function _sleep(ms: number, signal?: AbortSignal): Promise<void> {
 export function daemonUpgradeHandler(
   deps: UpgradeDeps & { sleep?: (ms: number, signal?: AbortSignal) => Promise<void> },
 ): KindHandler {
-  const sleep = deps.sleep ?? _sleep;
+  const sleep = deps.sleep ?? sleepUnlessAborted;
   return {
     kind: "daemon.upgrade",
     resources(command) {

@@ -51,6 +51,7 @@ import { NFT_ARG_CHECKS } from "./args_nft.ts";
 import { LIBVIRT_CHECKS } from "./args_libvirt.ts";
 import { checkAccessApply, checkAccessObserve } from "./args_access.ts";
 import { DISK_ARG_CHECKS } from "./args_disk.ts";
+import { KEXEC_ARG_CHECKS } from "./args_kexec.ts";
 import { argObject as _object, refuseArg as _refuse, showArg as _show } from "./arg_fields.ts";
 import { HelperError } from "./errors.ts";
 import { RELEASE_VERSION_RE } from "../daemon/release.ts";
@@ -313,6 +314,7 @@ const _CHECK: { readonly [O in HelperOp]: (raw: unknown) => HelperArgs[O] } = {
   "access.observe": checkAccessObserve,
   "access.apply": checkAccessApply,
   ...DISK_ARG_CHECKS,
+  ...KEXEC_ARG_CHECKS,
 };
 
 /**

@@ -137,6 +137,14 @@ export const VALID_ARGS: { [O in HelperOp]: HelperArgs[O] } = {
   },
   "disk.wipe_status": { diskId: "wwn-0x5000c500a1b2c3d4" },
   "disk.wipe_cancel": { diskId: "ata-ST4000NM0035-1V4107_ZC1ABCDE" },
+  "kexec.load": {
+    source: "disk",
+    diskId: "nvme-Samsung_SSD_980_1TB_S64DNX0R123456",
+    kernel: "/boot/vmlinuz",
+    initrd: "/boot/initrd.img",
+    cmdline: "root=UUID=0b2c6a4e-1f3d-4e5a-9b8c-7d6e5f4a3b2c ro console=ttyS0",
+  },
+  "kexec.exec": {},
   "disk.deploy": {
     diskId: "nvme-Samsung_SSD_980_1TB_S64DNX0R123456",
     url: "https://images.example/ubuntu-24.04.qcow2?sig=abc",

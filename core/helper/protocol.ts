@@ -36,6 +36,7 @@ import type { HoldBinding } from "../converge/devices/assignment.ts";
 import type { DeviceClass } from "../converge/devices/classes.ts";
 import type { SliceSettings } from "../converge/devices/slice.ts";
 import type { HostInventory } from "../commands/kind_handlers/inventory_refresh.ts";
+import type { KexecLoadAnswer, KexecLoadArgs } from "../commands/kind_handlers/boot_kexec.ts";
 import type { RuleCounts } from "../netpolicy/counts.ts";
 import type { NetPolicy } from "../netpolicy/policy.ts";
 import type { HugepageObserved, HugepageStep } from "../host/hugepages.ts";
@@ -117,6 +118,8 @@ export const HELPER_OPS = [
   "disk.wipe_status",
   "disk.wipe_cancel",
   "disk.deploy",
+  "kexec.load",
+  "kexec.exec",
 ] as const;
 
 /** An operation name. */
@@ -225,7 +228,13 @@ export interface HelperArgs extends LibvirtArgs {
     /** A NoCloud config drive added at the disk's end; `userData` in base64. */
     readonly configDrive?: { readonly metaData: string; readonly userData: string; readonly networkConfig?: string };
   };
+  /** Load a kernel for `kexec -e`: from the deployed disk's filesystem or from https URLs (`args_kexec.ts`). */
+  "kexec.load": KexecLoadArgs;
+  /** Jump into the loaded kernel (answers first; the process ends with the machine's boot). */
+  "kexec.exec": Record<never, never>;
 }
+
+export type { KexecLoadAnswer, KexecLoadArgs };
 
 /** Each operation's result. */
 export interface HelperResults extends LibvirtResults {
@@ -303,6 +312,9 @@ export interface HelperResults extends LibvirtResults {
   "disk.wipe_cancel": { readonly cancelled: boolean };
   /** What was written and verified, or why not and whether the boot area was zeroed (`core/disks/wipe_answer.ts`). */
   "disk.deploy": DiskDeployAnswer;
+  "kexec.load": KexecLoadAnswer;
+  /** `kexec -e` runs once this answer is written. */
+  "kexec.exec": { readonly executing: true };
 }
 
 /** A plugin op's answer: what was asked, or the plugin contract's refusal (`core/plugins/README.md`). */

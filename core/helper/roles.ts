@@ -5,12 +5,12 @@
  *
  * | role      | ops                                             | for                                              |
  * | --------- | ----------------------------------------------- | ------------------------------------------------ |
- * | `node`    | every op but `disk.*`                           | boot id, inventory, devices, `gpu.reset`, reboot |
+ * | `node`    | every op but `disk.*` and `kexec.*`             | boot id, inventory, devices, `gpu.reset`, reboot |
  * | `site`    | `host.boot_id`, `host.inventory`, `host.doctor`, `node.reboot`, `plugin.*`, `daemon.*` | boot id, `inventory.refresh`, `doctor`, `node.reboot`, `driver.invoke`, self-update |
- * | `ramdisk` | `host.boot_id`, `host.inventory`, `host.doctor`, `dcgm.diag`, `plugin.*`, `disk.wipe*`, `disk.deploy` | boot id, `inventory.refresh`, `doctor`, `diag.dcgm`, `driver.invoke`, `disk.wipe`, `deploy.image` |
+ * | `ramdisk` | `host.boot_id`, `host.inventory`, `host.doctor`, `dcgm.diag`, `plugin.*`, `disk.wipe*`, `disk.deploy`, `kexec.*` | boot id, `inventory.refresh`, `doctor`, `diag.dcgm`, `driver.invoke`, `disk.wipe`, `deploy.image`, `boot.kexec` |
  *
- * A node never wipes a disk (the destructive provisioning kinds are the ramdisk's); a site never touches GPU holds or slices; a ramdisk has no `node.reboot` (its reboot is `boot.kexec`). The ops its
- * later kinds need (`boot.kexec`, the BMC kinds) join its row with them.
+ * A node never wipes a disk nor kexecs (the provisioning kinds are the ramdisk's); a site never touches GPU holds or slices; a ramdisk has no `node.reboot` (its reboot is `boot.kexec`). The ops its
+ * later kinds need (the BMC kinds) join its row with them.
  *
  * @module
  */
@@ -25,7 +25,7 @@ export const DEFAULT_HELPER_ROLE: KindRole = "node";
 
 /** The table above, row by row, each in the protocol's op order. */
 export const HELPER_OPS_BY_ROLE: Readonly<Record<KindRole, readonly HelperOp[]>> = {
-  node: HELPER_OPS.filter((op) => !op.startsWith("disk.")),
+  node: HELPER_OPS.filter((op) => !op.startsWith("disk.") && !op.startsWith("kexec.")),
   site: [
     "host.boot_id",
     "host.inventory",
@@ -50,6 +50,8 @@ export const HELPER_OPS_BY_ROLE: Readonly<Record<KindRole, readonly HelperOp[]>>
     "disk.wipe_status",
     "disk.wipe_cancel",
     "disk.deploy",
+    "kexec.load",
+    "kexec.exec",
   ],
 };
 

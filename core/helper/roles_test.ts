@@ -7,7 +7,7 @@ import { DEFAULT_HELPER_ROLE, HELPER_OPS_BY_ROLE, HELPER_ROLES, isHelperRole, op
 
 /** The module's table, row by row: the ops each role's helper answers. */
 const TABLE: Record<string, readonly HelperOp[]> = {
-  node: HELPER_OPS.filter((op) => !op.startsWith("disk.")),
+  node: HELPER_OPS.filter((op) => !op.startsWith("disk.") && !op.startsWith("kexec.")),
   site: [
     "host.boot_id",
     "host.inventory",
@@ -32,6 +32,8 @@ const TABLE: Record<string, readonly HelperOp[]> = {
     "disk.wipe_status",
     "disk.wipe_cancel",
     "disk.deploy",
+    "kexec.load",
+    "kexec.exec",
   ],
 };
 
@@ -84,6 +86,8 @@ const LINE: Record<HelperOp, string> = {
   "disk.deploy": `{"diskId":"nvme-Samsung_SSD_980_S64DNX0R","url":"https://images.example/os.raw","sha256":"${
     "ab".repeat(32)
   }","format":"raw"}`,
+  "kexec.load": JSON.stringify(VALID_ARGS["kexec.load"]),
+  "kexec.exec": "{}",
   "access.apply":
     '{"caKeys":["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcH"],"principals":[{"account":"root","principals":["root@n1"]}],"revokedSerials":[5]}',
 };
@@ -99,6 +103,15 @@ Deno.test("disk.* ops are a helper's only where the role registers disk.wipe", (
   for (const role of HELPER_ROLES) {
     const hasKind = kindsForRole(role).some((k) => k.kind === "disk.wipe");
     for (const op of ["disk.wipe", "disk.wipe_status", "disk.wipe_cancel", "disk.deploy"] as const) {
+      assert.equal(opsOfRole(role).has(op), hasKind, `${role} ${op}`);
+    }
+  }
+});
+
+Deno.test("kexec.* ops are a helper's only where the role registers boot.kexec", () => {
+  for (const role of HELPER_ROLES) {
+    const hasKind = kindsForRole(role).some((k) => k.kind === "boot.kexec");
+    for (const op of ["kexec.load", "kexec.exec"] as const) {
       assert.equal(opsOfRole(role).has(op), hasKind, `${role} ${op}`);
     }
   }

@@ -25,6 +25,7 @@ import type { LibvirtHostPort } from "../../core/converge/instances/domain_plan.
 import type { PluginSource } from "../../core/plugins/mod.ts";
 import type { DiskWipes } from "../disks/disk_wipes.ts";
 import type { DiskDeploys } from "../disks/disk_deploys.ts";
+import type { KexecLoads } from "../disks/kexec_loads.ts";
 
 /** The hold files, one at a time (the CDI/env store's halves: `runtimes/cdi`'s `CdiHoldStore`). */
 export interface HoldFiles {
@@ -86,4 +87,6 @@ export interface HelperBackends {
   readonly disks?: DiskWipes;
   /** The deploys of `disk.deploy` (the ramdisk's helper); absent, the op fails. */
   readonly deploys?: DiskDeploys;
+  /** `kexec.load`/`kexec.exec` (the ramdisk's helper); absent, the ops fail. */
+  readonly kexec?: KexecLoads;
 }

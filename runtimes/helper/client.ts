@@ -51,6 +51,8 @@ export const OP_TIMEOUTS_MS: Readonly<Partial<Record<HelperOp, number>>> = {
   "disk.wipe": 6 * 3_600_000,
   // the deploy.image kind's own timeout (000 §Timeouts: an hour)
   "disk.deploy": 3_600_000,
+  // kernel and initrd may be downloaded: the boot.kexec kind's own timeout (000 §Timeouts: 15 minutes)
+  "kexec.load": 15 * 60_000,
 };
 
 /** The timeout of ops not in {@link OP_TIMEOUTS_MS}. */

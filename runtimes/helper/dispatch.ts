@@ -229,6 +229,12 @@ async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promi
     case "disk.deploy":
       if (!b.deploys) throw new HelperError("failed", "disk.deploy: this helper deploys no images");
       return _answer(req, await b.deploys.deploy(req.args));
+    case "kexec.load":
+      if (!b.kexec) throw new HelperError("failed", "kexec.load: this helper loads no kernels");
+      return _answer(req, await b.kexec.load(req.args));
+    case "kexec.exec":
+      if (!b.kexec) throw new HelperError("failed", "kexec.exec: this helper loads no kernels");
+      return _answer(req, await b.kexec.exec());
     default:
       return await _libvirt(b, req);
   }

@@ -133,6 +133,8 @@ export async function startTestHelper(
     disks?: HelperBackends["disks"];
     /** The `disk.deploy` op's backend (default: none, the op fails). */
     deploys?: HelperBackends["deploys"];
+    /** The `kexec.*` ops' backend (default: none, the ops fail). */
+    kexec?: HelperBackends["kexec"];
   } = {},
 ): Promise<TestHelper> {
   const root = await Deno.makeTempDir({ prefix: "bcd-helper-" });
@@ -180,6 +182,7 @@ export async function startTestHelper(
     ...(opts.doctor ? { doctor: opts.doctor } : {}),
     ...(opts.disks ? { disks: opts.disks } : {}),
     ...(opts.deploys ? { deploys: opts.deploys } : {}),
+    ...(opts.kexec ? { kexec: opts.kexec } : {}),
   };
   const mem = memoryLogger("debug");
   const server = new HelperServer(backends, {

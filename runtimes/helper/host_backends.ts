@@ -31,6 +31,7 @@ import type { Logger } from "../../core/log/mod.ts";
 import { sshdAccessFiles } from "../access/sshd_files.ts";
 import { DiskWipes } from "../disks/disk_wipes.ts";
 import { DiskDeploys } from "../disks/disk_deploys.ts";
+import { KexecLoads } from "../disks/kexec_loads.ts";
 import { DiskClaims } from "../disks/disk_claims.ts";
 
 /** Options of {@link hostBackends}. */
@@ -89,6 +90,7 @@ export function hostBackends(config: ResolvedAgentConfig, opts: HostBackendOptio
     // Every role's helper has it; only the ramdisk's answers the disk ops (`core/helper/roles.ts`).
     disks: new DiskWipes({ claims, ...(opts.log ? { log: opts.log } : {}) }),
     deploys: new DiskDeploys({ claims, ...(opts.log ? { log: opts.log } : {}) }),
+    kexec: new KexecLoads({ claims, ...(opts.log ? { log: opts.log } : {}) }),
   };
 }
 

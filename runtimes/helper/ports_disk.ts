@@ -1,5 +1,5 @@
 /**
- * The ramdisk's `disk.wipe` and `deploy.image` over the root helper. `disk.wipe`: one `disk.wipe` request per disk, its answer's shape checked before
+ * The ramdisk's `disk.wipe`, `deploy.image` and `boot.kexec` over the root helper. `disk.wipe`: one `disk.wipe` request per disk, its answer's shape checked before
  * use; the command's cancel becomes `disk.wipe_cancel` for that disk, and root stops between chunks and answers
  * `cancelled`.
  *
@@ -7,6 +7,7 @@
  */
 import type { DiskWiper } from "../../core/commands/kind_handlers/disk_wipe.ts";
 import type { ImageDeployer } from "../../core/commands/kind_handlers/deploy_image.ts";
+import type { Kexec, KexecLoadAnswer, KexecLoadArgs } from "../../core/commands/kind_handlers/boot_kexec.ts";
 import type { DiskDeployAnswer, DiskWipeAnswer } from "../../core/disks/mod.ts";
 import { HelperError } from "../../core/helper/mod.ts";
 import type { HelperClient } from "./client.ts";
@@ -57,5 +58,25 @@ export class HelperImageDeployer implements ImageDeployer {
         : typeof ans.reason === "string" && typeof ans.zeroedBootArea === "boolean");
     if (!ok) throw new HelperError("malformed", "disk.deploy: the answer's shape");
     return ans;
+  }
+}
+
+/** {@link Kexec} through the helper's `kexec.load` and `kexec.exec` (root mounts, reads, loads and jumps). */
+export class HelperKexec implements Kexec {
+  readonly #c: HelperClient;
+  constructor(c: HelperClient) {
+    this.#c = c;
+  }
+
+  async load(a: KexecLoadArgs): Promise<KexecLoadAnswer> {
+    const ans = await this.#c.call("kexec.load", a);
+    const ok = typeof ans === "object" && ans !== null &&
+      (ans.ok ? typeof ans.kernelSha256 === "string" : typeof ans.reason === "string");
+    if (!ok) throw new HelperError("malformed", "kexec.load: the answer's shape");
+    return ans;
+  }
+
+  async exec(): Promise<void> {
+    await this.#c.call("kexec.exec", {});
   }
 }
