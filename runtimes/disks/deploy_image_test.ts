@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { DeployError, deployRawImage } from "../../core/disks/mod.ts";
 import { BlockWipeDevice } from "./block_wipe_device.ts";
 import { httpsImageStream, imageStreamReason } from "./image_stream.ts";
-import { makeCerts } from "../host/certs_testing.ts";
+import { withServer } from "./https_origin_testing.ts";
 import { startTestHelper } from "../helper/helper_testing.ts";
 import { DiskGuard } from "./disk_guard.ts";
 import { DiskDeploys } from "./disk_deploys.ts";
@@ -41,57 +41,6 @@ async function makeImage(size: number): Promise<Uint8Array> {
 }
 
 const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
-
-async function withServer(
-  image: Uint8Array,
-  f: (base: string, fetcher: typeof fetch) => Promise<void>,
-  more: Record<string, Uint8Array> = {},
-): Promise<void> {
-  const certs = await makeCerts();
-  if (certs === null) throw new Error("openssl is missing: the https test server cannot be made");
-  const ac = new AbortController();
-  const server: Deno.HttpServer<Deno.NetAddr> = Deno.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    cert: certs.cert,
-    key: certs.key,
-    signal: ac.signal,
-    onListen: () => {},
-  }, (req): Response => {
-    const path = new URL(req.url).pathname;
-    const base: string = `https://127.0.0.1:${server.addr.port}`;
-    if (path === "/image.raw") return new Response(image.slice());
-    const other = more[path];
-    if (other) return new Response(other.slice());
-    if (path === "/to-https") return new Response(null, { status: 302, headers: { location: `${base}/image.raw` } });
-    if (path === "/to-http") {
-      return new Response(null, {
-        status: 302,
-        headers: { location: `http://127.0.0.1:${server.addr.port}/image.raw` },
-      });
-    }
-    if (path === "/broken") {
-      let sent = 0;
-      const body = new ReadableStream<Uint8Array>({
-        pull(c) {
-          if (sent === 5 * MIB) return c.error(new Error("connection reset"));
-          c.enqueue(image.slice(sent, sent + MIB));
-          sent += MIB;
-        },
-      });
-      return new Response(body);
-    }
-    return new Response("no", { status: 404 });
-  });
-  const client = Deno.createHttpClient({ caCerts: [certs.ca] });
-  try {
-    await f(`https://127.0.0.1:${server.addr.port}`, (input, init) => fetch(input, { ...init, client }));
-  } finally {
-    client.close();
-    ac.abort();
-    await server.finished;
-  }
-}
 
 async function withLoop(size: number, f: (loop: LoopDisk, dev: BlockWipeDevice) => Promise<void>): Promise<void> {
   const loop = await makeLoopDisk(size, { partscan: true });

@@ -10,6 +10,7 @@ import { loopSkipReason, makeLoopDisk } from "../../fixtures/disks/loop_disk.ts"
 import { DiskGuard } from "./disk_guard.ts";
 import { KexecLoads } from "./kexec_loads.ts";
 import { resolveInside } from "./inside_path.ts";
+import { withServer } from "./https_origin_testing.ts";
 
 const MIB = 1024 * 1024;
 const skip = loopSkipReason();
@@ -141,6 +142,50 @@ Deno.test({
     } finally {
       await h.close();
       await loop.close();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name: "kexec.load downloads kernel and initrd over https against their digests, and refuses a wrong one",
+  ignore: skip !== undefined,
+  async fn() {
+    const dir = await Deno.makeTempDir({ prefix: "bcd-kexec-url-" });
+    const kernel = bytes(200_000, 9);
+    const initrd = bytes(300_000, 13);
+    try {
+      const kexec = await fakeKexec(dir);
+      await withServer(new Uint8Array(0), async (base, fetcher) => {
+        const loads = new KexecLoads({ fetch: fetcher, tools: { kexec: kexec.path }, loadedFlag: kexec.loaded });
+        const h = await startTestHelper({ role: "ramdisk", kexec: loads });
+        try {
+          const args = {
+            source: "url" as const,
+            kernel: `${base}/vmlinuz`,
+            kernelSha256: sha(kernel),
+            initrd: `${base}/initrd`,
+            initrdSha256: sha(initrd),
+            cmdline: "console=ttyS0",
+          };
+          assert.deepEqual(await h.client.call("kexec.load", args), {
+            ok: true,
+            kernelSha256: sha(kernel),
+            initrdSha256: sha(initrd),
+          });
+          assert.match(
+            await Deno.readTextFile(kexec.log),
+            new RegExp(`KERNEL ${sha(kernel)}\nINITRD ${sha(initrd)}\n`),
+          );
+          const wrong = await h.client.call("kexec.load", { ...args, initrdSha256: sha(kernel) });
+          assert.ok(!wrong.ok && wrong.reason === "digest-mismatch");
+          const http = await h.client.call("kexec.load", { ...args, kernel: `${base}/to-http` });
+          assert.ok(!http.ok && http.reason === "not-https", JSON.stringify(http));
+        } finally {
+          await h.close();
+        }
+      }, { "/vmlinuz": kernel, "/initrd": initrd });
+    } finally {
       await Deno.remove(dir, { recursive: true });
     }
   },
