@@ -7,7 +7,7 @@
  * | --------- | ----------------------------------------------- | ------------------------------------------------ |
  * | `node`    | every op but `disk.*` and `kexec.*`             | boot id, inventory, devices, `gpu.reset`, reboot |
  * | `site`    | `host.boot_id`, `host.inventory`, `host.doctor`, `node.reboot`, `plugin.*`, `daemon.*` | boot id, `inventory.refresh`, `doctor`, `node.reboot`, `driver.invoke`, self-update |
- * | `ramdisk` | `host.boot_id`, `host.inventory`, `host.doctor`, `dcgm.diag`, `plugin.*`, `disk.wipe*`, `disk.deploy`, `kexec.*` | boot id, `inventory.refresh`, `doctor`, `diag.dcgm`, `driver.invoke`, `disk.wipe`, `deploy.image`, `boot.kexec` |
+ * | `ramdisk` | `host.boot_id`, `host.inventory`, `host.doctor`, `pci.numa_node`, `dcgm.diag`, `plugin.*`, `disk.wipe*`, `disk.deploy`, `kexec.*` | boot id, `inventory.refresh`, `doctor`, `diag.dcgm`, `driver.invoke`, `disk.wipe`, `deploy.image`, `boot.kexec`, `diag.nvml` |
  *
  * A node never wipes a disk nor kexecs (the provisioning kinds are the ramdisk's); a site never touches GPU holds or slices; a ramdisk has no `node.reboot` (its reboot is `boot.kexec`). The ops its
  * later kinds need (the BMC kinds) join its row with them.
@@ -42,6 +42,7 @@ export const HELPER_OPS_BY_ROLE: Readonly<Record<KindRole, readonly HelperOp[]>>
     "host.boot_id",
     "host.inventory",
     "host.doctor",
+    "pci.numa_node",
     "dcgm.diag",
     "plugin.list",
     "plugin.manifest",

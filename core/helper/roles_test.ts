@@ -24,6 +24,7 @@ const TABLE: Record<string, readonly HelperOp[]> = {
     "host.boot_id",
     "host.inventory",
     "host.doctor",
+    "pci.numa_node",
     "dcgm.diag",
     "plugin.list",
     "plugin.manifest",
