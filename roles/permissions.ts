@@ -10,10 +10,11 @@
  * handler runs — and ask the root `bcd-helper` over that socket for everything under /proc, /sys and /dev and every
  * root-only write. The node asks for the boot id, the inventory, host memory, GPUs' NUMA nodes, CDI specs, env files,
  * hold slices, `gpu.reset` and `node.reboot` (and runs `nvidia-smi` itself for queries); the site for the boot id, the
- * inventory and `node.reboot`; the ramdisk for the boot id, the inventory, `disk.wipe*` and `disk.deploy` (root
- * resolves the disk from its by-id name, fetches the image and writes; its data dir `/run/bcd` holds the default
- * socket). The site runs `genisoimage` (a lease's virtual-media ISO, into its own cache) and nothing else; the ramdisk
- * runs no host tool; `boot.kexec` and the BMC kinds bring theirs (or their helper ops) with them. The helper holds
+ * inventory and `node.reboot`; the ramdisk for the boot id, the inventory, GPUs' NUMA nodes, `disk.wipe*`,
+ * `disk.deploy` (root resolves the disk from its by-id name, fetches the image and writes; its data dir `/run/bcd`
+ * holds the default socket) and `kexec.*`. The site runs `genisoimage` (a lease's virtual-media ISO, into its own
+ * cache) and nothing else; the ramdisk runs `nvidia-smi` for `diag.nvml`'s query, as the node does, and nothing else;
+ * the BMC kinds bring their tools (or their helper ops) with them. The helper holds
  * `--allow-all` for the same Deno
  * rule: it reads /proc and /sys and writes cgroupfs; its containment is that it answers only the ops of `core/helper`
  * that the role it serves uses (`[helper] role`), each checked default-deny.
@@ -139,7 +140,7 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, RolePermissions>> = {
     // default socket (/run/bcd/helper.sock), so the socket needs no entry of its own.
     read: ["/run/bcd", "/etc/bcd"],
     write: ["/run/bcd"],
-    run: [],
+    run: ["nvidia-smi"], // diag.nvml's query (the node's GPU tool); everything else is the helper's
     denyRun: [],
     net: "all",
     env: DAEMON_ENV,

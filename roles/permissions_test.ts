@@ -35,8 +35,8 @@ Deno.test("only the root helper and bcd-vm hold --allow-all, with their reasons;
   assert.ok(permissionsOf("vm").allowAll);
 });
 
-Deno.test("the ramdisk runs no program, the site only genisoimage (its lease ISOs)", () => {
-  assert.ok(!roleFlags("ramdisk").some((f) => f.startsWith("--allow-run")), roleFlags("ramdisk").join(" "));
+Deno.test("the ramdisk runs only nvidia-smi (diag.nvml), the site only genisoimage (its lease ISOs)", () => {
+  assert.deepEqual(roleFlags("ramdisk").filter((f) => f.startsWith("--allow-run")), ["--allow-run=nvidia-smi"]);
   assert.deepEqual(roleFlags("site").filter((f) => f.startsWith("--allow-run")), ["--allow-run=genisoimage"]);
 });
 

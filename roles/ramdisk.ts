@@ -11,8 +11,9 @@
  * or converts while streaming (qcow2), checks and verifies it (`core/commands/kind_handlers/deploy_image.ts`).
  * `boot.kexec` asks the helper's `kexec.load` (root reads the kernel from the deployed disk or downloads it, then
  * `kexec -l`) and `kexec.exec` (`kexec -e`), after the dispatcher journaled `running`
- * (`core/commands/kind_handlers/boot_kexec.ts`). `diag.nvml` registers with its flags and lands with its issue; until
- * then it is refused `UNSUPPORTED`. In the initramfs both processes run as root:
+ * (`core/commands/kind_handlers/boot_kexec.ts`). `diag.nvml` is the node's handler: `nvidia-smi -q -x` run by the
+ * agent (`[devices] nvidia_smi`), each GPU's NUMA node asked of root (`pci.numa_node`); without a driver it fails
+ * `no-gpu-driver`. In the initramfs both processes run as root:
  * the separation is Deno's grant, not a uid (the helper makes the socket's directory, `/run/bcd` by default, 0750).
  *
  * @module
@@ -21,10 +22,10 @@ import { HandlerRegistry } from "../core/commands/handlers.ts";
 import { kindsForRole } from "../core/commands/kinds.ts";
 import { DEFAULT_HELPER_SOCKET } from "../core/helper/mod.ts";
 import { hostKindHandlers } from "../runtimes/host/mod.ts";
-import { HelperDcgm, HelperHostInventory } from "../runtimes/helper/ports.ts"; // not mod.ts: the helper server stays out
+import { HelperDcgm, HelperGpuTool, HelperHostInventory } from "../runtimes/helper/ports.ts"; // not mod.ts: the helper server stays out
 import { HelperDiskWiper, HelperImageDeployer, HelperKexec } from "../runtimes/helper/ports_disk.ts";
 import { bootKexecHandler, deployImageHandler, diskWipeHandler } from "../core/commands/kind_handlers/mod.ts";
-import { diagDcgmHandler } from "../core/converge/devices/mod.ts";
+import { diagDcgmHandler, diagNvmlHandler } from "../core/converge/devices/mod.ts";
 import { agentCommands, helperOf } from "./_agent_cli.ts";
 import { driverInvoke } from "./_plugins.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
@@ -41,6 +42,7 @@ export const COMMANDS: Record<string, Subcommand> = {
       "disk.wipe",
       "deploy.image",
       "boot.kexec",
+      "diag.nvml",
     ],
     defaultDataDir: "/run/bcd",
     helperSocket: (config) => config.helper.socket ?? DEFAULT_HELPER_SOCKET,
@@ -62,6 +64,10 @@ export const COMMANDS: Record<string, Subcommand> = {
       }));
       reg.register(deployImageHandler({ deployer: new HelperImageDeployer(helperOf(ctx)) }));
       reg.register(bootKexecHandler({ kexec: new HelperKexec(helperOf(ctx)) }));
+      // The node's diag.nvml: nvidia-smi queried here, NUMA nodes from root; no XID watch runs in the ramdisk.
+      reg.register(
+        diagNvmlHandler({ gpu: new HelperGpuTool(helperOf(ctx), { binary: ctx.config.devices.nvidiaSmi }) }),
+      );
       // The ramdisk runs no workload: no hold and no VM keeps a GPU busy.
       return reg.register(diagDcgmHandler({
         dcgm: new HelperDcgm(helperOf(ctx)),
