@@ -13,23 +13,9 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import type { WipeDevice } from "./wipe_device.ts";
+import type { DeployTarget, ImageSink, ImageStream } from "./deploy_target.ts";
+export type { DeployTarget, ImageSink, ImageStream };
 import { Qcow2Converter, Qcow2ConvertError, type Qcow2ConvertOptions } from "./qcow2_stream.ts";
-
-/** Where a deploy writes: a whole disk, as the wipe opens it, that can re-read its partition table. */
-export interface DeployTarget extends Pick<WipeDevice, "sizeBytes" | "write" | "read" | "flush"> {
-  /** Asks the kernel to re-read the partition table; throws {@link PartitionTableError} when it cannot. */
-  rereadPartitions(): Promise<void>;
-}
-
-/** A sink for the stream's bytes, in order. */
-export interface ImageSink {
-  write(chunk: Uint8Array): Promise<void>;
-  end(): Promise<void>;
-}
-
-/** Streams the image into `sink` and returns the SHA-256 (hex) of the bytes it passed. */
-export type ImageStream = (sink: ImageSink, maxBytes: number) => Promise<string>;
 
 /** Why a deploy failed: `digest-mismatch`, `verify-failed`, or the stream's own reason (`not-https`, `too-large`, …). */
 export class DeployError extends Error {

@@ -5,7 +5,7 @@
  * @module
  */
 import { type DeviceMethod, DeviceMethodFailed, type WipeDevice } from "./wipe_device.ts";
-import type { DeployTarget } from "./deploy.ts";
+import type { DeployTarget } from "./deploy_target.ts";
 
 /** How the fake behaves. */
 export interface FakeWipeDeviceOptions {

@@ -26,7 +26,7 @@
  * @module
  */
 import { crc32 } from "node:zlib";
-import type { DeployTarget } from "./deploy.ts";
+import type { DeployTarget } from "./deploy_target.ts";
 
 /** Why the table could not be grown: `no-partition-table`, `partition-table`, `unsupported-table`, `no-room`. */
 export class GrowError extends Error {

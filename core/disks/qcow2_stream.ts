@@ -50,7 +50,7 @@ import {
   type Qcow2Header,
 } from "../images/qcow2_header.ts";
 import { ImageRefused } from "../images/errors.ts";
-import type { DeployTarget, ImageSink } from "./deploy.ts";
+import type { DeployTarget, ImageSink } from "./deploy_target.ts";
 import { decodeL1Entry, decodeL2Entry } from "./qcow2_entries.ts";
 import { Qcow2ConvertError } from "./qcow2_errors.ts";
 import { coversRange, popWant, pushWant, type Want } from "./_want_heap.ts";
@@ -405,8 +405,9 @@ export class Qcow2Converter implements ImageSink {
     const from = g * this.#cs;
     const to = Math.min((g + count) * this.#cs, this.virtualSize);
     if (to <= from) return;
-    this.#zeros ??= new Uint8Array(_ZERO_CHUNK);
     this.#touched = true;
+    if (this.#dev.zeroRange) return await this.#dev.zeroRange(from, to - from);
+    this.#zeros ??= new Uint8Array(_ZERO_CHUNK);
     for (let off = from; off < to; off += _ZERO_CHUNK) {
       await this.#dev.write(off, this.#zeros.subarray(0, Math.min(_ZERO_CHUNK, to - off)));
     }

@@ -76,6 +76,19 @@ export class BlockWipeDevice implements WipeDevice, DeployTarget {
     }
   }
 
+  /** `blkdiscard --zeroout` of the range (BLKZEROOUT: the device's write-zeroes, or the kernel writes them). */
+  async zeroRange(offset: number, length: number): Promise<void> {
+    const words = await this.#tool(this.#tools.blkdiscard, [
+      "--zeroout",
+      "--offset",
+      String(offset),
+      "--length",
+      String(length),
+      this.#path,
+    ]);
+    if (words !== undefined) throw new Error(`${this.#path}: ${words}`);
+  }
+
   async write(offset: number, data: Uint8Array): Promise<void> {
     await this.#file.seek(offset, Deno.SeekMode.Start);
     let done = 0;
