@@ -4,6 +4,13 @@ import { silentLogger } from "../../log/mod.ts";
 import { commandBody } from "../command.ts";
 import { CommandFailed, InvalidPayload, LeftForRecovery } from "../rejection.ts";
 import { bootKexecHandler, type Kexec, type KexecLoadAnswer, type KexecLoadArgs } from "./boot_kexec.ts";
+import { Journal } from "../../journal/mod.ts";
+import { Dispatcher } from "../dispatcher.ts";
+import { HandlerRegistry } from "../handlers.ts";
+import { NOW, until } from "../harness_testing.ts";
+import type { CommandUpdate } from "../results.ts";
+import { EMPTY_TRUST_BUNDLE } from "../../pki/trust_bundle.ts";
+import { FakeClock } from "../../../fixtures/clock/fake_clock.ts";
 
 const SHA = "cd".repeat(32);
 
@@ -141,4 +148,74 @@ Deno.test("boot.kexec refuses a payload it cannot act on safely before queueing"
   for (const [name, p] of rows) {
     await t.step(name, () => assert.throws(() => h.resources!(ctx(p).command), InvalidPayload));
   }
+});
+
+Deno.test("through the dispatcher, boot.kexec's jump comes after running{boot_id} is journaled, and nothing follows it", async () => {
+  const dir = await Deno.makeTempDir({ dir: "/var/tmp" });
+  const journal = await Journal.open({ dataDir: dir, bootId: "boot-1", clock: new FakeClock(NOW) });
+  const updates: CommandUpdate[] = [];
+  const stateAt: Record<string, string | undefined> = {};
+  const kexec: Kexec = {
+    async load() {
+      stateAt.load = (await journal.get("01K"))?.state;
+      return { ok: true, kernelSha256: SHA };
+    },
+    async exec() {
+      stateAt.exec = (await journal.get("01K"))?.state;
+    },
+  };
+  const never = () => new Promise<void>(() => {}); // the machine is gone: the grace never ends in this process
+  const registry = new HandlerRegistry().register(
+    bootKexecHandler({
+      kexec,
+      sleep: (_ms, signal) =>
+        signal ? new Promise((r) => signal.addEventListener("abort", () => r(), { once: true })) : never(),
+    }),
+  );
+  const d = new Dispatcher({
+    journal,
+    bootId: "boot-1",
+    sink: { send: (u) => void updates.push(u) },
+    specs: { requestSpec: () => {} },
+    acceptance: {
+      nodeId: "n",
+      role: "ramdisk",
+      handlers: registry,
+      upgradeOnly: () => false,
+      appliedGeneration: () => 0,
+      serverNow: () => NOW,
+      trustBundle: () => EMPTY_TRUST_BUNDLE,
+      unbatchedPerHour: () => 0,
+    },
+  });
+  const p = packPayload("boot.kexec", fromDisk);
+  await d.deliver({
+    bodyBytes: new Uint8Array([1]),
+    attempt: 1,
+    body: {
+      id: "01K",
+      nodeId: "n",
+      kind: "boot.kexec",
+      payload: { typeUrl: p.type_url, value: p.value },
+      notAfterMs: NOW + 60_000,
+      seq: 1,
+      lane: "control",
+      minGeneration: 0,
+      retrySafe: false,
+      idempotencyKey: "",
+      selfTerminating: true,
+      attested: false,
+      workflowId: "",
+      stepId: "",
+      traceparent: "",
+      batchId: "",
+    },
+  });
+  await until(() => stateAt.exec !== undefined, "the jump");
+  assert.deepEqual(stateAt, { load: "running", exec: "running" }, "journaled running before the load and the jump");
+  await d.stop();
+  assert.deepEqual(updates.map((u) => u.state), ["ACKED", "RUNNING"], "no terminal update: the next boot settles it");
+  assert.equal((await journal.get("01K"))?.state, "running");
+  await journal.close();
+  await Deno.remove(dir, { recursive: true });
 });
