@@ -196,3 +196,39 @@ Deno.test("an unlisted volume is destroyed after the pass, never while a domain 
   assert.deepEqual([...store.volumes.keys()], ["w"]);
   assert.equal(rt.domains.has("a"), false);
 });
+
+Deno.test("after a restart the tracker comes from the running domains: a new writer first in spec order is still refused", async () => {
+  const store = new MemoryVolumeStore();
+  const first = setup(store);
+  await first.pass([vm("a", 1, [["v"]])], [vol("v")]);
+  // A new process: a fresh keeper and converger over the same runtime and store.
+  const keeper = new VolumeKeeper(store);
+  const conv = new InstancesConverger([first.rt], { volumes: keeper });
+  const engine = new ConvergenceEngine({ convergers: [conv], log: silentLogger() });
+  engine.hold({
+    generation: 9,
+    specHash: "h9",
+    sections: { instances: { instances: [vm("b", 1, [["v"]]), vm("a", 1, [["v"]])], volumes: [vol("v")] } },
+  });
+  await engine.pass();
+  assert.equal(first.rt.domains.get("a")?.state, "running", "the running holder keeps its volume");
+  assert.equal(first.rt.domains.get("b")?.state, "stopped");
+  assert.match(
+    conv.report().find((r) => r.id === "b")?.message ?? "",
+    /^volume-busy: volume v is open read-write in instance a/,
+  );
+});
+
+Deno.test("volume_storage is refreshed on a pass that changes nothing else", async () => {
+  const store = new MemoryVolumeStore({ totalBytes: 100 * GiB, availableBytes: 50 * GiB });
+  const { pass, conv } = setup(store);
+  await pass([], [vol("v", GiB)]);
+  assert.equal(conv.listing().volumeStorage?.outstandingBytes, GiB);
+  store.write("v", GiB / 4);
+  store.figures = { totalBytes: 100 * GiB, availableBytes: 40 * GiB };
+  await pass([], [vol("v", GiB)]);
+  assert.deepEqual(
+    [conv.listing().volumeStorage?.availableBytes, conv.listing().volumeStorage?.outstandingBytes],
+    [40 * GiB, GiB * 3 / 4],
+  );
+});
