@@ -32,6 +32,8 @@ import { encodeResponse, Http1Error, readMessage } from "./http1.ts";
 export interface FakeGuest {
   /** Whether the guest powers off on the ACPI power button (default true). */
   honorsPowerButton: boolean;
+  /** A hung VMM: `vmm.shutdown` answers 204 and the process stays (default false). */
+  vmmHangs: boolean;
 }
 
 /** One request as the VMM's HTTP server sees it. */
@@ -90,7 +92,7 @@ export class FakeVmm {
   readonly #conns = new Set<Deno.UnixConn>();
 
   constructor(readonly socket: string, guest: Partial<FakeGuest> = {}) {
-    this.guest = { honorsPowerButton: true, ...guest };
+    this.guest = { honorsPowerButton: true, vmmHangs: false, ...guest };
     this.exited = new Promise<void>((r) => this.#exit = r);
   }
 
@@ -276,6 +278,7 @@ export class FakeVmm {
   }
 
   _vmmShutdown(): FakeResponse {
+    if (this.guest.vmmHangs) return { status: 204 };
     this.#vm = null;
     this.#pendingExit = true;
     return { status: 204 };

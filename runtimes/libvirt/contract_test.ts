@@ -25,6 +25,7 @@ import { CommandVirsh, parseVirshList, type Virsh, VirshError, type VirshErrorCo
 import { FakeClock } from "../../fixtures/clock/fake_clock.ts";
 import { FileVolumeStore } from "../volumes/file_store.ts";
 import { REBIND_DISK } from "../../core/converge/instances/domain_plan.ts";
+import { instanceRuntimeContract } from "../instance_runtime_contract_testing.ts";
 
 type Backend = { readonly virsh: Virsh; readonly real: boolean; readonly viaHelper?: boolean } | {
   readonly skip: string;
@@ -231,82 +232,30 @@ function virshContract(label: string, make: () => Promise<Backend>): void {
 }
 
 function runtimeContract(label: string, make: () => Promise<Backend>): void {
-  Deno.test(`InstanceRuntime contract, libvirt-kvm (${label}): a domain is defined from a verified image, moves through its states and is deleted with its directory`, async (t) => {
+  instanceRuntimeContract("libvirt-kvm", label, async () => {
     const b = await make();
-    if ("skip" in b) return void await skipped(t, b.skip);
+    if ("skip" in b) return b;
     const env = await setup(b.virsh, { viaHelper: b.viaHelper });
-    if ("skip" in env) return void await skipped(t, env.skip);
-    const { rt, srv, dir } = env;
-    const id = `bcd-rt-${crypto.randomUUID().slice(0, 8)}`;
-    try {
-      const base = await makeQcow2(dir, "base.qcow2", "64M");
-      const sha = await sha256Hex(base);
-      srv.put(`/base-${id}.qcow2`, base);
-      const rec = record(id, launch({ url: `${srv.origin}/base-${id}.qcow2`, sha256: sha, format: "qcow2" }));
-      await rt.define(rec);
-      await t.step("the domain is listed stopped, carrying bcd's record", async () => {
-        const d = (await rt.list()).find((x) => x.id === id);
-        assert.equal(d?.state, "stopped");
-        const { launch: _l, ...mark } = rec;
-        assert.deepEqual(d?.record, mark);
-      });
-      await t.step("the base image is kept as images/<sha256>.qcow2, 0644; the overlay names it", async () => {
-        const st = await Deno.stat(`${dir}/data/libvirt/images/${sha}.qcow2`);
-        assert.equal(st.mode! & 0o777, 0o644);
-        assert.ok((await Deno.stat(`${dir}/data/libvirt/instances/${id}/disk.qcow2`)).isFile);
-        assert.ok((await Deno.stat(`${dir}/data/libvirt/instances/${id}/seed.iso`)).isFile);
-      });
-      await t.step("start, pause, resume, stop", async () => {
-        await rt.start(id, false);
-        assert.equal(await state(rt, id), "running");
-        await rt.pause(id);
-        assert.equal(await state(rt, id), "paused");
-        await rt.resume(id);
-        assert.equal(await state(rt, id), "running");
-        await rt.stop(id);
-        assert.equal(await state(rt, id), "stopped");
-        await rt.start(id, true);
-        assert.equal(await state(rt, id), "paused");
-      });
-      await t.step("a second define of the same instance is idempotent", async () => {
-        await rt.define(rec);
-        assert.equal((await rt.list()).filter((x) => x.id === id).length, 1);
-      });
-      await t.step("delete destroys, undefines and removes the directory", async () => {
-        await rt.delete(id);
-        assert.equal(await state(rt, id), undefined);
-        await assert.rejects(Deno.stat(rt.instanceDir(id)), Deno.errors.NotFound);
-      });
-    } finally {
-      await cleanup(b.virsh, id);
-      await env.close();
-    }
-  });
-
-  Deno.test(`InstanceRuntime contract, libvirt-kvm (${label}): a domain bcd did not define is listed unmanaged and never touched`, async (t) => {
-    const b = await make();
-    if ("skip" in b) return void await skipped(t, b.skip);
-    const env = await setup(b.virsh, { viaHelper: b.viaHelper });
-    if ("skip" in env) return void await skipped(t, env.skip);
-    const { rt } = env;
-    const name = `bcd-foreign-${crypto.randomUUID().slice(0, 8)}`;
-    try {
-      await b.virsh.define(tinyDomain(name));
-      await b.virsh.start(name, true);
-      const d = (await rt.list()).find((x) => x.id === name);
-      assert.equal(d?.record, undefined);
-      for (const f of [() => rt.stop(name), () => rt.pause(name), () => rt.delete(name), () => rt.start(name, false)]) {
-        await assert.rejects(f(), (e) => e instanceof RuntimeRefused && e.reason === "unmanaged-domain");
-      }
-      await assert.rejects(
-        rt.define(record(name, launch(null))),
-        (e) => e instanceof RuntimeRefused,
-      );
-      assert.equal(await stateOf(b.virsh, name), "paused");
-    } finally {
-      await cleanup(b.virsh, name);
-      await env.close();
-    }
+    if ("skip" in env) return env;
+    const foreign = new Map<string, string | undefined>();
+    return {
+      rt: env.rt,
+      srv: env.srv,
+      dir: env.dir,
+      imagesDir: `${env.dir}/data/libvirt/images`,
+      plantForeign: async (name) => {
+        await b.virsh.define(tinyDomain(name));
+        await b.virsh.start(name, true);
+        foreign.set(name, await stateOf(b.virsh, name));
+      },
+      foreignUntouched: async (name) => (await stateOf(b.virsh, name)) === "paused" && foreign.get(name) === "paused",
+      runningDiskSize: async (id) => {
+        if (!b.real) return (b.virsh as FakeVirsh).sizeOf(id, "vda") ?? -1;
+        return Number(parseQcow2Header(await readQcow2Prefix(`${env.rt.instanceDir(id)}/disk.qcow2`)).virtualSize);
+      },
+      cleanup: (id) => cleanup(b.virsh, id),
+      close: env.close,
+    };
   });
 
   Deno.test(`InstanceRuntime contract, libvirt-kvm (${label}): two nodes sharing one libvirtd never list, touch or delete each other's domains`, async (t) => {
@@ -377,56 +326,6 @@ function runtimeContract(label: string, make: () => Promise<Backend>): void {
           await env.close();
         }
       });
-    }
-  });
-
-  Deno.test(`InstanceRuntime contract, libvirt-kvm (${label}): a disk grows stopped (qemu-img resize) and running (blockresize), never shrinks, and not past a rewritten overlay`, async (t) => {
-    const b = await make();
-    if ("skip" in b) return void await skipped(t, b.skip);
-    const env = await setup(b.virsh, { viaHelper: b.viaHelper });
-    if ("skip" in env) return void await skipped(t, env.skip);
-    const { rt, srv, dir } = env;
-    const id = `bcd-grow-${crypto.randomUUID().slice(0, 8)}`;
-    const M = 1024 * 1024;
-    const size = async () =>
-      Number(parseQcow2Header(await readQcow2Prefix(`${rt.instanceDir(id)}/disk.qcow2`)).virtualSize);
-    try {
-      const base = await makeQcow2(dir, "base.qcow2", "16M");
-      srv.put(`/${id}.qcow2`, base);
-      await rt.define(
-        record(id, launch({ url: `${srv.origin}/${id}.qcow2`, sha256: await sha256Hex(base), format: "qcow2" })),
-      );
-      await t.step("stopped: the overlay is resized", async () => {
-        await rt.grow(id, 32 * M);
-        assert.equal(await size(), 32 * M);
-        await rt.grow(id, 32 * M);
-        assert.equal(await size(), 32 * M, "the same size is nothing to do");
-      });
-      await t.step("running: libvirt grows the disk under the guest", async () => {
-        await rt.start(id, true);
-        await rt.grow(id, 48 * M);
-        if (b.real) assert.equal(await size(), 48 * M);
-        else assert.equal((b.virsh as FakeVirsh).sizeOf(id, "vda"), 48 * M);
-      });
-      await t.step("a smaller size is refused disk-shrink", async () => {
-        await assert.rejects(rt.grow(id, 8 * M), (e) => e instanceof RuntimeRefused && e.reason === "disk-shrink");
-      });
-      await t.step("an overlay rewritten to another backing file is refused before the grow", async () => {
-        await rt.stop(id);
-        const out = await new Deno.Command("qemu-img", {
-          args: ["rebase", "-u", "-f", "qcow2", "-F", "raw", "-b", "/etc/hostname", `${rt.instanceDir(id)}/disk.qcow2`],
-        }).output();
-        assert.ok(out.success);
-        const before = await size();
-        await assert.rejects(
-          rt.grow(id, before + 16 * M),
-          (e) => e instanceof RuntimeRefused && e.reason === "backing-mismatch",
-        );
-        assert.equal(await size(), before);
-      });
-    } finally {
-      await cleanup(b.virsh, id);
-      await env.close();
     }
   });
 
@@ -539,82 +438,6 @@ function runtimeContract(label: string, make: () => Promise<Backend>): void {
       );
     } finally {
       await cleanup(b.virsh, id);
-      await env.close();
-    }
-  });
-
-  Deno.test(`InstanceRuntime contract, libvirt-kvm (${label}): hostile images fail the instance with the seed's reason and no domain opens them`, async (t) => {
-    const b = await make();
-    if ("skip" in b) return void await skipped(t, b.skip);
-    const env = await setup(b.virsh, { viaHelper: b.viaHelper });
-    if ("skip" in env) return void await skipped(t, env.skip);
-    const { rt, srv, dir } = env;
-    const ids: string[] = [];
-    try {
-      const cases: Array<[string, string[], string]> = [
-        ["a backing file (the host's disk)", ["-u", "-F", "raw", "-b", "/dev/sda"], "backing-file"],
-        ["an external data file", ["-o", `data_file=${dir}/ext.raw`], "data-file"],
-        [
-          "encryption (qcow2 AES)",
-          ["--object", "secret,id=s0,data=pw", "-o", "encrypt.format=aes,encrypt.key-secret=s0"],
-          "encrypted",
-        ],
-      ];
-      for (const [what, extra, reason] of cases) {
-        await t.step(`a base with ${what} is refused ${reason}`, async () => {
-          const id = `bcd-bad-${crypto.randomUUID().slice(0, 8)}`;
-          ids.push(id);
-          const img = await makeQcow2(dir, `${id}.qcow2`, "16M", extra);
-          const sha = await sha256Hex(img);
-          srv.put(`/${id}.qcow2`, img);
-          await assert.rejects(
-            rt.define(record(id, launch({ url: `${srv.origin}/${id}.qcow2`, sha256: sha, format: "qcow2" }))),
-            (e) => e instanceof RuntimeRefused && e.reason === reason,
-          );
-          assert.equal(await stateOf(b.virsh, id), undefined);
-          await assert.rejects(Deno.stat(`${dir}/data/libvirt/images/${sha}.qcow2`), Deno.errors.NotFound);
-        });
-      }
-      await t.step("a digest mismatch and a plain http URL are refused before anything is kept", async () => {
-        const id = `bcd-bad-${crypto.randomUUID().slice(0, 8)}`;
-        srv.put(`/${id}.qcow2`, await makeQcow2(dir, `${id}.qcow2`, "16M"));
-        const url = `${srv.origin}/${id}.qcow2`;
-        await assert.rejects(
-          rt.define(record(id, launch({ url, sha256: "0".repeat(64), format: "qcow2" }))),
-          (e) => e instanceof RuntimeRefused && e.reason === "digest-mismatch",
-        );
-        srv.redirect(`/${id}-r.qcow2`, url.replace("https:", "http:"));
-        await assert.rejects(
-          rt.define(
-            record(id, launch({ url: `${srv.origin}/${id}-r.qcow2`, sha256: "0".repeat(64), format: "qcow2" })),
-          ),
-          (e) => e instanceof RuntimeRefused && e.reason === "not-https",
-        );
-        assert.equal(await stateOf(b.virsh, id), undefined);
-      });
-      await t.step(
-        "an overlay rewritten to another backing file after a run is refused at the next start",
-        async () => {
-          const id = `bcd-bad-${crypto.randomUUID().slice(0, 8)}`;
-          ids.push(id);
-          const base = await makeQcow2(dir, `${id}.qcow2`, "16M");
-          const sha = await sha256Hex(base);
-          srv.put(`/${id}.qcow2`, base);
-          await rt.define(record(id, launch({ url: `${srv.origin}/${id}.qcow2`, sha256: sha, format: "qcow2" })));
-          const disk = `${rt.instanceDir(id)}/disk.qcow2`;
-          const out = await new Deno.Command("qemu-img", {
-            args: ["rebase", "-u", "-f", "qcow2", "-F", "raw", "-b", "/etc/hostname", disk],
-          }).output();
-          assert.ok(out.success);
-          await assert.rejects(
-            rt.start(id, false),
-            (e) => e instanceof RuntimeRefused && e.reason === "backing-mismatch",
-          );
-          assert.equal(await stateOf(b.virsh, id), "stopped");
-        },
-      );
-    } finally {
-      for (const id of ids) await cleanup(b.virsh, id);
       await env.close();
     }
   });

@@ -1,0 +1,458 @@
+/**
+ * The `cloud-hypervisor` instance runtime, the node's half (seed 000 §The runtimes, the `cloud-hypervisor` column).
+ * Files live under `<data dir>/cloud-hypervisor`: base images through the same {@link ImageStore} and disk tools as
+ * `libvirt-kvm` (shared code, its own directory), the `qemu-img create -u` overlay, the NoCloud seed ISO (attached as
+ * a read-only `Raw` disk) and `vm.json`, bcd's record (`vm_record.ts`). Everything root does — taps, the VMM's unit,
+ * handing tap fds to the VMM, stopping the unit — goes through a {@link ChHostPort}; the node itself drives each VMM
+ * over its API socket ({@link ChApiClient}).
+ *
+ * - `list`: only directories with a `vm.json` (a directory without one is not bcd's and is never listed); the state
+ *   from the unit and `vm.info` (`Running` → running, `Paused` → paused, no unit or no VM → stopped). A `vm.json`
+ *   that fails the strict read is listed without a record: unmanaged, never touched.
+ * - `define`: an `iso` is refused ("cloud-hypervisor boots disk images, not an iso"); the uid is the lowest of
+ *   `0x7FFD0000` up that no other record holds, and kept across redefines; the configuration has no NICs.
+ * - `start`: the overlay checked (`checkOverlay`), the taps made, the unit launched, the API awaited, `vm.create`,
+ *   each NIC through `addNet` (its tap's fd), `vm.boot`, then `vm.pause` for a paused start. A failure after the
+ *   launch stops the unit again (a failed attach means no VM); a boot that fails for lack of memory is `capacity`.
+ * - `stop`: the ladder — the ACPI power button and up to 60 s (the injected clock) for the unit to end, then
+ *   `vm.shutdown`, `vmm.shutdown` and `systemctl stop`; it fails ({@link VmmSurvived}) unless `systemctl show` then
+ *   reports `inactive` or `failed`, so a VMM that survived is never forgotten. The taps are deleted after.
+ * - `delete`: stops, deletes the taps and removes the directory (never one whose VMM still runs).
+ * - `grow`: `qemu-img resize` of the checked overlay while stopped, `vm.resize-disk` while running; never smaller.
+ *
+ * Not built yet: snapshots and restores (`restore_from` is refused `snapshot-unsupported`), GPUs (refused
+ * `gpu-unsupported` until `ch.vfio` exists), volumes (the record carries them; the converger does not pass them yet).
+ *
+ * @module
+ */
+import { INSTANCE_ID } from "../../core/converge/instances/domain_plan.ts";
+import {
+  type Domain,
+  type DomainRecord,
+  type DomainState,
+  type InstanceRuntime,
+  RuntimeRefused,
+} from "../../core/converge/instances/runtime.ts";
+import { checkOverlay, ImageRefused } from "../../core/images/mod.ts";
+import { parseQcow2Header, readQcow2Prefix } from "../../core/images/qcow2_header.ts";
+import { type Clock, realClock } from "../../core/clock.ts";
+import type { Logger } from "../../core/log/mod.ts";
+import { baseVirtualSize, buildSeedIso, createOverlay, overlayBase, resizeDisk } from "../libvirt/disk_tools.ts";
+import { ensureChannelKey } from "../libvirt/channel_key.ts";
+import { ImageFetchRefused, ImageStore } from "../libvirt/image_store.ts";
+import { ChApiClient, ChApiError, ChTransportError } from "./api_client.ts";
+import type { VmConfig, VmState } from "./api_types.ts";
+import type { ChHostPort, HostOutcome } from "./host_port.ts";
+import { CH_FIRMWARE, VMM_UID_BASE, VMM_UID_COUNT } from "./unit.ts";
+import { type ChRecord, ChRecordRefused, readRecord, RECORD_FILE, sysfsDevice, writeRecord } from "./vm_record.ts";
+
+/** The runtime's name in `InstanceSpec.runtime`. */
+export const CH_RUNTIME = "cloud-hypervisor";
+
+/** A stop that left the VMM's unit running. */
+export class VmmSurvived extends Error {
+  override name = "VmmSurvived";
+}
+
+/** Options of {@link ChRuntime}. */
+export interface ChRuntimeOptions {
+  readonly host: ChHostPort;
+  readonly dataDir: string;
+  readonly fetch?: typeof fetch;
+  /** The stop ladder's and the API wait's clock (default the real one). */
+  readonly clock?: Pick<Clock, "monotonic" | "sleep">;
+  /** How long the power button is given (default 60 s). */
+  readonly powerButtonGraceMs?: number;
+  /** How long a launched VMM may take to answer on its socket (default 10 s). */
+  readonly apiWaitMs?: number;
+  readonly log?: Logger;
+}
+
+const MiB = 1024 * 1024;
+
+function _check(o: HostOutcome, id: string): void {
+  if (o.refused) throw new RuntimeRefused(o.refused.reason, `${id}: ${o.refused.message}`);
+}
+
+function _stateOf(s: VmState): DomainState {
+  return s === "Running" ? "running" : s === "Paused" ? "paused" : "stopped";
+}
+
+/** The runtime. */
+export class ChRuntime implements InstanceRuntime {
+  readonly name = CH_RUNTIME;
+  readonly images: ImageStore;
+  readonly dir: string;
+  readonly #o: ChRuntimeOptions;
+  readonly #clock: Pick<Clock, "monotonic" | "sleep">;
+
+  constructor(opts: ChRuntimeOptions) {
+    this.#o = opts;
+    this.dir = `${opts.dataDir}/cloud-hypervisor`;
+    this.images = new ImageStore({ dir: `${this.dir}/images`, fetch: opts.fetch });
+    this.#clock = opts.clock ?? realClock;
+  }
+
+  instanceDir(id: string): string {
+    return `${this.dir}/instances/${id}`;
+  }
+
+  #paths(id: string) {
+    return { instanceDir: this.instanceDir(id), volumesDir: `${this.#o.dataDir}/volumes` };
+  }
+
+  /** The instance's API client (for the volume, balloon and rebind code: `vm.add-disk`, `vm.resize`, ...). */
+  api(id: string): ChApiClient {
+    if (!INSTANCE_ID.test(id)) throw new TypeError(`instance id ${JSON.stringify(id)} is not valid`);
+    return new ChApiClient({ socket: `${this.instanceDir(id)}/api.sock` });
+  }
+
+  async #ids(): Promise<string[]> {
+    const out: string[] = [];
+    try {
+      for await (const e of Deno.readDir(`${this.dir}/instances`)) {
+        if (e.isDirectory && INSTANCE_ID.test(e.name)) out.push(e.name);
+      }
+    } catch (e) {
+      if (!(e instanceof Deno.errors.NotFound)) throw e;
+    }
+    return out.sort();
+  }
+
+  /** The record; `null` for a directory that is not bcd's (no `vm.json`, or one that fails the strict read). */
+  async #record(id: string): Promise<ChRecord | null | undefined> {
+    try {
+      return (await readRecord(id, this.#paths(id))) ?? null;
+    } catch (e) {
+      if (e instanceof ChRecordRefused) {
+        this.#o.log?.warn({ instance: id, err: e.message }, "cloud-hypervisor: vm.json refused; left alone");
+        return null;
+      }
+      throw e;
+    }
+  }
+
+  /** The record of a managed instance, or the refusal: none (`no-domain`) or not bcd's (`unmanaged-domain`). */
+  async #managed(id: string): Promise<ChRecord> {
+    if (!INSTANCE_ID.test(id)) {
+      throw new RuntimeRefused("invalid-instance-id", `instance id ${JSON.stringify(id)} is not valid`);
+    }
+    const r = await this.#record(id);
+    if (r) return r;
+    const there = await Deno.lstat(this.instanceDir(id)).then(() => true, (e) => {
+      if (e instanceof Deno.errors.NotFound) return false;
+      throw e;
+    });
+    if (there) {
+      throw new RuntimeRefused("unmanaged-domain", `instance directory ${id} has no valid ${RECORD_FILE}; not bcd's`);
+    }
+    throw new RuntimeRefused("no-domain", `${id}: no such instance`);
+  }
+
+  async #state(id: string): Promise<DomainState> {
+    const unit = await this.#o.host.state(id);
+    if (unit !== "active" && unit !== "activating" && unit !== "reloading") return "stopped";
+    try {
+      return _stateOf((await this.api(id).info()).state);
+    } catch (e) {
+      if (e instanceof ChApiError && e.notCreated) return "stopped";
+      // A unit that runs but whose API does not answer is reported running: never started a second time over it.
+      if (e instanceof ChTransportError) return "running";
+      throw e;
+    }
+  }
+
+  async list(): Promise<Domain[]> {
+    const out: Domain[] = [];
+    for (const id of await this.#ids()) {
+      const r = await this.#record(id);
+      if (r === undefined) continue;
+      if (r === null) {
+        const has = await Deno.lstat(`${this.instanceDir(id)}/${RECORD_FILE}`).then(() => true, () => false);
+        if (has) out.push({ id, state: await this.#state(id), record: undefined });
+        continue;
+      }
+      out.push({
+        id,
+        state: await this.#state(id),
+        record: {
+          id,
+          allocationId: r.allocationId,
+          vcpus: r.vcpus,
+          memoryBytes: r.memoryBytes,
+          imageSha256: r.image?.sha256 ?? "",
+          gpus: r.gpus.map((g) => g.uuid),
+          ...(r.placement && r.placement.hugepages !== "none" ? { hugepages: r.placement.hugepages } : {}),
+        },
+      });
+    }
+    return out;
+  }
+
+  async define(record: DomainRecord): Promise<void> {
+    const id = record.id;
+    if (!INSTANCE_ID.test(id)) {
+      throw new RuntimeRefused("invalid-instance-id", `instance id ${JSON.stringify(id)} is not valid`);
+    }
+    const l = record.launch;
+    if (!l) {
+      throw new RuntimeRefused(
+        "invalid-spec",
+        `${id}: the cloud-hypervisor runtime needs the instance's image and disks`,
+      );
+    }
+    if (record.memoryBytes % MiB !== 0 || record.memoryBytes < MiB) {
+      throw new RuntimeRefused("invalid-size", `${id}: memory ${record.memoryBytes} is not a whole number of MiB`);
+    }
+    if (l.restoreFrom) {
+      throw new RuntimeRefused("snapshot-unsupported", `${id}: this build restores no cloud-hypervisor snapshots yet`);
+    }
+    if (!l.image) throw new RuntimeRefused("invalid-spec", `${id}: no image to boot from`);
+    if (l.image.format === "iso") {
+      throw new RuntimeRefused("iso-unsupported", `${id}: cloud-hypervisor boots disk images, not an iso`);
+    }
+    if (l.gpus.length > 0) {
+      throw new RuntimeRefused("gpu-unsupported", `${id}: this build passes no GPUs to cloud-hypervisor yet`);
+    }
+    const dir = this.instanceDir(id);
+    const prior = await this.#record(id);
+    if (prior === null && await Deno.lstat(dir).then(() => true, () => false)) {
+      throw new RuntimeRefused("unmanaged-domain", `instance directory ${id} is not bcd's; never defined over`);
+    }
+    let base: string;
+    try {
+      base = await this.images.ensure(l.image.url, l.image.sha256, l.image.format);
+    } catch (e) {
+      if (e instanceof ImageFetchRefused) throw new RuntimeRefused(e.reason, `${id}: ${e.message}`, { cause: e });
+      throw e;
+    }
+    await Deno.mkdir(`${this.dir}/instances`, { recursive: true, mode: 0o700 });
+    await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+    const disk = `${dir}/disk.qcow2`;
+    const ob = overlayBase(l.image.format)!;
+    if (!(await Deno.lstat(disk).then(() => true, () => false))) {
+      const size = Math.max(l.diskBytes, await baseVirtualSize(base, ob));
+      await createOverlay(`${disk}.tmp`, { path: base, format: ob }, size);
+      await Deno.rename(`${disk}.tmp`, disk);
+    } else if (l.diskBytes > 0) {
+      await this.grow(id, l.diskBytes);
+    }
+    const key = await ensureChannelKey(dir);
+    await buildSeedIso(`${dir}/seed.iso`, id, l.hostname, l.userData ?? new Uint8Array(0), key);
+    const uid = prior?.uid ?? await this.#freeUid();
+    const pl = l.placement;
+    const config: VmConfig = {
+      payload: { firmware: CH_FIRMWARE },
+      cpus: {
+        boot_vcpus: record.vcpus,
+        max_vcpus: record.vcpus,
+        ...(pl ? { affinity: _affinity(pl.cpus, record.vcpus) } : {}),
+      },
+      memory: {
+        size: record.memoryBytes,
+        ...(pl && pl.hugepages !== "none"
+          ? { hugepages: true, hugepage_size: pl.hugepages === "2M" ? 2 * MiB : 1024 * MiB }
+          : {}),
+      },
+      disks: [
+        { path: disk, image_type: "Qcow2", backing_files: true },
+        { path: `${dir}/seed.iso`, image_type: "Raw", readonly: true },
+      ],
+      serial: { mode: "Socket", socket: `${dir}/serial.sock` },
+      console: { mode: "Off" },
+      rng: { src: "/dev/urandom" },
+      ...(pl?.balloon ? { balloon: { size: 0, free_page_reporting: true } } : {}),
+      devices: l.gpus.map((g) => ({ path: sysfsDevice(g.pciBusId) })),
+    };
+    try {
+      await writeRecord({
+        v: 1,
+        id,
+        allocationId: record.allocationId,
+        uid,
+        vcpus: record.vcpus,
+        memoryBytes: record.memoryBytes,
+        image: { sha256: l.image.sha256, format: ob },
+        restoredFrom: null,
+        nics: l.nics,
+        gpus: l.gpus,
+        placement: l.placement,
+        volumes: [],
+        config,
+      }, this.#paths(id));
+    } catch (e) {
+      if (e instanceof ChRecordRefused) throw new RuntimeRefused(e.reason, `${id}: ${e.message}`, { cause: e });
+      throw e;
+    }
+    this.#o.log?.info({ instance: id, uid }, "cloud-hypervisor: defined");
+  }
+
+  /** The lowest VMM uid no record holds. */
+  async #freeUid(): Promise<number> {
+    const used = new Set<number>();
+    for (const id of await this.#ids()) {
+      const r = await this.#record(id);
+      if (r) used.add(r.uid);
+    }
+    for (let u = VMM_UID_BASE; u < VMM_UID_BASE + VMM_UID_COUNT; u++) if (!used.has(u)) return u;
+    throw new RuntimeRefused("capacity", `every VMM uid from 0x7FFD0000 up is taken`);
+  }
+
+  async #checkDisk(id: string, r: ChRecord): Promise<void> {
+    const img = r.image;
+    try {
+      await checkOverlay(
+        `${this.instanceDir(id)}/disk.qcow2`,
+        img ? { path: this.images.path(img.sha256, img.format), format: img.format } : null,
+      );
+    } catch (e) {
+      if (e instanceof ImageRefused) throw new RuntimeRefused(e.reason, `${id}: ${e.message}`, { cause: e });
+      throw e;
+    }
+  }
+
+  async start(id: string, paused: boolean): Promise<void> {
+    const r = await this.#managed(id);
+    if ((await this.#state(id)) !== "stopped") return;
+    await this.#checkDisk(id, r);
+    _check(await this.#o.host.taps(id), id);
+    _check(await this.#o.host.launch(id), id);
+    try {
+      const api = this.api(id);
+      await this.#waitApi(api, id);
+      await api.create(r.config);
+      for (let i = 0; i < r.nics.length; i++) _check(await this.#o.host.addNet(id, i), id);
+      try {
+        await api.boot();
+      } catch (e) {
+        if (e instanceof ChApiError && e.messages.some((m) => /Cannot allocate memory|out of memory/i.test(m))) {
+          throw new RuntimeRefused("capacity", `${id}: ${e.message}`, { cause: e });
+        }
+        throw e;
+      }
+      if (paused) await api.pause();
+    } catch (e) {
+      // No half-built VM stays behind: the unit goes, and the next pass starts over.
+      await this.#o.host.stop(id);
+      if (e instanceof ChApiError) throw new RuntimeRefused("vmm-refused", `${id}: ${e.message}`, { cause: e });
+      throw e;
+    }
+    this.#o.log?.info({ instance: id, paused }, "cloud-hypervisor: started");
+  }
+
+  async #waitApi(api: ChApiClient, id: string): Promise<void> {
+    const until = this.#clock.monotonic() + (this.#o.apiWaitMs ?? 10_000);
+    for (;;) {
+      try {
+        await api.ping();
+        return;
+      } catch (e) {
+        if (!(e instanceof ChTransportError && e.reason === "vmm-unreachable")) throw e;
+        if (this.#clock.monotonic() >= until) {
+          throw new ChTransportError("vmm-unreachable", `${id}: the VMM did not open its API socket in time`, {
+            cause: e,
+          });
+        }
+        await this.#clock.sleep(100);
+      }
+    }
+  }
+
+  async pause(id: string): Promise<void> {
+    await this.#managed(id);
+    await this.#apiCall(id, (a) => a.pause());
+  }
+
+  async resume(id: string): Promise<void> {
+    await this.#managed(id);
+    await this.#apiCall(id, (a) => a.resume());
+  }
+
+  async #apiCall(id: string, f: (a: ChApiClient) => Promise<void>): Promise<void> {
+    try {
+      await f(this.api(id));
+    } catch (e) {
+      if (e instanceof ChApiError) throw new RuntimeRefused("vmm-refused", `${id}: ${e.message}`, { cause: e });
+      throw e;
+    }
+  }
+
+  #ended = (s: string) => s === "inactive" || s === "failed";
+
+  /** The stop ladder (see the module doc). */
+  async stop(id: string): Promise<void> {
+    await this.#managed(id);
+    if (this.#ended(await this.#o.host.state(id))) {
+      _check(await this.#o.host.untaps(id), id);
+      return;
+    }
+    const api = this.api(id);
+    const state = await this.#state(id);
+    if (state === "running" && await _tolerate(api.powerButton())) {
+      const until = this.#clock.monotonic() + (this.#o.powerButtonGraceMs ?? 60_000);
+      while (this.#clock.monotonic() < until && !this.#ended(await this.#o.host.state(id))) {
+        await this.#clock.sleep(1000);
+      }
+    }
+    if (!this.#ended(await this.#o.host.state(id))) {
+      await _tolerate(api.shutdown());
+      await _tolerate(api.vmmShutdown());
+      this.#o.log?.info({ instance: id }, "cloud-hypervisor: the power button did not stop the VM; shut down");
+    }
+    const out = await this.#o.host.stop(id);
+    _check(out, id);
+    if (!out.state || !this.#ended(out.state)) {
+      throw new VmmSurvived(`${id}: the VMM's unit is ${out.state} after its stop; it is not forgotten`);
+    }
+    _check(await this.#o.host.untaps(id), id);
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.stop(id);
+    await Deno.remove(this.instanceDir(id), { recursive: true }).catch((e) => {
+      if (!(e instanceof Deno.errors.NotFound)) throw e;
+    });
+  }
+
+  async grow(id: string, bytes: number): Promise<void> {
+    if (!Number.isSafeInteger(bytes) || bytes < 1) {
+      throw new RuntimeRefused("invalid-size", `${id}: disk size ${bytes} is not a positive byte count`);
+    }
+    const r = await this.#managed(id);
+    const disk = `${this.instanceDir(id)}/disk.qcow2`;
+    await this.#checkDisk(id, r);
+    const have = Number(parseQcow2Header(await readQcow2Prefix(disk)).virtualSize);
+    if (bytes === have) return;
+    if (bytes < have) {
+      throw new RuntimeRefused("disk-shrink", `${id}: the disk is ${have} bytes; ${bytes} would shrink it`);
+    }
+    if ((await this.#state(id)) === "stopped") {
+      await resizeDisk(disk, bytes);
+      return;
+    }
+    const info = await this.api(id).info();
+    const diskId = info.config.disks?.find((d) => d.path === disk)?.id;
+    if (!diskId) throw new RuntimeRefused("no-disk", `${id}: the VMM has no disk ${disk}`);
+    await this.#apiCall(id, (a) => a.resizeDisk(diskId, bytes));
+  }
+}
+
+/** Runs an API call whose failure the ladder steps over; answers whether it went through. */
+async function _tolerate(p: Promise<void>): Promise<boolean> {
+  try {
+    await p;
+    return true;
+  } catch (e) {
+    if (e instanceof ChApiError || e instanceof ChTransportError) return false;
+    throw e;
+  }
+}
+
+/** `cpus.affinity`: each vCPU on one host CPU when the list has exactly as many, else all on the whole list. */
+function _affinity(cpulist: string, vcpus: number): { vcpu: number; host_cpus: number[] }[] {
+  const cpus = cpulist.split(",").flatMap((p) => {
+    const [a, b] = p.split("-").map(Number) as [number, number | undefined];
+    return b === undefined ? [a] : Array.from({ length: b - a + 1 }, (_, i) => a + i);
+  });
+  return Array.from({ length: vcpus }, (_, v) => ({ vcpu: v, host_cpus: cpus.length === vcpus ? [cpus[v]!] : cpus }));
+}

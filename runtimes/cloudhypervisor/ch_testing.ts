@@ -1,0 +1,84 @@
+/**
+ * Test support: a `cloud-hypervisor` runtime wired to fakes — {@link FakeSystemd} (each unit a {@link FakeVmm} on the
+ * instance's `api.sock`), {@link FakeTaps}, {@link FakeFdSender} — through the in-process root side {@link ChHost},
+ * over a loopback https image server. Its clock moves by what the runtime sleeps (no real waiting).
+ *
+ * @module
+ */
+import { type ImageServer, startImageServer } from "../../fixtures/libvirt/image_server.ts";
+import { ChHost } from "./ch_host.ts";
+import { ChRuntime } from "./ch_runtime.ts";
+import { FakeSystemd } from "./fake_systemd.ts";
+import { FakeFdSender, FakeTaps } from "./fake_taps.ts";
+import type { ChHostPort } from "./host_port.ts";
+
+/** A wired runtime and its fakes. */
+export interface ChTestEnv {
+  readonly rt: ChRuntime;
+  readonly host: ChHost;
+  readonly systemd: FakeSystemd;
+  readonly taps: FakeTaps;
+  readonly srv: ImageServer;
+  readonly dir: string;
+  readonly dataDir: string;
+  readonly clock: { t: number };
+  close(): Promise<void>;
+}
+
+/** Options of {@link chTestEnv}. */
+export interface ChTestOptions {
+  readonly bridges?: readonly string[];
+  /** Replaces the port the runtime talks to (e.g. the helper's client over the same {@link ChHost}). */
+  readonly port?: (host: ChHost) => Promise<{ port: ChHostPort; close(): Promise<void> }>;
+}
+
+/** Builds one, or says why it cannot run here. */
+export async function chTestEnv(opts: ChTestOptions = {}): Promise<ChTestEnv | { skip: string }> {
+  const srv = await startImageServer();
+  if ("skip" in srv) return srv;
+  const dir = await Deno.makeTempDir({ prefix: "bcd-ch-ct-" });
+  const dataDir = `${dir}/data`;
+  const systemd = new FakeSystemd();
+  const taps = new FakeTaps();
+  const host = new ChHost({
+    runtimeDir: `${dataDir}/cloud-hypervisor`,
+    volumesDir: `${dataDir}/volumes`,
+    binary: "/usr/bin/cloud-hypervisor",
+    bridges: opts.bridges ?? ["br-inst"],
+    tapOwner: 1000,
+    underHelper: false,
+    units: systemd,
+    taps,
+    fds: new FakeFdSender(systemd),
+  });
+  const via = opts.port ? await opts.port(host) : undefined;
+  const clock = { t: 0 };
+  const rt = new ChRuntime({
+    host: via?.port ?? host,
+    dataDir,
+    fetch: srv.fetch,
+    clock: {
+      monotonic: () => clock.t,
+      sleep: (ms) => {
+        clock.t += ms;
+        return Promise.resolve();
+      },
+    },
+  });
+  return {
+    rt,
+    host,
+    systemd,
+    taps,
+    srv,
+    dir,
+    dataDir,
+    clock,
+    close: async () => {
+      systemd.killAll();
+      await via?.close();
+      await srv.close();
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}

@@ -1,0 +1,33 @@
+/**
+ * The privileged half of the `cloud-hypervisor` runtime (seed 000 §The runtimes, "cloud-hypervisor under bcd helper"):
+ * what needs root — the taps, the VMM's unit, handing each tap's file descriptor to the VMM, stopping the unit — named
+ * by instance id only. Root reads the instance's `vm.json` itself (strictly, `vm_record.ts`) and builds every path
+ * and the unit from it; no command line or path of the node's reaches root. {@link ChHost} implements it in process
+ * (a root node, tests); the helper's `ch.*` ops serve it to an unprivileged node.
+ *
+ * A refusal no retry fixes is a result, `{ refused }`, with its reason; a failure is thrown and retried next pass.
+ *
+ * @module
+ */
+import type { HostOutcome } from "../../core/converge/instances/domain_plan.ts";
+import type { UnitState } from "./units.ts";
+
+export type { HostOutcome };
+
+/** The port. */
+export interface ChHostPort {
+  /** Creates the instance's persistent taps (`tapName(id, i)`) on the record's bridges, up, owned by the node. */
+  taps(id: string): Promise<HostOutcome>;
+  /** Deletes the instance's taps (only names `tapName(id, i)`). */
+  untaps(id: string): Promise<HostOutcome>;
+  /** Starts the VMM's unit `bcd-ch-<id>.service` from the record. */
+  launch(id: string): Promise<HostOutcome>;
+  /** Opens tap `index` and hands its fd to the VMM with `vm.add-net` (`SCM_RIGHTS`). */
+  addNet(id: string, index: number): Promise<HostOutcome>;
+  /** `vm.restore` from `instances/<id>/ch` with every tap's fd as `net_fds`. */
+  restore(id: string, resume: boolean): Promise<HostOutcome>;
+  /** `systemctl stop`, then the unit's state as `systemctl show` reports it. */
+  stop(id: string): Promise<HostOutcome & { readonly state?: UnitState }>;
+  /** The unit's state. */
+  state(id: string): Promise<UnitState>;
+}

@@ -1,0 +1,320 @@
+/**
+ * Test support: the `InstanceRuntime` contract every hypervisor runtime keeps, one suite run against each
+ * (`runtimes/libvirt/contract_test.ts` over the fake and the real `virsh`, `runtimes/cloudhypervisor/contract_test.ts`
+ * over the fake VMM and fake systemd): a domain is defined from a verified image, moves through its states and is
+ * deleted with its directory; one bcd did not make is never touched; a disk grows stopped and running, never
+ * shrinks, and never past a rewritten overlay; hostile images fail the instance with the seed's reason. Real qcow2
+ * images made by qemu-img, served over loopback https.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import {
+  type DomainRecord,
+  type InstanceRuntime,
+  type LaunchSpec,
+  RuntimeRefused,
+} from "../core/converge/instances/runtime.ts";
+import { parseQcow2Header, readQcow2Prefix } from "../core/images/qcow2_header.ts";
+import { type ImageServer, makeQcow2, sha256Hex } from "../fixtures/libvirt/image_server.ts";
+
+/** One runtime under test, with the hooks the suite needs to see past it. */
+export interface RuntimeContractEnv {
+  readonly rt: InstanceRuntime & {
+    instanceDir(id: string): string;
+    grow(id: string, bytes: number): Promise<void>;
+  };
+  readonly srv: ImageServer;
+  /** A scratch directory. */
+  readonly dir: string;
+  /** Where the runtime keeps verified base images. */
+  readonly imagesDir: string;
+  /** Makes something under `id` that bcd did not define (a foreign domain, a directory without a record). */
+  plantForeign(id: string): Promise<void>;
+  /** Whether the foreign thing is still as planted. */
+  foreignUntouched(id: string): Promise<boolean>;
+  /** The root disk's size as the running hypervisor sees it. */
+  runningDiskSize(id: string): Promise<number>;
+  /** Removes whatever is left of `id` (domain, unit, files). */
+  cleanup(id: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A launch of `image` with no NICs, GPUs or placement. */
+export function contractLaunch(image: LaunchSpec["image"]): LaunchSpec {
+  return {
+    image,
+    diskBytes: 0,
+    nics: [],
+    gpus: [],
+    placement: null,
+    hostname: "",
+    userData: new TextEncoder().encode("#cloud-config\n"),
+  };
+}
+
+/** A record of 1 vCPU and 64 MiB. */
+export function contractRecord(id: string, l: LaunchSpec): DomainRecord {
+  return {
+    id,
+    allocationId: "alloc-1",
+    vcpus: 1,
+    memoryBytes: 64 * 1024 * 1024,
+    imageSha256: l.image?.sha256 ?? "",
+    gpus: [],
+    launch: l,
+  };
+}
+
+function _skipped(t: Deno.TestContext, why: string): Promise<boolean> {
+  console.log(`skipped: ${why}`);
+  return t.step({ name: `skipped: ${why}`, ignore: true, fn: () => {} });
+}
+
+async function _state(rt: InstanceRuntime, id: string) {
+  return (await rt.list()).find((d) => d.id === id)?.state;
+}
+
+/** Registers the suite for `runtime` over `label`'s environment (`{ skip }` when it cannot run here). */
+export function instanceRuntimeContract(
+  runtime: string,
+  label: string,
+  make: () => Promise<RuntimeContractEnv | { skip: string }>,
+): void {
+  const name = (what: string) => `InstanceRuntime contract, ${runtime} (${label}): ${what}`;
+
+  Deno.test(
+    name("a domain is defined from a verified image, moves through its states and is deleted with its directory"),
+    async (t) => {
+      const env = await make();
+      if ("skip" in env) return void await _skipped(t, env.skip);
+      const { rt, srv, dir } = env;
+      const id = `bcd-rt-${crypto.randomUUID().slice(0, 8)}`;
+      try {
+        const base = await makeQcow2(dir, "base.qcow2", "64M");
+        const sha = await sha256Hex(base);
+        srv.put(`/base-${id}.qcow2`, base);
+        const rec = contractRecord(
+          id,
+          contractLaunch({ url: `${srv.origin}/base-${id}.qcow2`, sha256: sha, format: "qcow2" }),
+        );
+        await rt.define(rec);
+        await t.step("the domain is listed stopped, carrying bcd's record", async () => {
+          const d = (await rt.list()).find((x) => x.id === id);
+          assert.equal(d?.state, "stopped");
+          const { launch: _l, ...mark } = rec;
+          assert.deepEqual(d?.record, mark);
+        });
+        await t.step(
+          "the base image is kept as images/<sha256>.qcow2, 0644; the overlay and seed are there",
+          async () => {
+            const st = await Deno.stat(`${env.imagesDir}/${sha}.qcow2`);
+            assert.equal(st.mode! & 0o777, 0o644);
+            assert.ok((await Deno.stat(`${rt.instanceDir(id)}/disk.qcow2`)).isFile);
+            assert.ok((await Deno.stat(`${rt.instanceDir(id)}/seed.iso`)).isFile);
+          },
+        );
+        await t.step("start, pause, resume, stop", async () => {
+          await rt.start(id, false);
+          assert.equal(await _state(rt, id), "running");
+          await rt.pause(id);
+          assert.equal(await _state(rt, id), "paused");
+          await rt.resume(id);
+          assert.equal(await _state(rt, id), "running");
+          await rt.stop(id);
+          assert.equal(await _state(rt, id), "stopped");
+          await rt.start(id, true);
+          assert.equal(await _state(rt, id), "paused");
+        });
+        await t.step("a second define of the same instance is idempotent", async () => {
+          await rt.define(rec);
+          assert.equal((await rt.list()).filter((x) => x.id === id).length, 1);
+        });
+        await t.step("delete stops it and removes the directory", async () => {
+          await rt.delete(id);
+          assert.equal(await _state(rt, id), undefined);
+          await assert.rejects(Deno.stat(rt.instanceDir(id)), Deno.errors.NotFound);
+        });
+      } finally {
+        await env.cleanup(id);
+        await env.close();
+      }
+    },
+  );
+
+  Deno.test(name("a domain bcd did not define is never listed as bcd's and never touched"), async (t) => {
+    const env = await make();
+    if ("skip" in env) return void await _skipped(t, env.skip);
+    const { rt } = env;
+    const id = `bcd-foreign-${crypto.randomUUID().slice(0, 8)}`;
+    try {
+      await env.plantForeign(id);
+      assert.equal((await rt.list()).find((x) => x.id === id)?.record, undefined);
+      for (const f of [() => rt.stop(id), () => rt.pause(id), () => rt.delete(id), () => rt.start(id, false)]) {
+        await assert.rejects(f(), (e) => e instanceof RuntimeRefused && e.reason === "unmanaged-domain");
+      }
+      await assert.rejects(rt.define(contractRecord(id, contractLaunch(null))), (e) => e instanceof RuntimeRefused);
+      assert.ok(await env.foreignUntouched(id), "the foreign domain is as it was");
+    } finally {
+      await env.cleanup(id);
+      await env.close();
+    }
+  });
+
+  Deno.test(
+    name(
+      "a disk grows stopped (qemu-img resize) and running (the hypervisor), never shrinks, and not past a rewritten overlay",
+    ),
+    async (t) => {
+      const env = await make();
+      if ("skip" in env) return void await _skipped(t, env.skip);
+      const { rt, srv, dir } = env;
+      const id = `bcd-grow-${crypto.randomUUID().slice(0, 8)}`;
+      const M = 1024 * 1024;
+      const size = async () =>
+        Number(parseQcow2Header(await readQcow2Prefix(`${rt.instanceDir(id)}/disk.qcow2`)).virtualSize);
+      try {
+        const base = await makeQcow2(dir, "base.qcow2", "16M");
+        srv.put(`/${id}.qcow2`, base);
+        await rt.define(
+          contractRecord(
+            id,
+            contractLaunch({ url: `${srv.origin}/${id}.qcow2`, sha256: await sha256Hex(base), format: "qcow2" }),
+          ),
+        );
+        await t.step("stopped: the overlay is resized", async () => {
+          await rt.grow(id, 32 * M);
+          assert.equal(await size(), 32 * M);
+          await rt.grow(id, 32 * M);
+          assert.equal(await size(), 32 * M, "the same size is nothing to do");
+        });
+        await t.step("running: the hypervisor grows the disk under the guest", async () => {
+          await rt.start(id, true);
+          await rt.grow(id, 48 * M);
+          assert.equal(await env.runningDiskSize(id), 48 * M);
+        });
+        await t.step("a smaller size is refused disk-shrink", async () => {
+          await assert.rejects(rt.grow(id, 8 * M), (e) => e instanceof RuntimeRefused && e.reason === "disk-shrink");
+        });
+        await t.step("an overlay rewritten to another backing file is refused before the grow", async () => {
+          await rt.stop(id);
+          const out = await new Deno.Command("qemu-img", {
+            args: [
+              "rebase",
+              "-u",
+              "-f",
+              "qcow2",
+              "-F",
+              "raw",
+              "-b",
+              "/etc/hostname",
+              `${rt.instanceDir(id)}/disk.qcow2`,
+            ],
+          }).output();
+          assert.ok(out.success);
+          const before = await size();
+          await assert.rejects(
+            rt.grow(id, before + 16 * M),
+            (e) => e instanceof RuntimeRefused && e.reason === "backing-mismatch",
+          );
+          assert.equal(await size(), before);
+        });
+      } finally {
+        await env.cleanup(id);
+        await env.close();
+      }
+    },
+  );
+
+  Deno.test(name("hostile images fail the instance with the seed's reason and no domain opens them"), async (t) => {
+    const env = await make();
+    if ("skip" in env) return void await _skipped(t, env.skip);
+    const { rt, srv, dir } = env;
+    const ids: string[] = [];
+    try {
+      const cases: Array<[string, string[], string]> = [
+        ["a backing file (the host's disk)", ["-u", "-F", "raw", "-b", "/dev/sda"], "backing-file"],
+        ["an external data file", ["-o", `data_file=${dir}/ext.raw`], "data-file"],
+        [
+          "encryption (qcow2 AES)",
+          ["--object", "secret,id=s0,data=pw", "-o", "encrypt.format=aes,encrypt.key-secret=s0"],
+          "encrypted",
+        ],
+      ];
+      for (const [what, extra, reason] of cases) {
+        await t.step(`a base with ${what} is refused ${reason}`, async () => {
+          const id = `bcd-bad-${crypto.randomUUID().slice(0, 8)}`;
+          ids.push(id);
+          const img = await makeQcow2(dir, `${id}.qcow2`, "16M", extra);
+          const sha = await sha256Hex(img);
+          srv.put(`/${id}.qcow2`, img);
+          await assert.rejects(
+            rt.define(
+              contractRecord(id, contractLaunch({ url: `${srv.origin}/${id}.qcow2`, sha256: sha, format: "qcow2" })),
+            ),
+            (e) => e instanceof RuntimeRefused && e.reason === reason,
+          );
+          assert.equal(await _state(rt, id), undefined);
+          await assert.rejects(Deno.stat(`${env.imagesDir}/${sha}.qcow2`), Deno.errors.NotFound);
+        });
+      }
+      await t.step("a digest mismatch and a plain http URL are refused before anything is kept", async () => {
+        const id = `bcd-bad-${crypto.randomUUID().slice(0, 8)}`;
+        srv.put(`/${id}.qcow2`, await makeQcow2(dir, `${id}.qcow2`, "16M"));
+        const url = `${srv.origin}/${id}.qcow2`;
+        await assert.rejects(
+          rt.define(contractRecord(id, contractLaunch({ url, sha256: "0".repeat(64), format: "qcow2" }))),
+          (e) => e instanceof RuntimeRefused && e.reason === "digest-mismatch",
+        );
+        srv.redirect(`/${id}-r.qcow2`, url.replace("https:", "http:"));
+        await assert.rejects(
+          rt.define(
+            contractRecord(
+              id,
+              contractLaunch({ url: `${srv.origin}/${id}-r.qcow2`, sha256: "0".repeat(64), format: "qcow2" }),
+            ),
+          ),
+          (e) => e instanceof RuntimeRefused && e.reason === "not-https",
+        );
+        assert.equal(await _state(rt, id), undefined);
+      });
+      await t.step(
+        "an overlay rewritten to another backing file after a run is refused at the next start",
+        async () => {
+          const id = `bcd-bad-${crypto.randomUUID().slice(0, 8)}`;
+          ids.push(id);
+          const base = await makeQcow2(dir, `${id}.qcow2`, "16M");
+          srv.put(`/${id}.qcow2`, base);
+          await rt.define(
+            contractRecord(
+              id,
+              contractLaunch({ url: `${srv.origin}/${id}.qcow2`, sha256: await sha256Hex(base), format: "qcow2" }),
+            ),
+          );
+          const out = await new Deno.Command("qemu-img", {
+            args: [
+              "rebase",
+              "-u",
+              "-f",
+              "qcow2",
+              "-F",
+              "raw",
+              "-b",
+              "/etc/hostname",
+              `${rt.instanceDir(id)}/disk.qcow2`,
+            ],
+          }).output();
+          assert.ok(out.success);
+          await assert.rejects(
+            rt.start(id, false),
+            (e) => e instanceof RuntimeRefused && e.reason === "backing-mismatch",
+          );
+          assert.equal(await _state(rt, id), "stopped");
+        },
+      );
+    } finally {
+      for (const id of ids) await env.cleanup(id);
+      await env.close();
+    }
+  });
+}
