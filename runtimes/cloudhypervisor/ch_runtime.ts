@@ -7,8 +7,9 @@
  * over its API socket ({@link ChApiClient}).
  *
  * - `list`: only directories with a `vm.json` (a directory without one is not bcd's and is never listed); the state
- *   from the unit and `vm.info` (`Running` → running, `Paused` → paused, no unit or no VM → stopped). A `vm.json`
- *   that fails the strict read is listed without a record: unmanaged, never touched.
+ *   from the unit and `vm.info` (no running unit → stopped; `Paused` → paused; any other live VMM → running, so a
+ *   VMM that survived a stop is stopped again, never forgotten). A `vm.json` that fails the strict read is listed
+ *   without a record: unmanaged, never touched.
  * - `define`: an `iso` is refused ("cloud-hypervisor boots disk images, not an iso"); the uid is the lowest of
  *   `0x7FFD0000` up that no other record holds, and kept across redefines; the configuration has no NICs.
  * - `start`: the overlay checked (`checkOverlay`), the taps made, the unit launched, the API awaited, `vm.create`,
@@ -149,15 +150,24 @@ export class ChRuntime implements InstanceRuntime {
     throw new RuntimeRefused("no-domain", `${id}: no such instance`);
   }
 
+  /**
+   * The instance's state: `stopped` when its unit is not running; else the VM's (`Running`, `Paused`). A unit that
+   * runs with no booted VM in it (a VMM a failed stop or start left behind), or whose API does not answer, is
+   * `running`: a live VMM is never reported stopped, so the converger stops it again instead of forgetting it.
+   */
   async #state(id: string): Promise<DomainState> {
     const unit = await this.#o.host.state(id);
     if (unit !== "active" && unit !== "activating" && unit !== "reloading") return "stopped";
+    return (await this.#vmState(id)) === "paused" ? "paused" : "running";
+  }
+
+  /** What `vm.info` says (`stopped` for a VM not created or not booted, `unreachable` for no answer). */
+  async #vmState(id: string): Promise<DomainState | "unreachable"> {
     try {
       return _stateOf((await this.api(id).info()).state);
     } catch (e) {
       if (e instanceof ChApiError && e.notCreated) return "stopped";
-      // A unit that runs but whose API does not answer is reported running: never started a second time over it.
-      if (e instanceof ChTransportError) return "running";
+      if (e instanceof ChTransportError) return "unreachable";
       throw e;
     }
   }
@@ -313,7 +323,16 @@ export class ChRuntime implements InstanceRuntime {
 
   async start(id: string, paused: boolean): Promise<void> {
     const r = await this.#managed(id);
-    if ((await this.#state(id)) !== "stopped") return;
+    if ((await this.#state(id)) !== "stopped") {
+      const vm = await this.#vmState(id);
+      if (vm === "running" || vm === "paused") return;
+      // A VMM left without a booted VM: its unit goes first, so the VM is built from scratch.
+      const out = await this.#o.host.stop(id);
+      _check(out, id);
+      if (!out.state || !this.#ended(out.state)) {
+        throw new VmmSurvived(`${id}: a VMM left behind is ${out.state} after its stop; no second one is started`);
+      }
+    }
     await this.#checkDisk(id, r);
     _check(await this.#o.host.taps(id), id);
     _check(await this.#o.host.launch(id), id);
@@ -387,8 +406,7 @@ export class ChRuntime implements InstanceRuntime {
       return;
     }
     const api = this.api(id);
-    const state = await this.#state(id);
-    if (state === "running" && await _tolerate(api.powerButton())) {
+    if ((await this.#vmState(id)) === "running" && await _tolerate(api.powerButton())) {
       const until = this.#clock.monotonic() + (this.#o.powerButtonGraceMs ?? 60_000);
       while (this.#clock.monotonic() < until && !this.#ended(await this.#o.host.state(id))) {
         await this.#clock.sleep(1000);
