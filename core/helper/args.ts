@@ -23,6 +23,7 @@
  * | `plugin.list`, `plugin.manifest`, `plugin.attach` | none; `name`; `name` | a plugin name `[a-z0-9][a-z0-9._-]{0,62}` (the directory's; the helper builds the path) |
  * | `kube.read`, `kube.join`, `kube.reset` | none; the join's settings and token; none | an endpoint, CA key pins, a node name, labels, taints, a bootstrap token never shown (`args_host.ts`) |
  * | `libvirt.*`      | see `args_libvirt.ts`                 | instance ids and a domain plan; never a path or XML    |
+ * | `ch.*`           | see `args_ch.ts`                      | instance ids and NIC indexes; never a path or a command line |
  * | `access.observe`, `access.apply` | see `args_access.ts`  | sshd's access files as content, never a path           |
  * | `daemon.status`  | none                                  |                                                        |
  * | `daemon.install` | `version`, `sha256`, `signature`      | a release version (1-64 of `[0-9A-Za-z._+-]`, no `..`), 64 lowercase hex, base64 of at most 64 bytes |
@@ -49,6 +50,7 @@ import { HOST_ARG_CHECKS } from "./args_host.ts";
 import { isPluginName } from "../plugins/protocol.ts";
 import { NFT_ARG_CHECKS } from "./args_nft.ts";
 import { LIBVIRT_CHECKS } from "./args_libvirt.ts";
+import { CH_CHECKS } from "./args_ch.ts";
 import { checkAccessApply, checkAccessObserve } from "./args_access.ts";
 import { DISK_ARG_CHECKS } from "./args_disk.ts";
 import { KEXEC_ARG_CHECKS } from "./args_kexec.ts";
@@ -311,6 +313,7 @@ const _CHECK: { readonly [O in HelperOp]: (raw: unknown) => HelperArgs[O] } = {
   ...NFT_ARG_CHECKS,
   ...HOST_ARG_CHECKS,
   ...LIBVIRT_CHECKS,
+  ...CH_CHECKS,
   "access.observe": checkAccessObserve,
   "access.apply": checkAccessApply,
   ...DISK_ARG_CHECKS,

@@ -5,6 +5,7 @@
  * @module
  */
 import type { LibvirtArgs, LibvirtOp } from "./args_libvirt.ts";
+import type { ChArgs, ChOp } from "./args_ch.ts";
 import type { HelperArgs, HelperOp } from "./protocol.ts";
 
 /** A plan that passes every rule. */
@@ -44,6 +45,22 @@ export const LIBVIRT_VALID: { [O in LibvirtOp]: LibvirtArgs[O] } = {
 export const LIBVIRT_LINES: { [O in LibvirtOp]: string } = Object.fromEntries(
   Object.entries(LIBVIRT_VALID).map(([k, v]) => [k, JSON.stringify(v)]),
 ) as { [O in LibvirtOp]: string };
+
+/** One accepted request per ch op. */
+export const CH_VALID: { [O in ChOp]: ChArgs[O] } = {
+  "ch.taps": { id: "i-1" },
+  "ch.untaps": { id: "i-1" },
+  "ch.launch": { id: "i-1" },
+  "ch.add_net": { id: "i-1", index: 1 },
+  "ch.restore": { id: "i-1", resume: false },
+  "ch.stop": { id: "i-1" },
+  "ch.state": { id: "i-1" },
+};
+
+/** The same as request argument lines. */
+export const CH_LINES: { [O in ChOp]: string } = Object.fromEntries(
+  Object.entries(CH_VALID).map(([k, v]) => [k, JSON.stringify(v)]),
+) as { [O in ChOp]: string };
 
 const GPU = "GPU-6f2a1c3e-3b1e-4f0a-9f3c-0d1e2f3a4b5c";
 
@@ -123,6 +140,7 @@ export const VALID_ARGS: { [O in HelperOp]: HelperArgs[O] } = {
   "plugin.manifest": { name: "redfish" },
   "plugin.attach": { name: "redfish" },
   ...LIBVIRT_VALID,
+  ...CH_VALID,
   "access.observe": {},
   "access.apply": {
     caKeys: ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcH"],

@@ -55,6 +55,7 @@ import type { PackageObserved, PackageStep, PackageUnit } from "../host/packages
 import type { KernelModulesObserved, KernelModuleStep } from "../host/kernel_modules.ts";
 import type { SysctlObserved, SysctlStep } from "../host/sysctl.ts";
 import { LIBVIRT_OPS, type LibvirtArgs, type LibvirtResults } from "./args_libvirt.ts";
+import { CH_OPS, type ChArgs, type ChResults } from "./args_ch.ts";
 import type { AccessApplied, AccessFiles, AccessObserved } from "../access/mod.ts";
 import type { PluginFailure, PluginManifest } from "../plugins/protocol.ts";
 import type { DiskDeployAnswer, DiskWipeAnswer, VerifyMode, WipeMethod, WipeProgress } from "../disks/mod.ts";
@@ -109,6 +110,7 @@ export const HELPER_OPS = [
   "plugin.manifest",
   "plugin.attach",
   ...LIBVIRT_OPS,
+  ...CH_OPS,
   "access.observe",
   "access.apply",
   "daemon.status",
@@ -163,7 +165,7 @@ export interface EnvWriteArgs {
 }
 
 /** Each operation's arguments, after the helper checked them. */
-export interface HelperArgs extends LibvirtArgs {
+export interface HelperArgs extends LibvirtArgs, ChArgs {
   "host.boot_id": Record<never, never>;
   "host.inventory": Record<never, never>;
   "host.memory": Record<never, never>;
@@ -237,7 +239,7 @@ export interface HelperArgs extends LibvirtArgs {
 export type { KexecLoadAnswer, KexecLoadArgs };
 
 /** Each operation's result. */
-export interface HelperResults extends LibvirtResults {
+export interface HelperResults extends LibvirtResults, ChResults {
   "host.boot_id": { readonly bootId: string };
   "host.inventory": HostInventory;
   "host.memory": HostMemory;

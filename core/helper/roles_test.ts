@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { LIBVIRT_LINES, VALID_ARGS } from "./args_samples_testing.ts";
+import { CH_LINES, LIBVIRT_LINES, VALID_ARGS } from "./args_samples_testing.ts";
 import { kindsForRole } from "../commands/kinds.ts";
 import { decodeRequest, RequestRefused } from "./codec.ts";
 import { HELPER_OPS, type HelperOp } from "./protocol.ts";
@@ -80,6 +80,7 @@ const LINE: Record<HelperOp, string> = {
   "plugin.manifest": '{"name":"redfish"}',
   "plugin.attach": '{"name":"redfish"}',
   ...LIBVIRT_LINES,
+  ...CH_LINES,
   "access.observe": "{}",
   "disk.wipe": '{"diskId":"nvme-Samsung_SSD_980_S64DNX0R","pattern":"zero","verify":"sample"}',
   "disk.wipe_status": '{"diskId":"nvme-Samsung_SSD_980_S64DNX0R"}',

@@ -22,7 +22,7 @@ import { INSTANCE_ID, type Refusal } from "../../core/converge/instances/domain_
 import { tapName } from "../../core/converge/instances/tap_name.ts";
 import { ChApiError, parseAnswer } from "./api_client.ts";
 import { encodeRequest, type Http1Message } from "./http1.ts";
-import type { ChHostPort, HostOutcome } from "./host_port.ts";
+import type { ChHostPort, HostOutcome } from "../../core/converge/instances/ch_port.ts";
 import { type ChUnits, type UnitState } from "./units.ts";
 import { systemdRunArgs, unitName } from "./unit.ts";
 import { type ChRecord, ChRecordRefused, readRecord, RECORD_FILE, volumePath } from "./vm_record.ts";

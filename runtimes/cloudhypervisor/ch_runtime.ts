@@ -43,7 +43,7 @@ import { ensureChannelKey } from "../libvirt/channel_key.ts";
 import { ImageFetchRefused, ImageStore } from "../libvirt/image_store.ts";
 import { ChApiClient, ChApiError, ChTransportError } from "./api_client.ts";
 import type { VmConfig, VmState } from "./api_types.ts";
-import type { ChHostPort, HostOutcome } from "./host_port.ts";
+import type { ChHostPort, HostOutcome } from "../../core/converge/instances/ch_port.ts";
 import { CH_FIRMWARE, VMM_UID_BASE, VMM_UID_COUNT } from "./unit.ts";
 import { type ChRecord, ChRecordRefused, readRecord, RECORD_FILE, sysfsDevice, writeRecord } from "./vm_record.ts";
 

@@ -10,7 +10,7 @@ import { ChHost } from "./ch_host.ts";
 import { ChRuntime } from "./ch_runtime.ts";
 import { FakeSystemd } from "./fake_systemd.ts";
 import { FakeFdSender, FakeTaps } from "./fake_taps.ts";
-import type { ChHostPort } from "./host_port.ts";
+import type { ChHostPort } from "../../core/converge/instances/ch_port.ts";
 
 /** A wired runtime and its fakes. */
 export interface ChTestEnv {

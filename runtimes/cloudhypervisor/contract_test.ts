@@ -4,34 +4,52 @@
  * packaged for these machines, so there is no real backend to run it against.
  */
 import { instanceRuntimeContract } from "../instance_runtime_contract_testing.ts";
-import { chTestEnv } from "./ch_testing.ts";
+import { startTestHelper } from "../helper/helper_testing.ts";
+import { chTestEnv, type ChTestOptions } from "./ch_testing.ts";
+import { HelperChHost } from "./helper_port.ts";
 
-instanceRuntimeContract("cloud-hypervisor", "fake VMM, fake systemd", async () => {
-  const env = await chTestEnv();
-  if ("skip" in env) return env;
-  return {
-    rt: env.rt,
-    srv: env.srv,
-    dir: env.dir,
-    imagesDir: `${env.dataDir}/cloud-hypervisor/images`,
-    plantForeign: async (id) => {
-      const d = env.rt.instanceDir(id);
-      await Deno.mkdir(d, { recursive: true });
-      await Deno.writeTextFile(`${d}/disk.qcow2`, "someone else's");
-    },
-    foreignUntouched: async (id) =>
-      (await Deno.readTextFile(`${env.rt.instanceDir(id)}/disk.qcow2`)) === "someone else's" &&
-      env.systemd.calls.every((c) => !c.startsWith("run ")),
-    runningDiskSize: (id) => {
-      const vmm = env.systemd.units.get(`bcd-ch-${id}.service`)?.vmm;
-      return Promise.resolve(vmm?.diskSizes.get("_disk0") ?? -1);
-    },
-    cleanup: async (id) => {
-      env.systemd.units.get(`bcd-ch-${id}.service`)?.vmm.kill();
-      await Deno.remove(env.rt.instanceDir(id), { recursive: true }).catch((e) => {
-        if (!(e instanceof Deno.errors.NotFound)) throw e;
-      });
-    },
-    close: env.close,
-  };
-});
+const VIA_HELPER: ChTestOptions = {
+  port: async (host) => {
+    const helper = await startTestHelper({ ch: host });
+    return { port: new HelperChHost(helper.client), close: () => helper.close() };
+  },
+};
+
+for (
+  const [label, opts] of [
+    ["fake VMM, fake systemd", {}],
+    ["fake VMM, fake systemd, through the root helper's ch.* ops", VIA_HELPER],
+  ] as const
+) register(label, opts);
+
+function register(label: string, opts: ChTestOptions): void {
+  instanceRuntimeContract("cloud-hypervisor", label, async () => {
+    const env = await chTestEnv(opts);
+    if ("skip" in env) return env;
+    return {
+      rt: env.rt,
+      srv: env.srv,
+      dir: env.dir,
+      imagesDir: `${env.dataDir}/cloud-hypervisor/images`,
+      plantForeign: async (id) => {
+        const d = env.rt.instanceDir(id);
+        await Deno.mkdir(d, { recursive: true });
+        await Deno.writeTextFile(`${d}/disk.qcow2`, "someone else's");
+      },
+      foreignUntouched: async (id) =>
+        (await Deno.readTextFile(`${env.rt.instanceDir(id)}/disk.qcow2`)) === "someone else's" &&
+        env.systemd.calls.every((c) => !c.startsWith("run ")),
+      runningDiskSize: (id) => {
+        const vmm = env.systemd.units.get(`bcd-ch-${id}.service`)?.vmm;
+        return Promise.resolve(vmm?.diskSizes.get("_disk0") ?? -1);
+      },
+      cleanup: async (id) => {
+        env.systemd.units.get(`bcd-ch-${id}.service`)?.vmm.kill();
+        await Deno.remove(env.rt.instanceDir(id), { recursive: true }).catch((e) => {
+          if (!(e instanceof Deno.errors.NotFound)) throw e;
+        });
+      },
+      close: env.close,
+    };
+  });
+}

@@ -6,8 +6,9 @@
  * @module
  */
 
-/** A unit's `ActiveState` as `systemctl show` prints it (`inactive` also for a unit systemd no longer knows). */
-export type UnitState = "active" | "activating" | "deactivating" | "inactive" | "failed" | "reloading";
+import { UNIT_STATES, type UnitState } from "../../core/converge/instances/ch_port.ts";
+
+export type { UnitState };
 
 /** A systemd tool that failed. */
 export class UnitToolError extends Error {
@@ -24,8 +25,6 @@ export interface ChUnits {
   state(unit: string): Promise<UnitState>;
 }
 
-const STATES: readonly UnitState[] = ["active", "activating", "deactivating", "inactive", "failed", "reloading"];
-
 /** The real tools. */
 export class SystemdUnits implements ChUnits {
   async run(args: readonly string[]): Promise<void> {
@@ -36,7 +35,7 @@ export class SystemdUnits implements ChUnits {
   }
   async state(unit: string): Promise<UnitState> {
     const out = (await _run("systemctl", ["show", "-p", "ActiveState", "--value", "--", unit])).trim();
-    if (!(STATES as readonly string[]).includes(out)) {
+    if (!(UNIT_STATES as readonly string[]).includes(out)) {
       throw new UnitToolError(`systemctl show ${unit}: ActiveState ${JSON.stringify(out.slice(0, 64))} is unknown`);
     }
     return out as UnitState;

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { ChHostPort } from "../../core/converge/instances/ch_port.ts";
 import type { AccessHost } from "../../core/access/mod.ts";
 import type { HostInventoryReader, Rebooter } from "../../core/commands/kind_handlers/mod.ts";
 import type { HoldRecord } from "../../core/converge/devices/hold.ts";
@@ -77,6 +78,8 @@ export interface HelperBackends {
   readonly plugins: PluginSource;
   /** The `libvirt-kvm` runtime's root half (`runtimes/libvirt/libvirt_host.ts`); absent where virsh is not installed. */
   readonly libvirt?: LibvirtHostPort;
+  /** The `cloud-hypervisor` runtime's root half (`runtimes/cloudhypervisor/ch_host.ts`); absent without the binary. */
+  readonly ch?: ChHostPort;
   /** sshd's access files (`access.*`); absent where the helper is not configured for them (the ops then fail). */
   readonly access?: AccessHost;
   /** What `doctor` asks of the host (`host.doctor`); absent, the op fails. */

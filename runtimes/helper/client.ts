@@ -36,6 +36,9 @@ export const OP_TIMEOUTS_MS: Readonly<Partial<Record<HelperOp, number>>> = {
   "slice.apply": 60_000,
   "slice.remove": 60_000,
   "libvirt.list": 60_000,
+  // systemd-run of a VMM unit, and systemctl stop of one (systemd's own stop timeout is 90 s)
+  "ch.launch": 120_000,
+  "ch.stop": 120_000,
   "libvirt.define": 120_000,
   "libvirt.start": 120_000,
   "libvirt.shutdown": 60_000,

@@ -235,8 +235,40 @@ async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promi
     case "kexec.exec":
       if (!b.kexec) throw new HelperError("failed", "kexec.exec: this helper loads no kernels");
       return _answer(req, await b.kexec.exec());
+    case "ch.taps":
+    case "ch.untaps":
+    case "ch.launch":
+    case "ch.add_net":
+    case "ch.restore":
+    case "ch.stop":
+    case "ch.state":
+      return await _ch(b, req);
     default:
       return await _libvirt(b, req);
+  }
+}
+
+/** The `ch.*` ops: refused `failed` on a host without root's `cloud-hypervisor` binary. */
+async function _ch(b: HelperBackends, req: HelperRequest): Promise<Answer> {
+  const c = b.ch;
+  if (!c) throw new HelperError("failed", `${req.op}: cloud-hypervisor is not installed on this host`);
+  switch (req.op) {
+    case "ch.taps":
+      return _answer(req, await c.taps(req.args.id));
+    case "ch.untaps":
+      return _answer(req, await c.untaps(req.args.id));
+    case "ch.launch":
+      return _answer(req, await c.launch(req.args.id));
+    case "ch.add_net":
+      return _answer(req, await c.addNet(req.args.id, req.args.index));
+    case "ch.restore":
+      return _answer(req, await c.restore(req.args.id, req.args.resume));
+    case "ch.stop":
+      return _answer(req, await c.stop(req.args.id));
+    case "ch.state":
+      return _answer(req, { state: await c.state(req.args.id) });
+    default:
+      throw new HelperError("unknown-op", `${req.op} has no runner`);
   }
 }
 

@@ -124,6 +124,7 @@ export async function startTestHelper(
       Pick<HelperServerOptions, "idleMs" | "partialLineMs" | "writeStallMs" | "maxConnections" | "clock">
     >;
     libvirt?: LibvirtHostPort;
+    ch?: HelperBackends["ch"];
     access?: AccessHost;
     /** `dcgm.diag`'s backend (default: dcgmi is not installed). */
     dcgmDiag?: HelperBackends["dcgmDiag"];
@@ -178,6 +179,7 @@ export async function startTestHelper(
     kubernetes: opts.kubernetes ?? new FakeKubernetes(),
     plugins: opts.plugins ?? new DirPluginSource({ dir: `${root}/plugins` }),
     ...(opts.libvirt ? { libvirt: opts.libvirt } : {}),
+    ...(opts.ch ? { ch: opts.ch } : {}),
     ...(opts.access ? { access: opts.access } : {}),
     ...(opts.doctor ? { doctor: opts.doctor } : {}),
     ...(opts.disks ? { disks: opts.disks } : {}),

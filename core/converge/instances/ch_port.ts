@@ -1,18 +1,30 @@
 /**
  * The privileged half of the `cloud-hypervisor` runtime (seed 000 §The runtimes, "cloud-hypervisor under bcd helper"):
  * what needs root — the taps, the VMM's unit, handing each tap's file descriptor to the VMM, stopping the unit — named
- * by instance id only. Root reads the instance's `vm.json` itself (strictly, `vm_record.ts`) and builds every path
- * and the unit from it; no command line or path of the node's reaches root. {@link ChHost} implements it in process
- * (a root node, tests); the helper's `ch.*` ops serve it to an unprivileged node.
+ * by instance id only. Root reads the instance's `vm.json` itself (strictly) and builds every path and the unit from
+ * it; no command line or path of the node's reaches root. `runtimes/cloudhypervisor/ch_host.ts` implements it in
+ * process (a root node, tests); the helper's `ch.*` ops serve it to an unprivileged node.
  *
  * A refusal no retry fixes is a result, `{ refused }`, with its reason; a failure is thrown and retried next pass.
  *
  * @module
  */
-import type { HostOutcome } from "../../core/converge/instances/domain_plan.ts";
-import type { UnitState } from "./units.ts";
+import type { HostOutcome } from "./domain_plan.ts";
 
 export type { HostOutcome };
+
+/** A unit's `ActiveState` as `systemctl show` prints it (`inactive` also for a unit systemd no longer knows). */
+export type UnitState = "active" | "activating" | "deactivating" | "inactive" | "failed" | "reloading";
+
+/** The states, as `systemctl show` spells them. */
+export const UNIT_STATES: readonly UnitState[] = [
+  "active",
+  "activating",
+  "deactivating",
+  "inactive",
+  "failed",
+  "reloading",
+];
 
 /** The port. */
 export interface ChHostPort {
