@@ -96,16 +96,37 @@ export class FakeVmm {
     this.exited = new Promise<void>((r) => this.#exit = r);
   }
 
-  /** Starts a fake VMM listening on `socket` (a stale socket file there is replaced, as the VMM does). */
-  static async start(socket: string, guest: Partial<FakeGuest> = {}): Promise<FakeVmm> {
+  /**
+   * Starts a fake VMM listening on `socket` (a stale socket file there is replaced, as the VMM does). With
+   * `receiveFds` it listens through `fake_vmm_fds.ts` (FFI `recvmsg`), so descriptors sent with a request arrive for
+   * real; the fake closes them when it ends.
+   */
+  static async start(socket: string, guest: Partial<FakeGuest> = {}, receiveFds = false): Promise<FakeVmm> {
     const v = new FakeVmm(socket, guest);
     await Deno.remove(socket).catch((e) => {
       if (!(e instanceof Deno.errors.NotFound)) throw e;
     });
+    if (receiveFds) {
+      const { FdListener } = await import("./fake_vmm_fds.ts");
+      const { libc } = await import("./libc.ts");
+      const l = FdListener.start(socket, (r) => v.handle(r), () => {
+        if (!v.#pendingExit) return false;
+        v.#pendingExit = false;
+        v.kill();
+        return true;
+      });
+      v.#onKill = () => {
+        l.close();
+        for (const n of v.#nics) for (const fd of n.fds) libc().close(fd);
+      };
+      return v;
+    }
     v.#listener = Deno.listen({ transport: "unix", path: socket });
     void v.#serve(v.#listener);
     return v;
   }
+
+  #onKill: (() => void) | undefined;
 
   /** Whether the VMM process still runs. */
   get alive(): boolean {
@@ -128,6 +149,7 @@ export class FakeVmm {
     }
     for (const c of this.#conns) _close(c);
     this.#conns.clear();
+    this.#onKill?.();
     this.#exit();
   }
 
