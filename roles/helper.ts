@@ -17,6 +17,7 @@ import { DEFAULT_HELPER_ROLE, DEFAULT_HELPER_SOCKET, HELPER_OPS_BY_ROLE } from "
 import { createLogger, levelFromEnv } from "../core/log/mod.ts";
 import { groupId, HelperServer, hostBackends, SocketDirRefused } from "../runtimes/helper/mod.ts";
 import { libvirtBackend, probeDomainType } from "../runtimes/libvirt/host_setup.ts";
+import { chBackend } from "../runtimes/cloudhypervisor/host_setup.ts";
 import { NvidiaSmi } from "../runtimes/nvidia/nvidia_smi.ts";
 import { RealHostDoctor } from "../runtimes/helper/doctor_facts.ts";
 import { HelperUpgrader } from "../runtimes/daemon/helper_upgrader.ts";
@@ -86,6 +87,9 @@ const SERVE: Subcommand = {
           (await new NvidiaSmi({ binary: config.devices.nvidiaSmi }).query()).gpus.map((g) => g.pciBusId),
       })
       : undefined;
+    const ch = role === "node"
+      ? await chBackend(config.dataDir, { log, bridges: config.helper.instanceBridges })
+      : undefined;
     const doctor = new RealHostDoctor({
       role,
       dataDir: namesDataDir ? config.dataDir : _AGENT_DATA_DIR[role],
@@ -103,7 +107,13 @@ const SERVE: Subcommand = {
       log,
     });
     await daemon?.start();
-    const backends = { ...host, ...(libvirt ? { libvirt } : {}), doctor, ...(daemon ? { daemon } : {}) };
+    const backends = {
+      ...host,
+      ...(libvirt ? { libvirt } : {}),
+      ...(ch ? { ch } : {}),
+      doctor,
+      ...(daemon ? { daemon } : {}),
+    };
     const server = new HelperServer(backends, { log, role });
     let listener;
     try {

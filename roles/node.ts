@@ -58,6 +58,8 @@ import { diagDcgmHandler } from "../core/converge/devices/mod.ts";
 import { HelperError } from "../core/helper/mod.ts";
 import { HelperLibvirtHost } from "../runtimes/libvirt/helper_port.ts";
 import { LibvirtRuntime } from "../runtimes/libvirt/libvirt_runtime.ts";
+import { CH_RUNTIME, ChRuntime } from "../runtimes/cloudhypervisor/ch_runtime.ts";
+import { HelperChHost } from "../runtimes/cloudhypervisor/helper_port.ts";
 import { HelperNft } from "../runtimes/helper/nft_port.ts";
 import { NodeNetwork } from "../runtimes/nft/node_network.ts";
 import { SnapshotStore } from "../runtimes/libvirt/snapshot_store.ts";
@@ -144,8 +146,9 @@ function _host(ctx: WiringContext, peers: Pick<InstancePeers, "secrets" | "wake"
 }
 
 /**
- * The `instances` converger: `libvirt-kvm` when the helper has virsh on its PATH (its `libvirt.list` answers), no
- * runtime otherwise (a non-empty section then fails `this host runs no instance runtime`). Starts are admitted
+ * The `instances` converger: `libvirt-kvm` when the helper has virsh on its PATH (its `libvirt.list` answers) and
+ * `cloud-hypervisor` when it has that binary (its `ch.*` ops answer; `_chRuntime`), both when it has both, no runtime
+ * otherwise (a non-empty section then fails `this host runs no instance runtime`). Starts are admitted
  * against the host's memory, read through the helper. The runtime enforces placement, so `Hello` advertises
  * `instance.placement`. With the runtime come its nftables rules (000 §Instances, through the helper's `nft.*` ops):
  * bcd's tables are made sure of before the session starts, so before any domain starts; `instance.network-policy` and
@@ -161,12 +164,14 @@ async function _instances(
 ): Promise<InstanceWiring> {
   const helper = helperOf(ctx);
   const memory = new HelperHostMemory(helper);
-  const plugins = await pluginRuntimes(ctx, ["libvirt-kvm"]);
+  const plugins = await pluginRuntimes(ctx, ["libvirt-kvm", CH_RUNTIME]);
+  const ch = await _chRuntime(ctx);
   try {
     await helper.call("libvirt.list", {});
   } catch (e) {
     if (e instanceof HelperError && e.code === "failed" && e.detail.includes("libvirt is not installed")) {
-      ctx.log.info({}, "instances: the helper has no virsh; no instance runtime");
+      if (ch) return await _chOnly(ctx, peers, ch, plugins);
+      ctx.log.info({}, "instances: the helper has neither virsh nor cloud-hypervisor; no instance runtime");
       return { converger: new InstancesConverger(plugins, { memory }), capabilities: [] };
     }
     if (!(e instanceof HelperError)) throw e;
@@ -181,7 +186,7 @@ async function _instances(
   const rt = new LibvirtRuntime({ host, dataDir: ctx.dataDir, snapshots, cpuModel, log: ctx.log });
   const net = new NodeNetwork(new HelperNft(helper), ctx.log);
   const volumes = new VolumeKeeper(new FileVolumeStore({ dir: volumesDir(ctx.dataDir), log: ctx.log }), ctx.log);
-  const converger = new InstancesConverger([rt, ...plugins], {
+  const converger = new InstancesConverger([rt, ...(ch ? [ch] : []), ...plugins], {
     memory,
     volumes,
     network: net.rules,
@@ -237,6 +242,49 @@ async function _instances(
       net.stop();
     },
   };
+}
+
+/**
+ * The `cloud-hypervisor` runtime when the helper has root's `cloud-hypervisor` binary (its `ch.*` ops answer; seed 000
+ * §The runtimes: the binary on `PATH` turns the runtime on, no configuration key), else `undefined`: the helper
+ * refuses every `ch.*` op "cloud-hypervisor is not installed on this host", and the runtime is neither run nor
+ * advertised. A probe that fails otherwise keeps it on (retried each pass, like libvirt-kvm's).
+ */
+async function _chRuntime(ctx: WiringContext): Promise<ChRuntime | undefined> {
+  const helper = helperOf(ctx);
+  try {
+    await helper.call("ch.state", { id: "bcd-probe" });
+  } catch (e) {
+    if (e instanceof HelperError && e.code === "failed" && e.detail.includes("cloud-hypervisor is not installed")) {
+      ctx.log.info({}, "instances: the helper has no cloud-hypervisor binary; cloud-hypervisor stays off");
+      return undefined;
+    }
+    if (!(e instanceof HelperError)) throw e;
+    ctx.log.warn({ err: e.message }, "instances: ch.state failed at start; cloud-hypervisor stays on and retries");
+  }
+  ctx.log.info({ runtime: CH_RUNTIME }, "instances: runtime on");
+  return new ChRuntime({ host: new HelperChHost(helper), dataDir: ctx.dataDir, log: ctx.log });
+}
+
+/** A host whose only hypervisor is cloud-hypervisor: its converger with bcd's network rules, as libvirt-kvm's. */
+async function _chOnly(
+  ctx: WiringContext,
+  peers: InstancePeers,
+  ch: ChRuntime,
+  plugins: Awaited<ReturnType<typeof pluginRuntimes>>,
+): Promise<InstanceWiring> {
+  const helper = helperOf(ctx);
+  const net = new NodeNetwork(new HelperNft(helper), ctx.log);
+  const converger = new InstancesConverger([ch, ...plugins], {
+    memory: new HelperHostMemory(helper),
+    network: net.rules,
+    secrets: peers.secrets,
+    holdsCommittedBytes: peers.holdsCommittedBytes,
+    wake: peers.wake,
+  });
+  const network = await net.prepare();
+  net.start();
+  return { converger, capabilities: ["instance.placement", ...network], stop: () => net.stop() };
 }
 
 /** The `node` role's subcommands beyond `version` and `help`. */

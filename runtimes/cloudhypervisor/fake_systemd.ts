@@ -31,8 +31,6 @@ export class FakeSystemd implements ChUnits {
   /** Every call, in order (`run UNIT`, `stop UNIT`, `state UNIT`). */
   readonly calls: string[] = [];
   failOnStop = false;
-  /** Whether the VMMs receive fds for real (FFI `recvmsg`) instead of through {@link FakeVmm.handle} calls. */
-  receiveFds = false;
 
   async run(args: readonly string[]): Promise<void> {
     const unit = args.find((a) => a.startsWith("--unit="))?.slice("--unit=".length);
@@ -54,7 +52,7 @@ export class FakeSystemd implements ChUnits {
       throw new UnitToolError(`systemd-run: Unit ${unit} was already loaded or has a fragment file.`);
     }
     const properties = args.slice(0, sep).filter((a) => a.startsWith("--property=")).map((a) => a.slice(11));
-    const vmm = await FakeVmm.start(sock, this.guest, this.receiveFds);
+    const vmm = await FakeVmm.start(sock, this.guest);
     this.units.set(unit, { name: unit, properties, command, vmm, stopped: false });
   }
 

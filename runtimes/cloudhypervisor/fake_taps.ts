@@ -56,7 +56,7 @@ export class FakeFdSender implements FdSender {
     });
     const [method, path] = got!.message.start;
     const r = vmm.handle({ method, path, body: got!.message.body, fds });
-    const bytes = encodeResponse(r.status, String(r.status), r.body === undefined ? undefined : JSON.stringify(r.body));
+    const bytes = encodeResponse(r.status, r.body === undefined ? undefined : JSON.stringify(r.body));
     let at = 0;
     return (await readMessage((b) => {
       const n = Math.min(b.length, bytes.length - at);

@@ -26,7 +26,7 @@
  * @module
  */
 import type { DiskConfig, NetConfig, VmConfig, VmInfo, VmState } from "./api_types.ts";
-import { encodeResponse, Http1Error, readMessage } from "./http1.ts";
+import { FdListener } from "./fake_vmm_fds.ts";
 
 /** How the fake guest behaves. */
 export interface FakeGuest {
@@ -50,16 +50,6 @@ export interface FakeResponse {
   readonly status: number;
   readonly body?: unknown;
 }
-
-const REASONS: Record<number, string> = {
-  200: "OK",
-  204: "No Content",
-  400: "Bad Request",
-  404: "Not Found",
-  405: "Method Not Allowed",
-  409: "Conflict",
-  500: "Internal Server Error",
-};
 
 const API = "Error from API";
 
@@ -88,8 +78,7 @@ export class FakeVmm {
   #config: (VmConfig & { disks: DiskConfig[] }) | null = null;
   #nics: FakeNic[] = [];
   #vm: { state: "Running" | "Paused" } | null = null;
-  #listener: Deno.UnixListener | undefined;
-  readonly #conns = new Set<Deno.UnixConn>();
+  #listener: FdListener | undefined;
 
   constructor(readonly socket: string, guest: Partial<FakeGuest> = {}) {
     this.guest = { honorsPowerButton: true, vmmHangs: false, ...guest };
@@ -97,36 +86,26 @@ export class FakeVmm {
   }
 
   /**
-   * Starts a fake VMM listening on `socket` (a stale socket file there is replaced, as the VMM does). With
-   * `receiveFds` it listens through `fake_vmm_fds.ts` (FFI `recvmsg`), so descriptors sent with a request arrive for
-   * real; the fake closes them when it ends.
+   * Starts a fake VMM listening on `socket` (a stale socket file there is replaced, as the VMM does). It listens
+   * through `fake_vmm_fds.ts` (FFI `recvmsg`, as `micro_http` reads), so descriptors sent with a request arrive for
+   * real; they are closed when the VMM ends. (Not `Deno.listen`: Deno unlinks a unix listener's path when the
+   * listener is dropped, which would take the socket of a VMM started on the same path after it.)
    */
-  static async start(socket: string, guest: Partial<FakeGuest> = {}, receiveFds = false): Promise<FakeVmm> {
+  static start(socket: string, guest: Partial<FakeGuest> = {}): Promise<FakeVmm> {
     const v = new FakeVmm(socket, guest);
-    await Deno.remove(socket).catch((e) => {
+    try {
+      Deno.removeSync(socket);
+    } catch (e) {
       if (!(e instanceof Deno.errors.NotFound)) throw e;
-    });
-    if (receiveFds) {
-      const { FdListener } = await import("./fake_vmm_fds.ts");
-      const { libc } = await import("./libc.ts");
-      const l = FdListener.start(socket, (r) => v.handle(r), () => {
-        if (!v.#pendingExit) return false;
-        v.#pendingExit = false;
-        v.kill();
-        return true;
-      });
-      v.#onKill = () => {
-        l.close();
-        for (const n of v.#nics) for (const fd of n.fds) libc().close(fd);
-      };
-      return v;
     }
-    v.#listener = Deno.listen({ transport: "unix", path: socket });
-    void v.#serve(v.#listener);
-    return v;
+    v.#listener = FdListener.start(socket, (r) => v.handle(r), () => {
+      if (!v.#pendingExit) return false;
+      v.#pendingExit = false;
+      v.kill();
+      return true;
+    });
+    return Promise.resolve(v);
   }
-
-  #onKill: (() => void) | undefined;
 
   /** Whether the VMM process still runs. */
   get alive(): boolean {
@@ -138,64 +117,12 @@ export class FakeVmm {
     return this.#nics;
   }
 
-  /** Ends the VMM as a killed process would (what `systemctl stop` does). */
+  /** Ends the VMM as a killed process would (what `systemctl stop` does): no listener, no connection, no fd left. */
   kill(): void {
     if (this.#exitedNow) return;
     this.#exitedNow = true;
-    try {
-      this.#listener?.close();
-    } catch (e) {
-      if (!(e instanceof Deno.errors.BadResource)) throw e;
-    }
-    for (const c of this.#conns) _close(c);
-    this.#conns.clear();
-    this.#onKill?.();
+    this.#listener?.close();
     this.#exit();
-  }
-
-  async #serve(l: Deno.UnixListener): Promise<void> {
-    for (;;) {
-      let c: Deno.UnixConn;
-      try {
-        c = await l.accept();
-      } catch (e) {
-        if (e instanceof Deno.errors.BadResource || e instanceof Deno.errors.Interrupted) return;
-        throw e;
-      }
-      this.#conns.add(c);
-      void this.#conn(c).finally(() => this.#conns.delete(c));
-    }
-  }
-
-  async #conn(c: Deno.UnixConn): Promise<void> {
-    let carried: Uint8Array = new Uint8Array(0);
-    try {
-      for (;;) {
-        const got = await readMessage((b) => c.read(b), {}, carried);
-        if (got === null) return;
-        carried = got.rest;
-        const [method, target] = got.message.start;
-        const r = this.handle({ method, path: target, body: got.message.body, fds: [] });
-        await _writeAll(c, encodeResponse(r.status, REASONS[r.status] ?? "", _body(r)));
-        if (this.#pendingExit) {
-          this.#pendingExit = false;
-          this.kill();
-          return;
-        }
-      }
-    } catch (e) {
-      if (e instanceof Http1Error) {
-        await _writeAll(c, encodeResponse(400, "Bad Request")).catch(() => undefined);
-        return;
-      }
-      if (
-        e instanceof Deno.errors.BadResource || e instanceof Deno.errors.ConnectionReset ||
-        e instanceof Deno.errors.BrokenPipe || e instanceof Deno.errors.Interrupted
-      ) return;
-      throw e;
-    } finally {
-      _close(c);
-    }
   }
 
   #pendingExit = false;
@@ -508,21 +435,5 @@ const ROUTES: Record<string, Route> = {
     },
   },
 };
-
-function _body(r: FakeResponse): string | undefined {
-  return r.body === undefined ? undefined : JSON.stringify(r.body);
-}
-
-async function _writeAll(c: Deno.UnixConn, b: Uint8Array): Promise<void> {
-  for (let o = 0; o < b.length;) o += await c.write(b.subarray(o));
-}
-
-function _close(c: Deno.Conn): void {
-  try {
-    c.close();
-  } catch (e) {
-    if (!(e instanceof Deno.errors.BadResource)) throw e;
-  }
-}
 
 export type { VmState };

@@ -7,24 +7,39 @@
  */
 import { encodeResponse, readMessage } from "./http1.ts";
 import { AF_UNIX, check, libc, MAX_FDS, msghdr, receivedFds, SOCK_CLOEXEC, SOCK_STREAM, sockaddrUn } from "./libc.ts";
-import type { FakeRequest, FakeResponse } from "./fake_vmm.ts";
+
+/** A request as the listener hands it on (the fake VMM's `FakeRequest`, declared here so neither file imports the other). */
+export interface FdRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly body: Uint8Array;
+  readonly fds: readonly number[];
+}
+
+/** An answer: a status and a JSON body, or none. */
+export interface FdResponse {
+  readonly status: number;
+  readonly body?: unknown;
+}
 
 /** A listening socket that hands each request and its fds to `handle`. */
 export class FdListener {
   readonly #s: number;
   #closed = false;
   readonly #conns = new Set<number>();
+  /** Every descriptor received, closed with the listener (the VMM's copies end with its process). */
+  readonly #received: number[] = [];
 
   private constructor(
     s: number,
-    readonly handle: (r: FakeRequest) => FakeResponse,
+    readonly handle: (r: FdRequest) => FdResponse,
     readonly afterAnswer: () => boolean,
   ) {
     this.#s = s;
   }
 
   /** Listens on `path`; `afterAnswer` answers whether the VMM ended with that answer (then the listener closes). */
-  static start(path: string, handle: (r: FakeRequest) => FakeResponse, afterAnswer: () => boolean): FdListener {
+  static start(path: string, handle: (r: FdRequest) => FdResponse, afterAnswer: () => boolean): FdListener {
     const c = libc();
     const s = check("socket", c.socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     const addr = sockaddrUn(path);
@@ -59,7 +74,9 @@ export class FdListener {
           const m = msghdr(data, [], MAX_FDS);
           const n = Number(await c.recvmsg(fd, m.hdr, 0));
           if (n <= 0) return null;
-          fds = [...fds, ...receivedFds(m)];
+          const got = receivedFds(m);
+          this.#received.push(...got);
+          fds = [...fds, ...got];
           b.set(data.subarray(0, n));
           return n;
         },
@@ -73,7 +90,6 @@ export class FdListener {
       fds = [];
       const bytes = encodeResponse(
         r.status,
-        String(r.status),
         r.body === undefined ? undefined : JSON.stringify(r.body),
       );
       for (let o = 0; o < bytes.length;) {
@@ -93,5 +109,6 @@ export class FdListener {
     c.shutdown(this.#s, 2);
     c.close(this.#s);
     for (const fd of this.#conns) c.shutdown(fd, 2);
+    for (const fd of this.#received.splice(0)) c.close(fd);
   }
 }

@@ -49,8 +49,20 @@ export function encodeRequest(method: "GET" | "PUT", target: string, body?: stri
   return _concat([enc.encode(head), b]);
 }
 
+const REASONS: Record<number, string> = {
+  200: "OK",
+  204: "No Content",
+  400: "Bad Request",
+  404: "Not Found",
+  405: "Method Not Allowed",
+  409: "Conflict",
+  429: "Too Many Requests",
+  500: "Internal Server Error",
+};
+
 /** Encodes a response (the fake VMM's side): `204` has no body, others carry `body` as JSON text. */
-export function encodeResponse(status: number, reason: string, body?: string): Uint8Array {
+export function encodeResponse(status: number, body?: string): Uint8Array {
+  const reason = REASONS[status] ?? "Unknown";
   const b = body === undefined ? new Uint8Array(0) : enc.encode(body);
   const head = `HTTP/1.1 ${status} ${reason}\r\nServer: Cloud Hypervisor API\r\nConnection: keep-alive\r\n` +
     (body === undefined ? "" : "Content-Type: application/json\r\n") + `Content-Length: ${b.length}\r\n\r\n`;

@@ -24,7 +24,7 @@ const O_WRONLY_CREAT = 0o1 | 0o100;
 
 Deno.test("ScmRightsSender: a descriptor sent with vm.add-net arrives at the VMM as its own copy (it writes through it after the sender closed)", async () => {
   const dir = await Deno.makeTempDir({ prefix: "bcd-ch-fds-" });
-  const vmm = await FakeVmm.start(`${dir}/api.sock`, {}, true);
+  const vmm = await FakeVmm.start(`${dir}/api.sock`);
   try {
     await new ChApiClient({ socket: `${dir}/api.sock` }).create({ payload: { firmware: "/fw" } });
     const c = libc();
@@ -84,7 +84,6 @@ Deno.test({
     if ("skip" in srv) throw new Error(srv.skip);
     await ip("netns", "add", ns);
     const systemd = new FakeSystemd();
-    systemd.receiveFds = true;
     try {
       await ip("-n", ns, "link", "add", "br-inst", "type", "bridge");
       const taps = new IpTaps({ netns: ns });
