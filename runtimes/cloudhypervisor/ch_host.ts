@@ -25,6 +25,7 @@ import { encodeRequest, type Http1Message } from "./http1.ts";
 import type { ChHostPort, HostOutcome } from "../../core/converge/instances/ch_port.ts";
 import { type ChUnits, type UnitState } from "./units.ts";
 import { systemdRunArgs, unitName } from "./unit.ts";
+import { nicConfig } from "./restore_config.ts";
 import { type ChRecord, ChRecordRefused, readRecord, RECORD_FILE, volumePath } from "./vm_record.ts";
 
 /** Root's taps. */
@@ -126,7 +127,8 @@ export class ChHost implements ChHostPort {
     const r = await this.#record(id);
     if (!("v" in r)) return r;
     const dir = this.#paths(id).instanceDir;
-    for (const f of ["disk.qcow2", "seed.iso"]) {
+    const named = new Set((r.config.disks ?? []).map((d) => d.path));
+    for (const f of ["disk.qcow2", "seed.iso"].filter((f) => f === "disk.qcow2" || named.has(`${dir}/${f}`))) {
       const st = await Deno.lstat(`${dir}/${f}`).catch((e) => {
         if (e instanceof Deno.errors.NotFound) return undefined;
         throw e;
@@ -194,7 +196,7 @@ export class ChHost implements ChHostPort {
     if (!("v" in r)) return r;
     const nic = r.nics[index];
     if (!Number.isSafeInteger(index) || !nic) return _refused("no-nic", `instance ${id} has no NIC ${index}`);
-    const body = JSON.stringify({ id: `net${index}`, mac: nic.mac, num_queues: 2 });
+    const body = JSON.stringify(nicConfig(nic, index));
     return await this.#withFds(id, [index], "vm.add-net", encodeRequest("PUT", "/api/v1/vm.add-net", body));
   }
 

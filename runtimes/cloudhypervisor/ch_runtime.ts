@@ -21,8 +21,13 @@
  * - `delete`: stops, deletes the taps and removes the directory (never one whose VMM still runs).
  * - `grow`: `qemu-img resize` of the checked overlay while stopped, `vm.resize-disk` while running; never smaller.
  *
- * Not built yet: snapshots and restores (`restore_from` is refused `snapshot-unsupported`), GPUs (refused
- * `gpu-unsupported` until `ch.vfio` exists), volumes (the record carries them; the converger does not pass them yet).
+ * - restores (`restore_from`): the downloaded archive is unpacked and checked as `libvirt-kvm`'s is (the same code:
+ *   another runtime's or CPU model's refused, a flat disk, the seed raw) with cloud-hypervisor's own state under
+ *   `ch/`; the record has no base image and the overlay no backing file. A memory snapshot's first start rebuilds
+ *   `ch/config.json` (`restore_config.ts`), then `vm.restore` with the taps' fds and `vm.resume`; `ch/` goes after.
+ *
+ * Not built yet: taking snapshots (`instance.snapshot` on this runtime), GPUs (refused `gpu-unsupported` until
+ * `ch.vfio` exists), volumes (the record carries them; the converger does not pass them yet).
  *
  * @module
  */
@@ -32,6 +37,7 @@ import {
   type DomainRecord,
   type DomainState,
   type InstanceRuntime,
+  type LaunchSpec,
   RuntimeRefused,
 } from "../../core/converge/instances/runtime.ts";
 import { checkOverlay, ImageRefused } from "../../core/images/mod.ts";
@@ -41,6 +47,10 @@ import type { Logger } from "../../core/log/mod.ts";
 import { baseVirtualSize, buildSeedIso, createOverlay, overlayBase, resizeDisk } from "../libvirt/disk_tools.ts";
 import { ensureChannelKey } from "../libvirt/channel_key.ts";
 import { ImageFetchRefused, ImageStore } from "../libvirt/image_store.ts";
+import { unpackSnapshot } from "../libvirt/snapshot_restore.ts";
+import { SNAPSHOT_META_FILE } from "../libvirt/snapshot_meta.ts";
+import type { SnapshotStore } from "../libvirt/snapshot_store.ts";
+import { MAX_SAVED_CONFIG_BYTES, rebuildRestoreConfig, RestoreConfigRefused } from "./restore_config.ts";
 import { ChApiClient, ChApiError, ChTransportError } from "./api_client.ts";
 import type { VmConfig, VmState } from "./api_types.ts";
 import type { ChHostPort, HostOutcome } from "../../core/converge/instances/ch_port.ts";
@@ -66,6 +76,10 @@ export interface ChRuntimeOptions {
   readonly powerButtonGraceMs?: number;
   /** How long a launched VMM may take to answer on its socket (default 10 s). */
   readonly apiWaitMs?: number;
+  /** The downloaded snapshots `restore_from` boots from; without it such an instance is refused. */
+  readonly snapshots?: SnapshotStore;
+  /** The host CPU model (the inventory's): a memory snapshot restores only on the model it was taken on. */
+  readonly cpuModel?: () => Promise<string>;
   readonly log?: Logger;
 }
 
@@ -214,66 +228,45 @@ export class ChRuntime implements InstanceRuntime {
     if (record.memoryBytes % MiB !== 0 || record.memoryBytes < MiB) {
       throw new RuntimeRefused("invalid-size", `${id}: memory ${record.memoryBytes} is not a whole number of MiB`);
     }
-    if (l.restoreFrom) {
-      throw new RuntimeRefused("snapshot-unsupported", `${id}: this build restores no cloud-hypervisor snapshots yet`);
-    }
-    if (!l.image) throw new RuntimeRefused("invalid-spec", `${id}: no image to boot from`);
-    if (l.image.format === "iso") {
-      throw new RuntimeRefused("iso-unsupported", `${id}: cloud-hypervisor boots disk images, not an iso`);
-    }
     if (l.gpus.length > 0) {
       throw new RuntimeRefused("gpu-unsupported", `${id}: this build passes no GPUs to cloud-hypervisor yet`);
     }
+    if (!l.restoreFrom && l.image?.format === "iso") {
+      throw new RuntimeRefused("iso-unsupported", `${id}: cloud-hypervisor boots disk images, not an iso`);
+    }
     const dir = this.instanceDir(id);
     const prior = await this.#record(id);
-    if (prior === null && await Deno.lstat(dir).then(() => true, () => false)) {
+    const restoring = l.restoreFrom !== undefined && await _exists(`${dir}/${SNAPSHOT_META_FILE}`);
+    if (prior === null && !restoring && await _exists(dir)) {
       throw new RuntimeRefused("unmanaged-domain", `instance directory ${id} is not bcd's; never defined over`);
     }
-    let base: string;
-    try {
-      base = await this.images.ensure(l.image.url, l.image.sha256, l.image.format);
-    } catch (e) {
-      if (e instanceof ImageFetchRefused) throw new RuntimeRefused(e.reason, `${id}: ${e.message}`, { cause: e });
-      throw e;
-    }
     await Deno.mkdir(`${this.dir}/instances`, { recursive: true, mode: 0o700 });
-    await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
-    const disk = `${dir}/disk.qcow2`;
-    const ob = overlayBase(l.image.format)!;
-    if (!(await Deno.lstat(disk).then(() => true, () => false))) {
-      const size = Math.max(l.diskBytes, await baseVirtualSize(base, ob));
-      await createOverlay(`${disk}.tmp`, { path: base, format: ob }, size);
-      await Deno.rename(`${disk}.tmp`, disk);
-    } else if (l.diskBytes > 0) {
-      await this.grow(id, l.diskBytes);
+    let image: ChRecord["image"] = null;
+    let seed = true;
+    if (l.restoreFrom) {
+      if (!this.#o.snapshots) {
+        throw new RuntimeRefused("snapshot-unsupported", `${id}: this host restores no snapshots`);
+      }
+      const meta = await unpackSnapshot({
+        archive: this.#o.snapshots.path(l.restoreFrom.sha256),
+        instanceDir: dir,
+        src: l.restoreFrom,
+        vcpus: record.vcpus,
+        memoryMiB: record.memoryBytes / MiB,
+        cpuModel: this.#o.cpuModel ?? (() => Promise.resolve("")),
+        runtime: CH_RUNTIME,
+        memoryFiles: chMemoryFiles(record.memoryBytes),
+      });
+      seed = meta.seed;
+    } else {
+      if (!l.image) throw new RuntimeRefused("invalid-spec", `${id}: no image to boot from`);
+      const fmt = overlayBase(l.image.format)!;
+      image = { sha256: l.image.sha256, format: fmt };
+      await this.#overlay(id, l.image.url, image, l.diskBytes);
+      const key = await ensureChannelKey(dir);
+      await buildSeedIso(`${dir}/seed.iso`, id, l.hostname, l.userData ?? new Uint8Array(0), key);
     }
-    const key = await ensureChannelKey(dir);
-    await buildSeedIso(`${dir}/seed.iso`, id, l.hostname, l.userData ?? new Uint8Array(0), key);
     const uid = prior?.uid ?? await this.#freeUid();
-    const pl = l.placement;
-    const config: VmConfig = {
-      payload: { firmware: CH_FIRMWARE },
-      cpus: {
-        boot_vcpus: record.vcpus,
-        max_vcpus: record.vcpus,
-        ...(pl ? { affinity: _affinity(pl.cpus, record.vcpus) } : {}),
-      },
-      memory: {
-        size: record.memoryBytes,
-        ...(pl && pl.hugepages !== "none"
-          ? { hugepages: true, hugepage_size: pl.hugepages === "2M" ? 2 * MiB : 1024 * MiB }
-          : {}),
-      },
-      disks: [
-        { path: disk, image_type: "Qcow2", backing_files: true },
-        { path: `${dir}/seed.iso`, image_type: "Raw", readonly: true },
-      ],
-      serial: { mode: "Socket", socket: `${dir}/serial.sock` },
-      console: { mode: "Off" },
-      rng: { src: "/dev/urandom" },
-      ...(pl?.balloon ? { balloon: { size: 0, free_page_reporting: true } } : {}),
-      devices: l.gpus.map((g) => ({ path: sysfsDevice(g.pciBusId) })),
-    };
     try {
       await writeRecord({
         v: 1,
@@ -282,19 +275,45 @@ export class ChRuntime implements InstanceRuntime {
         uid,
         vcpus: record.vcpus,
         memoryBytes: record.memoryBytes,
-        image: { sha256: l.image.sha256, format: ob },
-        restoredFrom: null,
+        image,
+        restoredFrom: l.restoreFrom?.sha256 ?? null,
         nics: l.nics,
         gpus: l.gpus,
         placement: l.placement,
         volumes: [],
-        config,
+        config: _config(dir, record, l, image !== null, seed),
       }, this.#paths(id));
     } catch (e) {
       if (e instanceof ChRecordRefused) throw new RuntimeRefused(e.reason, `${id}: ${e.message}`, { cause: e });
       throw e;
     }
     this.#o.log?.info({ instance: id, uid }, "cloud-hypervisor: defined");
+  }
+
+  /** The verified base image and the instance's overlay on it (grown to `diskBytes` when it is there already). */
+  async #overlay(
+    id: string,
+    url: string,
+    image: { sha256: string; format: "qcow2" | "raw" },
+    diskBytes: number,
+  ): Promise<void> {
+    const dir = this.instanceDir(id);
+    let base: string;
+    try {
+      base = await this.images.ensure(url, image.sha256, image.format);
+    } catch (e) {
+      if (e instanceof ImageFetchRefused) throw new RuntimeRefused(e.reason, `${id}: ${e.message}`, { cause: e });
+      throw e;
+    }
+    await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+    const disk = `${dir}/disk.qcow2`;
+    if (!(await Deno.lstat(disk).then(() => true, () => false))) {
+      const size = Math.max(diskBytes, await baseVirtualSize(base, image.format));
+      await createOverlay(`${disk}.tmp`, { path: base, format: image.format }, size);
+      await Deno.rename(`${disk}.tmp`, disk);
+    } else if (diskBytes > 0) {
+      await this.grow(id, diskBytes);
+    }
   }
 
   /** The lowest VMM uid no record holds. */
@@ -334,11 +353,20 @@ export class ChRuntime implements InstanceRuntime {
       }
     }
     await this.#checkDisk(id, r);
+    const restore = await this.#rebuildSaved(id, r);
     _check(await this.#o.host.taps(id), id);
     _check(await this.#o.host.launch(id), id);
     try {
       const api = this.api(id);
       await this.#waitApi(api, id);
+      if (restore) {
+        // A memory snapshot's first start: vm.restore (root hands the taps' fds as net_fds), then vm.resume.
+        _check(await this.#o.host.restore(id, false), id);
+        if (!paused) await api.resume();
+        await Deno.remove(`${this.instanceDir(id)}/${CH_STATE_DIR}`, { recursive: true });
+        this.#o.log?.info({ instance: id, paused }, "cloud-hypervisor: resumed from the snapshot's memory state");
+        return;
+      }
       await api.create(r.config);
       for (let i = 0; i < r.nics.length; i++) _check(await this.#o.host.addNet(id, i), id);
       try {
@@ -357,6 +385,40 @@ export class ChRuntime implements InstanceRuntime {
       throw e;
     }
     this.#o.log?.info({ instance: id, paused }, "cloud-hypervisor: started");
+  }
+
+  /**
+   * Before a memory snapshot's first start: its `ch/config.json` (bounded) rebuilt around bcd's configuration
+   * (`restore_config.ts`) and written back; `false` when there is none (a plain start).
+   */
+  async #rebuildSaved(id: string, r: ChRecord): Promise<boolean> {
+    const file = `${this.instanceDir(id)}/${CH_STATE_DIR}/config.json`;
+    let st: Deno.FileInfo;
+    try {
+      st = await Deno.lstat(file);
+    } catch (e) {
+      if (e instanceof Deno.errors.NotFound) return false;
+      throw e;
+    }
+    const bad = (m: string) => new RuntimeRefused("bad-snapshot", `${id}: the snapshot's config.json ${m}`);
+    if (!st.isFile) throw bad("is not a regular file");
+    if (st.size > MAX_SAVED_CONFIG_BYTES) throw bad(`is more than ${MAX_SAVED_CONFIG_BYTES} bytes`);
+    let saved: unknown;
+    try {
+      saved = JSON.parse(await Deno.readTextFile(file));
+    } catch (e) {
+      if (e instanceof SyntaxError) throw bad("is not JSON");
+      throw e;
+    }
+    try {
+      const rebuilt = rebuildRestoreConfig(saved, r.config, r.nics);
+      await Deno.writeTextFile(`${file}.tmp`, JSON.stringify(rebuilt), { mode: 0o600 });
+      await Deno.rename(`${file}.tmp`, file);
+    } catch (e) {
+      if (e instanceof RestoreConfigRefused) throw new RuntimeRefused(e.reason, `${id}: ${e.message}`, { cause: e });
+      throw e;
+    }
+    return true;
   }
 
   async #waitApi(api: ChApiClient, id: string): Promise<void> {
@@ -452,6 +514,61 @@ export class ChRuntime implements InstanceRuntime {
     const diskId = info.config.disks?.find((d) => d.path === disk)?.id;
     if (!diskId) throw new RuntimeRefused("no-disk", `${id}: the VMM has no disk ${disk}`);
     await this.#apiCall(id, (a) => a.resizeDisk(diskId, bytes));
+  }
+}
+
+/**
+ * The configuration bcd sends at `vm.create` (and rebuilds a restore around): the firmware, bcd's vCPUs with its
+ * pinning, the memory (on huge pages when placed there), the overlay (`backing_files` only for bcd's own overlay,
+ * never for a restored disk) and the seed as a read-only `Raw` disk, the serial port on `serial.sock`, no console,
+ * `/dev/urandom`, a balloon with free page reporting when placed with one, the GPUs; no NICs.
+ */
+function _config(dir: string, record: DomainRecord, l: LaunchSpec, overlay: boolean, seed: boolean): VmConfig {
+  const pl = l.placement;
+  return {
+    payload: { firmware: CH_FIRMWARE },
+    cpus: {
+      boot_vcpus: record.vcpus,
+      max_vcpus: record.vcpus,
+      ...(pl ? { affinity: _affinity(pl.cpus, record.vcpus) } : {}),
+    },
+    memory: {
+      size: record.memoryBytes,
+      ...(pl && pl.hugepages !== "none"
+        ? { hugepages: true, hugepage_size: pl.hugepages === "2M" ? 2 * MiB : 1024 * MiB }
+        : {}),
+    },
+    disks: [
+      { path: `${dir}/disk.qcow2`, image_type: "Qcow2", backing_files: overlay },
+      ...(seed ? [{ path: `${dir}/seed.iso`, image_type: "Raw" as const, readonly: true }] : []),
+    ],
+    serial: { mode: "Socket", socket: `${dir}/serial.sock` },
+    console: { mode: "Off" },
+    rng: { src: "/dev/urandom" },
+    ...(pl?.balloon ? { balloon: { size: 0, free_page_reporting: true } } : {}),
+    devices: l.gpus.map((g) => ({ path: sysfsDevice(g.pciBusId) })),
+  };
+}
+
+/** The files of cloud-hypervisor's own snapshot in a bcd snapshot archive, with their size bounds. */
+export function chMemoryFiles(memoryBytes: number): Map<string, number> {
+  return new Map([
+    [`${CH_STATE_DIR}/config.json`, MAX_SAVED_CONFIG_BYTES],
+    [`${CH_STATE_DIR}/state.json`, 256 * MiB],
+    [`${CH_STATE_DIR}/memory-ranges`, memoryBytes + 1024 * MiB],
+  ]);
+}
+
+/** Where a memory snapshot's cloud-hypervisor state lives in the instance directory until its first start. */
+export const CH_STATE_DIR = "ch";
+
+async function _exists(path: string): Promise<boolean> {
+  try {
+    await Deno.lstat(path);
+    return true;
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return false;
+    throw e;
   }
 }
 

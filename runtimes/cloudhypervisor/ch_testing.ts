@@ -8,6 +8,7 @@
 import { type ImageServer, startImageServer } from "../../fixtures/libvirt/image_server.ts";
 import { ChHost } from "./ch_host.ts";
 import { ChRuntime } from "./ch_runtime.ts";
+import { SnapshotStore } from "../libvirt/snapshot_store.ts";
 import { FakeSystemd } from "./fake_systemd.ts";
 import { FakeFdSender, FakeTaps } from "./fake_taps.ts";
 import type { ChHostPort } from "../../core/converge/instances/ch_port.ts";
@@ -30,6 +31,8 @@ export interface ChTestOptions {
   readonly bridges?: readonly string[];
   /** Replaces the port the runtime talks to (e.g. the helper's client over the same {@link ChHost}). */
   readonly port?: (host: ChHost) => Promise<{ port: ChHostPort; close(): Promise<void> }>;
+  /** The host CPU model a memory snapshot is checked against (default `test-cpu`). */
+  readonly cpuModel?: string;
 }
 
 /** Builds one, or says why it cannot run here. */
@@ -57,6 +60,8 @@ export async function chTestEnv(opts: ChTestOptions = {}): Promise<ChTestEnv | {
     host: via?.port ?? host,
     dataDir,
     fetch: srv.fetch,
+    snapshots: new SnapshotStore({ dir: `${dataDir}/snapshots`, fetch: srv.fetch }),
+    cpuModel: () => Promise.resolve(opts.cpuModel ?? "test-cpu"),
     clock: {
       monotonic: () => clock.t,
       sleep: (ms) => {

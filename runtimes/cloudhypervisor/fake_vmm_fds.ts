@@ -6,7 +6,18 @@
  * @module
  */
 import { encodeResponse, readMessage } from "./http1.ts";
-import { AF_UNIX, check, libc, MAX_FDS, msghdr, receivedFds, SOCK_CLOEXEC, SOCK_STREAM, sockaddrUn } from "./libc.ts";
+import {
+  AF_UNIX,
+  check,
+  libc,
+  MAX_FDS,
+  MSG_CMSG_CLOEXEC,
+  msghdr,
+  receivedFds,
+  SOCK_CLOEXEC,
+  SOCK_STREAM,
+  sockaddrUn,
+} from "./libc.ts";
 
 /** A request as the listener hands it on (the fake VMM's `FakeRequest`, declared here so neither file imports the other). */
 export interface FdRequest {
@@ -50,17 +61,31 @@ export class FdListener {
     return l;
   }
 
+  /**
+   * Accepts until the listener is shut down. The listening descriptor is closed here, once no `accept4` is pending:
+   * closed earlier, its number could be reused by the next socket (a VMM restarted on the same path) and a pending
+   * call would accept that socket's connection.
+   */
   async #accept(): Promise<void> {
     const c = libc();
-    while (!this.#closed) {
-      const fd = await c.accept4(this.#s, null, null, SOCK_CLOEXEC);
-      if (fd < 0) return;
-      this.#conns.add(fd);
-      void this.#serve(fd).finally(() => {
-        this.#conns.delete(fd);
-        c.close(fd);
-      });
+    try {
+      while (!this.#closed) {
+        const fd = await c.accept4(this.#s, null, null, SOCK_CLOEXEC);
+        if (fd < 0) return;
+        this.#serveConn(fd);
+      }
+    } finally {
+      c.close(this.#s);
     }
+  }
+
+  /** Serves one connection; its descriptor is closed once no `recvmsg` on it is pending (same reason). */
+  #serveConn(fd: number): void {
+    this.#conns.add(fd);
+    void this.#serve(fd).finally(() => {
+      this.#conns.delete(fd);
+      libc().close(fd);
+    });
   }
 
   async #serve(fd: number): Promise<void> {
@@ -72,7 +97,8 @@ export class FdListener {
         async (b) => {
           const data = new Uint8Array(b.length);
           const m = msghdr(data, [], MAX_FDS);
-          const n = Number(await c.recvmsg(fd, m.hdr, 0));
+          // MSG_CMSG_CLOEXEC: a process another test spawns meanwhile must not inherit a tap and keep it busy.
+          const n = Number(await c.recvmsg(fd, m.hdr, MSG_CMSG_CLOEXEC));
           if (n <= 0) return null;
           const got = receivedFds(m);
           this.#received.push(...got);
@@ -107,7 +133,6 @@ export class FdListener {
     this.#closed = true;
     const c = libc();
     c.shutdown(this.#s, 2);
-    c.close(this.#s);
     for (const fd of this.#conns) c.shutdown(fd, 2);
     for (const fd of this.#received.splice(0)) c.close(fd);
   }

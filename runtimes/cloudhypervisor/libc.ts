@@ -74,6 +74,7 @@ export const O_CLOEXEC = 0x80000;
 export const SOL_SOCKET = 1;
 export const SCM_RIGHTS = 1;
 export const SO_RCVTIMEO = 20;
+export const MSG_CMSG_CLOEXEC = 0x40000000;
 export const SO_SNDTIMEO = 21;
 export const CLONE_NEWNET = 0x40000000;
 export const TUNSETIFF = 0x400454ca;

@@ -32,6 +32,13 @@ export interface UnpackRequest {
   readonly vcpus: number;
   readonly memoryMiB: number;
   readonly cpuModel: () => Promise<string>;
+  /** The runtime that must have taken the snapshot (default `libvirt-kvm`). */
+  readonly runtime?: string;
+  /**
+   * The files a memory snapshot carries, with their size bounds (default libvirt's `memory.save`). A name may sit in
+   * one subdirectory (`ch/state.json`), which is made first; all of them are there with memory, none without.
+   */
+  readonly memoryFiles?: ReadonlyMap<string, number>;
 }
 
 /** The largest seed ISO a snapshot may carry. */
@@ -52,24 +59,33 @@ export async function unpackSnapshot(r: UnpackRequest): Promise<SnapshotMeta> {
   const tmp = `${parent}/.restore-${id}-${crypto.randomUUID().slice(0, 8)}`;
   await Deno.mkdir(tmp, { mode: 0o700 });
   try {
+    // A state is the guest's memory plus QEMU's device state; twice the memory and 1 GiB bound it generously.
+    const memory = r.memoryFiles ?? new Map([[MEMORY_STATE_FILE, 2 * r.memoryMiB * 1024 * 1024 + 1024 ** 3]]);
     const allowed = new Map([
       [SNAPSHOT_META_FILE, MAX_META_BYTES],
       ["disk.qcow2", MAX_DISK_BYTES],
       ["seed.iso", MAX_SEED_BYTES],
-      // A state is the guest's memory plus QEMU's device state; twice the memory and 1 GiB bound it generously.
-      [MEMORY_STATE_FILE, 2 * r.memoryMiB * 1024 * 1024 + 1024 ** 3],
+      ...memory,
     ]);
+    for (const name of memory.keys()) {
+      const slash = name.indexOf("/");
+      if (slash > 0) await Deno.mkdir(`${tmp}/${name.slice(0, slash)}`, { recursive: true, mode: 0o700 });
+    }
     const got = await readTar(r.archive, tmp, allowed);
     if (!got.has(SNAPSHOT_META_FILE)) throw new SnapshotArchiveRefused("the archive has no meta.json");
     const meta = parseSnapshotMeta(await Deno.readFile(`${tmp}/${SNAPSHOT_META_FILE}`));
     checkRestore(meta, {
-      runtime: "libvirt-kvm",
+      runtime: r.runtime ?? "libvirt-kvm",
       hostCpuModel: await r.cpuModel(),
       vcpus: r.vcpus,
       memoryMiB: r.memoryMiB,
       refIncludeMemory: r.src.includeMemory,
     });
-    if (meta.includeMemory !== got.has(MEMORY_STATE_FILE)) {
+    const held = [...memory.keys()].filter((n) => got.has(n)).length;
+    if (held !== 0 && held !== memory.size) {
+      throw new SnapshotArchiveRefused("the archive holds part of a memory state");
+    }
+    if (meta.includeMemory !== (held === memory.size)) {
       throw new SnapshotArchiveRefused(`meta.json says includeMemory ${meta.includeMemory}; the archive disagrees`);
     }
     if (meta.seed !== got.has("seed.iso")) {

@@ -1,0 +1,171 @@
+/**
+ * `restore_from` on the `cloud-hypervisor` runtime over the fake VMM: a snapshot archive is made the way the seed
+ * describes (`meta.json`, the flattened overlay, the seed, and cloud-hypervisor's own snapshot of the paused VM under
+ * `ch/`, taken by the fake VMM's `vm.snapshot`), with a tenant's additions in its `config.json`; the restore defines a
+ * new instance from it and starts it with `vm.restore` (the taps' fds as `net_fds`) and `vm.resume`, on the rebuilt
+ * configuration.
+ */
+import assert from "node:assert/strict";
+import { RuntimeRefused } from "../../core/converge/instances/runtime.ts";
+import type { SnapshotSource } from "../../core/converge/instances/snapshot_source.ts";
+import { makeQcow2, sha256Hex } from "../../fixtures/libvirt/image_server.ts";
+import { contractLaunch, contractRecord } from "../instance_runtime_contract_testing.ts";
+import { flattenDisk } from "../libvirt/disk_tools.ts";
+import { writeTar } from "../libvirt/snapshot_tar.ts";
+import { CH_RUNTIME } from "./ch_runtime.ts";
+import { type ChTestEnv, chTestEnv } from "./ch_testing.ts";
+import { readRecord } from "./vm_record.ts";
+
+const NIC = { mac: "52:54:00:cc:00:01", bridge: "br-inst" };
+
+/** Runs a source instance, snapshots it with memory as the seed lays the archive out; answers the archive's source. */
+async function takeSnapshot(env: ChTestEnv, meta: Record<string, unknown> = {}): Promise<SnapshotSource> {
+  const src = `vm-src-${crypto.randomUUID().slice(0, 6)}`;
+  const base = await makeQcow2(env.dir, `${src}.qcow2`, "16M");
+  env.srv.put(`/${src}.qcow2`, base);
+  const l = contractLaunch({ url: `${env.srv.origin}/${src}.qcow2`, sha256: await sha256Hex(base), format: "qcow2" });
+  await env.rt.define(contractRecord(src, { ...l, nics: [NIC] }));
+  await env.rt.start(src, false);
+  const stage = `${env.dir}/stage-${src}`;
+  await Deno.mkdir(`${stage}/ch`, { recursive: true });
+  const api = env.rt.api(src);
+  await api.pause();
+  await api.snapshot(`${stage}/ch`);
+  await flattenDisk(`${env.rt.instanceDir(src)}/disk.qcow2`, `${stage}/disk.qcow2`);
+  await api.resume();
+  // What a tenant's guest or a hostile snapshot could carry in the saved configuration.
+  const cfg = JSON.parse(await Deno.readTextFile(`${stage}/ch/config.json`));
+  cfg.fs = [{ tag: "x", socket: "/run/virtiofsd.sock", num_queues: 1, queue_size: 1024 }];
+  cfg.pmem = [{ file: "/etc/passwd" }];
+  cfg.cpus.affinity = [{ vcpu: 0, host_cpus: [0] }];
+  cfg.balloon = { size: 32 * 1024 * 1024 };
+  await Deno.writeTextFile(`${stage}/ch/config.json`, JSON.stringify(cfg));
+  const m = {
+    format: 1,
+    runtime: CH_RUNTIME,
+    cpuModel: "test-cpu",
+    includeMemory: true,
+    vcpus: 1,
+    memoryMiB: 64,
+    seed: true,
+    ...meta,
+  };
+  const tar = `${env.dir}/${src}.tar`;
+  const { sha256, size } = await writeTar(tar, [
+    { name: "meta.json", data: new TextEncoder().encode(JSON.stringify(m)) },
+    { name: "disk.qcow2", path: `${stage}/disk.qcow2` },
+    { name: "seed.iso", path: `${env.rt.instanceDir(src)}/seed.iso` },
+    { name: "ch/config.json", path: `${stage}/ch/config.json` },
+    { name: "ch/state.json", path: `${stage}/ch/state.json` },
+    { name: "ch/memory-ranges", path: `${stage}/ch/memory-ranges` },
+  ]);
+  await Deno.mkdir(`${env.dataDir}/snapshots`, { recursive: true });
+  await Deno.rename(tar, `${env.dataDir}/snapshots/${sha256}.tar`);
+  return {
+    url: `${env.srv.origin}/${sha256}.tar`,
+    sha256,
+    runtime: CH_RUNTIME,
+    includeMemory: true,
+    cpuModel: "test-cpu",
+    sizeBytes: size,
+  };
+}
+
+function restoreRecord(id: string, src: SnapshotSource, mac = "52:54:00:cc:00:02") {
+  return contractRecord(id, { ...contractLaunch(null), restoreFrom: src, nics: [{ ...NIC, mac }] });
+}
+
+Deno.test("cloud-hypervisor restore_from a memory snapshot: unpacked into a flat disk with no base, started by vm.restore with the taps' fds and vm.resume on the rebuilt configuration", async (t) => {
+  const env = await chTestEnv();
+  if ("skip" in env) {
+    console.log(`skipped: ${env.skip}`);
+    return void await t.step({ name: `skipped: ${env.skip}`, ignore: true, fn: () => {} });
+  }
+  try {
+    const src = await takeSnapshot(env);
+    const id = "vm-restored";
+    await env.rt.define(restoreRecord(id, src));
+    const dir = env.rt.instanceDir(id);
+    await t.step("the record names no base image, the snapshot it came from, and no backing files", async () => {
+      const r = (await readRecord(id, { instanceDir: dir, volumesDir: `${env.dataDir}/volumes` }))!;
+      assert.equal(r.image, null);
+      assert.equal(r.restoredFrom, src.sha256);
+      assert.equal(r.config.disks?.[0]?.backing_files, false);
+      assert.ok((await Deno.stat(`${dir}/ch/memory-ranges`)).isFile);
+    });
+    await t.step("the first start is vm.restore then vm.resume, never vm.create; ch/ is gone after", async (t2) => {
+      await env.rt.start(id, false);
+      const vmm = env.systemd.units.get(`bcd-ch-${id}.service`)!.vmm;
+      const calls = vmm.calls.filter((c) => /vm\.(create|restore|resume|boot|add-net)/.test(c));
+      assert.deepEqual(calls, ["PUT vm.restore", "PUT vm.resume"]);
+      assert.equal((await env.rt.list()).find((d) => d.id === id)?.state, "running");
+      await assert.rejects(Deno.stat(`${dir}/ch`), Deno.errors.NotFound);
+      await t2.step(
+        "the VM runs on bcd's rebuilt configuration: the new instance's paths, its NIC, none of the tenant's additions",
+        () => {
+          const cfg = vmm.infoNow()!.config as unknown as Record<string, unknown>;
+          const disks = (cfg.disks as { path: string }[]).map((d) => d.path);
+          assert.deepEqual(disks, [`${dir}/disk.qcow2`, `${dir}/seed.iso`]);
+          assert.equal(cfg.fs, undefined);
+          assert.equal(cfg.pmem, undefined);
+          assert.equal((cfg.cpus as { affinity?: unknown }).affinity, undefined, "the snapshot's pinning is dropped");
+          assert.equal(cfg.balloon, undefined, "the snapshot's balloon is dropped (bcd's has none here)");
+          assert.deepEqual(vmm.nics.map((n) => [n.config.id, n.config.mac, n.fds.length]), [[
+            "net0",
+            "52:54:00:cc:00:02",
+            1,
+          ]]);
+        },
+      );
+    });
+    await t.step("a later start boots normally (vm.create on the flat disk)", async () => {
+      await env.rt.stop(id);
+      await env.rt.start(id, false);
+      const vmm = env.systemd.units.get(`bcd-ch-${id}.service`)!.vmm;
+      assert.ok(vmm.calls.includes("PUT vm.create") && vmm.calls.includes("PUT vm.boot"));
+    });
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("cloud-hypervisor restore_from refuses another runtime's snapshot, another CPU model, another shape, and leaves no directory", async (t) => {
+  const env = await chTestEnv();
+  if ("skip" in env) {
+    console.log(`skipped: ${env.skip}`);
+    return void await t.step({ name: `skipped: ${env.skip}`, ignore: true, fn: () => {} });
+  }
+  try {
+    const cases: Array<[string, Record<string, unknown>, (r: ReturnType<typeof restoreRecord>) => typeof r, string]> = [
+      ["a libvirt-kvm snapshot", { runtime: "libvirt-kvm" }, (r) => r, "snapshot-runtime"],
+      ["another CPU model", { cpuModel: "other-cpu" }, (r) => r, "snapshot-cpu-model"],
+      ["another memory size", {}, (r) => ({ ...r, memoryBytes: 128 * 1024 * 1024 }), "snapshot-shape"],
+    ];
+    for (const [what, meta, change, reason] of cases) {
+      await t.step(`${what}: ${reason}`, async () => {
+        const src = await takeSnapshot(env, meta);
+        const id = `vm-r-${crypto.randomUUID().slice(0, 6)}`;
+        await assert.rejects(
+          env.rt.define(change(restoreRecord(id, src))),
+          (e) => e instanceof RuntimeRefused && e.reason === reason,
+        );
+        await assert.rejects(Deno.stat(env.rt.instanceDir(id)), Deno.errors.NotFound);
+      });
+    }
+    await t.step(
+      "a saved configuration with another NIC count is refused at the start, before any VMM runs",
+      async () => {
+        const src = await takeSnapshot(env);
+        const id = "vm-r-nics";
+        await env.rt.define(contractRecord(id, { ...contractLaunch(null), restoreFrom: src, nics: [] }));
+        await assert.rejects(
+          env.rt.start(id, false),
+          (e) => e instanceof RuntimeRefused && e.reason === "snapshot-shape",
+        );
+        assert.equal(env.systemd.units.get(`bcd-ch-${id}.service`), undefined);
+      },
+    );
+  } finally {
+    await env.close();
+  }
+});
