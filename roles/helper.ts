@@ -88,7 +88,12 @@ const SERVE: Subcommand = {
       })
       : undefined;
     const ch = role === "node"
-      ? await chBackend(config.dataDir, { log, bridges: config.helper.instanceBridges })
+      ? await chBackend(config.dataDir, {
+        log,
+        bridges: config.helper.instanceBridges,
+        hostGpus: async () =>
+          (await new NvidiaSmi({ binary: config.devices.nvidiaSmi }).query()).gpus.map((g) => g.pciBusId),
+      })
       : undefined;
     const doctor = new RealHostDoctor({
       role,

@@ -6,7 +6,7 @@
  *
  * | op          | fields           | rule                                                               |
  * | ----------- | ---------------- | ------------------------------------------------------------------ |
- * | `ch.taps`, `ch.untaps`, `ch.launch`, `ch.stop`, `ch.state` | `id` | instance id                        |
+ * | `ch.taps`, `ch.untaps`, `ch.launch`, `ch.stop`, `ch.state`, `ch.vfio`, `ch.unvfio` | `id` | instance id (root takes the GPUs from the record) |
  * | `ch.add_net` | `id`, `index`   | instance id; 0 to 15 (root finds the NIC in the record)            |
  * | `ch.restore` | `id`, `resume`  | instance id; boolean (the source is `instances/<id>/ch`, root's)   |
  *
@@ -17,7 +17,17 @@ import type { UnitState } from "../converge/instances/ch_port.ts";
 import { argObject as _object, refuseArg as _refuse } from "./arg_fields.ts";
 
 /** The ch ops, in the order the docs list them. */
-export const CH_OPS = ["ch.taps", "ch.untaps", "ch.launch", "ch.add_net", "ch.restore", "ch.stop", "ch.state"] as const;
+export const CH_OPS = [
+  "ch.taps",
+  "ch.untaps",
+  "ch.launch",
+  "ch.add_net",
+  "ch.restore",
+  "ch.stop",
+  "ch.state",
+  "ch.vfio",
+  "ch.unvfio",
+] as const;
 
 /** A ch op. */
 export type ChOp = typeof CH_OPS[number];
@@ -36,6 +46,8 @@ export interface ChArgs {
   "ch.restore": { readonly id: string; readonly resume: boolean };
   "ch.stop": ChIdArgs;
   "ch.state": ChIdArgs;
+  "ch.vfio": ChIdArgs;
+  "ch.unvfio": ChIdArgs;
 }
 
 /** What a verb answers: done, or a refusal with its reason (the node fails that instance). */
@@ -52,6 +64,8 @@ export interface ChResults {
   "ch.restore": ChOutcome;
   "ch.stop": ChOutcome & { readonly state?: UnitState };
   "ch.state": { readonly state: UnitState };
+  "ch.vfio": ChOutcome;
+  "ch.unvfio": ChOutcome;
 }
 
 function _id(op: string, v: unknown): string {
@@ -82,4 +96,6 @@ export const CH_CHECKS: { readonly [O in ChOp]: (raw: unknown) => ChArgs[O] } = 
   },
   "ch.stop": _idOnly("ch.stop"),
   "ch.state": _idOnly("ch.state"),
+  "ch.vfio": _idOnly("ch.vfio"),
+  "ch.unvfio": _idOnly("ch.unvfio"),
 };

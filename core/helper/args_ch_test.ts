@@ -3,7 +3,9 @@ import { HelperError } from "./errors.ts";
 import { checkArgs } from "./args.ts";
 
 Deno.test("ch.* arguments are default-deny: an instance id and a NIC index only, never a path, a tap or a bridge", async (t) => {
-  const refused: Array<[string, "ch.launch" | "ch.add_net" | "ch.restore" | "ch.taps", unknown, string]> = [
+  const refused: Array<
+    [string, "ch.launch" | "ch.add_net" | "ch.restore" | "ch.taps" | "ch.vfio" | "ch.unvfio", unknown, string]
+  > = [
     ["a path as the id", "ch.launch", { id: "../../etc" }, "id"],
     ["a unit name as the id", "ch.launch", { id: "x.socket/y" }, "id"],
     ["a tap name beside the id", "ch.taps", { id: "vm-1", tap: "eth0" }, "tap"],
@@ -14,6 +16,13 @@ Deno.test("ch.* arguments are default-deny: an instance id and a NIC index only,
     ["an fd number", "ch.add_net", { id: "vm-1", index: 0, fd: 3 }, "fd"],
     ["a restore source path", "ch.restore", { id: "vm-1", resume: true, source_url: "file:///etc" }, "source_url"],
     ["a resume that is not a boolean", "ch.restore", { id: "vm-1", resume: "yes" }, "resume"],
+    [
+      "a PCI address (root takes the GPUs from the record)",
+      "ch.vfio",
+      { id: "vm-1", pciBusId: "0000:18:00.0" },
+      "pciBusId",
+    ],
+    ["an IOMMU group", "ch.unvfio", { id: "vm-1", group: "10" }, "group"],
   ];
   for (const [what, op, args, field] of refused) {
     await t.step(`${op} refuses ${what}`, () => {

@@ -55,6 +55,8 @@ export const CH_VALID: { [O in ChOp]: ChArgs[O] } = {
   "ch.restore": { id: "i-1", resume: false },
   "ch.stop": { id: "i-1" },
   "ch.state": { id: "i-1" },
+  "ch.vfio": { id: "i-1" },
+  "ch.unvfio": { id: "i-1" },
 };
 
 /** The same as request argument lines. */

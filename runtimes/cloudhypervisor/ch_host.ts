@@ -12,8 +12,14 @@
  *   ({@link FdSender}), closing root's copies after.
  * - `stop`: `systemctl stop`, then `systemctl show`'s state.
  *
+ * - `vfio`/`unvfio`: the record's GPUs' whole IOMMU groups to `vfio-pci` and `/dev/vfio/<group>` to the VMM's uid
+ *   (`vfio.ts`), refused `vfio-busy` when another running VMM's user holds a group (read from `/dev/vfio`); back to
+ *   root and the host driver, never a group a running VMM's user holds. `stop` gives back exactly the groups the
+ *   stopped unit's user held.
+ *
  * Not done yet (written down so nobody assumes it): the instance's files are neither chowned to the VMM's uid nor
- * given ACL entries (the seed's Files row under the helper), and `ch.vfio`/`ch.unvfio` do not exist.
+ * given ACL entries (the seed's Files row under the helper), and root does not yet check that a GPU it binds holds no
+ * work (the hold files).
  *
  * @module
  */
@@ -27,6 +33,7 @@ import { type ChUnits, type UnitState } from "./units.ts";
 import { systemdRunArgs, unitName } from "./unit.ts";
 import { nicConfig } from "./restore_config.ts";
 import { type ChRecord, ChRecordRefused, readRecord, RECORD_FILE, volumePath } from "./vm_record.ts";
+import { type VfioBinder, VfioRefused } from "./vfio.ts";
 
 /** Root's taps. */
 export interface TapPort {
@@ -62,6 +69,10 @@ export interface ChHostOptions {
   readonly units: ChUnits;
   readonly taps: TapPort;
   readonly fds: FdSender;
+  /** VFIO binding; without it every GPU is refused `gpu-unsupported`. */
+  readonly vfio?: VfioBinder;
+  /** This host's GPUs' bus ids (the inventory's), which alone may be passed through. */
+  readonly hostGpus?: () => Promise<readonly string[]>;
 }
 
 function _refused(reason: string, message: string): HostOutcome {
@@ -232,7 +243,85 @@ export class ChHost implements ChHostPort {
     if (!INSTANCE_ID.test(id)) return _refused("invalid-instance-id", `instance id ${JSON.stringify(id)} is not valid`);
     const unit = unitName(id);
     await this.#o.units.stop(unit);
-    return { state: await this.#o.units.state(unit) };
+    const state = await this.#o.units.state(unit);
+    // The groups the stopped unit's user held go back to root, read from /dev/vfio itself, not from the record.
+    const r = await this.#record(id);
+    if (this.#o.vfio && "v" in r && (state === "inactive" || state === "failed")) {
+      for (const g of await this.#o.vfio.heldBy(r.uid)) await this.#o.vfio.give(g, 0);
+    }
+    return { state };
+  }
+
+  /** The uids of the VMM units that run now, by instance (from the records, checked against systemd). */
+  async #runningUids(except: string): Promise<Map<number, string>> {
+    const out = new Map<number, string>();
+    let entries: Deno.DirEntry[];
+    try {
+      entries = [...Deno.readDirSync(`${this.#o.runtimeDir}/instances`)];
+    } catch (e) {
+      if (e instanceof Deno.errors.NotFound) return out;
+      throw e;
+    }
+    for (const e of entries) {
+      if (e.name === except || !e.isDirectory || !INSTANCE_ID.test(e.name)) continue;
+      const other = await readRecord(e.name, this.#paths(e.name)).catch((err) => {
+        if (err instanceof ChRecordRefused) return undefined;
+        throw err;
+      });
+      if (other && (await this.#o.units.state(unitName(e.name))) === "active") out.set(other.uid, e.name);
+    }
+    return out;
+  }
+
+  async vfio(id: string): Promise<HostOutcome> {
+    const r = await this.#record(id);
+    if (!("v" in r)) return r;
+    if (r.gpus.length === 0) return {};
+    const v = this.#o.vfio;
+    if (!v || !this.#o.hostGpus) return _refused("gpu-unsupported", `${id}: this helper passes no GPUs through`);
+    try {
+      const groups = await v.groups(r.gpus.map((g) => g.pciBusId), await this.#o.hostGpus());
+      const running = await this.#runningUids(id);
+      for (const g of groups) {
+        const owner = await v.owner(g.group);
+        if (owner !== undefined && owner !== 0 && owner !== r.uid && running.has(owner)) {
+          return _refused("vfio-busy", `IOMMU group ${g.group} is held by the running VMM of ${running.get(owner)}`);
+        }
+      }
+      for (const g of groups) {
+        await v.bind(g);
+        await v.give(g.group, r.uid);
+      }
+      return {};
+    } catch (e) {
+      if (e instanceof VfioRefused) return _refused(e.reason, `${id}: ${e.message}`);
+      throw e;
+    }
+  }
+
+  async unvfio(id: string): Promise<HostOutcome> {
+    const r = await this.#record(id);
+    if (!("v" in r)) return r;
+    const v = this.#o.vfio;
+    if (r.gpus.length === 0 || !v || !this.#o.hostGpus) return {};
+    try {
+      const groups = await v.groups(r.gpus.map((g) => g.pciBusId), await this.#o.hostGpus());
+      const running = await this.#runningUids("");
+      for (const g of groups) {
+        const owner = await v.owner(g.group);
+        if (owner !== undefined && running.has(owner)) {
+          return _refused("vfio-busy", `IOMMU group ${g.group} is held by the running VMM of ${running.get(owner)}`);
+        }
+      }
+      for (const g of groups) {
+        await v.give(g.group, 0);
+        await v.release(g);
+      }
+      return {};
+    } catch (e) {
+      if (e instanceof VfioRefused) return _refused(e.reason, `${id}: ${e.message}`);
+      throw e;
+    }
   }
 
   state(id: string): Promise<UnitState> {

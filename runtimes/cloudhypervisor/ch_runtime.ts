@@ -26,8 +26,11 @@
  *   `ch/`; the record has no base image and the overlay no backing file. A memory snapshot's first start rebuilds
  *   `ch/config.json` (`restore_config.ts`), then `vm.restore` with the taps' fds and `vm.resume`; `ch/` goes after.
  *
- * Not built yet: taking snapshots (`instance.snapshot` on this runtime), GPUs (refused `gpu-unsupported` until
- * `ch.vfio` exists), volumes (the record carries them; the converger does not pass them yet).
+ * - GPUs: VFIO passthrough of `/sys/bus/pci/devices/<address>/` (a GPU without a bus id fails the instance); root
+ *   binds their whole IOMMU groups before each start (`vfio`) and gives them back at the delete (`unvfio`).
+ *
+ * Not built yet: taking snapshots (`instance.snapshot` on this runtime), volumes (the record carries them; the
+ * converger does not pass them yet).
  *
  * @module
  */
@@ -228,8 +231,8 @@ export class ChRuntime implements InstanceRuntime {
     if (record.memoryBytes % MiB !== 0 || record.memoryBytes < MiB) {
       throw new RuntimeRefused("invalid-size", `${id}: memory ${record.memoryBytes} is not a whole number of MiB`);
     }
-    if (l.gpus.length > 0) {
-      throw new RuntimeRefused("gpu-unsupported", `${id}: this build passes no GPUs to cloud-hypervisor yet`);
+    if (l.gpus.some((g) => g.pciBusId === "")) {
+      throw new RuntimeRefused("gpu-without-bus-id", `${id}: a GPU has no PCI bus id in the inventory`);
     }
     if (!l.restoreFrom && l.image?.format === "iso") {
       throw new RuntimeRefused("iso-unsupported", `${id}: cloud-hypervisor boots disk images, not an iso`);
@@ -355,6 +358,7 @@ export class ChRuntime implements InstanceRuntime {
     await this.#checkDisk(id, r);
     const restore = await this.#rebuildSaved(id, r);
     _check(await this.#o.host.taps(id), id);
+    _check(await this.#o.host.vfio(id), id);
     _check(await this.#o.host.launch(id), id);
     try {
       const api = this.api(id);
@@ -489,6 +493,8 @@ export class ChRuntime implements InstanceRuntime {
 
   async delete(id: string): Promise<void> {
     await this.stop(id);
+    // A destroy hands the GPUs back to their host driver, even when the spec dropped one meanwhile (the record's).
+    _check(await this.#o.host.unvfio(id), id);
     await Deno.remove(this.instanceDir(id), { recursive: true }).catch((e) => {
       if (!(e instanceof Deno.errors.NotFound)) throw e;
     });

@@ -162,7 +162,7 @@ Deno.test("cloud-hypervisor: NICs are persistent taps on their bridges before th
   }, t);
 });
 
-Deno.test("cloud-hypervisor: a NIC on a bridge outside instance_bridges, an interface that is not a tap, an iso or a GPU are refused; no VMM runs", async (t) => {
+Deno.test("cloud-hypervisor: a NIC on a bridge outside instance_bridges, an interface that is not a tap or an iso are refused; no VMM runs", async (t) => {
   await withEnv(async (env) => {
     await defineOne(env, "vm-br", [{ mac: "52:54:00:aa:00:03", bridge: "br-other" }]);
     await assert.rejects(

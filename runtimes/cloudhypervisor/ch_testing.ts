@@ -11,6 +11,7 @@ import { ChRuntime } from "./ch_runtime.ts";
 import { SnapshotStore } from "../libvirt/snapshot_store.ts";
 import { FakeSystemd } from "./fake_systemd.ts";
 import { FakeFdSender, FakeTaps } from "./fake_taps.ts";
+import type { VfioBinder } from "./vfio.ts";
 import type { ChHostPort } from "../../core/converge/instances/ch_port.ts";
 
 /** A wired runtime and its fakes. */
@@ -31,6 +32,8 @@ export interface ChTestOptions {
   readonly bridges?: readonly string[];
   /** Replaces the port the runtime talks to (e.g. the helper's client over the same {@link ChHost}). */
   readonly port?: (host: ChHost) => Promise<{ port: ChHostPort; close(): Promise<void> }>;
+  /** VFIO binding over a fake tree, and this host's GPUs. */
+  readonly vfio?: { readonly binder: VfioBinder; readonly hostGpus: readonly string[] };
   /** The host CPU model a memory snapshot is checked against (default `test-cpu`). */
   readonly cpuModel?: string;
 }
@@ -53,6 +56,7 @@ export async function chTestEnv(opts: ChTestOptions = {}): Promise<ChTestEnv | {
     units: systemd,
     taps,
     fds: new FakeFdSender(systemd),
+    ...(opts.vfio ? { vfio: opts.vfio.binder, hostGpus: () => Promise.resolve(opts.vfio!.hostGpus) } : {}),
   });
   const via = opts.port ? await opts.port(host) : undefined;
   const clock = { t: 0 };

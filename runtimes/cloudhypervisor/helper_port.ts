@@ -54,6 +54,12 @@ export class HelperChHost implements ChHostPort {
     const o = _outcome("ch.stop", r);
     return r.state === undefined ? o : { ...o, state: _state("ch.stop", r.state) };
   }
+  async vfio(id: string): Promise<HostOutcome> {
+    return _outcome("ch.vfio", await this.c.call("ch.vfio", { id }));
+  }
+  async unvfio(id: string): Promise<HostOutcome> {
+    return _outcome("ch.unvfio", await this.c.call("ch.unvfio", { id }));
+  }
   async state(id: string): Promise<UnitState> {
     return _state("ch.state", (await this.c.call("ch.state", { id })).state);
   }

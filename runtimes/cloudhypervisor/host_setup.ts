@@ -12,6 +12,7 @@ import { ChHost } from "./ch_host.ts";
 import { ScmRightsSender } from "./fd_sender.ts";
 import { IpTaps } from "./ip_taps.ts";
 import { SystemdUnits } from "./units.ts";
+import { VfioBinder } from "./vfio.ts";
 
 /** The absolute path of an executable `cmd` on `path` (a `PATH` value), or `undefined`. */
 export async function findOnPath(cmd: string, path: string): Promise<string | undefined> {
@@ -31,7 +32,13 @@ export async function findOnPath(cmd: string, path: string): Promise<string | un
 /** Root's half, or `undefined` without the binary. The taps belong to the owner of the node's data dir. */
 export async function chBackend(
   dataDir: string,
-  opts: { log?: Logger; bridges: readonly string[]; path?: string },
+  opts: {
+    log?: Logger;
+    bridges: readonly string[];
+    path?: string;
+    /** This host's GPUs' bus ids (nvidia-smi's), which alone may be passed through; none without it. */
+    hostGpus?: () => Promise<readonly string[]>;
+  },
 ): Promise<ChHost | undefined> {
   const binary = await findOnPath("cloud-hypervisor", opts.path ?? Deno.env.get("PATH") ?? "");
   if (!binary) {
@@ -50,5 +57,6 @@ export async function chBackend(
     units: new SystemdUnits(),
     taps: new IpTaps(),
     fds: new ScmRightsSender(),
+    ...(opts.hostGpus ? { vfio: new VfioBinder({ sys: "/sys", dev: "/dev" }), hostGpus: opts.hostGpus } : {}),
   });
 }

@@ -242,6 +242,8 @@ async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promi
     case "ch.restore":
     case "ch.stop":
     case "ch.state":
+    case "ch.vfio":
+    case "ch.unvfio":
       return await _ch(b, req);
     default:
       return await _libvirt(b, req);
@@ -267,6 +269,10 @@ async function _ch(b: HelperBackends, req: HelperRequest): Promise<Answer> {
       return _answer(req, await c.stop(req.args.id));
     case "ch.state":
       return _answer(req, { state: await c.state(req.args.id) });
+    case "ch.vfio":
+      return _answer(req, await c.vfio(req.args.id));
+    case "ch.unvfio":
+      return _answer(req, await c.unvfio(req.args.id));
     default:
       throw new HelperError("unknown-op", `${req.op} has no runner`);
   }

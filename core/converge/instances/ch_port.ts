@@ -38,8 +38,12 @@ export interface ChHostPort {
   addNet(id: string, index: number): Promise<HostOutcome>;
   /** `vm.restore` from `instances/<id>/ch` with every tap's fd as `net_fds`. */
   restore(id: string, resume: boolean): Promise<HostOutcome>;
-  /** `systemctl stop`, then the unit's state as `systemctl show` reports it. */
+  /** `systemctl stop`, then the unit's state as `systemctl show` reports it; the groups its user held go to root. */
   stop(id: string): Promise<HostOutcome & { readonly state?: UnitState }>;
   /** The unit's state. */
   state(id: string): Promise<UnitState>;
+  /** Binds the IOMMU groups of the record's GPUs to `vfio-pci` and hands `/dev/vfio/<group>` to the VMM's uid. */
+  vfio(id: string): Promise<HostOutcome>;
+  /** Gives the record's GPUs back to root and to their host driver (never a group a running VMM's user holds). */
+  unvfio(id: string): Promise<HostOutcome>;
 }
