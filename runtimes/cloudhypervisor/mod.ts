@@ -2,19 +2,28 @@
  * The `cloud-hypervisor` instance runtime (seed 000 §The runtimes, §The cloud-hypervisor unit): one VMM per instance,
  * driven over its REST API on `instances/<id>/api.sock`.
  *
- * The parts, landed so far:
- * - `api_client.ts`: {@link ChApiClient}, the REST client over HTTP/1.1 on the unix socket (`vm.create`, `vm.boot`,
- *   `vm.pause`/`vm.resume`, `vm.shutdown`, `vm.power-button`, `vmm.shutdown`, `vm.info`, `vm.add-disk`,
- *   `vm.add-net`, `vm.remove-device`, `vm.resize`, `vm.resize-disk`, `vm.snapshot`/`vm.restore`) with typed errors
+ * The parts:
+ * - `ch_runtime.ts`: {@link ChRuntime}, the node's `InstanceRuntime` (list from `vm.json` records only, define over the
+ *   shared image code, start, the stop ladder, delete, grow, restores) and `api(id)` for the volume, balloon and
+ *   rebind code.
+ * - `api_client.ts`: {@link ChApiClient}, the REST client over HTTP/1.1 on the unix socket with typed errors
  *   ({@link ChApiError}: the VMM's status and error chain; {@link ChTransportError}: unreachable, a bad answer, a
- *   deadline).
- * - `http1.ts`: the bounded HTTP/1.1 codec, our own rather than `fetch` over a unix proxy because the NIC requests must
- *   leave as raw bytes with `SCM_RIGHTS` and a peer's head must be bounded (its doc says more).
- * - `fake_vmm.ts`: {@link FakeVmm}, a faithful fake of the VMM's API for tests (paths, JSON shapes and state machine
- *   of the published OpenAPI document and cloud-hypervisor's `vmm` crate, error chains included).
+ *   deadline); `http1.ts`, the bounded codec (ours rather than `fetch` over a unix proxy: the NIC requests leave as raw
+ *   bytes with `SCM_RIGHTS`, and a peer's head must be bounded).
+ * - `unit.ts`: the VMM's transient unit, the seed's property table as a pure function; `units.ts`: systemd.
+ * - `vm_record.ts`: `vm.json`, read strictly; `config_keys.ts`, `restore_config.ts`: the allowlists and the rebuilt
+ *   configuration of a memory restore.
+ * - `ch_host.ts`: {@link ChHost}, root's half (`ChHostPort`, served by the helper's `ch.*` ops; `helper_port.ts` is the
+ *   node's client of them), with `ip_taps.ts` (taps), `fd_sender.ts` + `libc.ts` (`SCM_RIGHTS` through FFI, root only)
+ *   and `vfio.ts` (IOMMU groups to `vfio-pci`); `host_setup.ts` turns it on when the binary is on root's `PATH`.
+ * - Fakes for tests: `fake_vmm.ts` (+ `fake_vmm_fds.ts`), `fake_systemd.ts`, `fake_taps.ts`, `fake_sysfs_vfio.ts`,
+ *   wired by `ch_testing.ts`.
  *
- * Judgement calls, written down: one connection per request (the VMM's server keeps connections alive, but a
- * connection per call needs no pooling and a hung VMM costs one socket); a call's deadline defaults to 30 s.
+ * Judgement calls, written down: one connection per API request (the VMM's server keeps connections alive, but a
+ * connection per call needs no pooling and a hung VMM costs one socket); a call's deadline defaults to 30 s; a unit
+ * that runs with no booted VM in it is listed `running` (so it is stopped again, never forgotten); the VMM uids are
+ * `0x7FFD0000` to `0x7FFDFFFF`; root hands each tap to the VMM in the same `sendmsg` as the API request (the node holds
+ * no tap fd: see `libc.ts` for why).
  *
  * @module
  */
