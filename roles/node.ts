@@ -60,11 +60,14 @@ import { HelperLibvirtHost } from "../runtimes/libvirt/helper_port.ts";
 import { LibvirtRuntime } from "../runtimes/libvirt/libvirt_runtime.ts";
 import { CH_RUNTIME, ChRuntime } from "../runtimes/cloudhypervisor/ch_runtime.ts";
 import { HelperChHost } from "../runtimes/cloudhypervisor/helper_port.ts";
+import { ChSnapshots } from "../runtimes/cloudhypervisor/ch_snapshots.ts";
+import { SnapshotRouter } from "../runtimes/snapshot_router.ts";
 import { HelperNft } from "../runtimes/helper/nft_port.ts";
 import { NodeNetwork } from "../runtimes/nft/node_network.ts";
 import { SnapshotStore } from "../runtimes/libvirt/snapshot_store.ts";
 import { cleanStaging, LibvirtSnapshots, snapshotsDir } from "../runtimes/libvirt/snapshots.ts";
 import { instanceSnapshotHandler } from "../core/commands/kind_handlers/mod.ts";
+import type { InstanceSnapshotter } from "../core/commands/kind_handlers/instance_snapshot.ts";
 import { instanceMigrateHandler } from "../core/commands/kind_handlers/instance_migrate.ts";
 import {
   LibvirtMigrator,
@@ -92,7 +95,7 @@ function _gpu(ctx: WiringContext): HelperGpuTool {
 const _jwksByCtx = new WeakMap<WiringContext, JwksHolder>();
 
 /** The snapshot taker of the daemon's libvirt runtime, once `_instances` made one (`instance.snapshot` uses it). */
-const _snapshotsByCtx = new WeakMap<WiringContext, LibvirtSnapshots>();
+const _snapshotsByCtx = new WeakMap<WiringContext, InstanceSnapshotter>();
 
 /** The migrator of the daemon's libvirt runtime, once `_instances` made one (`instance.migrate` uses it). */
 const _migratorsByCtx = new WeakMap<WiringContext, LibvirtMigrator>();
@@ -165,12 +168,15 @@ async function _instances(
   const helper = helperOf(ctx);
   const memory = new HelperHostMemory(helper);
   const plugins = await pluginRuntimes(ctx, ["libvirt-kvm", CH_RUNTIME]);
-  const ch = await _chRuntime(ctx);
+  const cpuModel = _cpuModel(ctx);
+  const dir = snapshotsDir(ctx.dataDir);
+  const snapshots = new SnapshotStore({ dir, log: ctx.log });
+  const ch = await _chRuntime(ctx, snapshots, cpuModel);
   try {
     await helper.call("libvirt.list", {});
   } catch (e) {
     if (e instanceof HelperError && e.code === "failed" && e.detail.includes("libvirt is not installed")) {
-      if (ch) return await _chOnly(ctx, peers, ch, plugins);
+      if (ch) return await _chOnly(ctx, peers, ch, plugins, snapshots, cpuModel);
       ctx.log.info({}, "instances: the helper has neither virsh nor cloud-hypervisor; no instance runtime");
       return { converger: new InstancesConverger(plugins, { memory }), capabilities: [] };
     }
@@ -178,11 +184,8 @@ async function _instances(
     ctx.log.warn({ err: e.message }, "instances: libvirt.list failed at start; libvirt-kvm stays on and retries");
   }
   const host = new HelperLibvirtHost(helper);
-  const cpuModel = _cpuModel(ctx);
-  const dir = snapshotsDir(ctx.dataDir);
   const removed = [...await cleanStaging(dir), ...await cleanStaging(`${ctx.dataDir}/libvirt/instances`)];
   if (removed.length > 0) ctx.log.info({ removed }, "instances: snapshot stages a crash left behind removed");
-  const snapshots = new SnapshotStore({ dir, log: ctx.log });
   const rt = new LibvirtRuntime({ host, dataDir: ctx.dataDir, snapshots, cpuModel, log: ctx.log });
   const net = new NodeNetwork(new HelperNft(helper), ctx.log);
   const volumes = new VolumeKeeper(new FileVolumeStore({ dir: volumesDir(ctx.dataDir), log: ctx.log }), ctx.log);
@@ -195,16 +198,27 @@ async function _instances(
     holdsCommittedBytes: peers.holdsCommittedBytes,
     wake: peers.wake,
   });
+  const writable = (id: string) => (converger.specOf(id)?.volumes ?? []).some((v) => !v.read_only);
+  const lvSnaps = new LibvirtSnapshots({
+    runtime: rt,
+    host,
+    dataDir: ctx.dataDir,
+    cpuModel,
+    hasWritableVolume: writable,
+    log: ctx.log,
+  });
   _snapshotsByCtx.set(
     ctx,
-    new LibvirtSnapshots({
-      runtime: rt,
-      host,
-      dataDir: ctx.dataDir,
-      cpuModel,
-      hasWritableVolume: (id) => (converger.specOf(id)?.volumes ?? []).some((v) => !v.read_only),
-      log: ctx.log,
-    }),
+    ch
+      ? new SnapshotRouter([
+        {
+          runtime: CH_RUNTIME,
+          holds: (id) => _chSnapshots(ctx, ch, cpuModel, writable).holds(id),
+          snapshotter: _chSnapshots(ctx, ch, cpuModel, writable),
+        },
+        { runtime: rt.name, holds: () => Promise.resolve(true), snapshotter: lvSnaps },
+      ])
+      : lvSnaps,
   );
   // instance.migrate: moves a crash interrupted are resolved before the converger's first pass (each to exactly one
   // running instance; runtimes/migration/libvirt_migrator.ts), then the migrator serves the command.
@@ -250,7 +264,11 @@ async function _instances(
  * refuses every `ch.*` op "cloud-hypervisor is not installed on this host", and the runtime is neither run nor
  * advertised. A probe that fails otherwise keeps it on (retried each pass, like libvirt-kvm's).
  */
-async function _chRuntime(ctx: WiringContext): Promise<ChRuntime | undefined> {
+async function _chRuntime(
+  ctx: WiringContext,
+  snapshots: SnapshotStore,
+  cpuModel: () => Promise<string>,
+): Promise<ChRuntime | undefined> {
   const helper = helperOf(ctx);
   try {
     await helper.call("ch.state", { id: "bcd-probe" });
@@ -263,7 +281,24 @@ async function _chRuntime(ctx: WiringContext): Promise<ChRuntime | undefined> {
     ctx.log.warn({ err: e.message }, "instances: ch.state failed at start; cloud-hypervisor stays on and retries");
   }
   ctx.log.info({ runtime: CH_RUNTIME }, "instances: runtime on");
-  return new ChRuntime({ host: new HelperChHost(helper), dataDir: ctx.dataDir, log: ctx.log });
+  return new ChRuntime({ host: new HelperChHost(helper), dataDir: ctx.dataDir, snapshots, cpuModel, log: ctx.log });
+}
+
+const _chSnapshotsByRuntime = new WeakMap<ChRuntime, ChSnapshots>();
+
+/** The runtime's snapshot taker (one per runtime). */
+function _chSnapshots(
+  ctx: WiringContext,
+  ch: ChRuntime,
+  cpuModel: () => Promise<string>,
+  hasWritableVolume: (id: string) => boolean,
+): ChSnapshots {
+  let s = _chSnapshotsByRuntime.get(ch);
+  if (!s) {
+    s = new ChSnapshots({ runtime: ch, dataDir: ctx.dataDir, cpuModel, hasWritableVolume, log: ctx.log });
+    _chSnapshotsByRuntime.set(ch, s);
+  }
+  return s;
 }
 
 /** A host whose only hypervisor is cloud-hypervisor: its converger with bcd's network rules, as libvirt-kvm's. */
@@ -272,16 +307,23 @@ async function _chOnly(
   peers: InstancePeers,
   ch: ChRuntime,
   plugins: Awaited<ReturnType<typeof pluginRuntimes>>,
+  snapshots: SnapshotStore,
+  cpuModel: () => Promise<string>,
 ): Promise<InstanceWiring> {
   const helper = helperOf(ctx);
+  const removed = [...await cleanStaging(snapshotsDir(ctx.dataDir)), ...await cleanStaging(`${ch.dir}/instances`)];
+  if (removed.length > 0) ctx.log.info({ removed }, "instances: snapshot stages a crash left behind removed");
   const net = new NodeNetwork(new HelperNft(helper), ctx.log);
   const converger = new InstancesConverger([ch, ...plugins], {
     memory: new HelperHostMemory(helper),
     network: net.rules,
+    snapshots,
     secrets: peers.secrets,
     holdsCommittedBytes: peers.holdsCommittedBytes,
     wake: peers.wake,
   });
+  const writable = (id: string) => (converger.specOf(id)?.volumes ?? []).some((v) => !v.read_only);
+  _snapshotsByCtx.set(ctx, _chSnapshots(ctx, ch, cpuModel, writable));
   const network = await net.prepare();
   net.start();
   return { converger, capabilities: ["instance.placement", ...network], stop: () => net.stop() };

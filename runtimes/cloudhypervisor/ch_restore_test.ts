@@ -15,6 +15,8 @@ import { writeTar } from "../libvirt/snapshot_tar.ts";
 import { CH_RUNTIME } from "./ch_runtime.ts";
 import { type ChTestEnv, chTestEnv } from "./ch_testing.ts";
 import { readRecord } from "./vm_record.ts";
+import { ChSnapshots } from "./ch_snapshots.ts";
+import { SnapshotRefused, type StagedSnapshot } from "../../core/commands/kind_handlers/instance_snapshot.ts";
 
 const NIC = { mac: "52:54:00:cc:00:01", bridge: "br-inst" };
 
@@ -165,6 +167,81 @@ Deno.test("cloud-hypervisor restore_from refuses another runtime's snapshot, ano
         assert.equal(env.systemd.units.get(`bcd-ch-${id}.service`), undefined);
       },
     );
+  } finally {
+    await env.close();
+  }
+});
+
+async function tarNames(path: string): Promise<string[]> {
+  const out = await new Deno.Command("tar", { args: ["-tf", path], stdout: "piped" }).output();
+  return new TextDecoder().decode(out.stdout).trim().split("\n");
+}
+
+Deno.test("ChSnapshots: a memory and a disk-only snapshot of a running VM are staged as the seed lays them out, the VM runs on, and the memory one restores into a new instance", async (t) => {
+  const env = await chTestEnv();
+  if ("skip" in env) {
+    console.log(`skipped: ${env.skip}`);
+    return void await t.step({ name: `skipped: ${env.skip}`, ignore: true, fn: () => {} });
+  }
+  try {
+    const snaps = new ChSnapshots({
+      runtime: env.rt,
+      dataDir: env.dataDir,
+      cpuModel: () => Promise.resolve("test-cpu"),
+    });
+    const src = "vm-snap";
+    const base = await makeQcow2(env.dir, `${src}.qcow2`, "16M");
+    env.srv.put(`/${src}.qcow2`, base);
+    const l = contractLaunch({ url: `${env.srv.origin}/${src}.qcow2`, sha256: await sha256Hex(base), format: "qcow2" });
+    await env.rt.define(contractRecord(src, { ...l, nics: [NIC] }));
+    await env.rt.start(src, false);
+    const taken: Record<string, StagedSnapshot> = {};
+    for (const memory of [true, false]) {
+      await t.step(
+        `${memory ? "memory" : "disk-only"}: meta.json, the flat disk, the seed${
+          memory ? " and ch/" : ""
+        }; the VM runs on`,
+        async () => {
+          const s = await snaps.take(src, memory, `cmd-${memory}`, new AbortController().signal);
+          assert.deepEqual(await tarNames(s.path), [
+            "meta.json",
+            "disk.qcow2",
+            "seed.iso",
+            ...(memory ? ["ch/config.json", "ch/state.json", "ch/memory-ranges"] : []),
+          ]);
+          assert.equal(s.runtime, CH_RUNTIME);
+          assert.equal(s.cpuModel, memory ? "test-cpu" : "");
+          assert.equal((await env.rt.list()).find((d) => d.id === src)?.state, "running");
+          const puts = env.systemd.units.get(`bcd-ch-${src}.service`)!.vmm.calls.filter((c) => c.startsWith("PUT"));
+          const want = ["PUT vm.pause", ...(memory ? ["PUT vm.snapshot"] : []), "PUT vm.resume"];
+          assert.deepEqual(puts.slice(-want.length), want);
+          taken[String(memory)] = s;
+        },
+      );
+    }
+    await t.step("a memory snapshot of a stopped VM is refused; the stage is gone", async () => {
+      await env.rt.stop(src);
+      await assert.rejects(snaps.take(src, true, "cmd-stopped", new AbortController().signal), SnapshotRefused);
+      await assert.rejects(Deno.stat(`${env.dataDir}/snapshots/upload-cmd-stopped`), Deno.errors.NotFound);
+    });
+    await t.step("restore_from the memory snapshot starts a new instance by vm.restore", async () => {
+      const s = taken["true"]!;
+      await Deno.rename(s.path, `${env.dataDir}/snapshots/${s.sha256}.tar`);
+      const ref: SnapshotSource = {
+        url: `${env.srv.origin}/x.tar`,
+        sha256: s.sha256,
+        runtime: CH_RUNTIME,
+        includeMemory: true,
+        cpuModel: "test-cpu",
+        sizeBytes: s.size,
+      };
+      await env.rt.define(restoreRecord("vm-from-snap", ref));
+      await env.rt.start("vm-from-snap", false);
+      const calls = env.systemd.units.get("bcd-ch-vm-from-snap.service")!.vmm.calls;
+      assert.ok(calls.includes("PUT vm.restore") && !calls.includes("PUT vm.create"));
+      assert.equal((await env.rt.list()).find((d) => d.id === "vm-from-snap")?.state, "running");
+    });
+    for (const s of Object.values(taken)) await snaps.discard(s);
   } finally {
     await env.close();
   }

@@ -29,8 +29,10 @@
  * - GPUs: VFIO passthrough of `/sys/bus/pci/devices/<address>/` (a GPU without a bus id fails the instance); root
  *   binds their whole IOMMU groups before each start (`vfio`) and gives them back at the delete (`unvfio`).
  *
- * Not built yet: taking snapshots (`instance.snapshot` on this runtime), volumes (the record carries them; the
- * converger does not pass them yet).
+ * Snapshots are taken by `ch_snapshots.ts` (holding the instance with {@link ChRuntime.exclusive}).
+ *
+ * Not built yet: volumes (the record carries them; the converger does not pass them yet), the ACL entries of the
+ * instance's files for the VMM's user.
  *
  * @module
  */
@@ -103,12 +105,44 @@ export class ChRuntime implements InstanceRuntime {
   readonly dir: string;
   readonly #o: ChRuntimeOptions;
   readonly #clock: Pick<Clock, "monotonic" | "sleep">;
+  /** Instances a snapshot holds: the state they had when it began, and when it ends. */
+  readonly #busy = new Map<string, { state: DomainState; done: Promise<void> }>();
 
   constructor(opts: ChRuntimeOptions) {
     this.#o = opts;
     this.dir = `${opts.dataDir}/cloud-hypervisor`;
     this.images = new ImageStore({ dir: `${this.dir}/images`, fetch: opts.fetch });
     this.#clock = opts.clock ?? realClock;
+  }
+
+  /**
+   * Runs `f` while nothing else acts on instance `id`: the converger's verbs on it wait until `f` ends, and the listing
+   * shows `state`, the state it had when `f` began (a snapshot pauses the VM for a moment; no pass may resume it then).
+   */
+  async exclusive<T>(id: string, state: DomainState, f: () => Promise<T>): Promise<T> {
+    await this.#free(id);
+    let end!: () => void;
+    this.#busy.set(id, { state, done: new Promise<void>((r) => end = r) });
+    try {
+      return await f();
+    } finally {
+      this.#busy.delete(id);
+      end();
+    }
+  }
+
+  async #free(id: string): Promise<void> {
+    for (let b = this.#busy.get(id); b; b = this.#busy.get(id)) await b.done;
+  }
+
+  /** The record of a managed instance (the snapshot taker's view), refused like every verb. */
+  recordOf(id: string): Promise<ChRecord> {
+    return this.#managed(id);
+  }
+
+  /** The instance's state as listed. */
+  async stateOf(id: string): Promise<DomainState> {
+    return this.#busy.get(id)?.state ?? await this.#state(id);
   }
 
   instanceDir(id: string): string {
@@ -201,7 +235,7 @@ export class ChRuntime implements InstanceRuntime {
       }
       out.push({
         id,
-        state: await this.#state(id),
+        state: this.#busy.get(id)?.state ?? await this.#state(id),
         record: {
           id,
           allocationId: r.allocationId,
@@ -344,6 +378,7 @@ export class ChRuntime implements InstanceRuntime {
   }
 
   async start(id: string, paused: boolean): Promise<void> {
+    await this.#free(id);
     const r = await this.#managed(id);
     if ((await this.#state(id)) !== "stopped") {
       const vm = await this.#vmState(id);
@@ -444,11 +479,13 @@ export class ChRuntime implements InstanceRuntime {
   }
 
   async pause(id: string): Promise<void> {
+    await this.#free(id);
     await this.#managed(id);
     await this.#apiCall(id, (a) => a.pause());
   }
 
   async resume(id: string): Promise<void> {
+    await this.#free(id);
     await this.#managed(id);
     await this.#apiCall(id, (a) => a.resume());
   }
@@ -466,6 +503,7 @@ export class ChRuntime implements InstanceRuntime {
 
   /** The stop ladder (see the module doc). */
   async stop(id: string): Promise<void> {
+    await this.#free(id);
     await this.#managed(id);
     if (this.#ended(await this.#o.host.state(id))) {
       _check(await this.#o.host.untaps(id), id);
@@ -492,6 +530,7 @@ export class ChRuntime implements InstanceRuntime {
   }
 
   async delete(id: string): Promise<void> {
+    await this.#free(id);
     await this.stop(id);
     // A destroy hands the GPUs back to their host driver, even when the spec dropped one meanwhile (the record's).
     _check(await this.#o.host.unvfio(id), id);
