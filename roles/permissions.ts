@@ -108,13 +108,14 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, RolePermissions>> = {
   node: {
     // Privilege-separated: /proc, /sys, /dev and root-only writes go through the helper's socket. /run/nvidia-mps is
     // read for whether MPS runs (a slot hold's CUDA_MPS_PIPE_DIRECTORY); nvidia-smi runs here for queries only.
+    // setfacl grants a cloud-hypervisor VMM's user ACL entries on its instance's directory in the data dir.
     // qemu-img, genisoimage and xorriso build the libvirt-kvm runtime's overlays and seed ISOs in the data dir; every
     // libvirt verb goes through the helper (libvirt.*), so virsh stays denied here. The volume store
     // (<data dir>/volumes) is the node's: fallocate punches a destroyed volume's blocks out, and statfs of the data
     // dir is the space rule's figures (000 §Persistent volumes).
     read: ["/var/lib/bcd", "/etc/bcd", "/run/nvidia-mps", DEFAULT_HELPER_SOCKET],
     write: ["/var/lib/bcd", DEFAULT_HELPER_SOCKET],
-    run: ["nvidia-smi", "qemu-img", "genisoimage", "xorriso", "fallocate"],
+    run: ["nvidia-smi", "qemu-img", "genisoimage", "xorriso", "fallocate", "setfacl"],
     denyRun: [],
     net: "all",
     env: DAEMON_ENV,

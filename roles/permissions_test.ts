@@ -192,7 +192,7 @@ Deno.test("extraWrite grants exactly the directories it lists", async () => {
 Deno.test("extraRun adds exactly the programs it lists to a scoped role, and nothing to an --allow-all one", () => {
   const flags = roleFlags("node", { extraRun: ["/tmp/fake-nvidia-smi"] });
   assert.ok(
-    flags.includes("--allow-run=nvidia-smi,qemu-img,genisoimage,xorriso,fallocate,/tmp/fake-nvidia-smi"),
+    flags.includes("--allow-run=nvidia-smi,qemu-img,genisoimage,xorriso,fallocate,setfacl,/tmp/fake-nvidia-smi"),
     flags.join(" "),
   );
   assert.deepEqual(roleFlags("helper", { extraRun: ["/x"] }), ["--quiet", "--no-prompt", "--allow-all"]);

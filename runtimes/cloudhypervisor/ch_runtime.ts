@@ -31,8 +31,10 @@
  *
  * Snapshots are taken by `ch_snapshots.ts` (holding the instance with {@link ChRuntime.exclusive}).
  *
- * Not built yet: volumes (the record carries them; the converger does not pass them yet), the ACL entries of the
- * instance's files for the VMM's user.
+ * - files: the node keeps owning them and grants the VMM's uid ACL entries on the instance directory for the run
+ *   (`vmm_access.ts`), removed at the stop.
+ *
+ * Not built yet: volumes (the record carries them; the converger does not pass them yet).
  *
  * @module
  */
@@ -55,6 +57,7 @@ import { ImageFetchRefused, ImageStore } from "../libvirt/image_store.ts";
 import { unpackSnapshot } from "../libvirt/snapshot_restore.ts";
 import { SNAPSHOT_META_FILE } from "../libvirt/snapshot_meta.ts";
 import type { SnapshotStore } from "../libvirt/snapshot_store.ts";
+import { SetfaclAccess, type VmmFileAccess } from "./vmm_access.ts";
 import { MAX_SAVED_CONFIG_BYTES, rebuildRestoreConfig, RestoreConfigRefused } from "./restore_config.ts";
 import { ChApiClient, ChApiError, ChTransportError } from "./api_client.ts";
 import type { VmConfig, VmState } from "./api_types.ts";
@@ -81,6 +84,8 @@ export interface ChRuntimeOptions {
   readonly powerButtonGraceMs?: number;
   /** How long a launched VMM may take to answer on its socket (default 10 s). */
   readonly apiWaitMs?: number;
+  /** The VMM user's access to the instance's files (default `setfacl`'s ACL entries, as under `bcd helper`). */
+  readonly access?: VmmFileAccess;
   /** The downloaded snapshots `restore_from` boots from; without it such an instance is refused. */
   readonly snapshots?: SnapshotStore;
   /** The host CPU model (the inventory's): a memory snapshot restores only on the model it was taken on. */
@@ -105,6 +110,7 @@ export class ChRuntime implements InstanceRuntime {
   readonly dir: string;
   readonly #o: ChRuntimeOptions;
   readonly #clock: Pick<Clock, "monotonic" | "sleep">;
+  readonly #access: VmmFileAccess;
   /** Instances a snapshot holds: the state they had when it began, and when it ends. */
   readonly #busy = new Map<string, { state: DomainState; done: Promise<void> }>();
 
@@ -113,6 +119,7 @@ export class ChRuntime implements InstanceRuntime {
     this.dir = `${opts.dataDir}/cloud-hypervisor`;
     this.images = new ImageStore({ dir: `${this.dir}/images`, fetch: opts.fetch });
     this.#clock = opts.clock ?? realClock;
+    this.#access = opts.access ?? new SetfaclAccess();
   }
 
   /**
@@ -394,6 +401,7 @@ export class ChRuntime implements InstanceRuntime {
     const restore = await this.#rebuildSaved(id, r);
     _check(await this.#o.host.taps(id), id);
     _check(await this.#o.host.vfio(id), id);
+    await this.#access.grant(this.instanceDir(id), r.uid);
     _check(await this.#o.host.launch(id), id);
     try {
       const api = this.api(id);
@@ -504,8 +512,9 @@ export class ChRuntime implements InstanceRuntime {
   /** The stop ladder (see the module doc). */
   async stop(id: string): Promise<void> {
     await this.#free(id);
-    await this.#managed(id);
+    const r = await this.#managed(id);
     if (this.#ended(await this.#o.host.state(id))) {
+      await this.#access.revoke(this.instanceDir(id), r.uid);
       _check(await this.#o.host.untaps(id), id);
       return;
     }
@@ -526,6 +535,7 @@ export class ChRuntime implements InstanceRuntime {
     if (!out.state || !this.#ended(out.state)) {
       throw new VmmSurvived(`${id}: the VMM's unit is ${out.state} after its stop; it is not forgotten`);
     }
+    await this.#access.revoke(this.instanceDir(id), r.uid);
     _check(await this.#o.host.untaps(id), id);
   }
 

@@ -159,6 +159,8 @@ Deno.test("cloud-hypervisor: NICs are persistent taps on their bridges before th
     assert.equal(env.taps.open_.size, 0, "every fd root opened is closed again");
     await env.rt.stop(id);
     assert.equal(env.taps.links.size, 0, "the taps are deleted when the VM stops");
+    const dir = env.rt.instanceDir(id);
+    assert.deepEqual(env.access.calls, [`grant ${dir} ${VMM_UID_BASE}`, `revoke ${dir} ${VMM_UID_BASE}`]);
   }, t);
 });
 

@@ -12,6 +12,7 @@ import { SnapshotStore } from "../libvirt/snapshot_store.ts";
 import { FakeSystemd } from "./fake_systemd.ts";
 import { FakeFdSender, FakeTaps } from "./fake_taps.ts";
 import type { VfioBinder } from "./vfio.ts";
+import { RecordingAccess } from "./vmm_access.ts";
 import type { ChHostPort } from "../../core/converge/instances/ch_port.ts";
 
 /** A wired runtime and its fakes. */
@@ -24,6 +25,8 @@ export interface ChTestEnv {
   readonly dir: string;
   readonly dataDir: string;
   readonly clock: { t: number };
+  /** The ACL grants and revokes the runtime asked for. */
+  readonly access: RecordingAccess;
   close(): Promise<void>;
 }
 
@@ -60,7 +63,9 @@ export async function chTestEnv(opts: ChTestOptions = {}): Promise<ChTestEnv | {
   });
   const via = opts.port ? await opts.port(host) : undefined;
   const clock = { t: 0 };
+  const access = new RecordingAccess();
   const rt = new ChRuntime({
+    access,
     host: via?.port ?? host,
     dataDir,
     fetch: srv.fetch,
@@ -83,6 +88,7 @@ export async function chTestEnv(opts: ChTestOptions = {}): Promise<ChTestEnv | {
     dir,
     dataDir,
     clock,
+    access,
     close: async () => {
       systemd.killAll();
       await via?.close();
