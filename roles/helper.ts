@@ -93,6 +93,7 @@ const SERVE: Subcommand = {
         bridges: config.helper.instanceBridges,
         hostGpus: async () =>
           (await new NvidiaSmi({ binary: config.devices.nvidiaSmi }).query()).gpus.map((g) => g.pciBusId),
+        busyGpus: async () => (await host.holds.list()).holds.flatMap((h) => h.devices.map((d) => d.gpuUuid)),
       })
       : undefined;
     const doctor = new RealHostDoctor({

@@ -17,9 +17,9 @@
  *   root and the host driver, never a group a running VMM's user holds. `stop` gives back exactly the groups the
  *   stopped unit's user held.
  *
- * Not done yet (written down so nobody assumes it): the instance's files are neither chowned to the VMM's uid nor
- * given ACL entries (the seed's Files row under the helper), and root does not yet check that a GPU it binds holds no
- * work (the hold files).
+ * Written down so nobody assumes more: root neither chowns the instance's files nor grants ACL entries (the node
+ * grants them, `vmm_access.ts`); "a GPU holding work" is a GPU a device hold's files name (`busyGpus`, refused
+ * `gpu-busy`), not a look at the processes on it.
  *
  * @module
  */
@@ -73,6 +73,8 @@ export interface ChHostOptions {
   readonly vfio?: VfioBinder;
   /** This host's GPUs' bus ids (the inventory's), which alone may be passed through. */
   readonly hostGpus?: () => Promise<readonly string[]>;
+  /** The UUIDs of the GPUs root sees holding work (the device holds' files); such a GPU is never bound. */
+  readonly busyGpus?: () => Promise<readonly string[]>;
 }
 
 function _refused(reason: string, message: string): HostOutcome {
@@ -279,6 +281,11 @@ export class ChHost implements ChHostPort {
     if (r.gpus.length === 0) return {};
     const v = this.#o.vfio;
     if (!v || !this.#o.hostGpus) return _refused("gpu-unsupported", `${id}: this helper passes no GPUs through`);
+    const busy = new Set(await this.#o.busyGpus?.() ?? []);
+    const held = r.gpus.find((g) => busy.has(g.uuid));
+    if (held) {
+      return _refused("gpu-busy", `${id}: GPU ${held.uuid} holds work (a device hold names it); not passed through`);
+    }
     try {
       const groups = await v.groups(r.gpus.map((g) => g.pciBusId), await this.#o.hostGpus());
       const running = await this.#runningUids(id);

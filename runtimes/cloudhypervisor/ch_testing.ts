@@ -36,7 +36,11 @@ export interface ChTestOptions {
   /** Replaces the port the runtime talks to (e.g. the helper's client over the same {@link ChHost}). */
   readonly port?: (host: ChHost) => Promise<{ port: ChHostPort; close(): Promise<void> }>;
   /** VFIO binding over a fake tree, and this host's GPUs. */
-  readonly vfio?: { readonly binder: VfioBinder; readonly hostGpus: readonly string[] };
+  readonly vfio?: {
+    readonly binder: VfioBinder;
+    readonly hostGpus: readonly string[];
+    readonly busyGpus?: readonly string[];
+  };
   /** The host CPU model a memory snapshot is checked against (default `test-cpu`). */
   readonly cpuModel?: string;
 }
@@ -59,7 +63,13 @@ export async function chTestEnv(opts: ChTestOptions = {}): Promise<ChTestEnv | {
     units: systemd,
     taps,
     fds: new FakeFdSender(systemd),
-    ...(opts.vfio ? { vfio: opts.vfio.binder, hostGpus: () => Promise.resolve(opts.vfio!.hostGpus) } : {}),
+    ...(opts.vfio
+      ? {
+        vfio: opts.vfio.binder,
+        hostGpus: () => Promise.resolve(opts.vfio!.hostGpus),
+        busyGpus: () => Promise.resolve(opts.vfio!.busyGpus ?? []),
+      }
+      : {}),
   });
   const via = opts.port ? await opts.port(host) : undefined;
   const clock = { t: 0 };

@@ -38,6 +38,8 @@ export async function chBackend(
     path?: string;
     /** This host's GPUs' bus ids (nvidia-smi's), which alone may be passed through; none without it. */
     hostGpus?: () => Promise<readonly string[]>;
+    /** The UUIDs of the GPUs device holds name, never passed through. */
+    busyGpus?: () => Promise<readonly string[]>;
   },
 ): Promise<ChHost | undefined> {
   const binary = await findOnPath("cloud-hypervisor", opts.path ?? Deno.env.get("PATH") ?? "");
@@ -58,5 +60,6 @@ export async function chBackend(
     taps: new IpTaps(),
     fds: new ScmRightsSender(),
     ...(opts.hostGpus ? { vfio: new VfioBinder({ sys: "/sys", dev: "/dev" }), hostGpus: opts.hostGpus } : {}),
+    ...(opts.busyGpus ? { busyGpus: opts.busyGpus } : {}),
   });
 }

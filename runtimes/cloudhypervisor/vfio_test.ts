@@ -86,13 +86,13 @@ if (!ROOT) console.log("ch.vfio through the runtime ignored: chowning /dev/vfio/
 
 Deno.test({
   name:
-    "cloud-hypervisor GPUs: ch.vfio binds the group and hands /dev/vfio/<group> to the VMM's uid; a second VMM is refused vfio-busy; the stop gives the group back to root, the delete the devices to their drivers",
+    "cloud-hypervisor GPUs: ch.vfio binds the group and hands /dev/vfio/<group> to the VMM's uid; a second VMM is refused vfio-busy, a GPU a hold names gpu-busy; the stop gives the group back to root, the delete the devices to their drivers",
   ignore: !ROOT,
   fn: async (t) => {
     const root = await Deno.makeTempDir({ prefix: "bcd-vfio-rt-" });
     const tree = await writeFakeVfioTree(root, DEVICES, true);
     const binder = new VfioBinder({ sys: tree.sys, dev: tree.dev, write: tree.write });
-    const env = await chTestEnv({ vfio: { binder, hostGpus: HOST_GPUS } });
+    const env = await chTestEnv({ vfio: { binder, hostGpus: HOST_GPUS, busyGpus: ["GPU-held"] } });
     if ("skip" in env) {
       await Deno.remove(root, { recursive: true });
       return void await t.step({ name: `skipped: ${env.skip}`, ignore: true, fn: () => {} });
@@ -120,6 +120,18 @@ Deno.test({
       assert.equal((await Deno.stat(`${tree.dev}/vfio/10`)).uid, VMM_UID_BASE, "the running VMM keeps its group");
       await env.rt.stop("vm-gpu");
       assert.equal((await Deno.stat(`${tree.dev}/vfio/10`)).uid, 0, "the stop gives the group back to root");
+      const held = {
+        ...contractRecord("vm-held", {
+          ...contractLaunch(img),
+          gpus: [{ uuid: "GPU-held", pciBusId: "00000000:3B:00.0" }],
+        }),
+        gpus: ["GPU-held"],
+      };
+      await env.rt.define(held);
+      await assert.rejects(
+        env.rt.start("vm-held", false),
+        (e) => e instanceof RuntimeRefused && e.reason === "gpu-busy",
+      );
       assert.equal(await binder.driver("0000:18:00.0"), "vfio-pci", "the device stays on vfio-pci until the delete");
       await env.rt.delete("vm-gpu");
       assert.equal(await binder.driver("0000:18:00.0"), "nvidia");
