@@ -62,7 +62,18 @@ async function _netnsWhy(): Promise<string | undefined> {
     (o) => o.success,
     () => false,
   );
-  return ok ? undefined : "ip (iproute2) is not installed";
+  if (!ok) return "ip (iproute2) is not installed";
+  // The real thing, once: a namespace with a tap in it (a container without CAP_NET_ADMIN cannot).
+  const ns = `bcdprobe${crypto.randomUUID().slice(0, 6)}`;
+  const run = (args: string[]) =>
+    new Deno.Command("ip", { args, stdout: "null", stderr: "piped" }).output().then((o) =>
+      o.success ? "" : new TextDecoder().decode(o.stderr).trim()
+    );
+  const made = await run(["netns", "add", ns]);
+  if (made) return `ip netns add fails here: ${made}`;
+  const tap = await run(["-n", ns, "tuntap", "add", "dev", "bcprobe0", "mode", "tap"]);
+  await run(["netns", "del", ns]);
+  return tap ? `ip tuntap add fails here: ${tap}` : undefined;
 }
 const WHY = await _netnsWhy();
 if (WHY) console.log(`taps end to end ignored: ${WHY}`);

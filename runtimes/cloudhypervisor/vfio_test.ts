@@ -81,8 +81,21 @@ Deno.test("VfioBinder: without vfio-pci loaded the device does not move and the 
   });
 });
 
-const ROOT = Deno.uid() === 0;
-if (!ROOT) console.log("ch.vfio through the runtime ignored: chowning /dev/vfio/<group> needs root");
+async function _chownWhy(): Promise<string | undefined> {
+  if (Deno.uid() !== 0) return "chowning /dev/vfio/<group> to a VMM uid needs root";
+  const f = await Deno.makeTempFile({ prefix: "bcd-vfio-probe-" });
+  try {
+    await Deno.chown(f, VMM_UID_BASE, VMM_UID_BASE);
+    return undefined;
+  } catch (e) {
+    return `this machine cannot chown to uid ${VMM_UID_BASE} (${e instanceof Error ? e.message : e})`;
+  } finally {
+    await Deno.remove(f);
+  }
+}
+const CHOWN_WHY = await _chownWhy();
+const ROOT = CHOWN_WHY === undefined;
+if (!ROOT) console.log(`ch.vfio through the runtime ignored: ${CHOWN_WHY}`);
 
 Deno.test({
   name:
