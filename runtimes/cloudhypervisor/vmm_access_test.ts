@@ -11,9 +11,17 @@ async function tool(cmd: string, args: string[]): Promise<string | undefined> {
     throw e;
   }
 }
-const WHY = (await tool("getfacl", ["--version"])) === undefined
-  ? "setfacl/getfacl (Debian acl) are not installed"
-  : undefined;
+async function _why(): Promise<string | undefined> {
+  if ((await tool("getfacl", ["--version"])) === undefined) return "setfacl/getfacl (Debian acl) are not installed";
+  const dir = await Deno.makeTempDir({ prefix: "bcd-acl-probe-" });
+  try {
+    const ok = await tool("setfacl", ["-m", `u:${VMM_UID_BASE}:r`, dir]);
+    return ok === undefined ? "the temp directory's filesystem takes no POSIX ACL entries" : undefined;
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+const WHY = await _why();
 if (WHY) console.log(`SetfaclAccess test ignored: ${WHY}`);
 
 Deno.test({
