@@ -5,8 +5,7 @@
  *
  * Order of checks: the header first — the first cluster is held back until it is whole, then parsed and held to the
  * base-image policy of `core/images/qcow2_header.ts` (version 2 or 3, cluster bits 9–21, no backing file, no external
- * data file, no encryption, no unknown incompatible feature); extended L2 entries and zstd compression are refused
- * `unsupported-feature`; the virtual size must fit the disk (`too-large`) and the L1 table must be large enough for it
+ * data file, no encryption, no unknown incompatible feature); extended L2 entries are refused `unsupported-feature`; the virtual size must fit the disk (`too-large`) and the L1 table must be large enough for it
  * and at most 32 MiB (QEMU's own bound), all before one byte is written or the L1 table is allocated. Refcounts are
  * never read: which clusters hold data is what the active L1/L2 tables say, and nothing else is needed to convert.
  *
@@ -20,8 +19,9 @@
  * deploy fails `unsupported-layout` (re-make the image with `qemu-img convert -O qcow2`). Memory is therefore bounded by
  * the spool, the wants, one cluster and the L1 table (at most 32 MiB), never by the image's size.
  *
- * What reaches the disk: an allocated cluster's bytes at its guest offset; a zlib-compressed cluster (as `qemu-img
- * convert -c` writes them) inflated to exactly one cluster; a cluster with the zero flag, an unallocated cluster and
+ * What reaches the disk: an allocated cluster's bytes at its guest offset; a compressed cluster (as `qemu-img
+ * convert -c` writes them) decompressed to exactly one cluster — zlib's raw deflate, or with `compression_type=zstd`
+ * the one zstd frame it holds (`zstd_frame.ts` finds its end; the bytes after it belong to the next cluster); a cluster with the zero flag, an unallocated cluster and
  * a whole unallocated L2 range written as zeros (there is no backing file to read through), so the disk reads as the
  * image does over its whole virtual size. Nothing past the virtual size is touched.
  *
@@ -39,10 +39,9 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import { inflateRawSync } from "node:zlib";
+import { inflateRawSync, zstdDecompressSync } from "node:zlib";
 import {
   checkQcow2Header,
-  INCOMPAT_COMPRESSION,
   INCOMPAT_EXTL2,
   MAX_CLUSTER_BITS,
   MIN_CLUSTER_BITS,
@@ -53,6 +52,7 @@ import { ImageRefused } from "../images/errors.ts";
 import type { DeployTarget, ImageSink } from "./deploy_target.ts";
 import { decodeL1Entry, decodeL2Entry } from "./qcow2_entries.ts";
 import { Qcow2ConvertError } from "./qcow2_errors.ts";
+import { zstdFrameLength } from "./zstd_frame.ts";
 import { coversRange, popWant, pushWant, type Want } from "./_want_heap.ts";
 
 export { Qcow2ConvertError };
@@ -208,9 +208,6 @@ export class Qcow2Converter implements ImageSink {
     }
     if ((h.incompatible & INCOMPAT_EXTL2) !== 0n) {
       throw new Qcow2ConvertError("unsupported-feature", "the image uses extended L2 entries (subclusters)");
-    }
-    if ((h.incompatible & INCOMPAT_COMPRESSION) !== 0n || h.compressionType !== 0) {
-      throw new Qcow2ConvertError("unsupported-feature", "the image's clusters are zstd-compressed (zlib is read)");
     }
     const cs = 1 << h.clusterBits;
     if (prefix.length < cs) throw _malformed(`the stream ended inside the first cluster (${prefix.length} bytes)`);
@@ -379,15 +376,21 @@ export class Qcow2Converter implements ImageSink {
     if (zeroFrom >= 0) await this.#zero(zeroFrom, firstGuest + n - zeroFrom);
   }
 
+  /** A compressed cluster: zlib's raw deflate, or one zstd frame (the header's compression type), to one cluster. */
   async #putCompressed(g: number, z: Uint8Array): Promise<void> {
     let out: Uint8Array;
+    const zstd = this.#header!.compressionType === 1;
     try {
-      out = inflateRawSync(z, { maxOutputLength: this.#cs, finishFlush: 2 /* Z_SYNC_FLUSH */ });
+      if (zstd) {
+        const n = zstdFrameLength(z);
+        if (n === undefined) throw new Error("no whole zstd frame");
+        out = zstdDecompressSync(z.subarray(0, n), { maxOutputLength: this.#cs });
+      } else out = inflateRawSync(z, { maxOutputLength: this.#cs, finishFlush: 2 /* Z_SYNC_FLUSH */ });
     } catch (e) {
-      throw _malformed(`compressed guest cluster ${g} does not inflate to one cluster: ${(e as Error).message}`);
+      throw _malformed(`compressed guest cluster ${g} does not decompress to one cluster: ${(e as Error).message}`);
     }
     if (out.length !== this.#cs) {
-      throw _malformed(`compressed guest cluster ${g} inflates to ${out.length} bytes, not ${this.#cs}`);
+      throw _malformed(`compressed guest cluster ${g} decompresses to ${out.length} bytes, not ${this.#cs}`);
     }
     await this.#put(g, out);
   }
