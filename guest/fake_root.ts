@@ -64,6 +64,9 @@ export const FAKE_FIRST_PARTITION: Uint8Array = (() => {
   return b;
 })();
 
+/** The fake's answer to the entries probe, which needs what only a Linux guest has. */
+export const ENTRIES_NEED_LINUX = "entries enters the root through Linux namespaces, which the fake root has none of";
+
 const MIB = 1024 * 1024;
 
 /** A root that lives in memory. */
@@ -317,6 +320,7 @@ export class FakeRoot implements RootOperations {
       case "zombies":
         return await probeZombies();
     }
+    if (p.name === "entries") throw new ProbeProblem(ENTRIES_NEED_LINUX);
     throw new ProbeProblem(`probe ${p.name} is not in this build`);
   }
 

@@ -8,6 +8,7 @@
  */
 import { join } from "node:path";
 import type { Facts, Probe, RootConfig } from "../core/framing/mod.ts";
+import { type EntriesContext, probeEntries } from "./entries.ts";
 import { firstPartitionFacts } from "./first_partition.ts";
 import { type Layers, probeCopyUp, probeFill, probeRename } from "./layer_probes.ts";
 import { mountFacts, osReleaseId, parseStatus, readFact } from "./linux_probes.ts";
@@ -30,6 +31,8 @@ export interface LinuxProbeContext {
   readonly mapping: MappingContext;
   /** Opens the root and keeps it open until the worker ends; returns the path. */
   hold(): Promise<string>;
+  /** What the entries probe runs; absent where this worker cannot run its helper (then the probe fails). */
+  readonly entries?: EntriesContext;
 }
 
 type FactList = [string, string][];
@@ -177,6 +180,9 @@ async function dispatch(ctx: LinuxProbeContext, p: Probe, path: string | null): 
       return await probeMapRefused(ctx.mapping);
     case "map-checks":
       return await probeMapChecks(ctx.mapping);
+    case "entries":
+      if (ctx.entries === undefined) throw new ProbeProblem("entries: this worker has no helper to run");
+      return await probeEntries(ctx.entries);
     case "orphan":
       return await probeOrphan();
     case "zombies":

@@ -30,6 +30,7 @@ import { MappingFailed, StageFailed } from "./root_errors.ts";
 import { overlayModeOptions, parseLayout, type RootLayout } from "./root_layout.ts";
 import { DEFAULT_FIRST_PARTITION_BOUND } from "./first_partition.ts";
 import type { Layers } from "./layer_probes.ts";
+import { guestEntryTools } from "./entries.ts";
 import { type LinuxProbeContext, runLinuxProbe } from "./linux_probe_runner.ts";
 import { LinuxFs } from "./mapping/linux_fs.ts";
 import { RootMapper } from "./mapping/mapper.ts";
@@ -53,6 +54,8 @@ export interface LinuxRootOptions {
   readonly outsideDir?: string;
   /** How often map-checks attaches its read-only mapping (default 200). */
   readonly attaches?: number;
+  /** The entries probe's helper, `bcd-guest entries` (absent: the probe fails, saying so). */
+  readonly entriesHelper?: readonly string[];
 }
 
 async function run(cmd: string, args: string[]): Promise<string> {
@@ -273,6 +276,15 @@ export class LinuxRoot implements RootOperations {
         return root;
       },
     };
+    const helper = this.opts.entriesHelper;
+    if (p.name === "entries" && helper !== undefined) {
+      return guestEntryTools().then((tools) =>
+        runLinuxProbe({
+          ...ctx,
+          entries: { root: join(this.#runtime, "root"), cgroup: this.#config!.workloadCgroup, helper, tools },
+        }, p)
+      );
+    }
     return runLinuxProbe(ctx, p);
   }
 

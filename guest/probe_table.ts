@@ -27,6 +27,7 @@ export const PROBES: Readonly<Record<string, ProbeArgument>> = {
   map: "none",
   "map-refused": "none",
   "map-checks": "none",
+  entries: "none",
   // bcd's own rows (guest/process_probes.ts): PID 1's collection of adopted orphans.
   orphan: "none",
   zombies: "none",

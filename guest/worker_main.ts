@@ -22,6 +22,8 @@ export interface WorkerMainOptions {
   readonly sibling: number;
   /** Run against the fake root reading this kernel command line (tests of the binary). */
   readonly fakeCmdline?: string;
+  /** The entries probe's helper (`bcd-guest entries`). */
+  readonly entriesHelper?: readonly string[];
 }
 
 function diagnostic(text: string): void {
@@ -44,7 +46,7 @@ export async function runWorkerOnStdio(opts: WorkerMainOptions): Promise<number>
   }
   const ops = opts.fakeCmdline !== undefined
     ? new FakeRoot({ cmdline: opts.fakeCmdline })
-    : new LinuxRoot({ log: opts.log, sibling: opts.sibling });
+    : new LinuxRoot({ log: opts.log, sibling: opts.sibling, entriesHelper: opts.entriesHelper });
   const installer = new ConfigInstaller({ guestRoot: opts.guestRoot, log: opts.log });
   // Seed 004 §(c): the worker runs as root in its VM; its executions never do (nobody/nogroup, no capabilities).
   const execIdentity = _isRoot() ? DEFAULT_EXEC_IDENTITY : undefined;

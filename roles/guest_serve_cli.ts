@@ -16,6 +16,7 @@ import { ConfigInstaller, DEFAULT_GUEST_ROOT } from "../guest/config_install.ts"
 import type { ServeEnd } from "../guest/diagnostics.ts";
 import { superviseLayered } from "../guest/supervise.ts";
 import { runWorkerOnStdio } from "../guest/worker_main.ts";
+import { escapeValue, runEntries } from "../guest/entries.ts";
 import { roleFlags } from "./permissions.ts";
 
 function guestRoot(values: Record<string, unknown>): string {
@@ -155,7 +156,24 @@ const workerCmd: Subcommand = {
       guestRoot: guestRoot(values),
       sibling: Number(sibling),
       fakeCmdline: typeof values["fake-root"] === "string" ? values["fake-root"] : undefined,
+      entriesHelper: (({ cmd, args }) => [cmd, ...args])(selfCommand(["entries"])),
     });
+  },
+};
+
+/** `entries ROOT CGROUP`: the entries probe's helper, which the worker runs in a mount namespace of its own. */
+const entriesCmd: Subcommand = {
+  summary: "launch the entries probe's cases into the root ROOT, each in the cgroup CGROUP; print their facts",
+  positionals: true,
+  run: async ({ positionals }) => {
+    const [root, cgroup, ...rest] = positionals;
+    if (root === undefined || cgroup === undefined || rest.length > 0 || !root.startsWith("/")) {
+      throw new UsageError("usage: entries ROOT CGROUP");
+    }
+    const facts = await runEntries({ root, cgroup });
+    const text = facts.map(([k, v]) => `${k}=${escapeValue(v)}\n`).join("");
+    await Deno.stdout.write(new TextEncoder().encode(text));
+    return 0;
   },
 };
 
@@ -174,4 +192,5 @@ export const GUEST_CONTROL_COMMANDS: Record<string, Subcommand> = {
   init: initCmd,
   worker: workerCmd,
   idle: idleCmd,
+  entries: entriesCmd,
 };
