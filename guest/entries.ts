@@ -2,7 +2,8 @@
  * The entries probe (seed 002 §Root-profile entries): the worker copies the tools the entry and its executions run
  * into the root ({@link copyEntryTools}: static BusyBox, util-linux `setpriv`, its libraries and loader, in
  * `/.runtime-adapter-guest/`), then runs its helper, `bcd-guest entries ROOT CGROUP`, in a mount namespace of its
- * own ({@link probeEntries}), so that the runtime's bind of a generated machine ID ends with the helper. The helper
+ * own ({@link probeEntries}), so that the runtime's bind of a generated machine ID ends with the helper; there a
+ * bind of `/` is moved over `/` first, since `pivot_root` refuses the initramfs's rootfs as the root it moves away. The helper
  * ({@link runEntries}) checks the entry's refusals, then launches each case through the entry (`entry_scripts.ts`)
  * with a descriptor of the guest's own `/` leaked to it (no close-on-exec), each in its directory below
  * `/tmp/runtime-adapter-entries` in the root, and reports what each execution saw as `CASE.KEY`.
@@ -295,9 +296,18 @@ export interface EntriesContext {
  */
 export async function probeEntries(ctx: EntriesContext): Promise<Facts> {
   await copyEntryTools(ctx.root, ctx.tools);
-  const [cmd, ...args] = ["busybox", "unshare", "--mount", "--propagation", "private", "--", ...ctx.helper];
-  const out = await new Deno.Command(cmd!, {
-    args: [...args, ctx.root, ctx.cgroup],
+  // pivot_root refuses a root mount without a parent, as the initramfs's rootfs is: the helper's namespace first
+  // moves a bind of / over / and enters it, so that its entries can move the root over / and detach the old one.
+  const moved = join(ctx.root, "..", "entries", "guest-root");
+  await Deno.mkdir(moved, { recursive: true });
+  const enter = `bb=$0 d=$1; shift; "$bb" mount --rbind / "$d" && cd "$d" && "$bb" mount --move . / && ` +
+    `exec "$bb" chroot . "$@"`;
+  const bb = ctx.tools.busybox;
+  const out = await new Deno.Command(bb, {
+    args: [
+      ...["unshare", "--mount", "--propagation", "private", "--", bb, "sh", "-c", enter, bb, moved],
+      ...[...ctx.helper, ctx.root, ctx.cgroup],
+    ],
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
