@@ -11,7 +11,16 @@ import { ConditionSet } from "../core/converge/conditions.ts";
 import { type DevicePorts, devicesConverger, registerGpuKinds } from "./_devices.ts";
 import type { SectionConverger } from "../core/converge/engine.ts";
 import type { InstanceListing, InstancesConverger } from "../core/converge/instances/mod.ts";
-import { boundsFromConfig, Journal, readBootId } from "../core/journal/mod.ts";
+import {
+  boundsFromConfig,
+  Journal,
+  type JournalStopped,
+  readBootId,
+  type SqlDriverFactory,
+} from "../core/journal/mod.ts";
+import { type Clock, realClock } from "../core/clock.ts";
+import type { BackoffOptions } from "../core/session/backoff.ts";
+import type { FrameTransport } from "../core/session/transport.ts";
 import { createLogger, levelFromEnv, type Logger } from "../core/log/mod.ts";
 import { LogRing } from "../core/commands/kind_handlers/mod.ts";
 import pino from "pino";
@@ -320,91 +329,26 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
           ? await _openHelper(w.role, config, w.helperSocket(config), log, _bootIdPath())
           : undefined;
         const bootId = opened?.bootId ?? await readBootId(_bootIdPath() ?? await w.bootIdFile?.(dataDir));
-        const journal = await Journal.open({
-          dataDir,
-          bootId,
-          bounds: boundsFromConfig(config.journal),
-          logger: log,
-          nodeId: identity.nodeId,
-          onStop: (e) => {
-            log.fatal({ err: e.message }, "the journal stopped; exiting");
-            Deno.exit(EXIT_INTERNAL);
-          },
-        });
-        const conditions = new ConditionSet();
-        const secrets = new SessionSecrets({ log });
-        let started: NodeAgent | undefined;
-        const ctx: WiringContext = {
+        const url = (values.gateway as string | undefined) ?? config.gateway.url ?? identity.gatewayUrl;
+        if (url) _checkUrl(url, "session");
+        const caCerts = config.gateway.caFile ? [await Deno.readTextFile(config.gateway.caFile)] : undefined;
+        const pull = config.telemetry.metricsPort > 0 ? new PullReader() : undefined;
+        const { agent, journal, close } = await startAgent(w, {
           config,
           dataDir,
           bootId,
           hostname: _hostname(),
-          journal,
           identity,
           log,
           logRing,
-          conditions,
           ...(opened ? { helper: opened.helper } : {}),
-          secrets,
-          agent: {
-            spec: () => started?.held?.spec,
-            quorumEnforced: () => started !== undefined && enforcesQuorum(started.trustBundle),
-          },
-        };
-        const devices = w.devices?.(ctx);
-        const handlers = w.handlers(ctx);
-        // The instances converger comes after the handlers; gpu.reset reads its passthrough lazily.
-        const late: { instances?: InstancesConverger; devices?: DevicesConverger } = {};
-        if (devices) {
-          registerGpuKinds(handlers, devices, () => conditions, () => late.instances?.passthrough() ?? []);
-        }
-        checkHandledKinds(w, handlers);
-        const inst = await w.instanceConverger?.(ctx, {
-          secrets,
-          holdsCommittedBytes: () => Promise.resolve(late.devices?.boundCommittedBytes() ?? 0),
-          wake: () => started?.loop.expedite(),
-        });
-        late.instances = inst?.converger;
-        const url = (values.gateway as string | undefined) ?? config.gateway.url ?? identity.gatewayUrl;
-        if (url) _checkUrl(url, "session");
-        const caCerts = config.gateway.caFile ? [await Deno.readTextFile(config.gateway.caFile)] : undefined;
-        const tunnels = w.tunnels?.(ctx, {
-          serverNow: async () => Math.max(started?.serverNow() ?? Date.now(), (await journal.meta()).serverTimeMark),
-          instances: () => started?.held?.spec.instances?.instances ?? [],
-        });
-        const pull = config.telemetry.metricsPort > 0 ? new PullReader() : undefined;
-        const telemetry = new OtlpTelemetry({
-          role: w.role,
-          version: AGENT_VERSION,
-          nodeId: identity.nodeId,
-          log,
-          ...(pull ? { pull } : {}),
-          sources: telemetrySources(dataDir, journal, () => started, late, inst),
-        });
-        const agent = started = await NodeAgent.start({
-          role: w.role,
-          identity,
-          journal,
-          config,
-          handlers,
-          conditions,
-          convergers: (events) => [
-            ...(devices ? [late.devices = devicesConverger(ctx, devices, events, inst?.converger)] : []),
-            ...(w.convergers?.(ctx, events, conditions, { secrets, wake: () => started?.loop.expedite() }) ?? []),
-            ...(inst ? [inst.converger] : []),
-            new TelemetryConverger(telemetry, secrets),
-          ],
-          capabilities: [...(w.capabilities ?? []), ...(inst?.capabilities ?? [])],
-          ...(inst ? { runtimes: inst.converger.runtimeNames } : {}),
-          instances: inst ? () => inst.converger.listing() : w.instances?.(ctx),
-          ...(tunnels ? { tunnels } : {}),
-          secrets,
-          ...(w.onWelcome ? { onWelcome: w.onWelcome(ctx) } : {}),
-          hostname: ctx.hostname,
           connect: values.offline || !url ? undefined : () => connectWebSocket(url, 10_000, { caCerts }),
-          log,
+          onJournalStop: (e) => {
+            log.fatal({ err: e.message }, "the journal stopped; exiting");
+            Deno.exit(EXIT_INTERNAL);
+          },
+          ...(pull ? { pull } : {}),
         });
-        agent.engine.onPass = (ms) => telemetry.recordPass(ms);
         const metrics = pull ? serveMetrics(pull, config.telemetry.metricsPort, log) : undefined;
         const stop = new AbortController();
         const onSignal = () => stop.abort();
@@ -412,11 +356,8 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
         Deno.addSignalListener("SIGINT", onSignal);
         log.info({ node_id: identity.nodeId, boot_id: bootId, journal_id: journal.journalId, gateway: url }, "started");
         await agent.run(stop.signal);
-        await agent.stop();
+        await close();
         await metrics?.stop();
-        await telemetry.stop();
-        inst?.stop?.();
-        await journal.close();
         opened?.helper.close();
         log.info("stopped");
         return EXIT_OK;
@@ -427,3 +368,139 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
 
 /** A session or join URL the node refuses (plain ws:/http: beyond loopback), as a usage error (the sim's `--nodes`). */
 export const checkUrl: (url: string, use: TransportUse) => void = _checkUrl;
+
+/** What {@link startAgent} needs beyond the role's wiring. */
+export interface AgentStart {
+  readonly config: ResolvedAgentConfig;
+  readonly dataDir: string;
+  readonly bootId: string;
+  readonly hostname: string;
+  readonly identity: NodeIdentity;
+  readonly log: Logger;
+  readonly logRing: LogRing;
+  readonly helper?: HelperClient;
+  /** Opens the session transport; absent: the agent runs offline. */
+  readonly connect: (() => Promise<FrameTransport>) | undefined;
+  /** The journal stopped (fail-stop): the daemon exits; an in-process fleet drops the node. */
+  readonly onJournalStop: (e: JournalStopped) => void;
+  /** The agent's and journal's clock (the real one unless given: a fleet skews some nodes' clocks). */
+  readonly clock?: Clock;
+  /** The journal's storage binding (`node:sqlite` unless given: a fleet slows some nodes' disks). */
+  readonly driver?: SqlDriverFactory;
+  /** Reconnect backoff (the session's defaults unless given). */
+  readonly backoff?: BackoffOptions;
+  /** Wraps the role's handlers (a fleet records each side effect, with the journal's incarnation, in its effect log). */
+  readonly handlers?: (registry: HandlerRegistry, journal: Journal) => HandlerRegistry;
+  /** The reader `/metrics` serves (the daemon's `telemetry.metrics_port`). */
+  readonly pull?: PullReader;
+}
+
+/** A started agent: run it with `agent.run(signal)`, then `close()` (dispatcher, telemetry, instances, journal). */
+export interface StartedAgent {
+  readonly agent: NodeAgent;
+  readonly journal: Journal;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the journal, builds the role's handlers and convergers and starts the node agent on them: the one start
+ * path of `run` (the daemon) and of the sim's in-process fleet (`sim_fleet.ts`, one per node, each on its own data
+ * dir: they share code, never state). What a fleet varies per node (clock, journal binding, handler wrapper,
+ * backoff) comes in {@link AgentStart}.
+ */
+export async function startAgent(w: RoleWiring, o: AgentStart): Promise<StartedAgent> {
+  const { config, dataDir, bootId, identity, log, logRing } = o;
+  const clock = o.clock ?? realClock;
+  const journal = await Journal.open({
+    dataDir,
+    bootId,
+    bounds: boundsFromConfig(config.journal),
+    logger: log,
+    nodeId: identity.nodeId,
+    onStop: o.onJournalStop,
+    clock,
+    ...(o.driver ? { driver: o.driver } : {}),
+  });
+  const conditions = new ConditionSet(clock);
+  const secrets = new SessionSecrets({ log });
+  let started: NodeAgent | undefined;
+  const ctx: WiringContext = {
+    config,
+    dataDir,
+    bootId,
+    hostname: o.hostname,
+    journal,
+    identity,
+    log,
+    logRing,
+    conditions,
+    ...(o.helper ? { helper: o.helper } : {}),
+    secrets,
+    agent: {
+      spec: () => started?.held?.spec,
+      quorumEnforced: () => started !== undefined && enforcesQuorum(started.trustBundle),
+    },
+  };
+  const devices = w.devices?.(ctx);
+  const handlers = w.handlers(ctx);
+  // The instances converger comes after the handlers; gpu.reset reads its passthrough lazily.
+  const late: { instances?: InstancesConverger; devices?: DevicesConverger } = {};
+  if (devices) {
+    registerGpuKinds(handlers, devices, () => conditions, () => late.instances?.passthrough() ?? []);
+  }
+  checkHandledKinds(w, handlers);
+  const inst = await w.instanceConverger?.(ctx, {
+    secrets,
+    holdsCommittedBytes: () => Promise.resolve(late.devices?.boundCommittedBytes() ?? 0),
+    wake: () => started?.loop.expedite(),
+  });
+  late.instances = inst?.converger;
+  const tunnels = w.tunnels?.(ctx, {
+    serverNow: async () => Math.max(started?.serverNow() ?? clock.now(), (await journal.meta()).serverTimeMark),
+    instances: () => started?.held?.spec.instances?.instances ?? [],
+  });
+  const telemetry = new OtlpTelemetry({
+    role: w.role,
+    version: AGENT_VERSION,
+    nodeId: identity.nodeId,
+    log,
+    ...(o.pull ? { pull: o.pull } : {}),
+    sources: telemetrySources(dataDir, journal, () => started, late, inst),
+  });
+  const agent = started = await NodeAgent.start({
+    role: w.role,
+    identity,
+    journal,
+    config,
+    handlers: o.handlers ? o.handlers(handlers, journal) : handlers,
+    conditions,
+    convergers: (events) => [
+      ...(devices ? [late.devices = devicesConverger(ctx, devices, events, inst?.converger)] : []),
+      ...(w.convergers?.(ctx, events, conditions, { secrets, wake: () => started?.loop.expedite() }) ?? []),
+      ...(inst ? [inst.converger] : []),
+      new TelemetryConverger(telemetry, secrets),
+    ],
+    capabilities: [...(w.capabilities ?? []), ...(inst?.capabilities ?? [])],
+    ...(inst ? { runtimes: inst.converger.runtimeNames } : {}),
+    instances: inst ? () => inst.converger.listing() : w.instances?.(ctx),
+    ...(tunnels ? { tunnels } : {}),
+    secrets,
+    ...(w.onWelcome ? { onWelcome: w.onWelcome(ctx) } : {}),
+    hostname: o.hostname,
+    connect: o.connect,
+    log,
+    clock,
+    ...(o.backoff ? { backoff: o.backoff } : {}),
+  });
+  agent.engine.onPass = (ms) => telemetry.recordPass(ms);
+  return {
+    agent,
+    journal,
+    async close() {
+      await agent.stop();
+      await telemetry.stop();
+      inst?.stop?.();
+      await journal.close();
+    },
+  };
+}

@@ -29,7 +29,7 @@ import { AGENT_VERSION } from "../core/version.ts";
 import type { NodeAgent } from "../core/session/node_agent.ts";
 import type { FrameTransport } from "../core/session/transport.ts";
 import { connectWebSocket } from "../core/session/ws_client.ts";
-import { startAgent, type StartedAgent } from "./_agent_start.ts";
+import { startAgent, type StartedAgent } from "./_agent_cli.ts";
 import { simWiring } from "./sim_wiring.ts";
 import { simBootIdFile } from "../runtimes/fakehw/sim_host.ts";
 import type { Rebooter } from "../core/commands/kind_handlers/mod.ts";
