@@ -186,9 +186,11 @@ async function launchCase(o: RunEntriesOptions, c: EntryCase, hostname: string):
 }
 
 function caseFacts(name: string, l: Launched): FactList {
-  return [[`${name}.launch`, l.launch], [`${name}.status`, String(l.status)], ...l.facts.map(([k, v]) =>
-    [`${name}.${k}`, v] as [string, string]
-  )];
+  return [
+    [`${name}.launch`, l.launch],
+    [`${name}.status`, String(l.status)],
+    ...l.facts.map(([k, v]) => [`${name}.${k}`, v] as [string, string]),
+  ];
 }
 
 function randomMachineId(): string {

@@ -3,37 +3,17 @@ import { memoryLogger } from "../../core/log/mod.ts";
 import type { TelemetrySources } from "../../core/telemetry/metrics.ts";
 import { BoundedExporter, OtlpTelemetry, PullReader } from "./otlp.ts";
 import { serveMetrics } from "./prometheus.ts";
+import type { PushMetricExporter, ResourceMetrics } from "@opentelemetry/sdk-metrics";
+import { resourceFromAttributes } from "@opentelemetry/resources";
+import { decodeOtlpExport, type OtlpExport, OtlpShapeError } from "./otlp_json_testing.ts";
 
-/** What an OTLP/HTTP JSON export says, decoded: resource attributes and each data point by metric name. */
-interface Decoded {
-  resource: Record<string, string>;
-  points: Map<string, { attrs: Record<string, string>; value: number }[]>;
+/** What an OTLP/HTTP JSON export says, decoded (`otlp_json_testing.ts`), with the request's headers. */
+interface Decoded extends OtlpExport {
   headers: Headers;
 }
 
-// deno-lint-ignore no-explicit-any
-function decodeExport(body: any, headers: Headers): Decoded {
-  const rm = body.resourceMetrics[0];
-  const resource: Record<string, string> = {};
-  for (const a of rm.resource.attributes) resource[a.key] = a.value.stringValue;
-  const points = new Map<string, { attrs: Record<string, string>; value: number }[]>();
-  for (const sm of rm.scopeMetrics) {
-    for (const m of sm.metrics) {
-      const dps = m.sum?.dataPoints ?? m.gauge?.dataPoints ?? m.histogram?.dataPoints ?? [];
-      points.set(
-        m.name,
-        // deno-lint-ignore no-explicit-any
-        dps.map((p: any) => ({
-          attrs: Object.fromEntries(
-            // deno-lint-ignore no-explicit-any
-            (p.attributes ?? []).map((a: any) => [a.key, a.value.stringValue]),
-          ),
-          value: Number(p.asInt ?? p.asDouble ?? p.count ?? 0),
-        })),
-      );
-    }
-  }
-  return { resource, points, headers };
+function decodeExport(body: unknown, headers: Headers): Decoded {
+  return { ...decodeOtlpExport(body), headers };
 }
 
 /** A loopback OTLP/HTTP receiver; `hang` holds every request until released. */
@@ -133,18 +113,18 @@ Deno.test("OTLP/HTTP export: a loopback receiver decodes bcd's metrics, the reso
 });
 
 Deno.test("a collector that does not answer: one export in flight, the next dropped at once and counted", () => {
-  const pending: ((r: { code: number }) => void)[] = [];
-  const inner = {
-    export: (_m: unknown, done: (r: { code: number }) => void) => void pending.push(done),
+  type Done = Parameters<PushMetricExporter["export"]>[1];
+  const pending: Done[] = [];
+  const inner: PushMetricExporter = {
+    export: (_m, done) => void pending.push(done),
     forceFlush: () => Promise.resolve(),
     shutdown: () => Promise.resolve(),
   };
   const drops: string[] = [];
-  // deno-lint-ignore no-explicit-any
-  const b = new BoundedExporter(inner as any, (why) => drops.push(why));
+  const b = new BoundedExporter(inner, (why) => drops.push(why));
   const results: number[] = [];
-  // deno-lint-ignore no-explicit-any
-  const rm = {} as any;
+  // The exporter passes the metrics through untouched: an empty batch stands for any.
+  const rm: ResourceMetrics = { resource: resourceFromAttributes({}), scopeMetrics: [] };
   b.export(rm, (r) => results.push(r.code));
   assert.equal(pending.length, 1, "the first export goes out");
   b.export(rm, (r) => results.push(r.code));
@@ -192,5 +172,41 @@ Deno.test("the collector gone: the failed export is counted; the local GET /metr
   } finally {
     await m.stop();
     await t.stop();
+  }
+});
+
+Deno.test("the tests' OTLP JSON reader: typed points and attributes, and a body of another shape refused with its path", () => {
+  const body = {
+    resourceMetrics: [{
+      resource: { attributes: [{ key: "service.name", value: { stringValue: "bcd-node" } }] },
+      scopeMetrics: [{
+        metrics: [
+          { name: "a", sum: { dataPoints: [{ attributes: [{ key: "k", value: { stringValue: "v" } }], asInt: "7" }] } },
+          { name: "b", gauge: { dataPoints: [{ asDouble: 0.5 }] } },
+          { name: "c", histogram: { dataPoints: [{ count: "3" }] } },
+        ],
+      }],
+    }],
+  };
+  const d = decodeOtlpExport(body);
+  assert.deepEqual(d.resource, { "service.name": "bcd-node" });
+  assert.deepEqual([...d.points], [
+    ["a", [{ attrs: { k: "v" }, value: 7 }]],
+    ["b", [{ attrs: {}, value: 0.5 }]],
+    ["c", [{ attrs: {}, value: 3 }]],
+  ]);
+  for (
+    const [bad, path] of [
+      [{}, /^resourceMetrics is not an array$/],
+      [{ resourceMetrics: [{ resource: {}, scopeMetrics: [{ metrics: [{ name: 1 }] }] }] }, /metrics\[0\]\.name/],
+      [{
+        resourceMetrics: [{
+          resource: {},
+          scopeMetrics: [{ metrics: [{ name: "x", sum: { dataPoints: [{ asInt: "x" }] } }] }],
+        }],
+      }, /asInt is not a number/],
+    ] as const
+  ) {
+    assert.throws(() => decodeOtlpExport(bad), (e: unknown) => e instanceof OtlpShapeError && path.test(e.message));
   }
 });
