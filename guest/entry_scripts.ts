@@ -127,8 +127,9 @@ while read -r k v rest; do
 done </proc/$$/status
 echo "pid=$$"
 echo "cwd=$(pwd -P)"
-# (ash's read answers 1 at the end of some procfs files though it read the line: its value is what counts)
-value() { v=; [ -e "$2" ] && { read -r v <"$2"; echo "$1=$v"; }; }
+# A file's first line. Not with ash's read for /proc/sys: it reads a byte at a time, and a sysctl read at an offset
+# past 0 answers end of file (so "1024" read as "1").
+value() { [ -e "$2" ] && echo "$1=$("$bb" head -n 1 "$2")"; }
 value hostname /proc/sys/kernel/hostname
 value machine-id /etc/machine-id
 m=none
@@ -179,7 +180,7 @@ out=$("$bb" ping -c 1 -W 1 127.0.0.1 2>&1)
 case $out in *"are you root"* | *"ermission denied"*) echo "raw=$(outcome "$out")" ;; *) echo raw=allowed ;; esac
 : >"$dir/chown"
 attempt chown "$bb" chown 1000 "$dir/chown"
-: >"$dir/dac" && "$bb" chmod 0 "$dir/dac"
+echo dac >"$dir/dac" && "$bb" chmod 0 "$dir/dac"
 attempt dac-override sh 'read -r _ <"$dir/dac"'
 attempt fowner "$bb" chmod 0600 "$dir/owned"
 attempt setuid "$g/${LOADER}" --library-path "$g" "$g/setpriv" --reuid=4321 -- "$bb" true
