@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { boundsFromConfig, DEFAULT_BOUNDS, EVENT_ROW_OVERHEAD } from "./bounds.ts";
 import { JournalBusy } from "./errors.ts";
-import { bytes, openTest, tempDataDir, testClock } from "./journal_testing.ts";
+import { bytes, faultyFactory, openTest, tempDataDir, testClock } from "./journal_testing.ts";
 
 const RS = { kind: "inventory.refresh", retrySafe: true, selfTerminating: false };
 
@@ -89,5 +89,25 @@ Deno.test("an event larger than the whole byte bound is refused and leaves the j
   await assert.rejects(() => j.appendEvent("result", new Uint8Array(1000)), RangeError);
   const r = await j.appendEvent("result", new Uint8Array(10));
   assert.deepEqual(r, { appended: true, seq: 1, droppedMetrics: 0 }, "no sequence number was spent");
+  await j.close();
+});
+
+Deno.test("accept reads the backlog once until an event is appended or acked, and sees every change", async () => {
+  await using tmp = await tempDataDir();
+  const f = faultyFactory({});
+  const j = await openTest(tmp.dir, testClock(), {
+    driver: f.factory,
+    bounds: { maxBytes: 1 << 20, maxUnackedEvents: 2 },
+  });
+  const reads = () => f.driver().queries.filter((s) => s.includes("FROM event_totals")).length;
+  const before = reads();
+  for (let i = 0; i < 3; i++) await j.accept(`a${i}`, RS);
+  assert.equal(reads() - before, 1, "three accepts, one read of the backlog");
+  await j.appendEvent("result", bytes("r1"));
+  await j.appendEvent("transition", bytes("t1"));
+  await assert.rejects(() => j.accept("busy", RS), JournalBusy, "an append in between is seen");
+  await assert.rejects(() => j.accept("busy2", RS), JournalBusy);
+  await j.ackEvents(j.journalId, 2);
+  assert.equal((await j.accept("after-ack", RS)).state, "accepted", "an ack in between is seen");
   await j.close();
 });

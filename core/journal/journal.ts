@@ -107,6 +107,13 @@ export class Journal {
   #mark: number | undefined;
   #markWritten: number | undefined;
   #markWrite: Promise<void> | undefined;
+  /**
+   * Whether unacked transitions and results reach a bound (`accept` answers BUSY), as the backlog stood after the
+   * last operation that read or changed it; undefined: read it again. Only `appendEvent` and `ackEvents` change the
+   * backlog, and each forgets this inside its own operation (so a rolled-back one is forgotten too): an `accept`
+   * reads the backlog only after one of them ran, not once per command.
+   */
+  #full: boolean | undefined;
 
   private constructor(
     init: {
@@ -229,7 +236,7 @@ export class Journal {
    */
   accept(commandId: string, input: AcceptInput): Promise<AcceptedEntry> {
     return this.#op(async (db, now) => {
-      if (isFull(await eventTotals(db), this.bounds)) {
+      if (this.#full ??= isFull(await eventTotals(db), this.bounds)) {
         throw new JournalBusy(`the journal is full; command ${commandId} refused BUSY until acks drain the backlog`);
       }
       return acceptOp(db, commandId, input, this.#ctx(), now);
@@ -304,7 +311,10 @@ export class Journal {
    * `announce`, the same transaction records what an allocation event says (see {@link announcedAllocations}).
    */
   appendEvent(cls: EventClass, payload: Uint8Array, announce?: AllocationAnnouncement): Promise<AppendOutcome> {
-    return this.#op((db, now) => appendEvent(db, this.bounds, cls, payload, now, announce));
+    return this.#op((db, now) => {
+      this.#full = undefined;
+      return appendEvent(db, this.bounds, cls, payload, now, announce);
+    });
   }
 
   /**
@@ -324,7 +334,10 @@ export class Journal {
   /** A cumulative `Ack{journal_id, event_seq}`; an ack for another journal id is ignored (returns 0). */
   ackEvents(journalId: string, eventSeq: number): Promise<number> {
     if (journalId !== this.journalId) return Promise.resolve(0);
-    return this.#op((db) => ackEventsUpTo(db, eventSeq));
+    return this.#op((db) => {
+      this.#full = undefined;
+      return ackEventsUpTo(db, eventSeq);
+    });
   }
 
   /** The unacked backlog by class. */

@@ -47,6 +47,8 @@ export class FaultyDriver implements SqlDriver {
   readonly name = "faulty";
   commits = 0;
   execs: string[] = [];
+  /** The SQL of every `all()` call, in order. */
+  queries: string[] = [];
   constructor(private inner: SqlDriver, readonly faults: Faults) {}
   async exec(sql: string): Promise<void> {
     this.execs.push(sql);
@@ -61,6 +63,7 @@ export class FaultyDriver implements SqlDriver {
     return this.inner.run(sql, args);
   }
   async all(sql: string, args?: readonly SqlValue[]): Promise<SqlRow[]> {
+    this.queries.push(sql);
     // A write that returns rows (`UPDATE … RETURNING`) fails like any other write.
     if (this.faults.failWrites && /^\s*(INSERT|UPDATE|DELETE)\b/i.test(sql)) {
       throw new Error("database or disk is full (injected)");
