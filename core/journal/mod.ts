@@ -20,7 +20,8 @@
  * the journal's own fdatasync of the WAL after that commit returned (`wal_sync.ts`: the same order on disk as
  * `synchronous=FULL`, with the fsync run off the event loop instead of inside `COMMIT` on it), so `accepted` is on
  * disk before any side effect. Concurrent calls are committed together (group commit, one fsync); calls made while
- * a sync runs form the next group. A failed write or fsync stops the journal (fail-stop, {@link JournalStopped}): no
+ * a sync runs form the next group, and their statements run at once, inside its open transaction, while the sync is
+ * in flight (`write_queue.ts`); it commits when that sync returned. A failed write or fsync stops the journal (fail-stop, {@link JournalStopped}): no
  * retry, every later call rejects, `onStop` lets the daemon exit. `resolve` of a command never journaled reads
  * outside the queue (no group, no fsync): acting on "no entry" needs no durability.
  *
