@@ -16,8 +16,8 @@
  * Goals (issue 24): `ACKED` p50 ≤ 2× one fsync p50; settled commands/s ≥ 3× the serial fsync rate. Beside them, the
  * process CPU per settled command: on a shared 2-core host the latency figures move with the other tenants' load,
  * while the CPU a command costs does not, so it is the figure that shows a change in our own work; and the SQL
- * statements the journal runs per settled command, which no load moves at all (11.75 before issue 24's second stop,
- * 3.75 after it: `INSERT … ON CONFLICT DO NOTHING` for accept, `UPDATE … RETURNING` for finish, no savepoint for
+ * statements the journal runs per settled command, which no load moves at all (11.8 before issue 24's second stop,
+ * 3.8 after it: `INSERT … ON CONFLICT DO NOTHING` for accept, `UPDATE … RETURNING` for finish, no savepoint for
  * those one-write operations, the backlog read only after it changed).
  *
  * @module

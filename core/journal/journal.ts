@@ -236,7 +236,8 @@ export class Journal {
    */
   accept(commandId: string, input: AcceptInput): Promise<AcceptedEntry> {
     return this.#op(async (db, now) => {
-      if (this.#full ??= isFull(await eventTotals(db), this.bounds)) {
+      this.#full ??= isFull(await eventTotals(db), this.bounds);
+      if (this.#full) {
         throw new JournalBusy(`the journal is full; command ${commandId} refused BUSY until acks drain the backlog`);
       }
       return acceptOp(db, commandId, input, this.#ctx(), now);
