@@ -12,8 +12,8 @@
  * hold slices, `gpu.reset` and `node.reboot` (and runs `nvidia-smi` itself for queries); the site for the boot id, the
  * inventory and `node.reboot`; the ramdisk for the boot id, the inventory, GPUs' NUMA nodes, `disk.wipe*`,
  * `disk.deploy` (root resolves the disk from its by-id name, fetches the image and writes; its data dir `/run/bcd`
- * holds the default socket) and `kexec.*`. The site runs `genisoimage` (a lease's virtual-media ISO, into its own
- * cache) and nothing else; the ramdisk runs `nvidia-smi` for `diag.nvml`'s query, as the node does, and nothing else;
+ * holds the default socket) and `kexec.*`. The site runs `genisoimage`, `mkfs.fat`, `mmd` and `mcopy` (a lease's
+ * virtual-media ISO and its UEFI boot image, into its own cache) and nothing else; the ramdisk runs `nvidia-smi` for `diag.nvml`'s query, as the node does, and nothing else;
  * the BMC kinds bring their tools (or their helper ops) with them. The helper holds
  * `--allow-all` for the same Deno
  * rule: it reads /proc and /sys and writes cgroupfs; its containment is that it answers only the ops of `core/helper`
@@ -125,11 +125,19 @@ export const ROLE_PERMISSIONS: Readonly<Record<Role, RolePermissions>> = {
   },
   site: {
     // Privilege-separated like the node: the boot id, the inventory and node.reboot go through the helper's socket.
-    // boot.prepareRamdisk builds its virtual-media ISO with genisoimage from Debian's ISOLINUX files, into its own
-    // image cache (no host effect: the node builds its seed ISO the same way).
-    read: ["/var/lib/bcd-site", "/etc/bcd", DEFAULT_HELPER_SOCKET, "/usr/lib/ISOLINUX", "/usr/lib/syslinux"],
+    // boot.prepareRamdisk builds its virtual-media ISO with genisoimage from Debian's ISOLINUX files and a FAT image
+    // holding systemd-boot (mkfs.fat, mtools' mmd and mcopy), into its own image cache (no host effect: the node
+    // builds its seed ISO the same way). The list is runtimes/site/ramdisk_iso.ts's ISO_TOOLS.
+    read: [
+      "/var/lib/bcd-site",
+      "/etc/bcd",
+      DEFAULT_HELPER_SOCKET,
+      "/usr/lib/ISOLINUX",
+      "/usr/lib/syslinux",
+      "/usr/lib/systemd/boot/efi",
+    ],
     write: ["/var/lib/bcd-site", DEFAULT_HELPER_SOCKET],
-    run: ["genisoimage"],
+    run: ["genisoimage", "mkfs.fat", "mmd", "mcopy"],
     denyRun: [],
     net: "all",
     env: DAEMON_ENV,

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { ISO_TOOLS } from "../runtimes/site/ramdisk_iso.ts";
 import {
   ARG_GRANTS,
   argGrants,
@@ -35,9 +36,11 @@ Deno.test("only the root helper and bcd-vm hold --allow-all, with their reasons;
   assert.ok(permissionsOf("vm").allowAll);
 });
 
-Deno.test("the ramdisk runs only nvidia-smi (diag.nvml), the site only genisoimage (its lease ISOs)", () => {
+Deno.test("the ramdisk runs only nvidia-smi (diag.nvml), the site only its ISO build's tools (its lease ISOs)", () => {
   assert.deepEqual(roleFlags("ramdisk").filter((f) => f.startsWith("--allow-run")), ["--allow-run=nvidia-smi"]);
-  assert.deepEqual(roleFlags("site").filter((f) => f.startsWith("--allow-run")), ["--allow-run=genisoimage"]);
+  assert.deepEqual(roleFlags("site").filter((f) => f.startsWith("--allow-run")), [
+    `--allow-run=${ISO_TOOLS.join(",")}`,
+  ]);
 });
 
 async function probe(role: Executable, action: string, target: string): Promise<string> {
@@ -117,6 +120,7 @@ const CASES: Case[] = [
   { role: "site", action: "write", target: "/var/lib/bcd/probe", want: "denied" },
   { role: "site", action: "read", target: "/var/lib/bcd/identity.json", want: "denied" },
   { role: "site", action: "run", target: "genisoimage", want: "allowed" },
+  { role: "site", action: "run", target: "mcopy", want: "allowed" },
   { role: "site", action: "run", target: "qemu-img", want: "denied" },
   ...agentCases("ramdisk", "/run/bcd"),
   { role: "ramdisk", action: "write", target: "/var/lib/bcd/probe", want: "denied" },

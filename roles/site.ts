@@ -16,7 +16,8 @@
  * serve); `bmc.firmware` takes its image through the cache and offers the BMC the boot server's copy (`[site]
  * boot_url`, default `http://<boot_listen>`) or pushes the cached copy to the BMC itself.
  * The server lives as long as the process. `boot.prepareRamdisk` leases a machine (by MAC and/or SMBIOS UUID) the bcd
- * ramdisk: kernel and initrd pulled into the cache, a bootable ISO built (genisoimage, ISOLINUX), the lease written to
+ * ramdisk: kernel and initrd pulled into the cache, a bootable ISO built (genisoimage; ISOLINUX for BIOS, systemd-boot on
+ * a FAT image for UEFI), the lease written to
  * `<data dir>/boot-leases.json`; the boot server answers its iPXE script and ISO until the lease ends or
  * `boot.cleanUp` removes it (`runtimes/site/boot_kinds.ts`).
  *

@@ -22,23 +22,25 @@ const certs = await originCerts();
 
 async function _missing(): Promise<string | undefined> {
   if (certs === null) return "openssl is absent (the origin's CA is made with it)";
-  for (const f of [DEBIAN_ISOLINUX.isolinuxBin, DEBIAN_ISOLINUX.ldlinuxC32]) {
+  for (const f of [DEBIAN_ISOLINUX.isolinuxBin, DEBIAN_ISOLINUX.ldlinuxC32, DEBIAN_ISOLINUX.systemdBootEfi]) {
     try {
       await Deno.stat(f);
     } catch (e) {
-      if (e instanceof Deno.errors.NotFound) return `${f} is absent (Debian isolinux, syslinux-common)`;
+      if (e instanceof Deno.errors.NotFound) {
+        return `${f} is absent (Debian isolinux, syslinux-common, systemd-boot-efi)`;
+      }
       throw e;
     }
   }
-  for (const tool of ["genisoimage", "isoinfo"]) {
-    const ok = await new Deno.Command(tool, { args: ["-version"], stdout: "null", stderr: "null" }).output().then(
+  for (const tool of ["genisoimage", "isoinfo", "mkfs.fat", "mtype"]) {
+    const ok = await new Deno.Command(tool, { args: ["--help"], stdout: "null", stderr: "null" }).output().then(
       () => true,
       (e) => {
         if (e instanceof Deno.errors.NotFound) return false;
         throw e;
       },
     );
-    if (!ok) return `${tool} is not installed (Debian genisoimage)`;
+    if (!ok) return `${tool} is not installed (Debian genisoimage, dosfstools, mtools)`;
   }
   return undefined;
 }
@@ -109,10 +111,26 @@ async function text(r: Response): Promise<string> {
 }
 
 async function isoinfo(iso: string, ...args: string[]): Promise<string> {
+  return new TextDecoder().decode(await isoBytes(iso, ...args));
+}
+
+async function isoBytes(iso: string, ...args: string[]): Promise<Uint8Array> {
   const out = await new Deno.Command("isoinfo", { args: ["-i", iso, ...args], stdout: "piped", stderr: "piped" })
     .output();
   assert(out.success, new TextDecoder().decode(out.stderr));
-  return new TextDecoder().decode(out.stdout);
+  return out.stdout;
+}
+
+/** A file of a FAT image, read with mtools' `mtype`. */
+async function fatFile(img: string, path: string): Promise<Uint8Array> {
+  const out = await new Deno.Command("mtype", {
+    args: ["-i", img, `::${path}`],
+    env: { MTOOLS_SKIP_CHECK: "1" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert(out.success, new TextDecoder().decode(out.stderr));
+  return out.stdout;
 }
 
 Deno.test({
@@ -160,6 +178,35 @@ Deno.test({
           assert.match(cfg, /APPEND console=ttyS0 bcd\.join_token=jt-123 bcd\.gateway=wss:\/\/gw\.example/);
           assert.deepEqual(new TextEncoder().encode(await isoinfo(path, "-R", "-x", "/bcd/vmlinuz")), KERNEL);
           assert.deepEqual(new TextEncoder().encode(await isoinfo(path, "-R", "-x", "/bcd/initrd")), INITRD);
+        },
+      );
+      await t.step(
+        "the ISO also boots UEFI: an El Torito EFI entry, a FAT image with systemd-boot as BOOTX64.EFI and the lease's entry",
+        async () => {
+          const iso = await r.http("/boot/iso/node-7.iso");
+          const path = `${r.dir}/got-efi.iso`;
+          await Deno.writeFile(path, new Uint8Array(await iso.arrayBuffer()));
+          // The boot catalog: validation entry, the BIOS default entry, then the last section header (0x91) for
+          // platform 0xEF (EFI) and its no-emulation entry (0x88, bootable).
+          const cat = await isoBytes(path, "-R", "-x", "/isolinux/boot.cat");
+          assert.deepEqual([cat[64], cat[65], cat[96]], [0x91, 0xef, 0x88]);
+          const img = `${r.dir}/efiboot.img`;
+          await Deno.writeFile(img, await isoBytes(path, "-R", "-x", "/efi/efiboot.img"));
+          assert.deepEqual(
+            await fatFile(img, "/EFI/BOOT/BOOTX64.EFI"),
+            await Deno.readFile(DEBIAN_ISOLINUX.systemdBootEfi),
+          );
+          assert.equal(
+            new TextDecoder().decode(await fatFile(img, "/loader/loader.conf")),
+            "default bcd.conf\ntimeout 0\n",
+          );
+          assert.equal(
+            new TextDecoder().decode(await fatFile(img, "/loader/entries/bcd.conf")),
+            "title bcd ramdisk\nlinux /bcd/vmlinuz\ninitrd /bcd/initrd\n" +
+              "options console=ttyS0 bcd.join_token=jt-123 bcd.gateway=wss://gw.example\n",
+          );
+          assert.deepEqual(await fatFile(img, "/bcd/vmlinuz"), KERNEL);
+          assert.deepEqual(await fatFile(img, "/bcd/initrd"), INITRD);
         },
       );
       await t.step("a machine without a lease gets 404", async () => {
