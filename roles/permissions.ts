@@ -13,8 +13,9 @@
  * inventory and `node.reboot`; the ramdisk for the boot id, the inventory, GPUs' NUMA nodes, `disk.wipe*`,
  * `disk.deploy` (root resolves the disk from its by-id name, fetches the image and writes; its data dir `/run/bcd`
  * holds the default socket) and `kexec.*`. The site runs `genisoimage`, `mkfs.fat`, `mmd` and `mcopy` (a lease's
- * virtual-media ISO and its UEFI boot image, into its own cache) and nothing else; the ramdisk runs `nvidia-smi` for `diag.nvml`'s query, as the node does, and nothing else;
- * the BMC kinds bring their tools (or their helper ops) with them. The helper holds
+ * virtual-media ISO and its UEFI boot image, into its own cache) and nothing else; the ramdisk runs `nvidia-smi` for
+ * `diag.nvml`'s query, as the node does, and nothing else; the BMC kinds bring their tools (or their helper ops) with
+ * them. The helper holds
  * `--allow-all` for the same Deno
  * rule: it reads /proc and /sys and writes cgroupfs; its containment is that it answers only the ops of `core/helper`
  * that the role it serves uses (`[helper] role`), each checked default-deny.
