@@ -11,7 +11,7 @@ endif
 export PATH := $(dir $(DENO)):$(PATH)
 ROLES := node site ramdisk guest sim helper
 
-.PHONY: deno test check ok bundle compile demo clean proto fmt deb
+.PHONY: deno test check ok bundle compile demo clean proto fmt deb ramdisk
 
 deno: $(DENO_DEP)
 	@$(DENO) --version | head -n 1
@@ -41,6 +41,11 @@ bundle: $(DENO_DEP)
 
 compile: $(DENO_DEP)
 	$(DENO) task compile
+
+# The provisioning ramdisk into dist/ramdisk/: vmlinuz + initrd (iPXE), bcd-ramdisk.iso (virtual media), the listing;
+# see roles/ramdisk_image.ts (RAMDISK_ARGS: --gateway-ca PEM, --cmdline TEXT, --kernel-dir DIR).
+ramdisk: $(DENO_DEP)
+	$(DENO) task build:ramdisk $(RAMDISK_ARGS)
 
 # Debian packages of the bundled agents (bcd-helper, bcd-node, bcd-site) into dist/deb/; see roles/deb.ts.
 deb: $(DENO_DEP)

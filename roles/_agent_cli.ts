@@ -25,7 +25,7 @@ import { createLogger, levelFromEnv, type Logger } from "../core/log/mod.ts";
 import { LogRing } from "../core/commands/kind_handlers/mod.ts";
 import pino from "pino";
 import { parse as parseToml } from "smol-toml";
-import { join, loadIdentity, type NodeIdentity } from "../core/session/identity.ts";
+import { IdentityError, join, loadIdentity, type NodeIdentity } from "../core/session/identity.ts";
 import { type EventSink, NodeAgent } from "../core/session/node_agent.ts";
 import { connectWebSocket } from "../core/session/ws_client.ts";
 import { checkTransportUrl, type TransportUse, UrlRefused } from "../core/session/url_policy.ts";
@@ -300,14 +300,20 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
         if (!token || !joinUrl) throw new UsageError("join needs --token and --join-url");
         if (await loadIdentity(dataDir)) throw new UsageError(`${dataDir} already holds a joined identity`);
         _checkUrl(joinUrl, "join");
-        const id = await join({
-          dataDir,
-          joinUrl,
-          token,
-          role: w.role === "sim" ? "node" : w.role,
-          hostname: _hostname(),
-          agentVersion: AGENT_VERSION,
-        });
+        let id: NodeIdentity;
+        try {
+          id = await join({
+            dataDir,
+            joinUrl,
+            token,
+            role: w.role === "sim" ? "node" : w.role,
+            hostname: _hostname(),
+            agentVersion: AGENT_VERSION,
+          });
+        } catch (e) {
+          if (e instanceof IdentityError) throw new StartRefused(`join: ${e.reason}: ${e.message}`, { cause: e });
+          throw e;
+        }
         printOut(JSON.stringify({ node_id: id.nodeId, gateway_url: id.gatewayUrl }));
         return EXIT_OK;
       },

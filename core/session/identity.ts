@@ -26,7 +26,7 @@ export interface NodeIdentity {
   readonly gatewayUrl: string;
 }
 
-/** A join the gateway refused, or an identity that cannot be used. */
+/** A join the gateway refused (`join-refused`) or that never reached it (`join-unreachable`), or an identity that cannot be used. */
 export class IdentityError extends Error {
   override name = "IdentityError";
   constructor(readonly reason: string, message: string, options?: ErrorOptions) {
@@ -126,12 +126,21 @@ export async function join(opts: JoinOptions): Promise<NodeIdentity> {
     agent_version: opts.agentVersion,
     proof: await signJoinProof(kp.privateKey, opts.token, publicKey),
   };
-  const res = await (opts.fetch ?? fetch)(opts.joinUrl, {
-    method: "POST",
-    headers: { "content-type": "application/x-protobuf" },
-    body: encodeMessage(bcd.v1.JoinRequest, req) as Uint8Array<ArrayBuffer>,
-  });
-  const bytes = new Uint8Array(await res.arrayBuffer());
+  let res: Response;
+  let bytes: Uint8Array;
+  try {
+    res = await (opts.fetch ?? fetch)(opts.joinUrl, {
+      method: "POST",
+      headers: { "content-type": "application/x-protobuf" },
+      body: encodeMessage(bcd.v1.JoinRequest, req) as Uint8Array<ArrayBuffer>,
+    });
+    bytes = new Uint8Array(await res.arrayBuffer());
+  } catch (e) {
+    // fetch's network failures (no route, refused, TLS) are TypeErrors with the cause inside.
+    if (!(e instanceof TypeError)) throw e;
+    const why = e.cause instanceof Error ? `: ${e.cause.message}` : "";
+    throw new IdentityError("join-unreachable", `cannot reach ${opts.joinUrl} (${e.message}${why})`, { cause: e });
+  }
   if (!res.ok) {
     throw new IdentityError(
       "join-refused",

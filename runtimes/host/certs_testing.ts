@@ -4,8 +4,16 @@
  * @module
  */
 
-/** A CA and a 127.0.0.1 server certificate made by the real openssl, or null when openssl is absent. */
-export async function makeCerts(): Promise<{ ca: string; cert: string; key: string } | null> {
+/**
+ * A CA and a 127.0.0.1 server certificate made by the real openssl, or null when openssl is absent. `ips` are more
+ * addresses the certificate names (a VM's view of a loopback server through QEMU's `guestfwd`, say).
+ */
+export async function makeCerts(
+  o: { ips?: readonly string[] } = {},
+): Promise<{ ca: string; cert: string; key: string } | null> {
+  for (const ip of o.ips ?? []) {
+    if (!/^[0-9.]+$|^[0-9a-f:]+$/i.test(ip)) throw new TypeError(`makeCerts: ${ip} is not an IP address`);
+  }
   const dir = await Deno.makeTempDir();
   const run = async (args: string[]) => {
     const out = await new Deno.Command("openssl", { args, cwd: dir, stdout: "null", stderr: "piped" }).output();
@@ -17,7 +25,9 @@ export async function makeCerts(): Promise<{ ca: string; cert: string; key: stri
     await run(["req", ...ec, "-keyout", "leaf.key", "-out", "leaf.csr", "-subj", "/CN=127.0.0.1"]);
     await Deno.writeTextFile(
       `${dir}/ext.cnf`,
-      "subjectAltName=IP:127.0.0.1\nbasicConstraints=critical,CA:FALSE\nextendedKeyUsage=serverAuth\n",
+      `subjectAltName=${
+        ["127.0.0.1", ...(o.ips ?? [])].map((ip) => `IP:${ip}`).join(",")
+      }\nbasicConstraints=critical,CA:FALSE\nextendedKeyUsage=serverAuth\n`,
     );
     await run([
       "x509",
