@@ -17,6 +17,8 @@ import {
 } from "../core/converge/instances/runtime.ts";
 import { parseQcow2Header, readQcow2Prefix } from "../core/images/qcow2_header.ts";
 import { type ImageServer, makeQcow2, sha256Hex } from "../fixtures/libvirt/image_server.ts";
+import { FileVolumeStore } from "./volumes/file_store.ts";
+import type { VolumeAttachment } from "../core/volumes/grammar.ts";
 
 /** One runtime under test, with the hooks the suite needs to see past it. */
 export interface RuntimeContractEnv {
@@ -35,6 +37,15 @@ export interface RuntimeContractEnv {
   foreignUntouched(id: string): Promise<boolean>;
   /** The root disk's size as the running hypervisor sees it. */
   runningDiskSize(id: string): Promise<number>;
+  /**
+   * The volume rows' view past the runtime (000 §Persistent volumes): the store's directory and, for a running or
+   * paused domain, the volumes the hypervisor has attached (path, serial, read-only, size it was resized to or
+   * `undefined`). Without it the volume rows are skipped with the reason.
+   */
+  readonly volumes?: {
+    readonly dir: string;
+    attached(id: string): Promise<{ path: string; serial: string; readOnly: boolean; resizedTo?: number }[]>;
+  };
   /** Removes whatever is left of `id` (domain, unit, files). */
   cleanup(id: string): Promise<void>;
   close(): Promise<void>;
@@ -317,4 +328,80 @@ export function instanceRuntimeContract(
       await env.close();
     }
   });
+
+  Deno.test(
+    name(
+      "volumes are raw disks by serial from the start, read-only when asked, hot-plugged and unplugged live, grown live, and recorded while stopped",
+    ),
+    async (t) => {
+      const env = await make();
+      if ("skip" in env) return void await _skipped(t, env.skip);
+      if (!env.volumes) {
+        await _skipped(t, `${runtime} (${label}) has no volume view for this suite`);
+        return void await env.close();
+      }
+      const { rt, srv, dir } = env;
+      const vols = env.volumes;
+      const setVolumes = rt.setVolumes?.bind(rt);
+      const growVolume = rt.growVolume?.bind(rt);
+      const id = `bcd-vol-${crypto.randomUUID().slice(0, 8)}`;
+      const M = 1024 * 1024;
+      const store = new FileVolumeStore({ dir: vols.dir });
+      const att = (v: string, readOnly: boolean): VolumeAttachment => ({
+        volumeId: v,
+        serial: `disk-${v}`,
+        readOnly,
+      });
+      const seen = async () =>
+        (await vols.attached(id)).map((d) => [d.path, d.serial, d.readOnly] as const).sort((a, b) =>
+          a[0] < b[0] ? -1 : 1
+        );
+      const recorded = async () => (await rt.list()).find((d) => d.id === id)?.record?.volumes?.map((v) => v.volumeId);
+      try {
+        assert.ok(setVolumes && growVolume, `${runtime} attaches volumes (setVolumes, growVolume)`);
+        for (const v of ["va", "vb", "vc"]) await store.create(v, `disk-${v}`, 8 * M);
+        const base = await makeQcow2(dir, `${id}.qcow2`, "16M");
+        srv.put(`/${id}.qcow2`, base);
+        const l = contractLaunch({ url: `${srv.origin}/${id}.qcow2`, sha256: await sha256Hex(base), format: "qcow2" });
+        await t.step(
+          "a define carries the volumes; the start attaches them raw, by serial, read-only when asked",
+          async () => {
+            await rt.define({ ...contractRecord(id, l), volumes: [att("va", false), att("vb", true)] });
+            assert.deepEqual(await recorded(), ["va", "vb"]);
+            await rt.start(id, false);
+            assert.deepEqual(await seen(), [
+              [store.rawPath("va"), "disk-va", false],
+              [store.rawPath("vb"), "disk-vb", true],
+            ]);
+          },
+        );
+        await t.step("a running domain has a volume unplugged and another hot-plugged", async () => {
+          await setVolumes(id, [att("va", false), att("vc", false)]);
+          assert.deepEqual(await seen(), [
+            [store.rawPath("va"), "disk-va", false],
+            [store.rawPath("vc"), "disk-vc", false],
+          ]);
+          assert.deepEqual((await recorded())?.sort(), ["va", "vc"]);
+          await setVolumes(id, [att("va", false), att("vc", false)]);
+          assert.equal((await seen()).length, 2, "the same volumes again is nothing to do");
+        });
+        await t.step("a grown volume is resized live under the guest", async () => {
+          await store.grow("vc", 16 * M);
+          await growVolume(id, "vc", 16 * M);
+          assert.equal((await vols.attached(id)).find((d) => d.path === store.rawPath("vc"))?.resizedTo, 16 * M);
+        });
+        await t.step("a stopped domain's volumes are recorded and attached at its next start", async () => {
+          await rt.stop(id);
+          await setVolumes(id, [att("vb", true)]);
+          assert.deepEqual(await recorded(), ["vb"]);
+          await rt.start(id, false);
+          assert.deepEqual(await seen(), [[store.rawPath("vb"), "disk-vb", true]]);
+          await rt.stop(id);
+        });
+      } finally {
+        await env.cleanup(id);
+        await env.close();
+      }
+    },
+  );
 }

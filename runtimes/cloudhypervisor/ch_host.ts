@@ -148,6 +148,14 @@ export class ChHost implements ChHostPort {
       });
       if (!st?.isFile) return _refused("invalid-record", `${dir}/${f} is not a regular file`);
     }
+    for (const v of r.volumes) {
+      const path = volumePath(this.#o.volumesDir, v.id);
+      const st = await Deno.lstat(path).catch((e) => {
+        if (e instanceof Deno.errors.NotFound) return undefined;
+        throw e;
+      });
+      if (!st?.isFile) return _refused("bad-volume", `volume ${v.id}: ${path} is missing or not a regular file`);
+    }
     const base = r.image ? `${this.#o.runtimeDir}/images/${r.image.sha256}.${r.image.format}` : null;
     if (base) {
       const st = await Deno.lstat(base).catch((e) => {
@@ -178,6 +186,7 @@ export class ChHost implements ChHostPort {
       allowedMems: r.placement?.mems ?? "",
       baseImage: base,
       volumes: r.volumes.map((v) => ({ path: volumePath(this.#o.volumesDir, v.id), readonly: v.readonly })),
+      volumesDir: this.#o.volumesDir,
       underHelper: this.#o.underHelper,
       binary: this.#o.binary,
     }));

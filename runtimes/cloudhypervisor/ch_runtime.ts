@@ -34,7 +34,13 @@
  * - files: the node keeps owning them and grants the VMM's uid ACL entries on the instance directory for the run
  *   (`vmm_access.ts`), removed at the stop.
  *
- * Not built yet: volumes (the record carries them; the converger does not pass them yet).
+ * - volumes (000 §Persistent volumes): the record's volumes are `Raw` disks with their serials after the root disk and
+ *   the seed in `vm.create`'s configuration, read-only when attached so; their paths are `<data dir>/volumes/<id>.raw`,
+ *   built from the volume id here and by root (`ch_host.ts` binds each into the unit, and the store's directory for
+ *   hot-plug). For the run the VMM's user gets an ACL entry on each (`r` or `rw`) and search (`x`) on the store's
+ *   directory, removed at the stop. `setVolumes` rewrites a stopped instance's record; on a running or paused VM it
+ *   unplugs (`vm.remove-device`, its entry revoked) what it should no longer have, then hot-plugs (`vm.add-disk`) the
+ *   new ones, writing the record after each step. `growVolume` is `vm.resize-disk` of the volume's disk.
  *
  * @module
  */
@@ -60,10 +66,20 @@ import type { SnapshotStore } from "../libvirt/snapshot_store.ts";
 import { SetfaclAccess, type VmmFileAccess } from "./vmm_access.ts";
 import { MAX_SAVED_CONFIG_BYTES, rebuildRestoreConfig, RestoreConfigRefused } from "./restore_config.ts";
 import { ChApiClient, ChApiError, ChTransportError } from "./api_client.ts";
-import type { VmConfig, VmState } from "./api_types.ts";
+import type { DiskConfig, VmConfig, VmState } from "./api_types.ts";
 import type { ChHostPort, HostOutcome } from "../../core/converge/instances/ch_port.ts";
 import { CH_FIRMWARE, VMM_UID_BASE, VMM_UID_COUNT } from "./unit.ts";
-import { type ChRecord, ChRecordRefused, readRecord, RECORD_FILE, sysfsDevice, writeRecord } from "./vm_record.ts";
+import {
+  type ChRecord,
+  ChRecordRefused,
+  type ChVolume,
+  readRecord,
+  RECORD_FILE,
+  sysfsDevice,
+  volumePath,
+  writeRecord,
+} from "./vm_record.ts";
+import type { VolumeAttachment } from "../../core/volumes/grammar.ts";
 
 /** The runtime's name in `InstanceSpec.runtime`. */
 export const CH_RUNTIME = "cloud-hypervisor";
@@ -157,7 +173,11 @@ export class ChRuntime implements InstanceRuntime {
   }
 
   #paths(id: string) {
-    return { instanceDir: this.instanceDir(id), volumesDir: `${this.#o.dataDir}/volumes` };
+    return { instanceDir: this.instanceDir(id), volumesDir: this.#volumesDir };
+  }
+
+  get #volumesDir(): string {
+    return `${this.#o.dataDir}/volumes`;
   }
 
   /** The instance's API client (for the volume, balloon and rebind code: `vm.add-disk`, `vm.resize`, ...). */
@@ -251,6 +271,9 @@ export class ChRuntime implements InstanceRuntime {
           imageSha256: r.image?.sha256 ?? "",
           gpus: r.gpus.map((g) => g.uuid),
           ...(r.placement && r.placement.hugepages !== "none" ? { hugepages: r.placement.hugepages } : {}),
+          ...(r.volumes.length > 0
+            ? { volumes: r.volumes.map((v) => ({ volumeId: v.id, serial: v.serial, readOnly: v.readonly })) }
+            : {}),
         },
       });
     }
@@ -311,6 +334,7 @@ export class ChRuntime implements InstanceRuntime {
       await buildSeedIso(`${dir}/seed.iso`, id, l.hostname, l.userData ?? new Uint8Array(0), key);
     }
     const uid = prior?.uid ?? await this.#freeUid();
+    const volumes = (record.volumes ?? []).map(_chVolume);
     try {
       await writeRecord({
         v: 1,
@@ -324,8 +348,8 @@ export class ChRuntime implements InstanceRuntime {
         nics: l.nics,
         gpus: l.gpus,
         placement: l.placement,
-        volumes: [],
-        config: _config(dir, record, l, image !== null, seed),
+        volumes,
+        config: _withVolumes(_config(dir, record, l, image !== null, seed), this.#volumesDir, [], volumes),
       }, this.#paths(id));
     } catch (e) {
       if (e instanceof ChRecordRefused) throw new RuntimeRefused(e.reason, `${id}: ${e.message}`, { cause: e });
@@ -402,6 +426,7 @@ export class ChRuntime implements InstanceRuntime {
     _check(await this.#o.host.taps(id), id);
     _check(await this.#o.host.vfio(id), id);
     await this.#access.grant(this.instanceDir(id), r.uid);
+    for (const v of r.volumes) await this.#grantVolume(v, r.uid);
     _check(await this.#o.host.launch(id), id);
     try {
       const api = this.api(id);
@@ -514,7 +539,7 @@ export class ChRuntime implements InstanceRuntime {
     await this.#free(id);
     const r = await this.#managed(id);
     if (this.#ended(await this.#o.host.state(id))) {
-      await this.#access.revoke(this.instanceDir(id), r.uid);
+      await this.#revokeAll(id, r);
       _check(await this.#o.host.untaps(id), id);
       return;
     }
@@ -535,8 +560,84 @@ export class ChRuntime implements InstanceRuntime {
     if (!out.state || !this.#ended(out.state)) {
       throw new VmmSurvived(`${id}: the VMM's unit is ${out.state} after its stop; it is not forgotten`);
     }
-    await this.#access.revoke(this.instanceDir(id), r.uid);
+    await this.#revokeAll(id, r);
     _check(await this.#o.host.untaps(id), id);
+  }
+
+  /** The VMM user's entries on the instance directory, the record's volumes and the store's directory, removed. */
+  async #revokeAll(id: string, r: ChRecord): Promise<void> {
+    await this.#access.revoke(this.instanceDir(id), r.uid);
+    for (const v of r.volumes) await this.#access.revokeFile(volumePath(this.#volumesDir, v.id), r.uid);
+    await this.#access.revokeFile(this.#volumesDir, r.uid);
+  }
+
+  /** The VMM user's entry on volume `v` (`r` or `rw`), and search on the store's directory. */
+  async #grantVolume(v: ChVolume, uid: number): Promise<void> {
+    await this.#access.grantFile(this.#volumesDir, uid, "x");
+    await this.#access.grantFile(volumePath(this.#volumesDir, v.id), uid, v.readonly ? "r" : "rw");
+  }
+
+  /** Writes the record with `volumes` (and its configuration's volume disks to match). */
+  async #writeVolumes(id: string, r: ChRecord, volumes: readonly ChVolume[]): Promise<ChRecord> {
+    const next: ChRecord = {
+      ...r,
+      volumes,
+      config: _withVolumes(r.config, this.#volumesDir, r.volumes, volumes),
+    };
+    try {
+      await writeRecord(next, this.#paths(id));
+    } catch (e) {
+      if (e instanceof ChRecordRefused) throw new RuntimeRefused(e.reason, `${id}: ${e.message}`, { cause: e });
+      throw e;
+    }
+    return next;
+  }
+
+  /**
+   * Brings the instance's volumes to `volumes`: a stopped instance's record is rewritten (they are in the next
+   * `vm.create`); a running or paused VM has what it should no longer have (or has otherwise) unplugged with
+   * `vm.remove-device`, then the new ones hot-plugged with `vm.add-disk` (`Raw`, their serial, read-only when asked),
+   * the record written after each, so a failure half-way leaves it saying what the VM has.
+   */
+  async setVolumes(id: string, volumes: readonly VolumeAttachment[]): Promise<void> {
+    await this.#free(id);
+    let r = await this.#managed(id);
+    const want = volumes.map(_chVolume);
+    if ((await this.#state(id)) === "stopped") {
+      await this.#writeVolumes(id, r, want);
+      this.#o.log?.info({ instance: id, volumes: want.map((v) => v.id) }, "cloud-hypervisor: volumes recorded");
+      return;
+    }
+    const api = this.api(id);
+    const same = (a: ChVolume, b: ChVolume) => a.id === b.id && a.serial === b.serial && a.readonly === b.readonly;
+    for (const v of r.volumes.filter((v) => !want.some((w) => same(v, w)))) {
+      const path = volumePath(this.#volumesDir, v.id);
+      const disk = (await api.info()).config.disks?.find((d) => d.path === path)?.id;
+      if (disk) await this.#apiCall(id, (a) => a.removeDevice(disk));
+      r = await this.#writeVolumes(id, r, r.volumes.filter((x) => x !== v));
+      if (!r.volumes.some((x) => x.id === v.id)) await this.#access.revokeFile(path, r.uid);
+      this.#o.log?.info({ instance: id, volume: v.id }, "cloud-hypervisor: volume unplugged");
+    }
+    for (const v of want.filter((w) => !r.volumes.some((x) => same(x, w)))) {
+      await this.#grantVolume(v, r.uid);
+      await this.#apiCall(id, async (a) => void await a.addDisk(_volumeDisk(this.#volumesDir, v)));
+      r = await this.#writeVolumes(id, r, [...r.volumes, v]);
+      this.#o.log?.info({ instance: id, volume: v.id }, "cloud-hypervisor: volume hot-plugged");
+    }
+  }
+
+  /** A grown volume resized under a running or paused VM (`vm.resize-disk`); a stopped one sees it at its start. */
+  async growVolume(id: string, volumeId: string, bytes: number): Promise<void> {
+    await this.#free(id);
+    const r = await this.#managed(id);
+    if (!r.volumes.some((v) => v.id === volumeId)) {
+      throw new RuntimeRefused("no-volume", `${id}: volume ${volumeId} is not attached`);
+    }
+    if ((await this.#state(id)) === "stopped") return;
+    const path = volumePath(this.#volumesDir, volumeId);
+    const disk = (await this.api(id).info()).config.disks?.find((d) => d.path === path)?.id;
+    if (!disk) throw new RuntimeRefused("no-disk", `${id}: the VMM has no disk for volume ${volumeId}`);
+    await this.#apiCall(id, (a) => a.resizeDisk(disk, bytes));
   }
 
   async delete(id: string): Promise<void> {
@@ -603,6 +704,27 @@ function _config(dir: string, record: DomainRecord, l: LaunchSpec, overlay: bool
     ...(pl?.balloon ? { balloon: { size: 0, free_page_reporting: true } } : {}),
     devices: l.gpus.map((g) => ({ path: sysfsDevice(g.pciBusId) })),
   };
+}
+
+function _chVolume(a: VolumeAttachment): ChVolume {
+  return { id: a.volumeId, serial: a.serial, readonly: a.readOnly };
+}
+
+/** A volume's disk: `Raw` (never probed), its serial, read-only when attached so. */
+function _volumeDisk(volumesDir: string, v: ChVolume): DiskConfig {
+  return { path: volumePath(volumesDir, v.id), image_type: "Raw", serial: v.serial, readonly: v.readonly };
+}
+
+/** `cfg` with the disks of volumes `was` replaced by those of `now`, after the root disk and the seed. */
+function _withVolumes(
+  cfg: VmConfig,
+  volumesDir: string,
+  was: readonly ChVolume[],
+  now: readonly ChVolume[],
+): VmConfig {
+  const old = new Set(was.map((v) => volumePath(volumesDir, v.id)));
+  const own = (cfg.disks ?? []).filter((d) => !old.has(d.path ?? ""));
+  return { ...cfg, disks: [...own, ...now.map((v) => _volumeDisk(volumesDir, v))] };
 }
 
 /** The files of cloud-hypervisor's own snapshot in a bcd snapshot archive, with their size bounds. */

@@ -218,3 +218,61 @@ Deno.test("cloud-hypervisor list: only directories with vm.json; a vm.json that 
     assert.equal(root.refused?.reason, "invalid-record", "root refuses it on its own reading too");
   }, t);
 });
+
+Deno.test("cloud-hypervisor volumes: root binds them (and the store for hot-plug) into the unit, the VMM's uid gets r/rw entries for the run, a hot-plugged one too, and each is revoked at its unplug or the stop; a link is refused bad-volume", async (t) => {
+  await withEnv(async (env) => {
+    const id = "vm-vols";
+    const vdir = `${env.dataDir}/volumes`;
+    await Deno.mkdir(vdir, { recursive: true, mode: 0o700 });
+    for (const v of ["va", "vb", "vc"]) await Deno.writeFile(`${vdir}/${v}.raw`, new Uint8Array(0), { mode: 0o600 });
+    await defineOne(env, id);
+    const { rt, access } = env;
+    const va = { volumeId: "va", serial: "disk-a", readOnly: false };
+    const vb = { volumeId: "vb", serial: "disk-b", readOnly: true };
+    const vc = { volumeId: "vc", serial: "disk-c", readOnly: false };
+    await rt.setVolumes(id, [va, vb]);
+    const uid = (await rt.recordOf(id)).uid;
+    await t.step("the start grants each volume its entry and the store search, and the unit binds them", async () => {
+      access.calls.length = 0;
+      await rt.start(id, false);
+      assert.deepEqual(access.calls.filter((c) => c.startsWith("grant-file")), [
+        `grant-file ${vdir} ${uid} x`,
+        `grant-file ${vdir}/va.raw ${uid} rw`,
+        `grant-file ${vdir} ${uid} x`,
+        `grant-file ${vdir}/vb.raw ${uid} r`,
+      ]);
+      const props = env.systemd.units.get(unit(id))!.properties;
+      assert.ok(props.includes(`BindPaths=-${vdir}`));
+      assert.ok(props.includes(`BindPaths=${vdir}/va.raw`));
+      assert.ok(props.includes(`BindReadOnlyPaths=${vdir}/vb.raw`));
+    });
+    await t.step("a hot-plug grants before vm.add-disk; an unplug revokes after vm.remove-device", async () => {
+      access.calls.length = 0;
+      await rt.setVolumes(id, [va, vc]);
+      assert.deepEqual(access.calls, [
+        `revoke-file ${vdir}/vb.raw ${uid}`,
+        `grant-file ${vdir} ${uid} x`,
+        `grant-file ${vdir}/vc.raw ${uid} rw`,
+      ]);
+      const calls = vmmOf(env, id).calls;
+      assert.ok(calls.includes("PUT vm.remove-device") && calls.includes("PUT vm.add-disk"));
+      assert.deepEqual((await rt.recordOf(id)).volumes.map((v) => v.id), ["va", "vc"]);
+    });
+    await t.step("the stop revokes every volume's entry and the store's", async () => {
+      access.calls.length = 0;
+      await rt.stop(id);
+      assert.deepEqual(access.calls.filter((c) => c.startsWith("revoke-file")), [
+        `revoke-file ${vdir}/va.raw ${uid}`,
+        `revoke-file ${vdir}/vc.raw ${uid}`,
+        `revoke-file ${vdir} ${uid}`,
+      ]);
+    });
+    await t.step("a volume that is a link is refused bad-volume by root; no unit runs", async () => {
+      await Deno.remove(`${vdir}/vc.raw`);
+      await Deno.symlink("/etc/hostname", `${vdir}/vc.raw`);
+      const runs = env.systemd.calls.filter((c) => c.startsWith("run")).length;
+      await assert.rejects(rt.start(id, false), (e) => e instanceof RuntimeRefused && e.reason === "bad-volume");
+      assert.equal(env.systemd.calls.filter((c) => c.startsWith("run")).length, runs);
+    });
+  }, t);
+});

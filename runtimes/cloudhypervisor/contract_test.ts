@@ -39,6 +39,19 @@ function register(label: string, opts: ChTestOptions): void {
       foreignUntouched: async (id) =>
         (await Deno.readTextFile(`${env.rt.instanceDir(id)}/disk.qcow2`)) === "someone else's" &&
         env.systemd.calls.every((c) => !c.startsWith("run ")),
+      volumes: {
+        dir: `${env.dataDir}/volumes`,
+        attached: async (id) => {
+          const vmm = env.systemd.units.get(`bcd-ch-${id}.service`)?.vmm;
+          const disks = (await env.rt.api(id).info()).config.disks ?? [];
+          return disks.filter((d) => d.path?.startsWith(`${env.dataDir}/volumes/`)).map((d) => ({
+            path: d.path!,
+            serial: d.serial ?? "",
+            readOnly: d.readonly === true,
+            ...(d.id && vmm?.diskSizes.has(d.id) ? { resizedTo: vmm.diskSizes.get(d.id) } : {}),
+          }));
+        },
+      },
       runningDiskSize: (id) => {
         const vmm = env.systemd.units.get(`bcd-ch-${id}.service`)?.vmm;
         return Promise.resolve(vmm?.diskSizes.get("_disk0") ?? -1);

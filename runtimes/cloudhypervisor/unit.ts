@@ -14,7 +14,9 @@
  * Beside the table, from §Placement: `AllowedCPUs` and `AllowedMemoryNodes` from the placement, and `MemoryMax` only
  * the VMM's overhead (memory/32 + 256 MiB) when the guest's memory is in huge pages (which `MemoryMax` does not charge);
  * a restored memory configuration drops huge pages, so it is charged in full. From §Persistent volumes: each volume
- * bound into the unit, read-write or read-only as attached.
+ * bound into the unit, read-write or read-only as attached; and (a judgement call for hot-plug) the volume store's
+ * directory bound as well, since a running unit's namespace takes no new bind: the ACL entries decide which volumes
+ * the VMM's user opens.
  *
  * Judgement calls, written down: the unit name is `bcd-ch-<instance id>.service` and the id is checked against the
  * instance-id pattern first, so it never names another kind of unit or carries a `/`; the VMM's command line is
@@ -53,6 +55,12 @@ export interface UnitInput {
   /** The base image's path, bound read-only; `null` for a restored disk without one. */
   readonly baseImage: string | null;
   readonly volumes: readonly { readonly path: string; readonly readonly: boolean }[];
+  /**
+   * The volume store's directory, bound too (`BindPaths=-`, absent: nothing) so that a volume hot-plugged into the
+   * running VM (`vm.add-disk`) is there in the unit's mount namespace, which systemd fixes at the launch. The VMM
+   * opens only the volumes its user holds an ACL entry on (`vmm_access.ts`): the store is 0700 and each volume 0600.
+   */
+  readonly volumesDir?: string;
   readonly underHelper: boolean;
   /** The `cloud-hypervisor` binary (root's own under the helper). */
   readonly binary: string;
@@ -104,6 +112,7 @@ export function unitProperties(u: UnitInput): string[] {
     `BindPaths=${inst}`,
     `ReadWritePaths=${inst}`,
     ...(u.baseImage ? [`BindReadOnlyPaths=${u.baseImage}`] : []),
+    ...(u.volumesDir ? [`BindPaths=-${u.volumesDir}`] : []),
     ...u.volumes.map((v) => `${v.readonly ? "BindReadOnlyPaths" : "BindPaths"}=${v.path}`),
     // Kernel and system
     "ProtectKernelTunables=yes",

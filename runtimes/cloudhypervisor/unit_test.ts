@@ -126,6 +126,9 @@ Deno.test("unitProperties(): the variants each row names", async (t) => {
     });
     assert.ok(p.includes("BindPaths=/var/lib/bcd/volumes/a.raw"));
     assert.ok(p.includes("BindReadOnlyPaths=/var/lib/bcd/volumes/b.raw"));
+    assert.ok(!p.some((x) => x.startsWith("BindPaths=-")), "no store directory without one");
+    const q = unitProperties({ ...BASE, volumesDir: "/var/lib/bcd/volumes" });
+    assert.ok(q.includes("BindPaths=-/var/lib/bcd/volumes"), "the store directory is bound for hot-plugged volumes");
   });
   await t.step("a uid outside 0x7FFD0000.. and an id that is not an instance id are refused", () => {
     assert.throws(() => unitProperties({ ...BASE, uid: 1000 }), RangeError);
