@@ -427,7 +427,10 @@ export class ChRuntime implements InstanceRuntime {
     _check(await this.#o.host.vfio(id), id);
     await this.#access.grant(this.instanceDir(id), r.uid);
     for (const v of r.volumes) await this.#grantVolume(v, r.uid);
-    _check(await this.#o.host.launch(id), id);
+    const launched = await this.#o.host.launch(id);
+    // A refused launch runs no VMM: the entries it was given go again.
+    if (launched.refused) await this.#revokeAll(id, r);
+    _check(launched, id);
     try {
       const api = this.api(id);
       await this.#waitApi(api, id);
@@ -568,7 +571,7 @@ export class ChRuntime implements InstanceRuntime {
   async #revokeAll(id: string, r: ChRecord): Promise<void> {
     await this.#access.revoke(this.instanceDir(id), r.uid);
     for (const v of r.volumes) await this.#access.revokeFile(volumePath(this.#volumesDir, v.id), r.uid);
-    await this.#access.revokeFile(this.#volumesDir, r.uid);
+    if (r.volumes.length > 0) await this.#access.revokeFile(this.#volumesDir, r.uid);
   }
 
   /** The VMM user's entry on volume `v` (`r` or `rw`), and search on the store's directory. */
@@ -616,6 +619,7 @@ export class ChRuntime implements InstanceRuntime {
       if (disk) await this.#apiCall(id, (a) => a.removeDevice(disk));
       r = await this.#writeVolumes(id, r, r.volumes.filter((x) => x !== v));
       if (!r.volumes.some((x) => x.id === v.id)) await this.#access.revokeFile(path, r.uid);
+      if (r.volumes.length === 0) await this.#access.revokeFile(this.#volumesDir, r.uid);
       this.#o.log?.info({ instance: id, volume: v.id }, "cloud-hypervisor: volume unplugged");
     }
     for (const v of want.filter((w) => !r.volumes.some((x) => same(x, w)))) {

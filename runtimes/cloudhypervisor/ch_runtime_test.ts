@@ -119,6 +119,7 @@ Deno.test("cloud-hypervisor: the unit is launched with the seed's properties for
         allowedMems: "",
         baseImage: `${env.dataDir}/cloud-hypervisor/images/${b.image!.sha256}.qcow2`,
         volumes: [],
+        volumesDir: `${env.dataDir}/volumes`,
         underHelper: false,
         binary: "/usr/bin/cloud-hypervisor",
       }),
@@ -271,8 +272,15 @@ Deno.test("cloud-hypervisor volumes: root binds them (and the store for hot-plug
       await Deno.remove(`${vdir}/vc.raw`);
       await Deno.symlink("/etc/hostname", `${vdir}/vc.raw`);
       const runs = env.systemd.calls.filter((c) => c.startsWith("run")).length;
+      access.calls.length = 0;
       await assert.rejects(rt.start(id, false), (e) => e instanceof RuntimeRefused && e.reason === "bad-volume");
       assert.equal(env.systemd.calls.filter((c) => c.startsWith("run")).length, runs);
+      assert.deepEqual(access.calls.filter((c) => c.startsWith("revoke")), [
+        `revoke ${rt.instanceDir(id)} ${uid}`,
+        `revoke-file ${vdir}/va.raw ${uid}`,
+        `revoke-file ${vdir}/vc.raw ${uid}`,
+        `revoke-file ${vdir} ${uid}`,
+      ], "the refused launch's entries are taken back");
     });
   }, t);
 });

@@ -253,6 +253,31 @@ function runtimeContract(label: string, make: () => Promise<Backend>): void {
         if (!b.real) return (b.virsh as FakeVirsh).sizeOf(id, "vda") ?? -1;
         return Number(parseQcow2Header(await readQcow2Prefix(`${env.rt.instanceDir(id)}/disk.qcow2`)).virtualSize);
       },
+      volumes: {
+        dir: `${env.dir}/data/volumes`,
+        ...(b.real ? { noUnplugAck: "the real libvirtd's test guest runs no OS to acknowledge it" } : {}),
+        attached: async (id) => {
+          const xml = await b.virsh.dumpxml(id);
+          const out = [];
+          for (const [dev, path] of await b.virsh.liveDisks(id)) {
+            if (!path.startsWith(`${env.dir}/data/volumes/`)) continue;
+            const disk = xml.split("</disk>").find((d) => d.includes(`file='${path}'`)) ?? "";
+            let resizedTo: number | undefined;
+            if (b.real) {
+              const o = await new Deno.Command("virsh", { args: ["-c", "qemu:///system", "domblkinfo", id, dev] })
+                .output();
+              resizedTo = Number(/Capacity:\s+(\d+)/.exec(new TextDecoder().decode(o.stdout))?.[1]);
+            } else resizedTo = (b.virsh as FakeVirsh).sizeOf(id, dev);
+            out.push({
+              path,
+              serial: /<serial>([^<]*)<\/serial>/.exec(disk)?.[1] ?? "",
+              readOnly: /<readonly\/>/.test(disk),
+              ...(resizedTo !== undefined ? { resizedTo } : {}),
+            });
+          }
+          return out;
+        },
+      },
       cleanup: (id) => cleanup(b.virsh, id),
       close: env.close,
     };
