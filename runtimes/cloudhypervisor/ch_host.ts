@@ -7,7 +7,9 @@
  *   that is not a tap is refused `not-a-tap`.
  * - `launch`: the files checked as root (the disk and seed regular files, no symlink; the overlay naming exactly the
  *   recorded base, `checkOverlay`; the base image bcd's own), the VMM uid not another running unit's (`uid-in-use`),
- *   then `systemd-run` with `unit.ts`'s properties and root's own `cloud-hypervisor` binary.
+ *   then `systemd-run` with `unit.ts`'s properties and root's own `cloud-hypervisor` binary. Each of the record's
+ *   volumes must be a regular file at `<data dir>/volumes/<id>.raw` (the path built from the id; `bad-volume`); each
+ *   is bound into the unit, and the store's directory too, for the volumes hot-plugged while it runs.
  * - `addNet`/`restore`: opens the taps and sends the API request with their fds over `SCM_RIGHTS`
  *   ({@link FdSender}), closing root's copies after.
  * - `stop`: `systemctl stop`, then `systemctl show`'s state.
