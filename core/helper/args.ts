@@ -5,7 +5,7 @@
  *
  * | op               | fields                                | rule                                                   |
  * | ---------------- | ------------------------------------- | ------------------------------------------------------ |
- * | `host.boot_id`, `host.inventory`, `host.memory`, `host.doctor`, `holds.list`, `slice.list` | none |      |
+ * | `host.boot_id`, `host.inventory`, `host.memory`, `host.memory_pressure`, `host.doctor`, `holds.list`, `slice.list` | none |      |
  * | `pci.numa_node`  | `pciBusId`                            | `DDDD[DDDD]:BB:DD.F`, hex                              |
  * | `file.write`     | `kind`, `allocationId`, …             | `cdi`: `binding`, `devices`, `env`, `cgroupParent?`; `allocation-env`: `env` |
  * | `file.remove`    | `kind`, `allocationId`                | kind `cdi` or `allocation-env`                         |
@@ -243,6 +243,7 @@ const _CHECK: { readonly [O in HelperOp]: (raw: unknown) => HelperArgs[O] } = {
   "host.boot_id": (raw) => (_object("host.boot_id", "args", raw, _NONE), {}),
   "host.inventory": (raw) => (_object("host.inventory", "args", raw, _NONE), {}),
   "host.memory": (raw) => (_object("host.memory", "args", raw, _NONE), {}),
+  "host.memory_pressure": (raw) => (_object("host.memory_pressure", "args", raw, _NONE), {}),
   "host.doctor": (raw) => (_object("host.doctor", "args", raw, _NONE), {}),
   "daemon.status": (raw) => (_object("daemon.status", "args", raw, _NONE), {}),
   "daemon.install": (raw) => {

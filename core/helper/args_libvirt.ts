@@ -105,7 +105,11 @@ export interface LibvirtResults {
   "libvirt.restore": LibvirtOutcome;
   "libvirt.setmem": LibvirtOutcome;
   "libvirt.domstats": LibvirtOutcome & {
-    readonly balloon?: { readonly currentKiB: number | null; readonly maximumKiB: number | null };
+    readonly balloon?: {
+      readonly currentKiB: number | null;
+      readonly maximumKiB: number | null;
+      readonly usedKiB: number | null;
+    };
   };
 }
 

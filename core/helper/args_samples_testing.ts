@@ -71,6 +71,7 @@ export const VALID_ARGS: { [O in HelperOp]: HelperArgs[O] } = {
   "host.boot_id": {},
   "host.inventory": {},
   "host.memory": {},
+  "host.memory_pressure": {},
   "host.doctor": {},
   "daemon.status": {},
   "daemon.install": { version: "0.2.0", sha256: "a".repeat(64), signature: "" },

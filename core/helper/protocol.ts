@@ -30,6 +30,7 @@
 import type { HoldListing, SliceRemoval } from "../converge/devices/ports.ts";
 import type { DcgmLevel, DcgmRun } from "../converge/devices/diag_dcgm.ts";
 import type { HostMemory } from "../converge/devices/admission.ts";
+import type { HostPressure } from "../balloon/policy.ts";
 import type { HostFacts } from "../doctor/host_facts.ts";
 import type { ReleaseState } from "../daemon/ports.ts";
 import type { HoldBinding } from "../converge/devices/assignment.ts";
@@ -77,6 +78,7 @@ export const HELPER_OPS = [
   "host.boot_id",
   "host.inventory",
   "host.memory",
+  "host.memory_pressure",
   "host.doctor",
   "pci.numa_node",
   "holds.list",
@@ -169,6 +171,7 @@ export interface HelperArgs extends LibvirtArgs, ChArgs {
   "host.boot_id": Record<never, never>;
   "host.inventory": Record<never, never>;
   "host.memory": Record<never, never>;
+  "host.memory_pressure": Record<never, never>;
   "host.doctor": Record<never, never>;
   "pci.numa_node": { readonly pciBusId: string };
   "holds.list": Record<never, never>;
@@ -243,6 +246,8 @@ export interface HelperResults extends LibvirtResults, ChResults {
   "host.boot_id": { readonly bootId: string };
   "host.inventory": HostInventory;
   "host.memory": HostMemory;
+  /** `MemTotal`, `MemAvailable` and PSI's `some avg10` (`null` without PSI), for the balloon loop. */
+  "host.memory_pressure": HostPressure;
   /** What `doctor` needs of the host that only root sees (`core/doctor/host_facts.ts`). */
   "host.doctor": HostFacts;
   /** `null`: sysfs names no NUMA node (absent, or -1). */

@@ -43,6 +43,7 @@ const LINE: Record<HelperOp, string> = {
   "host.boot_id": "{}",
   "host.inventory": "{}",
   "host.memory": "{}",
+  "host.memory_pressure": "{}",
   "host.doctor": "{}",
   "daemon.status": "{}",
   "daemon.install":

@@ -11,6 +11,7 @@ import type { HoldRecord } from "../../core/converge/devices/hold.ts";
 import type { DcgmLevel, DcgmRun } from "../../core/converge/devices/diag_dcgm.ts";
 import type { HoldListing, HostMemorySource, SliceManager } from "../../core/converge/devices/ports.ts";
 import type { Nft } from "../../core/netpolicy/mod.ts";
+import type { MemoryPressureSource } from "../../core/balloon/pressure.ts";
 import type {
   HugepagePort,
   KernelModulesPort,
@@ -49,6 +50,8 @@ export interface HelperBackends {
   bootId(): Promise<string>;
   readonly inventory: HostInventoryReader;
   readonly memory: HostMemorySource;
+  /** `/proc/meminfo` and `/proc/pressure/memory` for the balloon loop (`host.memory_pressure`); absent, the op fails. */
+  readonly pressure?: MemoryPressureSource;
   /** A PCI device's NUMA node from sysfs, `undefined` when none. */
   numaNode(pciBusId: string): Promise<number | undefined>;
   readonly holds: HoldFiles;

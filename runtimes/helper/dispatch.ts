@@ -83,6 +83,9 @@ async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promi
       return _answer(req, await b.inventory.read());
     case "host.memory":
       return _answer(req, await b.memory.read());
+    case "host.memory_pressure":
+      if (!b.pressure) throw new HelperError("failed", "host.memory_pressure: this helper has no pressure backend");
+      return _answer(req, await b.pressure.read());
     case "daemon.status":
       return _answer(req, await _daemon(b, req.op).status());
     case "daemon.install": {

@@ -12,6 +12,7 @@ import type { LibvirtHostPort } from "../../core/converge/instances/domain_plan.
 import { type Logger, memoryLogger } from "../../core/log/mod.ts";
 import { CdiHoldStore } from "../cdi/hold_store.ts";
 import { ProcHostMemory } from "../cgroup/host_memory.ts";
+import { ProcMemoryPressure } from "../cgroup/memory_pressure.ts";
 import { setSimPopulated, SimSliceManager } from "../cgroup/sim_slices.ts";
 import type { SliceSubject } from "../cgroup/trees_testing.ts";
 import { SysfsHostInventory } from "../host/inventory.ts";
@@ -79,7 +80,10 @@ async function _put(path: string, text: string): Promise<void> {
 export async function writeFakeHost(root: string): Promise<{ proc: string; sys: string }> {
   const proc = `${root}/proc`;
   const sys = `${root}/sys`;
-  await _put(`${proc}/meminfo`, "MemTotal:       65536000 kB\nMemFree:        1000 kB\nHugetlb:        2097152 kB\n");
+  await _put(
+    `${proc}/meminfo`,
+    "MemTotal:       65536000 kB\nMemFree:        1000 kB\nMemAvailable:   40000000 kB\nHugetlb:        2097152 kB\n",
+  );
   await _put(
     `${proc}/cpuinfo`,
     [0, 1, 2, 3].map((p) => `processor\t: ${p}\nmodel name\t: Test CPU\nphysical id\t: 0\ncore id\t\t: ${p}\n`).join(
@@ -158,6 +162,7 @@ export async function startTestHelper(
     bootId: () => Promise.resolve(TEST_BOOT_ID),
     inventory: new SysfsHostInventory({ proc, sys, etc: `${root}/etc`, dev: `${root}/dev`, interfaces: () => [] }),
     memory: new ProcHostMemory({ proc, sys }),
+    pressure: new ProcMemoryPressure(proc),
     numaNode: (id) => readPciNumaNode(`${sys}/bus/pci/devices`, id),
     holds: new CdiHoldStore({ cdiDir, envDir }),
     slices: new SimSliceManager(cgroupRoot),

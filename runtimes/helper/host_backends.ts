@@ -12,6 +12,7 @@ import { readBootId } from "../../core/journal/boot_id.ts";
 import { CdiHoldStore } from "../cdi/hold_store.ts";
 import { CgroupfsSliceManager } from "../cgroup/cgroupfs.ts";
 import { ProcHostMemory } from "../cgroup/host_memory.ts";
+import { ProcMemoryPressure } from "../cgroup/memory_pressure.ts";
 import { SystemdSliceManager } from "../cgroup/systemd.ts";
 import { SysfsHostInventory } from "../host/inventory.ts";
 import { InitRebooter } from "../host/rebooter.ts";
@@ -66,6 +67,7 @@ export function hostBackends(config: ResolvedAgentConfig, opts: HostBackendOptio
     bootId: () => readBootId(opts.bootIdPath),
     inventory: new SysfsHostInventory(),
     memory: new ProcHostMemory(),
+    pressure: new ProcMemoryPressure(),
     numaNode: (pciBusId) => readPciNumaNode("/sys/bus/pci/devices", pciBusId),
     holds: new CdiHoldStore({ cdiDir: d.cdiDir, envDir: `${d.runDir}/allocations` }),
     slices: (opts.systemd ?? systemdRuns())

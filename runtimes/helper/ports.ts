@@ -9,6 +9,8 @@
  */
 import type { HostInventory, HostInventoryReader, Rebooter } from "../../core/commands/kind_handlers/mod.ts";
 import type { HostMemory } from "../../core/converge/devices/admission.ts";
+import type { HostPressure } from "../../core/balloon/policy.ts";
+import type { MemoryPressureSource } from "../../core/balloon/pressure.ts";
 import type { HoldRecord } from "../../core/converge/devices/hold.ts";
 import type { GpuInventory } from "../../core/converge/devices/inventory.ts";
 import {
@@ -109,6 +111,23 @@ export class HelperSliceManager implements SliceManager {
     if (r.usage === null) return undefined;
     _expect(typeof r.usage?.bytes2MB === "number" && typeof r.usage.bytes1GB === "number", "slice.usage", "usage");
     return { bytes2MB: r.usage.bytes2MB, bytes1GB: r.usage.bytes1GB };
+  }
+}
+
+/** The balloon loop's host readings (`/proc/meminfo`, `/proc/pressure/memory`), read by the helper. */
+export class HelperMemoryPressure implements MemoryPressureSource {
+  constructor(private readonly c: HelperClient) {}
+  async read(): Promise<HostPressure> {
+    const m = await this.c.call("host.memory_pressure", {});
+    const bytes = (v: unknown) => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+    _expect(bytes(m.memTotalBytes) && m.memTotalBytes > 0, "host.memory_pressure", "memTotalBytes");
+    _expect(bytes(m.memAvailableBytes), "host.memory_pressure", "memAvailableBytes");
+    _expect(
+      m.someAvg10 === null || (typeof m.someAvg10 === "number" && m.someAvg10 >= 0 && m.someAvg10 <= 100),
+      "host.memory_pressure",
+      "someAvg10",
+    );
+    return { memTotalBytes: m.memTotalBytes, memAvailableBytes: m.memAvailableBytes, someAvg10: m.someAvg10 };
   }
 }
 

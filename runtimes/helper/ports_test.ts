@@ -11,6 +11,7 @@ import { PageSizeUnsupported } from "../../core/converge/devices/ports.ts";
 import { sampleInventory, sampleUuid } from "../../core/converge/devices/inventory_testing.ts";
 import { HelperError } from "../../core/helper/mod.ts";
 import { ProcHostMemory } from "../cgroup/host_memory.ts";
+import { ProcMemoryPressure } from "../cgroup/memory_pressure.ts";
 import { sliceDir } from "../cgroup/cgroup_files.ts";
 import { setSimPopulated } from "../cgroup/sim_slices.ts";
 import { SysfsHostInventory } from "../host/inventory.ts";
@@ -19,6 +20,7 @@ import {
   HelperHoldStore,
   HelperHostInventory,
   HelperHostMemory,
+  HelperMemoryPressure,
   HelperRebooter,
   HelperSliceManager,
 } from "./ports.ts";
@@ -38,6 +40,22 @@ Deno.test("host ports through the helper answer what the direct readers answer o
       assert.equal(via.pages2Mi?.freeByNode?.[1], 256, "per-node pools survive the JSON (keys as numbers)");
       assert.ok(Array.isArray(via.hugePageSizes), "the host's page sizes come through the helper");
       assert.deepEqual(via.hugePageSizes, direct.hugePageSizes);
+    });
+    await t.step("the balloon loop's readings (meminfo, PSI absent from the fake tree, then present)", async () => {
+      const via = new HelperMemoryPressure(h.client);
+      assert.deepEqual(await via.read(), {
+        memTotalBytes: 65536000 * 1024,
+        memAvailableBytes: 40000000 * 1024,
+        someAvg10: null,
+      });
+      await Deno.mkdir(`${h.proc}/pressure`, { recursive: true });
+      await Deno.writeTextFile(`${h.proc}/pressure/memory`, "some avg10=11.25 avg60=2.00 avg300=0.10 total=5\n");
+      assert.equal((await via.read()).someAvg10, 11.25);
+      assert.deepEqual(await via.read(), await new ProcMemoryPressure(h.proc).read());
+      await assert.rejects(
+        h.client.call("host.memory_pressure", { path: "/etc" } as never),
+        (e) => e instanceof HelperError && e.code === "unknown-field",
+      );
     });
     await t.step("host inventory", async () => {
       const roots = { proc: h.proc, sys: h.sys, etc: `${h.root}/etc`, dev: `${h.root}/dev`, interfaces: () => [] };

@@ -4,6 +4,7 @@
  * over the root-side `LibvirtHost` (real qcow2 images made by qemu-img, served over loopback https). Without root,
  * libvirtd, QEMU, qemu-img or openssl the real run is skipped with the reason printed.
  */
+import { NoBalloon } from "../../core/balloon/port.ts";
 import assert from "node:assert/strict";
 import { RuntimeRefused } from "../../core/converge/instances/runtime.ts";
 import type { DomainRecord, LaunchSpec } from "../../core/converge/instances/runtime.ts";
@@ -632,6 +633,20 @@ function hostContract(label: string, make: () => Promise<Backend>): void {
         assert.equal((await host.setmem(a, 65 * 1024)).refused?.reason, "invalid-size");
         assert.equal((await host.domstats(a)).balloon?.maximumKiB, 64 * 1024);
       });
+      await t.step(
+        "the runtime's balloon verbs: setBalloon in whole KiB through setmem, readBalloon through domstats",
+        async () => {
+          await rt.setBalloon(a, 56 * 1024 * 1024);
+          const r = await rt.readBalloon(a);
+          assert.ok(r.currentBytes > 0 && r.currentBytes <= 64 * 1024 * 1024, String(r.currentBytes));
+          assert.ok(r.usedBytes === null || r.usedBytes <= 64 * 1024 * 1024);
+          await assert.rejects(rt.setBalloon(a, 56 * 1024 * 1024 + 1), RangeError);
+          await assert.rejects(
+            rt.setBalloon(a, 65 * 1024 * 1024),
+            (e) => e instanceof RuntimeRefused && e.reason === "invalid-size",
+          );
+        },
+      );
       await t.step("save writes instances/<id>/memory.save, 0600, and shuts the domain off", async () => {
         assert.deepEqual(await host.save(a), {});
         assert.equal(await state(rt, a), "stopped");
@@ -686,6 +701,9 @@ function hostContract(label: string, make: () => Promise<Backend>): void {
         await rt.define(record(d, launch({ url: `${srv.origin}/${a}.qcow2`, sha256: sha, format: "qcow2" })));
         try {
           assert.equal((await host.setmem(d, 1024)).refused?.reason, "no-balloon");
+          assert.equal((await host.domstats(d)).refused?.reason, "no-balloon");
+          await assert.rejects(rt.setBalloon(d, 1024 * 1024), NoBalloon);
+          await assert.rejects(rt.readBalloon(d), NoBalloon);
         } finally {
           await rt.delete(d);
         }

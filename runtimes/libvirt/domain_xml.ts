@@ -29,6 +29,9 @@ export const BCD_NS = "https://better-compute.dev/libvirt/1";
 /** `kvm` where /dev/kvm works, `qemu` (TCG) elsewhere. */
 export type DomainType = "kvm" | "qemu";
 
+/** How often a balloon reports the guest's memory statistics (the balloon loop runs every 30 s). */
+export const BALLOON_STATS_PERIOD_S = 10;
+
 /** Where the root side keeps a domain's files. */
 export interface DomainPaths {
   /** `<data dir>/libvirt`. */
@@ -208,7 +211,10 @@ export function renderDomainXml(plan: DomainPlan, type: DomainType, paths: Domai
     lines.push(`      <target type='virtio' name='${c.name}'/>`);
     lines.push(`    </channel>`);
   }
-  lines.push(`    <memballoon model='${pl?.balloon ? "virtio" : "none"}'/>`);
+  // A balloon reports the guest's memory statistics every BALLOON_STATS_PERIOD_S: the balloon loop's usage reading.
+  if (pl?.balloon) {
+    lines.push(`    <memballoon model='virtio'><stats period='${BALLOON_STATS_PERIOD_S}'/></memballoon>`);
+  } else lines.push(`    <memballoon model='none'/>`);
   lines.push(`  </devices>`);
   lines.push(`</domain>`);
   return lines.join("\n") + "\n";

@@ -69,7 +69,7 @@ Deno.test("renderDomainXml() maps placement: vcpupin for one CPU per vCPU, a flo
     );
     assert.match(xml, /<vcpu placement='static' cpuset='0-7'>2<\/vcpu>/);
     assert.doesNotMatch(xml, /<vcpupin|<numatune|<hugepages/);
-    assert.match(xml, /<memballoon model='virtio'\/>/);
+    assert.match(xml, /<memballoon model='virtio'><stats period='10'\/><\/memballoon>/, "with statistics: the usage");
   });
   await t.step("a GPU is a managed PCI hostdev at its inventory address", () => {
     const xml = renderDomainXml(

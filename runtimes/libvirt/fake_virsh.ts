@@ -28,6 +28,8 @@ interface _Dom {
   memoryKiB: number;
   /** The balloon target of a running domain, KiB. */
   balloonKiB: number;
+  /** What the guest uses, KiB (its balloon statistics report it when the balloon has a period). */
+  usedKiB: number;
   /** Bytes per disk target of a running domain (from blockresize). */
   sizes: Map<string, number>;
   /** The disks of a running or paused domain, by target: its definition's at the start, then hot-plugged ones. */
@@ -131,6 +133,7 @@ export class FakeVirsh implements Virsh {
         state: "stopped",
         memoryKiB: Number(mem) * perUnit[unit]!,
         balloonKiB: Number(mem) * perUnit[unit]!,
+        usedKiB: Math.floor(Number(mem) * perUnit[unit]! / 8),
         sizes: new Map(),
         live: new Map(),
       });
@@ -313,11 +316,23 @@ export class FakeVirsh implements Virsh {
       return Promise.resolve(
         d.state === "stopped"
           ? { currentKiB: undefined, maximumKiB: undefined }
+          : /<stats\s+period=/.test(d.xml ?? "")
+          ? {
+            currentKiB: d.balloonKiB,
+            maximumKiB: d.memoryKiB,
+            availableKiB: d.balloonKiB,
+            usableKiB: Math.max(0, d.balloonKiB - d.usedKiB),
+          }
           : { currentKiB: d.balloonKiB, maximumKiB: d.memoryKiB },
       );
     } catch (e) {
       return Promise.reject(e);
     }
+  }
+
+  /** Sets what a domain's guest uses, KiB (its balloon statistics report it). */
+  setGuestUse(name: string, kib: number): void {
+    this.#get(name).usedKiB = kib;
   }
 
   /** The size a running domain's disk was last grown to (tests). */

@@ -92,9 +92,9 @@ export class HelperLibvirtHost implements LibvirtHostPort {
     if (o.refused) return o;
     const b = r.balloon;
     const num = (v: unknown) => v === null || (typeof v === "number" && Number.isSafeInteger(v) && v >= 0);
-    if (!b || !num(b.currentKiB) || !num(b.maximumKiB)) {
+    if (!b || !num(b.currentKiB) || !num(b.maximumKiB) || !num(b.usedKiB)) {
       throw new HelperError("malformed", "libvirt.domstats: the answer has no balloon figures");
     }
-    return { balloon: { currentKiB: b.currentKiB, maximumKiB: b.maximumKiB } };
+    return { balloon: { currentKiB: b.currentKiB, maximumKiB: b.maximumKiB, usedKiB: b.usedKiB } };
   }
 }

@@ -38,7 +38,8 @@
  * defined and stopped, its files pass the same checks as a start, and the definition embedded in the state file is
  * replaced by the XML rendered here from the domain's plan (`save_image.ts`), which is also passed as `--xml`: libvirt
  * never reads a definition the node wrote, and a state taken from one instance restores into another. `setmem` needs a
- * running domain whose plan asks for a balloon (`no-balloon` otherwise) and a target of 1 KiB to its memory.
+ * running domain whose plan asks for a balloon (`no-balloon` otherwise) and a target of 1 KiB to its memory;
+ * `domstats` reads such a domain's balloon and the guest's use from its statistics (`no-balloon` without one).
  *
  * @module
  */
@@ -73,7 +74,7 @@ import {
   volumePath,
 } from "./domain_xml.ts";
 import { rewriteSaveImage, SaveImageRefused } from "./save_image.ts";
-import { type Virsh, type VirshDomain, VirshError } from "./virsh.ts";
+import { balloonUsedKiB, type Virsh, type VirshDomain, VirshError } from "./virsh.ts";
 
 /** Options of {@link LibvirtHost}. */
 export interface LibvirtHostOptions {
@@ -546,9 +547,16 @@ export class LibvirtHost implements LibvirtHostPort {
   async domstats(id: string): Promise<HostOutcome & { readonly balloon?: BalloonFigures }> {
     const m = await this.#managedState(id);
     if (!("plan" in m)) return m;
+    if (!m.plan.placement?.balloon) return _refused("no-balloon", `domain ${id} has no balloon`);
     if (m.state === "stopped") return _refused("not-running", `domain ${id} is not running`);
     const b = await this.#o.virsh.balloon(id);
-    return { balloon: { currentKiB: b.currentKiB ?? null, maximumKiB: b.maximumKiB ?? null } };
+    return {
+      balloon: {
+        currentKiB: b.currentKiB ?? null,
+        maximumKiB: b.maximumKiB ?? null,
+        usedKiB: balloonUsedKiB(b) ?? null,
+      },
+    };
   }
 
   async blockresize(id: string, bytes: number, volume?: string): Promise<HostOutcome> {

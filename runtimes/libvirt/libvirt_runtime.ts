@@ -41,6 +41,7 @@ import { ImageFetchRefused, ImageStore } from "./image_store.ts";
 import { unpackSnapshot } from "./snapshot_restore.ts";
 import type { SnapshotStore } from "./snapshot_store.ts";
 import { type Clock, realClock } from "../../core/clock.ts";
+import { type BalloonReading, NoBalloon } from "../../core/balloon/port.ts";
 
 /** The runtime's name in `InstanceSpec.runtime`. */
 export const LIBVIRT_RUNTIME = "libvirt-kvm";
@@ -359,6 +360,28 @@ export class LibvirtRuntime implements InstanceRuntime {
       _check(await this.#o.host.destroy(id), id);
       this.#o.log?.info({ instance: id }, "libvirt-kvm: destroyed after the shutdown grace");
     }
+  }
+
+  /** The balloon through `domstats --balloon`; a domain defined without one is {@link NoBalloon}. */
+  async readBalloon(id: string): Promise<BalloonReading> {
+    await this.#free(id);
+    const o = await this.#o.host.domstats(id);
+    if (o.refused?.reason === "no-balloon") throw new NoBalloon(`${id}: ${o.refused.message}`);
+    _check(o, id);
+    const b = o.balloon;
+    if (!b || b.currentKiB === null) throw new Error(`${id}: libvirt reports no balloon size`);
+    return { currentBytes: b.currentKiB * 1024, usedBytes: b.usedKiB === null ? null : b.usedKiB * 1024 };
+  }
+
+  /** Sets the balloon with `virsh setmem --live` (whole KiB); a domain defined without one is {@link NoBalloon}. */
+  async setBalloon(id: string, bytes: number): Promise<void> {
+    await this.#free(id);
+    if (!Number.isSafeInteger(bytes) || bytes < 1024 || bytes % 1024 !== 0) {
+      throw new RangeError(`${id}: balloon size ${bytes} is not a whole number of KiB`);
+    }
+    const o = await this.#o.host.setmem(id, bytes / 1024);
+    if (o.refused?.reason === "no-balloon") throw new NoBalloon(`${id}: ${o.refused.message}`);
+    _check(o, id);
   }
 
   async delete(id: string): Promise<void> {

@@ -87,19 +87,42 @@ export interface Virsh {
   balloon(name: string): Promise<BalloonStats>;
 }
 
-/** `domstats --balloon`'s figures, KiB. */
+/**
+ * `domstats --balloon`'s figures, KiB: the balloon's size and maximum, and the guest driver's statistics (present
+ * once the balloon has a statistics period): `available` (the guest's total), `usable` (what it could free without
+ * swapping), `unused` (free).
+ */
 export interface BalloonStats {
   readonly currentKiB: number | undefined;
   readonly maximumKiB: number | undefined;
+  readonly availableKiB?: number | undefined;
+  readonly usableKiB?: number | undefined;
+  readonly unusedKiB?: number | undefined;
 }
 
-/** Reads `balloon.current` and `balloon.maximum` out of `virsh domstats --balloon`. */
+/** Reads the `balloon.*` figures of {@link BalloonStats} out of `virsh domstats --balloon`. */
 export function parseBalloonStats(text: string): BalloonStats {
   const get = (k: string) => {
-    const m = new RegExp(`^\\s*balloon\\.${k}=(\\d+)\\s*$`, "m").exec(text);
+    const m = new RegExp(`^\\s*balloon\\.${k}=(\\d{1,15})\\s*$`, "m").exec(text);
     return m ? Number(m[1]) : undefined;
   };
-  return { currentKiB: get("current"), maximumKiB: get("maximum") };
+  return {
+    currentKiB: get("current"),
+    maximumKiB: get("maximum"),
+    availableKiB: get("available"),
+    usableKiB: get("usable"),
+    unusedKiB: get("unused"),
+  };
+}
+
+/**
+ * What the guest uses, KiB, from its balloon driver's statistics: its total less what it could free (`usable`), or
+ * less what is free (`unused`) on a guest that reports no `usable`; `undefined` without statistics.
+ */
+export function balloonUsedKiB(s: BalloonStats): number | undefined {
+  if (s.availableKiB === undefined) return undefined;
+  const spare = s.usableKiB ?? s.unusedKiB;
+  return spare === undefined ? undefined : Math.max(0, s.availableKiB - spare);
 }
 
 /** `virsh list --all`'s state words, folded. */

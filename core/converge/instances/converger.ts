@@ -51,6 +51,7 @@
  * @module
  */
 import type { bcd } from "../../../proto/mod.ts";
+import type { BalloonCandidate } from "../../balloon/port.ts";
 import type { ApplyContext, ApplyOutcome, SectionConverger } from "../engine.ts";
 import { type InstanceNetwork, NETWORK_POLICY_REASON } from "./network.ts";
 import type { HostMemory } from "../devices/admission.ts";
@@ -298,6 +299,23 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
       }
     }
     return sum;
+  }
+
+  /**
+   * The guests the balloon loop may resize (000 §Memory ballooning): running, managed domains whose desired spec asks
+   * for a balloon and not for huge pages, as of the last listing.
+   */
+  balloonCandidates(): BalloonCandidate[] {
+    const out: BalloonCandidate[] = [];
+    for (const i of this.#desired) {
+      const p = _placement(i);
+      if (!p?.balloon || p.hugepages !== "none") continue;
+      const d = this.#observed.find((o) => o.id === i.id && o.runtime === i.runtime);
+      if (d?.record && d.state === "running") {
+        out.push({ id: d.id, runtime: d.runtime, memoryBytes: d.record.memoryBytes });
+      }
+    }
+    return out;
   }
 
   /** The runtimes this converger drives, by name (advertised in `Hello`). */

@@ -140,10 +140,12 @@ export type HotDisk =
 /** What {@link LibvirtHostPort.detachDisk} unplugs: a volume by id, or the rebind disk. */
 export type HotDiskRef = { readonly volume: string } | { readonly rebind: true };
 
-/** A domain's balloon, KiB (`null`: libvirt reports none). */
+/** A domain's balloon, KiB (`null`: libvirt reports none; `usedKiB` needs the guest driver's statistics). */
 export interface BalloonFigures {
   readonly currentKiB: number | null;
   readonly maximumKiB: number | null;
+  /** What the guest uses: its total less what it could free. */
+  readonly usedKiB: number | null;
 }
 
 /** The file a memory state lives in, inside the instance's directory. */

@@ -10,6 +10,7 @@ import type { ImageFormat } from "../../images/qcow2_header.ts";
 import type { DomainState, HugePageSize, PlanGpu, PlanNic, PlanPlacement } from "./domain_plan.ts";
 import type { SnapshotSource } from "./snapshot_source.ts";
 import type { VolumeAttachment } from "../../volumes/grammar.ts";
+import type { BalloonReading } from "../../balloon/port.ts";
 
 export type { DomainState };
 
@@ -91,4 +92,11 @@ export interface InstanceRuntime {
   setVolumes?(id: string, volumes: readonly VolumeAttachment[]): Promise<void>;
   /** Tells a running or paused domain that volume `volumeId` (its file already grown) is now `bytes` long. */
   growVolume?(id: string, volumeId: string, bytes: number): Promise<void>;
+  /**
+   * A running guest's balloon (`core/balloon`); throws `NoBalloon` (the seed's `ErrNoBalloon`) for a guest defined
+   * without one. A runtime without it balloons nothing.
+   */
+  readBalloon?(id: string): Promise<BalloonReading>;
+  /** Sets what a running guest's balloon leaves it, bytes (whole KiB, at most its memory); `NoBalloon` as above. */
+  setBalloon?(id: string, bytes: number): Promise<void>;
 }
