@@ -80,10 +80,15 @@ export interface AgentView {
 export interface InstanceWiring {
   readonly converger: InstancesConverger;
   readonly capabilities: readonly string[];
-  /** Ends what it started beside the converger (the network rules' integrity timer) before the helper closes. */
-  readonly stop?: () => void;
+  /**
+   * Ends what it started beside the converger (the network rules' integrity timer, the balloon loop) before the
+   * helper closes.
+   */
+  readonly stop?: () => void | Promise<void>;
   /** The moves (`instance.migrate`) in progress, for the `bcd.instance.migration.phase` gauge. */
   readonly migrations?: () => readonly { instance: string; gauge: number }[];
+  /** What each ballooned guest lends the host, for `bcd.instance.memory.balloon.reclaimed`. */
+  readonly balloons?: () => readonly { instance: string; bytes: number }[];
 }
 
 /** A role's wiring. */
@@ -505,7 +510,7 @@ export async function startAgent(w: RoleWiring, o: AgentStart): Promise<StartedA
     async close() {
       await agent.stop();
       await telemetry.stop();
-      inst?.stop?.();
+      await inst?.stop?.();
       await journal.close();
     },
   };

@@ -31,6 +31,7 @@ export function telemetrySources(
     | {
       readonly converger: InstancesConverger;
       readonly migrations?: () => readonly { instance: string; gauge: number }[];
+      readonly balloons?: () => readonly { instance: string; bytes: number }[];
     }
     | undefined,
 ): Omit<TelemetrySources, "dropped"> {
@@ -55,6 +56,7 @@ export function telemetrySources(
     holds: () => late.devices?.heldCount() ?? 0,
     ...(instances ? { instances: () => instances.converger.listing().instances } : {}),
     ...(instances?.migrations ? { migrations: instances.migrations } : {}),
+    ...(instances?.balloons ? { balloons: instances.balloons } : {}),
     sessions: () => agent()?.session?.sessions ?? 0,
   };
 }

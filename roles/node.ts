@@ -41,6 +41,7 @@ import {
   HelperHoldStore,
   HelperHostInventory,
   HelperHostMemory,
+  HelperMemoryPressure,
   HelperRebooter,
   HelperSliceManager,
 } from "../runtimes/helper/ports.ts";
@@ -54,6 +55,8 @@ import {
   HelperSysctl,
 } from "../runtimes/helper/ports_host.ts";
 import { InstancesConverger } from "../core/converge/instances/mod.ts";
+import { BalloonLoop } from "../core/balloon/mod.ts";
+import { realClock } from "../core/clock.ts";
 import { diagDcgmHandler } from "../core/converge/devices/mod.ts";
 import { HelperError } from "../core/helper/mod.ts";
 import { HelperLibvirtHost } from "../runtimes/libvirt/helper_port.ts";
@@ -232,6 +235,16 @@ async function _instances(
   const recovered = await recoverMigrations(`${ctx.dataDir}/libvirt/instances`, migration);
   if (recovered.length > 0) ctx.log.warn({ recovered }, "instances: moves a crash interrupted were resolved");
   _migratorsByCtx.set(ctx, new LibvirtMigrator(migration));
+  // Memory ballooning (000 §Memory ballooning): every 30 s on the host's readings through the helper.
+  const balloons = new BalloonLoop({
+    pressure: new HelperMemoryPressure(helper),
+    candidates: () => converger.balloonCandidates(),
+    port: (name) => name === rt.name ? rt : undefined,
+    floorPercent: ctx.config.instances.balloonFloorPercent,
+    clock: realClock,
+    log: ctx.log,
+  });
+  balloons.start();
   ctx.log.info({ runtime: rt.name }, "instances: runtime on");
   const network = await net.prepare();
   net.start();
@@ -251,9 +264,11 @@ async function _instances(
     converger,
     capabilities: ["instance.placement", "instance.volumes", ...network],
     migrations: () => moves.moving(),
-    stop: () => {
+    balloons: () => balloons.reclaimed(),
+    stop: async () => {
       fleet.abort();
       net.stop();
+      await balloons.stop();
     },
   };
 }

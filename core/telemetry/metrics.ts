@@ -15,11 +15,9 @@
  * | `bcd.gpu.holds` | gauge | | the holds the devices converger last read |
  * | `bcd.instances` | gauge | `state` | the instances the runtimes report |
  * | `bcd.instance.migration.phase` | gauge | `instance` | a move in progress: its phase's index in `core/migration` `PHASES` (a move that ended is no longer listed) |
+ * | `bcd.instance.memory.balloon.reclaimed` | gauge, bytes | `instance` | what each running ballooned guest lends the host (its memory less what the balloon leaves it), only for guests whose spec asks for a balloon (000 §Memory ballooning; the balloon loop's last pass) |
  * | `bcd.session.reconnects` | counter | | sessions after the first |
  * | `bcd.telemetry.dropped` | counter | | exports dropped (one already in flight) or failed |
- *
- * `bcd.instance.memory.balloon.reclaimed` (000 §Memory ballooning) is not exported: this build has no balloon loop
- * that reclaims memory yet.
  *
  * @module
  */
@@ -36,6 +34,8 @@ export interface TelemetrySources {
   instances?(): readonly { state: string }[];
   /** Moves in progress (`instance.migrate`), each with its phase gauge. */
   migrations?(): readonly { instance: string; gauge: number }[];
+  /** What each ballooned guest lends the host, bytes (`core/balloon`'s loop). */
+  balloons?(): readonly { instance: string; bytes: number }[];
   /** Sessions opened so far. */
   sessions(): number;
   /** Exports dropped so far. */
@@ -93,6 +93,15 @@ export function registerBcdMetrics(meter: Meter, s: TelemetrySources): (passMs: 
       description: "the phase of each move in progress (its index in the migration phases)",
     }).addCallback((o) => {
       for (const m of migrations()) o.observe(m.gauge, { instance: m.instance });
+    });
+  }
+  if (s.balloons) {
+    const balloons = s.balloons;
+    meter.createObservableGauge("bcd.instance.memory.balloon.reclaimed", {
+      unit: "By",
+      description: "what each running ballooned guest lends the host: its memory less what the balloon leaves it",
+    }).addCallback((o) => {
+      for (const b of balloons()) o.observe(b.bytes, { instance: b.instance });
     });
   }
   meter.createObservableCounter("bcd.session.reconnects", { description: "sessions opened after the first" })

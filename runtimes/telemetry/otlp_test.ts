@@ -52,6 +52,7 @@ function sources(): Omit<TelemetrySources, "dropped"> {
     holds: () => 2,
     instances: () => [{ state: "RUNNING" }, { state: "RUNNING" }, { state: "STOPPED" }],
     migrations: () => [{ instance: "i-1", gauge: 5 }],
+    balloons: () => [{ instance: "i-2", bytes: 536870912 }],
     sessions: () => 3,
   };
 }
@@ -104,6 +105,7 @@ Deno.test("OTLP/HTTP export: a loopback receiver decodes bcd's metrics, the reso
     assert.equal(value(d, "bcd.gpu.holds"), 2);
     assert.equal(value(d, "bcd.instances", { state: "RUNNING" }), 2);
     assert.equal(value(d, "bcd.instance.migration.phase", { instance: "i-1" }), 5);
+    assert.equal(value(d, "bcd.instance.memory.balloon.reclaimed", { instance: "i-2" }), 536870912);
     assert.equal(value(d, "bcd.session.reconnects"), 2);
     assert.equal(value(d, "bcd.telemetry.dropped"), 0);
   } finally {
@@ -166,6 +168,7 @@ Deno.test("the collector gone: the failed export is counted; the local GET /metr
     assert.match(text, /^bcd_commands_settled_total\{kind="inventory\.refresh",state="SUCCEEDED"\} 3$/m);
     assert.match(text, /^bcd_lane_queue_depth\{lane="control"\} 2$/m);
     assert.match(text, /^bcd_instance_migration_phase\{instance="i-1"\} 5$/m);
+    assert.match(text, /^bcd_instance_memory_balloon_reclaimed(?:_bytes)?\{instance="i-2"\} 536870912$/m);
     assert.match(text, /^bcd_converge_pass_duration_count 1$/m);
     assert.match(text, /^bcd_telemetry_dropped_total [1-9]\d*$/m);
     assert.equal((await fetch(`http://127.0.0.1:${m.port}/other`)).status, 404);

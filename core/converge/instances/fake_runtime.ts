@@ -5,6 +5,7 @@
  */
 import { type Domain, type DomainRecord, type DomainState, type InstanceRuntime, RuntimeRefused } from "./runtime.ts";
 import type { VolumeAttachment } from "../../volumes/grammar.ts";
+import { type BalloonReading, NoBalloon } from "../../balloon/port.ts";
 
 /** An in-memory runtime; set `listError` to make `list()` fail with it. */
 export class MemoryRuntime implements InstanceRuntime {
@@ -71,6 +72,24 @@ export class MemoryRuntime implements InstanceRuntime {
     return Promise.resolve();
   }
 
+  /** Balloon sizes of domains defined with one (`placement.balloon`), bytes; reset to the memory at each start. */
+  readonly balloons = new Map<string, number>();
+
+  readBalloon(id: string): Promise<BalloonReading> {
+    const d = this.domains.get(id);
+    if (!d?.record?.launch?.placement?.balloon) return Promise.reject(new NoBalloon(`${id} has no balloon`));
+    const current = this.balloons.get(id) ?? d.record.memoryBytes;
+    return Promise.resolve({ currentBytes: current, usedBytes: 0 });
+  }
+
+  setBalloon(id: string, bytes: number): Promise<void> {
+    this.calls.push(`setBalloon ${id} ${bytes}`);
+    const d = this.domains.get(id);
+    if (!d?.record?.launch?.placement?.balloon) return Promise.reject(new NoBalloon(`${id} has no balloon`));
+    this.balloons.set(id, bytes);
+    return Promise.resolve();
+  }
+
   delete(id: string): Promise<void> {
     this.calls.push(`delete ${id}`);
     this.domains.delete(id);
@@ -81,6 +100,7 @@ export class MemoryRuntime implements InstanceRuntime {
     this.calls.push(`${op} ${id}`);
     const d = this.domains.get(id);
     if (!d) return Promise.reject(new Error(`no domain ${id}`));
+    if (op === "start") this.balloons.delete(id);
     d.state = state;
     return Promise.resolve();
   }
