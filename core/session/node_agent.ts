@@ -571,6 +571,7 @@ export class NodeAgent implements SessionDelegate, EventSink {
         managed: i.managed,
         vcpus: i.vcpus,
         memory_bytes: i.memoryBytes,
+        ...(i.identityReboundRef ? { identity_rebound_ref: i.identityReboundRef } : {}),
       })),
       instances_complete: listing.complete,
       ...(listing.volumeStorage

@@ -58,6 +58,8 @@ import type { HostMemory } from "../devices/admission.ts";
 import type { HostMemorySource } from "../devices/ports.ts";
 import type { PassthroughGpu } from "../devices/conflicts.ts";
 import { admitStart, normalCommitmentBytes } from "./admission.ts";
+import type { IdentityRebinder, RebindTarget } from "./identity_rebind.ts";
+import { ReboundFileCorrupt } from "../../rebind/mod.ts";
 import type { HugePageSize, PlanPlacement } from "./domain_plan.ts";
 import { type Domain, type DomainRecord, type DomainState, type InstanceRuntime, RuntimeRefused } from "./runtime.ts";
 import { type SnapshotFetcher, snapshotRefProblem, type SnapshotSource } from "./snapshot_source.ts";
@@ -112,7 +114,9 @@ export type InstanceAction =
    * timer).
    */
   | { readonly op: "volume-store" }
-  | { readonly op: "wait"; readonly id: string; readonly message: string };
+  | { readonly op: "wait"; readonly id: string; readonly message: string }
+  /** Hand the identity rebinder its targets (planned when it has something to do: see `identity_rebind.ts`). */
+  | { readonly op: "rebind" };
 
 /**
  * `StatusReport.instances` and `instances_complete`: what the runtimes hold, and whether that is everything (false
@@ -142,6 +146,8 @@ export interface InstanceReport {
   readonly message: string;
   readonly vcpus: number;
   readonly memoryBytes: number;
+  /** `InstanceStatus.identity_rebound_ref`: the spec's rebind reference once the guest answered it; "" before. */
+  readonly identityReboundRef?: string;
 }
 
 const WANT: Record<number, DomainState | "deleted" | undefined> = {
@@ -219,6 +225,8 @@ export interface InstancesConvergerOptions {
   readonly wake?: () => void;
   /** The host's volume store; without it an instance with volumes fails `volumes-unsupported`. */
   readonly volumes?: VolumeKeeper;
+  /** Identity rebind (`identity_rebind.ts`): considered after every pass; its records are reported. */
+  readonly rebinder?: IdentityRebinder;
 }
 
 /** Order of a pass: failures and waits, then what frees resources, then what takes them. */
@@ -235,6 +243,7 @@ const _ORDER: Record<InstanceAction["op"], number> = {
   grow: 2,
   start: 2,
   resume: 2,
+  rebind: 3,
 };
 
 /** Moves a domain from `have` to `want`. */
@@ -507,7 +516,7 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
     const out: InstanceAction[] = [];
     const stopped = new Set<string>();
     for (const a of rest) {
-      if (a.op === "volume-store") {
+      if (a.op === "volume-store" || a.op === "rebind") {
         out.push(a);
         continue;
       }
@@ -572,7 +581,11 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
     }
     const out: InstanceAction[] = [];
     for (const a of actions) {
-      const id = a.op === "define" ? a.record.id : a.op === "network" || a.op === "volume-store" ? "" : a.id;
+      const id = a.op === "define"
+        ? a.record.id
+        : a.op === "network" || a.op === "volume-store" || a.op === "rebind"
+        ? ""
+        : a.id;
       const starts = a.op === "define" || a.op === "start" || a.op === "resume" || a.op === "volumes";
       if (letGo.has(id) && a.op !== "delete" && a.op !== "fail") continue;
       if (blocked.has(id) && starts) continue;
@@ -754,7 +767,7 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
         failed.push(`${a.id}: ${a.message}`);
         continue;
       }
-      if (a.op === "network" || a.op === "volume-store") continue;
+      if (a.op === "network" || a.op === "volume-store" || a.op === "rebind") continue;
       if (a.op === "wait") {
         this.#waiting.set(a.id, a.message);
         waits.push(`${a.id}: ${a.message}`);
@@ -854,10 +867,15 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
       }
     }
     transient = (await this.#growLive(vol.grown, ctx)) ?? transient;
-    if (actions.some((a) => a.op !== "fail" && a.op !== "network" && a.op !== "wait" && a.op !== "volume-store")) {
+    if (
+      actions.some((a) =>
+        a.op !== "fail" && a.op !== "network" && a.op !== "wait" && a.op !== "volume-store" && a.op !== "rebind"
+      )
+    ) {
       await this.observe();
     }
     transient = (await this.#afterVolumes(desired, ctx)) ?? transient;
+    await this.#rebind(desired, ctx);
     if (this.#opts.snapshots) {
       const keep = new Set(
         (desired?.instances ?? []).map((i) => _restoreFrom(i)?.sha256).filter((s) => s !== undefined),
@@ -877,12 +895,42 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
     return { kind: "converged" };
   }
 
+  /** The running, managed instances whose spec carries a rebind reference. */
+  #rebindTargets(want: readonly InstanceSpec[], observed: readonly ObservedDomain[]): RebindTarget[] {
+    const targets: RebindTarget[] = [];
+    for (const i of want) {
+      if (!i.identity_rebind_ref) continue;
+      const d = observed.find((o) => o.id === i.id && o.runtime === i.runtime);
+      if (d?.record && d.state === "running") {
+        targets.push({ id: d.id, runtime: d.runtime, allocationId: i.allocation_id ?? "", ref: i.identity_rebind_ref });
+      }
+    }
+    return targets;
+  }
+
+  /** Hands the rebinder the running instances whose spec carries a rebind reference (000 §Identity rebind). */
+  async #rebind(desired: InstancesSection | undefined, ctx: ApplyContext): Promise<void> {
+    const r = this.#opts.rebinder;
+    if (!r) return;
+    const want = desired?.instances ?? [];
+    try {
+      await r.consider(this.#rebindTargets(want, this.#observed), new Set(want.map((i) => i.id ?? "")));
+    } catch (e) {
+      if (!(e instanceof ReboundFileCorrupt)) throw e;
+      ctx.log.error({ err: e.message }, "identity rebind: the records file is corrupt; nothing is rebound or reported");
+    }
+  }
+
   /** Every domain the runtimes hold, for `StatusReport.instances` (as of the last pass). */
   report(): InstanceReport[] {
     const STATE = { running: "RUNNING", paused: "PAUSED", stopped: "STOPPED" } as const;
     const why = (id: string) => {
       const f = this.#failed.get(id);
       return f === undefined ? "" : `${f.reason}: ${f.message}`;
+    };
+    const rebound = (id: string) => {
+      const ref = this.#desired.find((i) => i.id === id)?.identity_rebind_ref ?? "";
+      return this.#opts.rebinder?.reboundRef(id, ref) ?? "";
     };
     const out: InstanceReport[] = this.#observed.map((d) => ({
       id: d.id,
@@ -892,6 +940,7 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
       message: this.#waiting.get(d.id) ?? why(d.id),
       vcpus: d.record?.vcpus ?? 0,
       memoryBytes: d.record?.memoryBytes ?? 0,
+      ...(d.record ? { identityReboundRef: rebound(d.id) } : {}),
     }));
     const seen = new Set(out.map((r) => r.id));
     for (const i of this.#desired) {

@@ -90,6 +90,16 @@ export class MemoryRuntime implements InstanceRuntime {
     return Promise.resolve();
   }
 
+  /** Instances whose guest answers a rebind; the others are silent. Each try is recorded in {@link rebinds}. */
+  readonly answering = new Set<string>();
+  readonly rebinds: { id: string; nonce: string; image: Uint8Array }[] = [];
+
+  rebind(id: string, image: Uint8Array, nonce: string): Promise<boolean> {
+    this.calls.push(`rebind ${id}`);
+    this.rebinds.push({ id, nonce, image: image.slice() });
+    return Promise.resolve(this.answering.has(id));
+  }
+
   delete(id: string): Promise<void> {
     this.calls.push(`delete ${id}`);
     this.domains.delete(id);

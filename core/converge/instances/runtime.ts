@@ -99,4 +99,10 @@ export interface InstanceRuntime {
   readBalloon?(id: string): Promise<BalloonReading>;
   /** Sets what a running guest's balloon leaves it, bytes (whole KiB, at most its memory); `NoBalloon` as above. */
   setBalloon?(id: string, bytes: number): Promise<void>;
+  /**
+   * One identity rebind try on a running instance (000 §Identity rebind): the 1 MiB `image` hot-added as `vdz` with
+   * serial `bc-rebind`, up to 2 minutes for `BCREBOUND <nonce>`, then removed, zeroed and deleted either way. True
+   * when the guest answered. A runtime without it is no rebinder (nothing is reported for its instances).
+   */
+  rebind?(id: string, image: Uint8Array, nonce: string): Promise<boolean>;
 }
