@@ -39,8 +39,9 @@ export interface RunRebindOptions {
 }
 
 /**
- * One try: true when the guest answered with `nonce`. An error of the write, attach or detach is thrown after the
- * file was zeroed and deleted; an error of the zeroing or delete is thrown last (the secret may still be on disk).
+ * One try: true when the guest answered with `nonce`. An error of the write or attach is thrown after the file was
+ * zeroed and deleted; a failed detach is logged (the outcome is the answer's); an error of the zeroing or delete is
+ * thrown (the secret may still be on disk).
  */
 export async function runRebind(
   disk: RebindDisk,
@@ -68,8 +69,9 @@ export async function runRebind(
   try {
     await disk.detach();
   } catch (e) {
+    // A guest that has not released the disk yet (or a failed unplug) keeps it attached; its file is zeroed and
+    // deleted below all the same, so nothing of the secret stays. The try's outcome is the answer's.
     o.log?.warn({ instance: o.instance, err: e instanceof Error ? e.message : String(e) }, "rebind: detach failed");
-    failure ??= e;
   }
   await disk.destroy();
   if (failure !== undefined) throw failure;

@@ -62,6 +62,20 @@ Deno.test("runRebind(): a silent guest is waited for exactly 2 minutes, then the
   assert.deepEqual(disk.calls, ["write", "attach", "detach", "destroy"]);
 });
 
+Deno.test("runRebind(): a detach the guest has not completed is logged; the answer stands and the file still goes", async () => {
+  const nonce = rebindNonce();
+  const disk = new MemoryDisk((d) =>
+    d.file!.set(new TextEncoder().encode(`BCREBOUND ${nonce}\n`), REBIND_ANSWER_OFFSET)
+  );
+  disk.detach = () => {
+    disk.calls.push("detach");
+    return Promise.reject(new Error("the guest has not released vdz yet"));
+  };
+  assert.equal(await runRebind(disk, new Uint8Array(1024 * 1024), nonce, { clock: new FakeClock() }), true);
+  assert.deepEqual(disk.calls, ["write", "attach", "detach", "destroy"]);
+  assert.equal(disk.file, undefined);
+});
+
 Deno.test("runRebind(): a failed attach is thrown after the file was zeroed and deleted", async () => {
   const disk = new MemoryDisk();
   disk.failAttach = new Error("virsh attach-disk: target vdz already exists");

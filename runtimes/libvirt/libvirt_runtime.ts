@@ -22,6 +22,7 @@ import {
   type LibvirtHostPort,
   MEMORY_STATE_FILE,
   type PlanVolume,
+  REBIND_DISK,
 } from "../../core/converge/instances/domain_plan.ts";
 import { attachmentDev, type VolumeAttachment } from "../../core/volumes/grammar.ts";
 import {
@@ -42,6 +43,13 @@ import { unpackSnapshot } from "./snapshot_restore.ts";
 import type { SnapshotStore } from "./snapshot_store.ts";
 import { type Clock, realClock } from "../../core/clock.ts";
 import { type BalloonReading, NoBalloon } from "../../core/balloon/port.ts";
+import {
+  REBIND_ANSWER_BYTES,
+  REBIND_ANSWER_OFFSET,
+  REBIND_DISK_BYTES,
+  type RebindDisk,
+  runRebind,
+} from "../../core/rebind/mod.ts";
 
 /** The runtime's name in `InstanceSpec.runtime`. */
 export const LIBVIRT_RUNTIME = "libvirt-kvm";
@@ -384,6 +392,61 @@ export class LibvirtRuntime implements InstanceRuntime {
     _check(o, id);
   }
 
+  /**
+   * One identity rebind try (`core/rebind`): the image written to `instances/<id>/rebind.raw` (0660, the node's), hot-added (`libvirt.attach_disk` `{rebind: true}`)
+   * through the host, the answer read from its last 4 KiB, then hot-removed, zeroed and deleted either way.
+   */
+  async rebind(id: string, image: Uint8Array, nonce: string): Promise<boolean> {
+    if (!INSTANCE_ID.test(id)) {
+      throw new RuntimeRefused("invalid-instance-id", `instance id ${JSON.stringify(id)} is not valid`);
+    }
+    await this.#free(id);
+    const file = `${this.instanceDir(id)}/${REBIND_DISK.file}`;
+    const disk: RebindDisk = {
+      write: async (img) => {
+        await _removeIfThere(file);
+        await Deno.writeFile(file, img, { createNew: true, mode: 0o660 });
+        await Deno.chmod(file, 0o660);
+      },
+      attach: async () => _check(await this.#o.host.attachDisk(id, { rebind: true }), id),
+      answer: async () => {
+        const f = await Deno.open(file, { read: true });
+        try {
+          await f.seek(REBIND_ANSWER_OFFSET, Deno.SeekMode.Start);
+          const b = new Uint8Array(REBIND_ANSWER_BYTES);
+          let n = 0;
+          while (n < b.length) {
+            const r = await f.read(b.subarray(n));
+            if (r === null) break;
+            n += r;
+          }
+          return b;
+        } finally {
+          f.close();
+        }
+      },
+      detach: async () => _check(await this.#o.host.detachDisk(id, { rebind: true }), id),
+      destroy: async () => {
+        let f: Deno.FsFile;
+        try {
+          f = await Deno.open(file, { write: true });
+        } catch (e) {
+          if (e instanceof Deno.errors.NotFound) return;
+          throw e;
+        }
+        try {
+          const zero = new Uint8Array(REBIND_DISK_BYTES);
+          for (let off = 0; off < zero.length;) off += await f.write(zero.subarray(off));
+          await f.sync();
+        } finally {
+          f.close();
+        }
+        await _removeIfThere(file);
+      },
+    };
+    return await runRebind(disk, image, nonce, { clock: this.#o.clock ?? realClock, log: this.#o.log, instance: id });
+  }
+
   async delete(id: string): Promise<void> {
     await this.#free(id);
     const d = (await this.#o.host.list()).find((x) => x.name === id);
@@ -397,6 +460,14 @@ export class LibvirtRuntime implements InstanceRuntime {
         if (!(e instanceof Deno.errors.NotFound)) throw e;
       });
     }
+  }
+}
+
+async function _removeIfThere(path: string): Promise<void> {
+  try {
+    await Deno.remove(path);
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
   }
 }
 
