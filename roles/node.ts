@@ -56,6 +56,8 @@ import {
 } from "../runtimes/helper/ports_host.ts";
 import { InstancesConverger } from "../core/converge/instances/mod.ts";
 import { BalloonLoop } from "../core/balloon/mod.ts";
+import { IdentityRebinder } from "../core/converge/instances/identity_rebind.ts";
+import { ReboundFile } from "../core/rebind/mod.ts";
 import { realClock } from "../core/clock.ts";
 import { diagDcgmHandler } from "../core/converge/devices/mod.ts";
 import { HelperError } from "../core/helper/mod.ts";
@@ -192,7 +194,17 @@ async function _instances(
   const rt = new LibvirtRuntime({ host, dataDir: ctx.dataDir, snapshots, cpuModel, log: ctx.log });
   const net = new NodeNetwork(new HelperNft(helper), ctx.log);
   const volumes = new VolumeKeeper(new FileVolumeStore({ dir: volumesDir(ctx.dataDir), log: ctx.log }), ctx.log);
+  // Identity rebind (000 §Identity rebind): libvirt-kvm is the rebinder; a runtime plugin is not.
+  const rebinder = new IdentityRebinder({
+    store: new ReboundFile(ctx.dataDir),
+    secrets: peers.secrets,
+    runtime: (name) => name === rt.name ? rt : undefined,
+    clock: realClock,
+    log: ctx.log,
+    wake: peers.wake,
+  });
   const converger = new InstancesConverger([rt, ...(ch ? [ch] : []), ...plugins], {
+    rebinder,
     memory,
     volumes,
     network: net.rules,
@@ -269,6 +281,7 @@ async function _instances(
       fleet.abort();
       net.stop();
       await balloons.stop();
+      await rebinder.stop();
     },
   };
 }
