@@ -20,7 +20,7 @@ const vm = (id: string, ref: string) => ({
 });
 const BUNDLE = new TextEncoder().encode(JSON.stringify({ v: 1, account: "ubuntu", principals: "exec-r1" }));
 
-async function setup(dir: string, rt = new MemoryRuntime("libvirt-kvm")) {
+function setup(dir: string, rt = new MemoryRuntime("libvirt-kvm")) {
   const clock = new FakeClock();
   const asked: SecretQuery[] = [];
   const answers = new Map<string, SecretAnswer>();
@@ -55,7 +55,7 @@ async function setup(dir: string, rt = new MemoryRuntime("libvirt-kvm")) {
 Deno.test("identity rebind: an answering guest is rebound once, recorded in instances-rebound.json and reported; a restart reports it without a new try; an unlisted instance is pruned", async () => {
   const dir = await Deno.makeTempDir({ prefix: "bcd-rebind-conv-" });
   try {
-    const h = await setup(dir);
+    const h = setup(dir);
     h.rt.answering.add("r1");
     h.hold([vm("r1", "rb-1"), vm("plain", "")]);
     await h.pass();
@@ -73,7 +73,7 @@ Deno.test("identity rebind: an answering guest is rebound once, recorded in inst
     await h.pass();
     assert.equal(h.rt.rebinds.length, 1, "never again for the same reference");
 
-    const again = await setup(dir, h.rt);
+    const again = setup(dir, h.rt);
     again.hold([vm("r1", "rb-1")]);
     await again.pass();
     assert.equal(again.ref("r1"), "rb-1", "reported after a restart");
@@ -95,7 +95,7 @@ Deno.test("identity rebind: an answering guest is rebound once, recorded in inst
 Deno.test("identity rebind: a silent guest gets exactly 3 tries 5 minutes apart, and nothing is reported", async () => {
   const dir = await Deno.makeTempDir({ prefix: "bcd-rebind-conv-" });
   try {
-    const h = await setup(dir);
+    const h = setup(dir);
     h.hold([vm("s1", "rb-s")]);
     await h.pass();
     await h.pass();
@@ -127,7 +127,7 @@ Deno.test("identity rebind: a silent guest gets exactly 3 tries 5 minutes apart,
 Deno.test("identity rebind: a refused or malformed bundle is not retried; an unavailable broker is no try", async (t) => {
   const dir = await Deno.makeTempDir({ prefix: "bcd-rebind-conv-" });
   try {
-    const h = await setup(dir);
+    const h = setup(dir);
     h.answers.set("rb-refused", { status: "refused", message: "the restore was deleted" });
     h.answers.set("rb-bad", { status: "ok", secret: new TextEncoder().encode('{"v":2}') });
     h.answers.set("rb-later", { status: "unavailable", message: "no session" });
