@@ -82,10 +82,12 @@ export class IdentityRebinder {
     return ref !== "" && this.#records?.[id] === ref ? ref : "";
   }
 
-  /** Tries so far and why it stopped, for instance `id` (tests, logs). */
-  progress(id: string): { readonly ref: string; readonly tries: number; readonly gaveUp?: string } | undefined {
+  /** Tries so far, whether one is in flight, and why it stopped, for instance `id` (tests, logs). */
+  progress(
+    id: string,
+  ): { readonly ref: string; readonly tries: number; readonly running: boolean; readonly gaveUp?: string } | undefined {
     const s = this.#state.get(id);
-    return s && { ref: s.ref, tries: s.tries, ...(s.gaveUp ? { gaveUp: s.gaveUp } : {}) };
+    return s && { ref: s.ref, tries: s.tries, running: s.running, ...(s.gaveUp ? { gaveUp: s.gaveUp } : {}) };
   }
 
   /** Cancels the retry timers and waits for the tries in flight. */
