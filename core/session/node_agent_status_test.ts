@@ -9,6 +9,8 @@ import { NodeAgent, type NodeAgentOptions } from "./node_agent.ts";
 import type { NodeFrameInit } from "./client.ts";
 import { InstancesConverger } from "../converge/instances/mod.ts";
 import { MemoryRuntime } from "../converge/instances/fake_runtime.ts";
+import { IdentityRebinder } from "../converge/instances/identity_rebind.ts";
+import { FakeClock } from "../../fixtures/clock/fake_clock.ts";
 import { VolumeKeeper } from "../volumes/keeper.ts";
 import { MemoryVolumeStore } from "../volumes/store.ts";
 
@@ -113,5 +115,48 @@ Deno.test("StatusReport.volume_storage carries the volume store's five fields on
       [vs.total_bytes, vs.available_bytes, vs.reserved_bytes, vs.committed_bytes, vs.outstanding_bytes].map(n),
       [100 * 2 ** 30, 60 * 2 ** 30, 5 * 2 ** 30, 2 ** 30, 2 ** 30],
     );
+  });
+});
+
+Deno.test("InstanceStatus.identity_rebound_ref carries the reference once the guest answered it (000 §Identity rebind)", async () => {
+  const rt = new MemoryRuntime("libvirt-kvm");
+  rt.answering.add("vm-r");
+  const store = { records: {} as Record<string, string> };
+  const rebinder = new IdentityRebinder({
+    store: {
+      load: () => Promise.resolve({ ...store.records }),
+      save: (r) => Promise.resolve(void (store.records = { ...r })),
+    },
+    secrets: {
+      fetch: () =>
+        Promise.resolve({
+          status: "ok" as const,
+          secret: new TextEncoder().encode('{"v":1,"account":"ubuntu","principals":"exec"}'),
+        }),
+    },
+    runtime: () => rt,
+    clock: new FakeClock(),
+    log: silentLogger(),
+  });
+  const conv = new InstancesConverger([rt], { rebinder });
+  const vm = (id: string, ref: string) => ({
+    id,
+    runtime: "libvirt-kvm",
+    state: 1,
+    vcpus: 1,
+    identity_rebind_ref: ref,
+  });
+  const spec = encodeMessage(bcd.v1.DesiredStateBody, {
+    node_id: "n-1",
+    generation: 4,
+    spec_hash: "h4",
+    full: { instances: { instances: [vm("vm-r", "rb-1"), vm("vm-s", "rb-2")] } },
+  });
+  await withAgent(4, spec, { convergers: () => [conv], instances: () => conv.listing() }, async (agent) => {
+    await agent.engine.pass();
+    await rebinder.settled();
+    const s = await statusOnConnect(agent);
+    const byId = Object.fromEntries((s.instances ?? []).map((i) => [i.id, i.identity_rebound_ref ?? ""]));
+    assert.deepEqual(byId, { "vm-r": "rb-1", "vm-s": "" }, "a silent guest reports nothing");
   });
 });
