@@ -475,6 +475,7 @@ export class InstancesConverger implements SectionConverger<InstancesSection, Ob
     for (const id of this.#grown.keys()) if (!wanted.has(id)) this.#grown.delete(id);
     for (const id of this.#userData.keys()) if (!wanted.has(id)) this.#userData.delete(id);
     if (this.#opts.volumes) out.push({ op: "volume-store" });
+    if (this.#opts.rebinder?.wants(this.#rebindTargets(want, observed), wanted)) out.push({ op: "rebind" });
     const sorted = out.map((a, n) => ({ a, n })).sort((x, y) => _ORDER[x.a.op] - _ORDER[y.a.op] || x.n - y.n)
       .map((x) => x.a);
     return this.#network === undefined ? sorted : [{ op: "network" }, ...sorted];
