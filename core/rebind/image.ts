@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { tar } from "../commands/kind_handlers/tar_gz.ts";
+import { tar } from "../images/ustar_writer.ts";
 import type { RebindBundle } from "./bundle.ts";
 
 /** The image's size. */
