@@ -44,6 +44,7 @@
  *
  * @module
  */
+import { InstanceHolds } from "../instance_holds.ts";
 import { INSTANCE_ID } from "../../core/converge/instances/domain_plan.ts";
 import {
   type Domain,
@@ -128,7 +129,7 @@ export class ChRuntime implements InstanceRuntime {
   readonly #clock: Pick<Clock, "monotonic" | "sleep">;
   readonly #access: VmmFileAccess;
   /** Instances a snapshot holds: the state they had when it began, and when it ends. */
-  readonly #busy = new Map<string, { state: DomainState; done: Promise<void> }>();
+  readonly #holds = new InstanceHolds();
 
   constructor(opts: ChRuntimeOptions) {
     this.#o = opts;
@@ -142,20 +143,8 @@ export class ChRuntime implements InstanceRuntime {
    * Runs `f` while nothing else acts on instance `id`: the converger's verbs on it wait until `f` ends, and the listing
    * shows `state`, the state it had when `f` began (a snapshot pauses the VM for a moment; no pass may resume it then).
    */
-  async exclusive<T>(id: string, state: DomainState, f: () => Promise<T>): Promise<T> {
-    await this.#free(id);
-    let end!: () => void;
-    this.#busy.set(id, { state, done: new Promise<void>((r) => end = r) });
-    try {
-      return await f();
-    } finally {
-      this.#busy.delete(id);
-      end();
-    }
-  }
-
-  async #free(id: string): Promise<void> {
-    for (let b = this.#busy.get(id); b; b = this.#busy.get(id)) await b.done;
+  exclusive<T>(id: string, state: DomainState, f: () => Promise<T>): Promise<T> {
+    return this.#holds.exclusive(id, state, f);
   }
 
   /** The record of a managed instance (the snapshot taker's view), refused like every verb. */
@@ -165,7 +154,7 @@ export class ChRuntime implements InstanceRuntime {
 
   /** The instance's state as listed. */
   async stateOf(id: string): Promise<DomainState> {
-    return this.#busy.get(id)?.state ?? await this.#state(id);
+    return this.#holds.stateOf(id) ?? await this.#state(id);
   }
 
   instanceDir(id: string): string {
@@ -262,7 +251,7 @@ export class ChRuntime implements InstanceRuntime {
       }
       out.push({
         id,
-        state: this.#busy.get(id)?.state ?? await this.#state(id),
+        state: this.#holds.stateOf(id) ?? await this.#state(id),
         record: {
           id,
           allocationId: r.allocationId,
@@ -409,7 +398,7 @@ export class ChRuntime implements InstanceRuntime {
   }
 
   async start(id: string, paused: boolean): Promise<void> {
-    await this.#free(id);
+    await this.#holds.free(id);
     const r = await this.#managed(id);
     if ((await this.#state(id)) !== "stopped") {
       const vm = await this.#vmState(id);
@@ -515,13 +504,13 @@ export class ChRuntime implements InstanceRuntime {
   }
 
   async pause(id: string): Promise<void> {
-    await this.#free(id);
+    await this.#holds.free(id);
     await this.#managed(id);
     await this.#apiCall(id, (a) => a.pause());
   }
 
   async resume(id: string): Promise<void> {
-    await this.#free(id);
+    await this.#holds.free(id);
     await this.#managed(id);
     await this.#apiCall(id, (a) => a.resume());
   }
@@ -539,7 +528,7 @@ export class ChRuntime implements InstanceRuntime {
 
   /** The stop ladder (see the module doc). */
   async stop(id: string): Promise<void> {
-    await this.#free(id);
+    await this.#holds.free(id);
     const r = await this.#managed(id);
     if (this.#ended(await this.#o.host.state(id))) {
       await this.#revokeAll(id, r);
@@ -603,7 +592,7 @@ export class ChRuntime implements InstanceRuntime {
    * the record written after each, so a failure half-way leaves it saying what the VM has.
    */
   async setVolumes(id: string, volumes: readonly VolumeAttachment[]): Promise<void> {
-    await this.#free(id);
+    await this.#holds.free(id);
     let r = await this.#managed(id);
     const want = volumes.map(_chVolume);
     if ((await this.#state(id)) === "stopped") {
@@ -632,7 +621,7 @@ export class ChRuntime implements InstanceRuntime {
 
   /** A grown volume resized under a running or paused VM (`vm.resize-disk`); a stopped one sees it at its start. */
   async growVolume(id: string, volumeId: string, bytes: number): Promise<void> {
-    await this.#free(id);
+    await this.#holds.free(id);
     const r = await this.#managed(id);
     if (!r.volumes.some((v) => v.id === volumeId)) {
       throw new RuntimeRefused("no-volume", `${id}: volume ${volumeId} is not attached`);
@@ -645,7 +634,7 @@ export class ChRuntime implements InstanceRuntime {
   }
 
   async delete(id: string): Promise<void> {
-    await this.#free(id);
+    await this.#holds.free(id);
     await this.stop(id);
     // A destroy hands the GPUs back to their host driver, even when the spec dropped one meanwhile (the record's).
     _check(await this.#o.host.unvfio(id), id);

@@ -16,6 +16,7 @@
  *
  * @module
  */
+import { InstanceHolds } from "../instance_holds.ts";
 import {
   type DomainPlan,
   type HostOutcome,
@@ -104,7 +105,7 @@ export class LibvirtRuntime implements InstanceRuntime {
   readonly #o: LibvirtRuntimeOptions;
   readonly #dir: string;
   /** Instances a snapshot holds: the state they had when it began, and when it ends. */
-  readonly #busy = new Map<string, { state: DomainState; done: Promise<void> }>();
+  readonly #holds = new InstanceHolds();
 
   constructor(opts: LibvirtRuntimeOptions) {
     this.#o = opts;
@@ -122,26 +123,14 @@ export class LibvirtRuntime implements InstanceRuntime {
    * shows the state it had when `f` began (a memory snapshot shuts the domain off for a moment; no pass may boot it
    * then). `state` is that state.
    */
-  async exclusive<T>(id: string, state: DomainState, f: () => Promise<T>): Promise<T> {
-    await this.#free(id);
-    let end!: () => void;
-    this.#busy.set(id, { state, done: new Promise<void>((r) => end = r) });
-    try {
-      return await f();
-    } finally {
-      this.#busy.delete(id);
-      end();
-    }
-  }
-
-  async #free(id: string): Promise<void> {
-    for (let b = this.#busy.get(id); b; b = this.#busy.get(id)) await b.done;
+  exclusive<T>(id: string, state: DomainState, f: () => Promise<T>): Promise<T> {
+    return this.#holds.exclusive(id, state, f);
   }
 
   async list(): Promise<Domain[]> {
     return (await this.#o.host.list()).map((d) => ({
       id: d.name,
-      state: this.#busy.get(d.name)?.state ?? d.state,
+      state: this.#holds.stateOf(d.name) ?? d.state,
       record: d.plan === undefined ? undefined : {
         id: d.plan.id,
         allocationId: d.plan.allocationId,
@@ -299,7 +288,7 @@ export class LibvirtRuntime implements InstanceRuntime {
    * attached live.
    */
   async setVolumes(id: string, volumes: readonly VolumeAttachment[]): Promise<void> {
-    await this.#free(id);
+    await this.#holds.free(id);
     const d = (await this.#o.host.list()).find((x) => x.name === id);
     if (!d) throw new RuntimeRefused("no-domain", `${id}: no domain to attach volumes to`);
     if (!d.plan) throw new RuntimeRefused("unmanaged-domain", `domain ${id} is not this node's; never touched`);
@@ -321,13 +310,13 @@ export class LibvirtRuntime implements InstanceRuntime {
 
   /** Tells a running or paused domain that volume `volumeId` grew to `bytes` (`blockresize` of its device). */
   async growVolume(id: string, volumeId: string, bytes: number): Promise<void> {
-    await this.#free(id);
+    await this.#holds.free(id);
     _check(await this.#o.host.blockresize(id, bytes, volumeId), id);
   }
 
   /** Starts the domain; a domain restored from a memory snapshot starts from its state (`libvirt.restore`) once. */
   async start(id: string, paused: boolean): Promise<void> {
-    await this.#free(id);
+    await this.#holds.free(id);
     const state = `${this.instanceDir(id)}/${MEMORY_STATE_FILE}`;
     if (INSTANCE_ID.test(id) && await _exists(state)) {
       _check(await this.#o.host.restore(id, paused), id);
@@ -338,11 +327,11 @@ export class LibvirtRuntime implements InstanceRuntime {
     _check(await this.#o.host.start(id, paused), id);
   }
   async pause(id: string): Promise<void> {
-    await this.#free(id);
+    await this.#holds.free(id);
     _check(await this.#o.host.suspend(id), id);
   }
   async resume(id: string): Promise<void> {
-    await this.#free(id);
+    await this.#holds.free(id);
     _check(await this.#o.host.resume(id), id);
   }
 
@@ -351,7 +340,7 @@ export class LibvirtRuntime implements InstanceRuntime {
   }
 
   async stop(id: string): Promise<void> {
-    await this.#free(id);
+    await this.#holds.free(id);
     const state = await this.#state(id);
     if (state === undefined || state === "stopped") return;
     if (state === "running") {
@@ -372,7 +361,7 @@ export class LibvirtRuntime implements InstanceRuntime {
 
   /** The balloon through `domstats --balloon`; a domain defined without one is {@link NoBalloon}. */
   async readBalloon(id: string): Promise<BalloonReading> {
-    await this.#free(id);
+    await this.#holds.free(id);
     const o = await this.#o.host.domstats(id);
     if (o.refused?.reason === "no-balloon") throw new NoBalloon(`${id}: ${o.refused.message}`);
     _check(o, id);
@@ -383,7 +372,7 @@ export class LibvirtRuntime implements InstanceRuntime {
 
   /** Sets the balloon with `virsh setmem --live` (whole KiB); a domain defined without one is {@link NoBalloon}. */
   async setBalloon(id: string, bytes: number): Promise<void> {
-    await this.#free(id);
+    await this.#holds.free(id);
     if (!Number.isSafeInteger(bytes) || bytes < 1024 || bytes % 1024 !== 0) {
       throw new RangeError(`${id}: balloon size ${bytes} is not a whole number of KiB`);
     }
@@ -400,7 +389,7 @@ export class LibvirtRuntime implements InstanceRuntime {
     if (!INSTANCE_ID.test(id)) {
       throw new RuntimeRefused("invalid-instance-id", `instance id ${JSON.stringify(id)} is not valid`);
     }
-    await this.#free(id);
+    await this.#holds.free(id);
     const file = `${this.instanceDir(id)}/${REBIND_DISK.file}`;
     const disk: RebindDisk = {
       write: async (img) => {
@@ -448,7 +437,7 @@ export class LibvirtRuntime implements InstanceRuntime {
   }
 
   async delete(id: string): Promise<void> {
-    await this.#free(id);
+    await this.#holds.free(id);
     const d = (await this.#o.host.list()).find((x) => x.name === id);
     if (d && !d.plan) throw new RuntimeRefused("unmanaged-domain", `domain ${id} is not this node's; never removed`);
     if (d) {
