@@ -2,13 +2,11 @@ import assert from "node:assert/strict";
 import { Journal } from "../journal/mod.ts";
 import { verifyCommandResult } from "../pki/attest.ts";
 import { generateSigningKeyPair } from "../pki/ed25519.ts";
-import { NOW, openBench, until } from "./harness_testing.ts";
-import { Dispatcher } from "./dispatcher.ts";
+import { NOW, openBench, plainDispatcher, until } from "./harness_testing.ts";
 import { HandlerRegistry } from "./handlers.ts";
 import { FakeHandler } from "./fake_handlers.ts";
 import { CommandFailed, InvalidPayload, LeftForRecovery } from "./rejection.ts";
 import type { CommandUpdate } from "./results.ts";
-import { EMPTY_TRUST_BUNDLE } from "../pki/trust_bundle.ts";
 import { FakeClock } from "../../fixtures/clock/fake_clock.ts";
 
 const tick = async (n = 10) => {
@@ -53,22 +51,7 @@ Deno.test("handler failures become FAILED with invalid-payload, a kind-specific 
       const registry = new HandlerRegistry().register(
         new FakeHandler("inventory.refresh", { result: () => Promise.resolve(fail()) }),
       );
-      const d = new Dispatcher({
-        journal,
-        bootId: "boot-1",
-        sink: { send: (u) => void updates.push(u) },
-        specs: { requestSpec: () => {} },
-        acceptance: {
-          nodeId: "n",
-          role: "node",
-          handlers: registry,
-          upgradeOnly: () => false,
-          appliedGeneration: () => 0,
-          serverNow: () => NOW,
-          trustBundle: () => EMPTY_TRUST_BUNDLE,
-          unbatchedPerHour: () => 0,
-        },
-      });
+      const d = plainDispatcher({ journal, registry, updates, nodeId: "n" });
       const body = { id: "01X", nodeId: "n", kind: "inventory.refresh", notAfterMs: NOW + 1 } as const;
       await d.deliver({
         bodyBytes: new Uint8Array([1]),
@@ -105,22 +88,7 @@ Deno.test("an invalid payload found when computing locks is ACKED, then FAILED i
     throw new InvalidPayload("bad");
   };
   const registry = new HandlerRegistry().register(h);
-  const d = new Dispatcher({
-    journal: b.journal,
-    bootId: "boot-1",
-    sink: { send: (u) => void b.updates.push(u) },
-    specs: { requestSpec: () => {} },
-    acceptance: {
-      nodeId: "node-1",
-      role: "node",
-      handlers: registry,
-      upgradeOnly: () => false,
-      appliedGeneration: () => 5,
-      serverNow: () => NOW,
-      trustBundle: () => b.pki.bundle,
-      unbatchedPerHour: () => 0,
-    },
-  });
+  const d = plainDispatcher({ journal: b.journal, registry, updates: b.updates, applied: 5, bundle: b.pki.bundle });
   const cmd = await b.command({ kind: "inventory.refresh" });
   await d.deliver(cmd);
   await d.settled();
@@ -280,22 +248,7 @@ Deno.test("a replay after a restart is refused by the journal: the stored result
   try {
     const updates: CommandUpdate[] = [];
     const registry = new HandlerRegistry().register(new FakeHandler("inventory.refresh"));
-    const d2 = new Dispatcher({
-      journal: journal2,
-      bootId: "boot-1",
-      sink: { send: (u) => void updates.push(u) },
-      specs: { requestSpec: () => {} },
-      acceptance: {
-        nodeId: "node-1",
-        role: "node",
-        handlers: registry,
-        upgradeOnly: () => false,
-        appliedGeneration: () => 5,
-        serverNow: () => NOW,
-        trustBundle: () => b.pki.bundle,
-        unbatchedPerHour: () => 0,
-      },
-    });
+    const d2 = plainDispatcher({ journal: journal2, registry, updates, applied: 5, bundle: b.pki.bundle });
     await d2.deliver(cmd);
     await d2.settled();
     assert.deepEqual(updates.map((u) => u.state), ["SUCCEEDED"]);
@@ -320,22 +273,13 @@ Deno.test("attested kinds carry node_sig over the command id, the state and the 
     }),
   ).register(new FakeHandler("inventory.refresh"));
   const updates: CommandUpdate[] = [];
-  const d = new Dispatcher({
+  const d = plainDispatcher({
     journal: b.journal,
-    bootId: "boot-1",
+    registry,
+    updates,
+    applied: 5,
+    bundle: b.pki.bundle,
     nodeKey: node.privateKey,
-    sink: { send: (u) => void updates.push(u) },
-    specs: { requestSpec: () => {} },
-    acceptance: {
-      nodeId: "node-1",
-      role: "node",
-      handlers: registry,
-      upgradeOnly: () => false,
-      appliedGeneration: () => 5,
-      serverNow: () => NOW,
-      trustBundle: () => b.pki.bundle,
-      unbatchedPerHour: () => 0,
-    },
   });
   const diag = await b.command({ kind: "diag.dcgm" });
   const inv = await b.command({ kind: "inventory.refresh" });
@@ -479,22 +423,7 @@ Deno.test("a self-terminating handler waiting for its own end lets the daemon st
         }),
     }),
   );
-  const d = new Dispatcher({
-    journal,
-    bootId: "boot-1",
-    sink: { send: (u) => void updates.push(u) },
-    specs: { requestSpec: () => {} },
-    acceptance: {
-      nodeId: "n",
-      role: "node",
-      handlers: registry,
-      upgradeOnly: () => false,
-      appliedGeneration: () => 0,
-      serverNow: () => NOW,
-      trustBundle: () => EMPTY_TRUST_BUNDLE,
-      unbatchedPerHour: () => 0,
-    },
-  });
+  const d = plainDispatcher({ journal, registry, updates, nodeId: "n" });
   await d.deliver({
     bodyBytes: new Uint8Array([1]),
     attempt: 1,

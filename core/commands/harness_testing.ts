@@ -162,3 +162,41 @@ export async function openBench(
     },
   };
 }
+
+/**
+ * A dispatcher over `journal` and `registry` with fixed acceptance inputs (the server clock at {@link NOW}, nothing
+ * upgrade-only, no unbatched commands this hour), its updates pushed to `updates` and spec requests dropped: for
+ * tests that build their own handlers rather than a whole {@link openBench}.
+ */
+export function plainDispatcher(o: {
+  journal: CommandJournal;
+  registry: HandlerRegistry;
+  updates: CommandUpdate[];
+  /** Default the empty bundle (unsigned commands pass). */
+  bundle?: TrustBundle;
+  /** The applied spec generation; default 0. */
+  applied?: number;
+  nodeId?: string;
+  role?: Role;
+  bootId?: string;
+  nodeKey?: CryptoKey;
+}): Dispatcher {
+  const bundle = o.bundle ?? EMPTY_TRUST_BUNDLE;
+  return new Dispatcher({
+    journal: o.journal,
+    bootId: o.bootId ?? "boot-1",
+    ...(o.nodeKey ? { nodeKey: o.nodeKey } : {}),
+    sink: { send: (u) => void o.updates.push(u) },
+    specs: { requestSpec: () => {} },
+    acceptance: {
+      nodeId: o.nodeId ?? NODE,
+      role: o.role ?? "node",
+      handlers: o.registry,
+      upgradeOnly: () => false,
+      appliedGeneration: () => o.applied ?? 0,
+      serverNow: () => NOW,
+      trustBundle: () => bundle,
+      unbatchedPerHour: () => 0,
+    },
+  });
+}

@@ -5,11 +5,9 @@ import { commandBody } from "../command.ts";
 import { CommandFailed, InvalidPayload, LeftForRecovery } from "../rejection.ts";
 import { bootKexecHandler, type Kexec, type KexecLoadAnswer, type KexecLoadArgs } from "./boot_kexec.ts";
 import { Journal } from "../../journal/mod.ts";
-import { Dispatcher } from "../dispatcher.ts";
 import { HandlerRegistry } from "../handlers.ts";
-import { NOW, until } from "../harness_testing.ts";
+import { NOW, plainDispatcher, until } from "../harness_testing.ts";
 import type { CommandUpdate } from "../results.ts";
-import { EMPTY_TRUST_BUNDLE } from "../../pki/trust_bundle.ts";
 import { FakeClock } from "../../../fixtures/clock/fake_clock.ts";
 
 const SHA = "cd".repeat(32);
@@ -172,22 +170,7 @@ Deno.test("through the dispatcher, boot.kexec's jump comes after running{boot_id
         signal ? new Promise((r) => signal.addEventListener("abort", () => r(), { once: true })) : never(),
     }),
   );
-  const d = new Dispatcher({
-    journal,
-    bootId: "boot-1",
-    sink: { send: (u) => void updates.push(u) },
-    specs: { requestSpec: () => {} },
-    acceptance: {
-      nodeId: "n",
-      role: "ramdisk",
-      handlers: registry,
-      upgradeOnly: () => false,
-      appliedGeneration: () => 0,
-      serverNow: () => NOW,
-      trustBundle: () => EMPTY_TRUST_BUNDLE,
-      unbatchedPerHour: () => 0,
-    },
-  });
+  const d = plainDispatcher({ journal, registry, updates, nodeId: "n", role: "ramdisk" });
   const p = packPayload("boot.kexec", fromDisk);
   await d.deliver({
     bodyBytes: new Uint8Array([1]),

@@ -1,34 +1,12 @@
 import assert from "node:assert/strict";
 import { packPayload, unpackResult } from "../../../proto/mod.ts";
 import { Journal } from "../../journal/mod.ts";
-import { EMPTY_TRUST_BUNDLE } from "../../pki/trust_bundle.ts";
 import { commandBody } from "../command.ts";
-import { Dispatcher } from "../dispatcher.ts";
+import { NOW, plainDispatcher } from "../harness_testing.ts";
 import { HandlerRegistry } from "../handlers.ts";
 import type { CommandUpdate } from "../results.ts";
 import { nodeRebootHandler } from "./node_reboot.ts";
 import { FakeClock } from "../../../fixtures/clock/fake_clock.ts";
-
-const NOW = Date.UTC(2026, 10, 30, 7, 0, 0);
-
-function dispatcher(journal: Journal, registry: HandlerRegistry, updates: CommandUpdate[], bootId: string) {
-  return new Dispatcher({
-    journal,
-    bootId,
-    sink: { send: (u) => void updates.push(u) },
-    specs: { requestSpec: () => {} },
-    acceptance: {
-      nodeId: "node-1",
-      role: "node",
-      handlers: registry,
-      upgradeOnly: () => false,
-      appliedGeneration: () => 0,
-      serverNow: () => NOW,
-      trustBundle: () => EMPTY_TRUST_BUNDLE,
-      unbatchedPerHour: () => 0,
-    },
-  });
-}
 
 function reboot(id: string) {
   const p = packPayload("node.reboot", { reason: "XID 79" });
@@ -64,7 +42,7 @@ Deno.test("node.reboot journals running{boot_id} before the rebooter is asked, a
       sleep: () => new Promise<void>(() => {}), // the process "dies" here: the handler never returns
     }));
     const updates: CommandUpdate[] = [];
-    const d = dispatcher(journal, registry, updates, "boot-1");
+    const d = plainDispatcher({ journal, registry, updates });
     await d.deliver(reboot("01REBOOT"));
     await asked; // the journal's state as the rebooter read it when it was asked
     assert.deepEqual(seen, ["XID 79"]);
@@ -77,7 +55,12 @@ Deno.test("node.reboot journals running{boot_id} before the rebooter is asked, a
     try {
       await after.recover();
       const updates2: CommandUpdate[] = [];
-      const d2 = dispatcher(after, new HandlerRegistry(), updates2, "boot-2");
+      const d2 = plainDispatcher({
+        journal: after,
+        registry: new HandlerRegistry(),
+        updates: updates2,
+        bootId: "boot-2",
+      });
       const [u] = await d2.unackedResults();
       assert.equal(u?.state, "SUCCEEDED");
       assert.equal(u?.bootId, "boot-2");
@@ -112,7 +95,7 @@ Deno.test("node.reboot fails reboot-failed when the init system refuses, or when
         nodeRebootHandler({ rebooter: { reboot: rebootFn }, sleep: () => Promise.resolve() }),
       );
       const updates: CommandUpdate[] = [];
-      const d = dispatcher(journal, registry, updates, "boot-1");
+      const d = plainDispatcher({ journal, registry, updates });
       await d.deliver(reboot("01R"));
       await d.settled();
       const last = updates.at(-1)!;
