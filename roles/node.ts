@@ -247,16 +247,7 @@ async function _instances(
   const recovered = await recoverMigrations(`${ctx.dataDir}/libvirt/instances`, migration);
   if (recovered.length > 0) ctx.log.warn({ recovered }, "instances: moves a crash interrupted were resolved");
   _migratorsByCtx.set(ctx, new LibvirtMigrator(migration));
-  // Memory ballooning (000 §Memory ballooning): every 30 s on the host's readings through the helper.
-  const balloons = new BalloonLoop({
-    pressure: new HelperMemoryPressure(helper),
-    candidates: () => converger.balloonCandidates(),
-    port: (name) => name === rt.name ? rt : undefined,
-    floorPercent: ctx.config.instances.balloonFloorPercent,
-    clock: realClock,
-    log: ctx.log,
-  });
-  balloons.start();
+  const balloons = _balloonLoop(ctx, converger, [rt, ...(ch ? [ch] : [])]);
   ctx.log.info({ runtime: rt.name }, "instances: runtime on");
   const network = await net.prepare();
   net.start();
@@ -352,9 +343,39 @@ async function _chOnly(
   });
   const writable = (id: string) => (converger.specOf(id)?.volumes ?? []).some((v) => !v.read_only);
   _snapshotsByCtx.set(ctx, _chSnapshots(ctx, ch, cpuModel, writable));
+  const balloons = _balloonLoop(ctx, converger, [ch]);
   const network = await net.prepare();
   net.start();
-  return { converger, capabilities: ["instance.placement", ...network], stop: () => net.stop() };
+  return {
+    converger,
+    capabilities: ["instance.placement", ...network],
+    balloons: () => balloons.reclaimed(),
+    stop: async () => {
+      net.stop();
+      await balloons.stop();
+    },
+  };
+}
+
+/**
+ * Memory ballooning (000 §Memory ballooning): every 30 s on the host's readings through the helper, over the balloon
+ * verbs of `runtimes` (`libvirt-kvm`'s and `cloud-hypervisor`'s; a plugin runtime has none and is never ballooned).
+ */
+function _balloonLoop(
+  ctx: WiringContext,
+  converger: InstancesConverger,
+  runtimes: readonly (LibvirtRuntime | ChRuntime)[],
+): BalloonLoop {
+  const loop = new BalloonLoop({
+    pressure: new HelperMemoryPressure(helperOf(ctx)),
+    candidates: () => converger.balloonCandidates(),
+    port: (name) => runtimes.find((r) => r.name === name),
+    floorPercent: ctx.config.instances.balloonFloorPercent,
+    clock: realClock,
+    log: ctx.log,
+  });
+  loop.start();
+  return loop;
 }
 
 /** The `node` role's subcommands beyond `version` and `help`. */

@@ -3,8 +3,9 @@
  * (`runtimes/libvirt/contract_test.ts` over the fake and the real `virsh`, `runtimes/cloudhypervisor/contract_test.ts`
  * over the fake VMM and fake systemd): a domain is defined from a verified image, moves through its states and is
  * deleted with its directory; one bcd did not make is never touched; a disk grows stopped and running, never
- * shrinks, and never past a rewritten overlay; hostile images fail the instance with the seed's reason. Real qcow2
- * images made by qemu-img, served over loopback https.
+ * shrinks, and never past a rewritten overlay; hostile images fail the instance with the seed's reason; volumes attach
+ * by serial; a balloon is set and read in what it leaves the guest, and the balloon loop inflates and deflates it
+ * through the runtime. Real qcow2 images made by qemu-img, served over loopback https.
  *
  * @module
  */
@@ -19,6 +20,11 @@ import { parseQcow2Header, readQcow2Prefix } from "../core/images/qcow2_header.t
 import { type ImageServer, makeQcow2, sha256Hex } from "../fixtures/libvirt/image_server.ts";
 import { FileVolumeStore } from "./volumes/file_store.ts";
 import type { VolumeAttachment } from "../core/volumes/grammar.ts";
+import { NoBalloon } from "../core/balloon/port.ts";
+import { BalloonLoop } from "../core/balloon/loop.ts";
+import { ScriptedPressure } from "../core/balloon/fake_balloons.ts";
+import { silentLogger } from "../core/log/mod.ts";
+import { FakeClock } from "../fixtures/clock/fake_clock.ts";
 
 /** One runtime under test, with the hooks the suite needs to see past it. */
 export interface RuntimeContractEnv {
@@ -50,6 +56,16 @@ export interface RuntimeContractEnv {
      */
     readonly noUnplugAck?: string;
     attached(id: string): Promise<{ path: string; serial: string; readOnly: boolean; resizedTo?: number }[]>;
+  };
+  /**
+   * The balloon rows' view past the runtime (000 §Memory ballooning). `noGuestDriver`: why the guest cannot follow a
+   * balloon here (a real hypervisor whose test guest runs no OS), which keeps the exact sizes and the loop row
+   * skipped with the reason; `setGuestUse`: makes the runtime's usage reading say the guest uses `bytes` (without
+   * it the loop row is skipped).
+   */
+  readonly balloon?: {
+    readonly noGuestDriver?: string;
+    setGuestUse?(id: string, bytes: number): Promise<void>;
   };
   /** Removes whatever is left of `id` (domain, unit, files). */
   cleanup(id: string): Promise<void>;
@@ -422,4 +438,151 @@ export function instanceRuntimeContract(
       }
     },
   );
+
+  Deno.test(
+    name(
+      "a balloon leaves the guest whole KiB of its memory and is read back; bad sizes and a stopped guest are refused; a guest defined without one answers NoBalloon",
+    ),
+    async (t) => {
+      const env = await make();
+      if ("skip" in env) return void await _skipped(t, env.skip);
+      if (!env.balloon) {
+        await _skipped(t, `${runtime} (${label}) has no balloon view for this suite`);
+        return void await env.close();
+      }
+      const { rt, srv, dir } = env;
+      const view = env.balloon;
+      const a = `bcd-bal-${crypto.randomUUID().slice(0, 8)}`;
+      const d = `bcd-nob-${crypto.randomUUID().slice(0, 8)}`;
+      const M = 1024 * 1024;
+      try {
+        assert.ok(rt.readBalloon && rt.setBalloon, `${runtime} has the balloon verbs (readBalloon, setBalloon)`);
+        const read = rt.readBalloon.bind(rt);
+        const set = rt.setBalloon.bind(rt);
+        const base = await makeQcow2(dir, `${a}.qcow2`, "16M");
+        srv.put(`/${a}.qcow2`, base);
+        const l = contractLaunch({ url: `${srv.origin}/${a}.qcow2`, sha256: await sha256Hex(base), format: "qcow2" });
+        await rt.define(contractRecord(a, { ...l, placement: BALLOON_PLACEMENT }));
+        await rt.define(contractRecord(d, l));
+        const refused = (reason: string) => (e: unknown) => e instanceof RuntimeRefused && e.reason === reason;
+        await t.step("a stopped guest's balloon is refused not-running", async () => {
+          await assert.rejects(read(a), refused("not-running"));
+          await assert.rejects(set(a, 48 * M), refused("not-running"));
+        });
+        await t.step("a guest defined without a balloon answers NoBalloon, stopped or running", async () => {
+          await assert.rejects(read(d), NoBalloon);
+          await assert.rejects(set(d, 32 * M), NoBalloon);
+          await rt.start(d, true);
+          await assert.rejects(read(d), NoBalloon);
+          await assert.rejects(set(d, 32 * M), NoBalloon);
+        });
+        await rt.start(a, true);
+        await t.step("setBalloon leaves the guest the size asked; readBalloon reports what it is left", async () => {
+          await set(a, 48 * M);
+          const r = await read(a);
+          assert.ok(r.usedBytes === null || (r.usedBytes >= 0 && r.usedBytes <= 64 * M), String(r.usedBytes));
+          if (view.noGuestDriver) {
+            assert.ok(r.currentBytes > 0 && r.currentBytes <= 64 * M, String(r.currentBytes));
+          } else {
+            assert.equal(r.currentBytes, 48 * M);
+            await set(a, 64 * M - 1024);
+            assert.ok((await read(a)).currentBytes >= 64 * M - 1024, "a size in KiB is never less for the guest");
+            await set(a, 64 * M);
+            assert.equal((await read(a)).currentBytes, 64 * M, "all of its memory: the balloon is empty");
+          }
+        });
+        if (view.noGuestDriver) await _skipped(t, `exact balloon sizes: ${view.noGuestDriver}`);
+        await t.step("a size that is not whole KiB is a RangeError; one above its memory is invalid-size", async () => {
+          await assert.rejects(set(a, 48 * M + 1), RangeError);
+          await assert.rejects(set(a, 0), RangeError);
+          await assert.rejects(set(a, 65 * M), refused("invalid-size"));
+        });
+      } finally {
+        await env.cleanup(a);
+        await env.cleanup(d);
+        await env.close();
+      }
+    },
+  );
+
+  Deno.test(
+    name(
+      "the balloon loop inflates a guest under host pressure down to its floor, deflates it when the pressure ends, and leaves a guest without a balloon alone",
+    ),
+    async (t) => {
+      const env = await make();
+      if ("skip" in env) return void await _skipped(t, env.skip);
+      const view = env.balloon;
+      if (!view?.setGuestUse || view.noGuestDriver) {
+        await _skipped(t, view?.noGuestDriver ?? `${runtime} (${label}) cannot set a guest's use here`);
+        return void await env.close();
+      }
+      const { rt, srv, dir } = env;
+      const a = `bcd-bal-${crypto.randomUUID().slice(0, 8)}`;
+      const d = `bcd-nob-${crypto.randomUUID().slice(0, 8)}`;
+      const M = 1024 * 1024;
+      try {
+        assert.ok(rt.readBalloon && rt.setBalloon, `${runtime} has the balloon verbs (readBalloon, setBalloon)`);
+        const base = await makeQcow2(dir, `${a}.qcow2`, "16M");
+        srv.put(`/${a}.qcow2`, base);
+        const l = contractLaunch({ url: `${srv.origin}/${a}.qcow2`, sha256: await sha256Hex(base), format: "qcow2" });
+        await rt.define(contractRecord(a, { ...l, placement: BALLOON_PLACEMENT }));
+        await rt.define(contractRecord(d, l));
+        await rt.start(a, false);
+        await rt.start(d, false);
+        const G = 1024 * M;
+        const pressure = new ScriptedPressure({ memTotalBytes: G, memAvailableBytes: 0, someAvg10: 40 });
+        const loop = new BalloonLoop({
+          pressure,
+          candidates: () => [a, d].map((id) => ({ id, runtime, memoryBytes: 64 * M })),
+          port: (r) =>
+            r === runtime ? { readBalloon: rt.readBalloon!.bind(rt), setBalloon: rt.setBalloon!.bind(rt) } : undefined,
+          floorPercent: 50,
+          clock: new FakeClock(),
+          log: silentLogger(),
+        });
+        const left = async () => (await rt.readBalloon!(a)).currentBytes;
+        await t.step(
+          "its use sets its floor: taken down to its use plus 10% of its memory, in whole pages",
+          async () => {
+            await view.setGuestUse!(a, 48 * M);
+            await loop.pass();
+            // 48 MiB + 6.4 MiB, rounded up to a whole 4 KiB page.
+            assert.equal(await left(), Math.ceil((48 * M + 6.4 * M) / 4096) * 4096);
+            assert.deepEqual((await loop.pass())?.steps, [], "at its floor nothing more is taken");
+          },
+        );
+        await t.step("using less: a quarter of its memory a pass, down to the 50% floor and no lower", async () => {
+          await view.setGuestUse!(a, 16 * M);
+          const from = await left();
+          await loop.pass();
+          assert.equal(await left(), from - 16 * M);
+          await loop.pass();
+          assert.equal(await left(), 32 * M);
+          assert.deepEqual((await loop.pass())?.steps, []);
+          assert.deepEqual(loop.reclaimed(), [{ instance: a, bytes: 32 * M }]);
+        });
+        await t.step("a guest without a balloon is left alone (it lends nothing)", async () => {
+          assert.ok(!loop.reclaimed().some((x) => x.instance === d));
+          await assert.rejects(rt.readBalloon!(d), NoBalloon);
+        });
+        await t.step("pressure over: deflated a quarter of its memory a pass, back to all of it", async () => {
+          pressure.now = { memTotalBytes: G, memAvailableBytes: 900 * M, someAvg10: 0 };
+          await loop.pass();
+          assert.equal(await left(), 48 * M);
+          await loop.pass();
+          assert.equal(await left(), 64 * M);
+          assert.deepEqual((await loop.pass())?.steps, []);
+          assert.deepEqual(loop.reclaimed(), [{ instance: a, bytes: 0 }]);
+        });
+      } finally {
+        await env.cleanup(a);
+        await env.cleanup(d);
+        await env.close();
+      }
+    },
+  );
 }
+
+/** A placement asking for a balloon (one host CPU, no NUMA nodes, no huge pages). */
+const BALLOON_PLACEMENT = { cpus: "0", mems: "", hugepages: "none" as const, balloon: true };

@@ -17,8 +17,9 @@
  * Judgement calls: see `policy.ts` (whole KiB, deflation order, partial last step, no PSI = never stalled) and
  * `loop.ts` (a failed reading skips the pass; a `NoBalloon` guest is left alone while it stays a candidate). Runtimes:
  * `libvirt-kvm` answers through `libvirt.domstats`/`libvirt.setmem` (the guest's use from the balloon driver's
- * statistics, reported every 10 s); `cloud-hypervisor` has no balloon verbs yet (the seam: implement
- * `readBalloon`/`setBalloon` over `vm.info` and `vm.resize`'s `desired_balloon` and the loop uses them).
+ * statistics, reported every 10 s); `cloud-hypervisor` through `vm.info` and `vm.resize`'s `desired_balloon`
+ * (`runtimes/cloudhypervisor/ch_balloon.ts`; the guest's use is its VMM's anonymous memory, since that balloon has no
+ * statistics). Both runtimes' verbs keep one contract (`runtimes/instance_runtime_contract_testing.ts`).
  *
  * @example
  * ```ts

@@ -12,8 +12,11 @@
  * its memory when that is higher; a guest without a usage reading counts as using all its memory, so nothing is
  * taken from it.
  *
- * Judgement calls the seed leaves open, written down: sizes move in whole KiB (the unit `virsh setmem` takes), a take
- * rounded down and a floor rounded up, so a target never crosses its floor; deflation goes to the most inflated guest
+ * Judgement calls the seed leaves open, written down: sizes move in whole 4 KiB pages, a take rounded down and a floor
+ * rounded up, so a target never crosses its floor. The page is the virtio-balloon's own unit on both runtimes (QEMU and
+ * cloud-hypervisor count `num_pages` and drop a remainder), so a target between pages would leave the guest up to a
+ * page more than asked, and a guest sitting there just above its floor would be "inflated" by the remainder again on
+ * every pass; in whole pages a guest at its floor is left alone. Deflation goes to the most inflated guest
  * first (ties by id) and a step shrinks to what is left of the budget above 20%; a host without PSI
  * (`/proc/pressure/memory` absent, `someAvg10` null) is never "stalled", so the table runs on `MemAvailable` alone.
  *
@@ -70,9 +73,10 @@ export const STEP_SHARE = 0.25;
 /** A guest's floor is at least what it uses plus this share of its memory. */
 export const USE_MARGIN = 0.10;
 
-const KiB = 1024;
-const _down = (b: number) => Math.floor(b / KiB) * KiB;
-const _up = (b: number) => Math.ceil(b / KiB) * KiB;
+/** The unit balloon sizes move in: a virtio-balloon page. */
+export const BALLOON_PAGE_BYTES = 4096;
+const _down = (b: number) => Math.floor(b / BALLOON_PAGE_BYTES) * BALLOON_PAGE_BYTES;
+const _up = (b: number) => Math.ceil(b / BALLOON_PAGE_BYTES) * BALLOON_PAGE_BYTES;
 
 /** The size a guest's balloon never takes it below. */
 export function balloonFloorBytes(g: Pick<BalloonGuest, "memoryBytes" | "usedBytes">, floorPercent: number): number {

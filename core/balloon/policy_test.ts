@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { balloonFloorBytes, type BalloonGuest, balloonSteps, type HostPressure } from "./policy.ts";
+import { BALLOON_PAGE_BYTES, balloonFloorBytes, type BalloonGuest, balloonSteps, type HostPressure } from "./policy.ts";
 
 const GiB = 1024 ** 3;
 const MiB = 1024 ** 2;
@@ -163,7 +163,7 @@ Deno.test("balloonSteps() follows the seed's table row by row", async (t) => {
       assert.deepEqual(steps(d), r.want);
       for (const s of d.steps) {
         const g = r.guests.find((x) => x.id === s.id)!;
-        assert.ok(s.toBytes % 1024 === 0, "whole KiB");
+        assert.ok(s.toBytes % BALLOON_PAGE_BYTES === 0, "whole pages");
         assert.ok(s.toBytes <= g.memoryBytes, "never above its memory");
         if (d.state === "pressure") {
           assert.ok(s.toBytes >= balloonFloorBytes(g, r.floorPercent ?? 50), "never below its floor");
@@ -174,11 +174,25 @@ Deno.test("balloonSteps() follows the seed's table row by row", async (t) => {
   }
 });
 
-Deno.test("balloonSteps() moves in whole KiB and never crosses a floor that is not KiB-aligned", () => {
+Deno.test("balloonSteps() moves in whole pages and never crosses a floor that is not page-aligned", () => {
   const g: BalloonGuest = { id: "a", memoryBytes: 1000 * MiB + 512, currentBytes: 1000 * MiB + 512, usedBytes: 0 };
   const d = balloonSteps({ memTotalBytes: 10 * GiB, memAvailableBytes: 0, someAvg10: 50 }, [g], 99);
   assert.equal(d.steps.length, 1);
   const s = d.steps[0]!;
-  assert.equal(s.toBytes % 1024, 0);
+  assert.equal(s.toBytes % BALLOON_PAGE_BYTES, 0);
   assert.ok(s.toBytes >= balloonFloorBytes(g, 99));
+});
+
+Deno.test("balloonSteps(): a guest taken down to a floor between pages is left alone at the next pass (the device keeps whole pages)", () => {
+  // 64 MiB using 48: its floor is 48 + 6.4 MiB, which is not a whole number of 4 KiB pages.
+  const g: BalloonGuest = { id: "a", memoryBytes: 64 * MiB, currentBytes: 64 * MiB, usedBytes: 48 * MiB };
+  const host = { memTotalBytes: 10 * GiB, memAvailableBytes: 0, someAvg10: 50 };
+  const first = balloonSteps(host, [g], 50).steps;
+  assert.equal(first.length, 1);
+  const to = first[0]!.toBytes;
+  assert.equal(to % BALLOON_PAGE_BYTES, 0, "a target the balloon device can hold exactly");
+  assert.ok(to >= balloonFloorBytes(g, 50) && to - balloonFloorBytes(g, 50) < BALLOON_PAGE_BYTES);
+  // What a virtio-balloon leaves the guest: it takes whole pages, a remainder dropped.
+  const left = g.memoryBytes - Math.floor((g.memoryBytes - to) / BALLOON_PAGE_BYTES) * BALLOON_PAGE_BYTES;
+  assert.deepEqual(balloonSteps(host, [{ ...g, currentBytes: left }], 50).steps, [], "at its floor: nothing to move");
 });

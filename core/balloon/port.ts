@@ -1,8 +1,8 @@
 /**
  * What the balloon loop needs from a VM runtime: read a running guest's balloon and set its size. `libvirt-kvm`
  * answers with `domstats --balloon` and `virsh setmem --live` (through the helper's `libvirt.domstats` and
- * `libvirt.setmem`); `cloud-hypervisor` would answer with `vm.info`'s balloon size and `vm.resize`'s
- * `desired_balloon`. A guest defined without a balloon device answers {@link NoBalloon} and is never touched again.
+ * `libvirt.setmem`); `cloud-hypervisor` with `vm.info`'s `memory_actual_size` and `vm.resize`'s `desired_balloon`
+ * (which is what the balloon takes: the runtime converts, so sizes here always mean what the guest is left). A guest defined without a balloon device answers {@link NoBalloon} and is never touched again.
  *
  * @module
  */

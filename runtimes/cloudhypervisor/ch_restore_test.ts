@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { RuntimeRefused } from "../../core/converge/instances/runtime.ts";
 import type { SnapshotSource } from "../../core/converge/instances/snapshot_source.ts";
+import type { PlanPlacement } from "../../core/converge/instances/domain_plan.ts";
 import { makeQcow2, sha256Hex } from "../../fixtures/libvirt/image_server.ts";
 import { contractLaunch, contractRecord } from "../instance_runtime_contract_testing.ts";
 import { flattenDisk } from "../libvirt/disk_tools.ts";
@@ -20,17 +21,25 @@ import { SnapshotRefused, type StagedSnapshot } from "../../core/commands/kind_h
 
 const NIC = { mac: "52:54:00:cc:00:01", bridge: "br-inst" };
 
-/** Runs a source instance, snapshots it with memory as the seed lays the archive out; answers the archive's source. */
-async function takeSnapshot(env: ChTestEnv, meta: Record<string, unknown> = {}): Promise<SnapshotSource> {
+/**
+ * Runs a source instance, snapshots it with memory as the seed lays the archive out; answers the archive's source. A
+ * source placed with a balloon has it inflated to 32 MiB first (its device state keeps that).
+ */
+async function takeSnapshot(
+  env: ChTestEnv,
+  meta: Record<string, unknown> = {},
+  placement: PlanPlacement | null = null,
+): Promise<SnapshotSource> {
   const src = `vm-src-${crypto.randomUUID().slice(0, 6)}`;
   const base = await makeQcow2(env.dir, `${src}.qcow2`, "16M");
   env.srv.put(`/${src}.qcow2`, base);
   const l = contractLaunch({ url: `${env.srv.origin}/${src}.qcow2`, sha256: await sha256Hex(base), format: "qcow2" });
-  await env.rt.define(contractRecord(src, { ...l, nics: [NIC] }));
+  await env.rt.define(contractRecord(src, { ...l, nics: [NIC], placement }));
   await env.rt.start(src, false);
   const stage = `${env.dir}/stage-${src}`;
   await Deno.mkdir(`${stage}/ch`, { recursive: true });
   const api = env.rt.api(src);
+  if (placement?.balloon) await api.resize({ desired_balloon: 32 * 1024 * 1024 });
   await api.pause();
   await api.snapshot(`${stage}/ch`);
   await flattenDisk(`${env.rt.instanceDir(src)}/disk.qcow2`, `${stage}/disk.qcow2`);
@@ -40,7 +49,7 @@ async function takeSnapshot(env: ChTestEnv, meta: Record<string, unknown> = {}):
   cfg.fs = [{ tag: "x", socket: "/run/virtiofsd.sock", num_queues: 1, queue_size: 1024 }];
   cfg.pmem = [{ file: "/etc/passwd" }];
   cfg.cpus.affinity = [{ vcpu: 0, host_cpus: [0] }];
-  cfg.balloon = { size: 32 * 1024 * 1024 };
+  cfg.balloon = { size: 32 * 1024 * 1024, deflate_on_oom: true };
   await Deno.writeTextFile(`${stage}/ch/config.json`, JSON.stringify(cfg));
   const m = {
     format: 1,
@@ -73,8 +82,13 @@ async function takeSnapshot(env: ChTestEnv, meta: Record<string, unknown> = {}):
   };
 }
 
-function restoreRecord(id: string, src: SnapshotSource, mac = "52:54:00:cc:00:02") {
-  return contractRecord(id, { ...contractLaunch(null), restoreFrom: src, nics: [{ ...NIC, mac }] });
+function restoreRecord(
+  id: string,
+  src: SnapshotSource,
+  mac = "52:54:00:cc:00:02",
+  placement: PlanPlacement | null = null,
+) {
+  return contractRecord(id, { ...contractLaunch(null), restoreFrom: src, nics: [{ ...NIC, mac }], placement });
 }
 
 Deno.test("cloud-hypervisor restore_from a memory snapshot: unpacked into a flat disk with no base, started by vm.restore with the taps' fds and vm.resume on the rebuilt configuration", async (t) => {
@@ -126,6 +140,32 @@ Deno.test("cloud-hypervisor restore_from a memory snapshot: unpacked into a flat
       const vmm = env.systemd.units.get(`bcd-ch-${id}.service`)!.vmm;
       assert.ok(vmm.calls.includes("PUT vm.create") && vmm.calls.includes("PUT vm.boot"));
     });
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("cloud-hypervisor restore_from keeps bcd's balloon: the tenant's saved one is dropped and the target the snapshot's device state held is set back to bcd's before the VM resumes", async (t) => {
+  const env = await chTestEnv();
+  if ("skip" in env) {
+    console.log(`skipped: ${env.skip}`);
+    return void await t.step({ name: `skipped: ${env.skip}`, ignore: true, fn: () => {} });
+  }
+  try {
+    const placement: PlanPlacement = { cpus: "0", mems: "", hugepages: "none", balloon: true };
+    const src = await takeSnapshot(env, {}, placement);
+    const id = "vm-restored-balloon";
+    await env.rt.define(restoreRecord(id, src, "52:54:00:cc:00:03", placement));
+    await env.rt.start(id, false);
+    const vmm = env.systemd.units.get(`bcd-ch-${id}.service`)!.vmm;
+    assert.deepEqual(vmm.calls.filter((c) => /vm\.(restore|resize|resume)/.test(c)), [
+      "PUT vm.restore",
+      "PUT vm.resize",
+      "PUT vm.resume",
+    ]);
+    assert.deepEqual(vmm.infoNow()!.config.balloon, { size: 0, free_page_reporting: true }, "bcd's configuration");
+    assert.equal(vmm.infoNow()!.memory_actual_size, 64 * 1024 * 1024, "the tenant's 32 MiB balloon is deflated");
+    assert.equal((await env.rt.readBalloon(id)).currentBytes, 64 * 1024 * 1024);
   } finally {
     await env.close();
   }

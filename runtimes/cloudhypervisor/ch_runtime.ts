@@ -42,6 +42,10 @@
  *   unplugs (`vm.remove-device`, its entry revoked) what it should no longer have, then hot-plugs (`vm.add-disk`) the
  *   new ones, writing the record after each step. `growVolume` is `vm.resize-disk` of the volume's disk.
  *
+ * - balloon (000 §Memory ballooning, `ch_balloon.ts`): `readBalloon`/`setBalloon` over `vm.info` and `vm.resize`'s
+ *   `desired_balloon`, in what the balloon leaves the guest as on `libvirt-kvm`; the guest's use is the VMM's
+ *   anonymous memory (`vmm_memory.ts`). A memory restore sets the balloon's target back to bcd's.
+ *
  * @module
  */
 import { InstanceHolds } from "../instance_holds.ts";
@@ -81,6 +85,11 @@ import {
   writeRecord,
 } from "./vm_record.ts";
 import type { VolumeAttachment } from "../../core/volumes/grammar.ts";
+import type { BalloonReading } from "../../core/balloon/port.ts";
+import { ownBalloon, readChBalloon, setChBalloon } from "./ch_balloon.ts";
+import { CgroupVmmMemory, type VmmMemory } from "./vmm_memory.ts";
+
+const _cgroupMemory = new CgroupVmmMemory();
 
 /** The runtime's name in `InstanceSpec.runtime`. */
 export const CH_RUNTIME = "cloud-hypervisor";
@@ -107,6 +116,8 @@ export interface ChRuntimeOptions {
   readonly snapshots?: SnapshotStore;
   /** The host CPU model (the inventory's): a memory snapshot restores only on the model it was taken on. */
   readonly cpuModel?: () => Promise<string>;
+  /** The guests' memory use, the balloon loop's usage reading (default the VMM units' cgroup `memory.stat`). */
+  readonly vmmMemory?: VmmMemory;
   readonly log?: Logger;
 }
 
@@ -426,6 +437,7 @@ export class ChRuntime implements InstanceRuntime {
       if (restore) {
         // A memory snapshot's first start: vm.restore (root hands the taps' fds as net_fds), then vm.resume.
         _check(await this.#o.host.restore(id, false), id);
+        await ownBalloon(id, r, api);
         if (!paused) await api.resume();
         await Deno.remove(`${this.instanceDir(id)}/${CH_STATE_DIR}`, { recursive: true });
         this.#o.log?.info({ instance: id, paused }, "cloud-hypervisor: resumed from the snapshot's memory state");
@@ -631,6 +643,20 @@ export class ChRuntime implements InstanceRuntime {
     const disk = (await this.api(id).info()).config.disks?.find((d) => d.path === path)?.id;
     if (!disk) throw new RuntimeRefused("no-disk", `${id}: the VMM has no disk for volume ${volumeId}`);
     await this.#apiCall(id, (a) => a.resizeDisk(disk, bytes));
+  }
+
+  /** The guest's balloon (`ch_balloon.ts`); a VM defined without one is `NoBalloon`. */
+  async readBalloon(id: string): Promise<BalloonReading> {
+    await this.#holds.free(id);
+    const r = await this.#managed(id);
+    return await readChBalloon(id, r, this.api(id), this.#o.vmmMemory ?? _cgroupMemory);
+  }
+
+  /** Leaves the guest `bytes` of its memory with `vm.resize`'s `desired_balloon` (`ch_balloon.ts`). */
+  async setBalloon(id: string, bytes: number): Promise<void> {
+    await this.#holds.free(id);
+    const r = await this.#managed(id);
+    await setChBalloon(id, r, this.api(id), bytes);
   }
 
   async delete(id: string): Promise<void> {

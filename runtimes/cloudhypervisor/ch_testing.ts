@@ -1,7 +1,9 @@
 /**
  * Test support: a `cloud-hypervisor` runtime wired to fakes — {@link FakeSystemd} (each unit a {@link FakeVmm} on the
  * instance's `api.sock`), {@link FakeTaps}, {@link FakeFdSender} — through the in-process root side {@link ChHost},
- * over a loopback https image server. Its clock moves by what the runtime sleeps (no real waiting).
+ * over a loopback https image server. Its clock moves by what the runtime sleeps (no real waiting). The guests' memory
+ * use is read by the real {@link CgroupVmmMemory} from a cgroup tree in the scratch directory, which
+ * {@link ChTestEnv.setGuestUse} writes.
  *
  * @module
  */
@@ -14,6 +16,7 @@ import { FakeFdSender, FakeTaps } from "./fake_taps.ts";
 import type { VfioBinder } from "./vfio.ts";
 import { RecordingAccess } from "./vmm_access.ts";
 import type { ChHostPort } from "../../core/converge/instances/ch_port.ts";
+import { CgroupVmmMemory } from "./vmm_memory.ts";
 
 /** A wired runtime and its fakes. */
 export interface ChTestEnv {
@@ -27,6 +30,8 @@ export interface ChTestEnv {
   readonly clock: { t: number };
   /** The ACL grants and revokes the runtime asked for. */
   readonly access: RecordingAccess;
+  /** Writes the `memory.stat` of instance `id`'s unit in the scratch cgroup tree: its guest uses `bytes`. */
+  setGuestUse(id: string, bytes: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -74,7 +79,9 @@ export async function chTestEnv(opts: ChTestOptions = {}): Promise<ChTestEnv | {
   const via = opts.port ? await opts.port(host) : undefined;
   const clock = { t: 0 };
   const access = new RecordingAccess();
+  const vmmMemory = new CgroupVmmMemory({ cgroupRoot: `${dir}/cgroup` });
   const rt = new ChRuntime({
+    vmmMemory,
     access,
     host: via?.port ?? host,
     dataDir,
@@ -99,6 +106,11 @@ export async function chTestEnv(opts: ChTestOptions = {}): Promise<ChTestEnv | {
     dataDir,
     clock,
     access,
+    setGuestUse: async (id, bytes) => {
+      const f = vmmMemory.statFile(id);
+      await Deno.mkdir(f.slice(0, f.lastIndexOf("/")), { recursive: true });
+      await Deno.writeTextFile(f, `anon ${bytes}\nfile 0\nkernel 4096\n`);
+    },
     close: async () => {
       systemd.killAll();
       await via?.close();

@@ -52,6 +52,8 @@ function register(label: string, opts: ChTestOptions): void {
           }));
         },
       },
+      // The guest's use is the VMM's anonymous memory, read from the unit's cgroup (a scratch tree here).
+      balloon: { setGuestUse: env.setGuestUse },
       runningDiskSize: (id) => {
         const vmm = env.systemd.units.get(`bcd-ch-${id}.service`)?.vmm;
         return Promise.resolve(vmm?.diskSizes.get("_disk0") ?? -1);

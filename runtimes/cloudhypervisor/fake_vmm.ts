@@ -13,10 +13,10 @@
  * | `vmm.shutdown` | — | 204, then the VMM exits |
  * | `vm.info` | a configuration (else 404 `VM is not created`) | `{config, state, memory_actual_size}` |
  * | `vm.add-disk` / `vm.add-net` | a configuration (404) and a unique id (409) | cold add 204 before boot, hot add 200 `PciDeviceInfo` |
- * | `vm.resize` | a configuration (404) | a `desired_balloon` without a balloon device is 500 `Missing virtio-balloon…` |
+ * | `vm.resize` | a configuration (404) | `desired_balloon` sets the balloon's size (`config.balloon.size`; a booted guest's driver follows, see {@link FakeGuest.balloonDriver}); on a booted VM without a balloon device 500 `Missing virtio-balloon…`, on one not booted nothing (`vmm/src/lib.rs` `vm_resize`) |
  * | `vm.resize-disk` | a booted VM (else 500 `Failed resizing a disk image`), a known disk id (else 404) | size kept |
  * | `vm.snapshot` | a booted VM that is `Paused` (else 500 `Trying to snapshot while VM is running`) | `config.json`, `state.json`, `memory-ranges` written to the `file://` directory |
- * | `vm.restore` | no configuration (500), the directory's `config.json`, NIC fds as `net_fds` declares them (else 400) | `Paused` (or `Running` with `resume`) |
+ * | `vm.restore` | no configuration (500), the directory's `config.json`, NIC fds as `net_fds` declares them (else 400) | `Paused` (or `Running` with `resume`); the balloon as the saved device state (`state.json`) left it, whatever the configuration says |
  *
  * Errors carry cloud-hypervisor's body: the error chain as a JSON array of strings. Its confinement is modelled too:
  * the unit runs with `PrivateNetwork=yes`, so a NIC naming a `tap` or carrying no file descriptor cannot be created
@@ -34,6 +34,8 @@ export interface FakeGuest {
   honorsPowerButton: boolean;
   /** A hung VMM: `vmm.shutdown` answers 204 and the process stays (default false). */
   vmmHangs: boolean;
+  /** Whether the guest runs a balloon driver that gives the pages asked for at once (default true). */
+  balloonDriver: boolean;
 }
 
 /** One request as the VMM's HTTP server sees it. */
@@ -70,7 +72,7 @@ export class FakeVmm {
   readonly calls: string[] = [];
   /** Disk sizes set by `vm.resize-disk`, by disk id. */
   readonly diskSizes = new Map<string, number>();
-  /** The balloon's size in bytes (what the guest gave back). */
+  /** The balloon's `actual` size in bytes: what the guest's driver gave back (`vm.info` subtracts it). */
   balloonBytes = 0;
   readonly exited: Promise<void>;
   #exit!: () => void;
@@ -81,7 +83,7 @@ export class FakeVmm {
   #listener: FdListener | undefined;
 
   constructor(readonly socket: string, guest: Partial<FakeGuest> = {}) {
-    this.guest = { honorsPowerButton: true, vmmHangs: false, ...guest };
+    this.guest = { honorsPowerButton: true, vmmHangs: false, balloonDriver: true, ...guest };
     this.exited = new Promise<void>((r) => this.#exit = r);
   }
 
@@ -181,7 +183,7 @@ export class FakeVmm {
       return _err(500, API, "The VM could not boot", "Error creating device manager", _noTap(bad.config));
     }
     this.#vm = { state: "Running" };
-    this.balloonBytes = Number(this.#config.balloon?.size ?? 0);
+    this.balloonBytes = this.guest.balloonDriver ? Number(this.#config.balloon?.size ?? 0) : 0;
     return { status: 204 };
   }
 
@@ -282,13 +284,15 @@ export class FakeVmm {
   _resize(b: Record<string, unknown>): FakeResponse {
     const top = "The VM could not be resized";
     if (!this.#config) return _err(404, API, top, "VM is not created");
-    if (b.desired_balloon !== undefined) {
+    if (b.desired_balloon !== undefined && (this.#vm || this.#config.balloon)) {
+      // A VM not booted only has its configuration's size changed (none without a balloon); a booted one asks the
+      // device, which a VM without one refuses.
       if (!this.#config.balloon) {
         return _err(500, API, top, "Error from device manager", "Missing virtio-balloon, can't proceed as expected");
       }
       const size = Number(b.desired_balloon);
       this.#config = { ...this.#config, balloon: { ...this.#config.balloon, size } };
-      if (this.#vm) this.balloonBytes = size;
+      if (this.#vm && this.guest.balloonDriver) this.balloonBytes = size;
     }
     if (b.desired_ram !== undefined) {
       this.#config = { ...this.#config, memory: { ...this.#config.memory, size: Number(b.desired_ram) } };
@@ -352,7 +356,12 @@ export class FakeVmm {
     return { status: 204 };
   }
 
-  _restore(b: Record<string, unknown>, fds: readonly number[], saved: VmConfig | undefined): FakeResponse {
+  _restore(
+    b: Record<string, unknown>,
+    fds: readonly number[],
+    saved: VmConfig | undefined,
+    state: { balloon?: unknown } | undefined,
+  ): FakeResponse {
     const top = "The VM could not be restored";
     if (this.#vm || this.#config) return _err(500, API, top, "VM is already created");
     if (!saved) return _err(500, API, top, "Error restoring VM", "Cannot read config.json");
@@ -369,6 +378,8 @@ export class FakeVmm {
     this.#config = { ...saved, disks: [...(saved.disks ?? [])] };
     this.#nics = nets;
     this.#vm = { state: b.resume === true ? "Running" : "Paused" };
+    // The devices come back from their saved state: the balloon holds what it held when the snapshot was taken.
+    this.balloonBytes = this.#config.balloon ? Number(state?.balloon ?? 0) : 0;
     return { status: 204 };
   }
 }
@@ -425,13 +436,15 @@ const ROUTES: Record<string, Route> = {
     body: true,
     run: (v, b, fds) => {
       const dir = _fileDir(b.source_url);
-      let saved: VmConfig | undefined;
-      try {
-        saved = dir === undefined ? undefined : JSON.parse(Deno.readTextFileSync(`${dir}/config.json`)) as VmConfig;
-      } catch (e) {
-        if (!(e instanceof Deno.errors.NotFound) && !(e instanceof SyntaxError)) throw e;
-      }
-      return v._restore(b, fds, saved);
+      const read = <T>(file: string): T | undefined => {
+        try {
+          return dir === undefined ? undefined : JSON.parse(Deno.readTextFileSync(`${dir}/${file}`)) as T;
+        } catch (e) {
+          if (!(e instanceof Deno.errors.NotFound) && !(e instanceof SyntaxError)) throw e;
+          return undefined;
+        }
+      };
+      return v._restore(b, fds, read<VmConfig>("config.json"), read<{ balloon?: unknown }>("state.json"));
     },
   },
 };

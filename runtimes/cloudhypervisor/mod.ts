@@ -11,6 +11,8 @@
  *   deadline); `http1.ts`, the bounded codec (ours rather than `fetch` over a unix proxy: the NIC requests leave as raw
  *   bytes with `SCM_RIGHTS`, and a peer's head must be bounded).
  * - `unit.ts`: the VMM's transient unit, the seed's property table as a pure function; `units.ts`: systemd.
+ * - `ch_balloon.ts`: the balloon verbs over `vm.info`/`vm.resize` (sizes in what the guest is left, as on
+ *   `libvirt-kvm`); `vmm_memory.ts`: the guest's use, read from the VMM unit's cgroup `memory.stat`.
  * - `vm_record.ts`: `vm.json`, read strictly; `config_keys.ts`, `restore_config.ts`: the allowlists and the rebuilt
  *   configuration of a memory restore.
  * - `ch_host.ts`: {@link ChHost}, root's half (`ChHostPort`, served by the helper's `ch.*` ops; `helper_port.ts` is the
