@@ -10,6 +10,7 @@ import type { PlanPlacement } from "../../core/converge/instances/domain_plan.ts
 import { makeQcow2, sha256Hex } from "../../fixtures/libvirt/image_server.ts";
 import { contractLaunch, contractRecord } from "../instance_runtime_contract_testing.ts";
 import { type ChTestEnv, chTestEnv } from "./ch_testing.ts";
+import { readRecord, writeRecord } from "./vm_record.ts";
 
 const M = 1024 * 1024;
 const BALLOON: PlanPlacement = { cpus: "0", mems: "", hugepages: "none", balloon: true };
@@ -91,5 +92,22 @@ Deno.test("cloud-hypervisor balloon: what is read is what the guest's driver gav
       await env.setGuestUse("vm-lazy", 70 * M);
       assert.equal((await env.rt.readBalloon("vm-lazy")).usedBytes, 64 * M, "the VMM's own overhead is capped");
     });
+  });
+});
+
+Deno.test("cloud-hypervisor balloon: a VMM running without a balloon device, whatever the record says, answers NoBalloon (its 'Missing virtio-balloon' refusal)", async (t) => {
+  await withEnv(t, async (env) => {
+    await defineOne(env, "vm-odd", null);
+    await env.rt.start("vm-odd", false);
+    // The record now says there is a balloon; the running VMM was created without one.
+    const paths = { instanceDir: env.rt.instanceDir("vm-odd"), volumesDir: `${env.dataDir}/volumes` };
+    const r = (await readRecord("vm-odd", paths))!;
+    await writeRecord({ ...r, placement: BALLOON, config: { ...r.config, balloon: { size: 0 } } }, paths);
+    await assert.rejects(
+      env.rt.setBalloon("vm-odd", 32 * M),
+      (e) => e instanceof NoBalloon && /Missing virtio-balloon/.test(e.message),
+    );
+    await assert.rejects(env.rt.readBalloon("vm-odd"), NoBalloon);
+    assert.equal(vmmOf(env, "vm-odd").infoNow()!.memory_actual_size, 64 * M, "nothing was taken");
   });
 });
