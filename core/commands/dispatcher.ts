@@ -47,20 +47,25 @@ import { type CommandUpdate, terminalUpdate, updateFromEntry, type UpdateSink } 
 import { encodeAny } from "./any_codec.ts";
 import { type Clock, realClock } from "../clock.ts";
 
-/** The journal operations the dispatcher uses (the real {@link Journal}; a test may wrap it). */
-export type CommandJournal = Pick<
-  Journal,
-  | "resolve"
-  | "accept"
-  | "markRunning"
-  | "finish"
-  | "expire"
-  | "cancel"
-  | "reject"
-  | "get"
-  | "ackResults"
-  | "unackedResults"
->;
+/**
+ * The journal operations the dispatcher uses (the real {@link Journal}; a test may wrap it). `expectWrite` is
+ * optional: without it an accept whose checks end outside promise jobs may miss the group commit in progress.
+ */
+export type CommandJournal =
+  & Partial<Pick<Journal, "expectWrite">>
+  & Pick<
+    Journal,
+    | "resolve"
+    | "accept"
+    | "markRunning"
+    | "finish"
+    | "expire"
+    | "cancel"
+    | "reject"
+    | "get"
+    | "ackResults"
+    | "unackedResults"
+  >;
 
 /** What the dispatcher asks the session for. */
 export interface SpecRequester {
@@ -193,7 +198,16 @@ export class Dispatcher {
       case "reexecute":
         break;
     }
-    const verdict = await runAcceptanceChecks(this.#o.acceptance, cmd);
+    // The signature check ends outside promise jobs (off the event loop's thread): the group commit in progress
+    // waits for it, so this command's `accepted` joins it rather than the next one. Released before any wait on
+    // the journal or on the delivery ahead (which may itself wait on the journal).
+    const joining = this.#o.journal.expectWrite?.();
+    let verdict;
+    try {
+      verdict = await runAcceptanceChecks(this.#o.acceptance, cmd);
+    } finally {
+      joining?.();
+    }
     const input: AcceptInput = { kind: body.kind, ...flags };
     if (verdict.verdict === "reject") {
       await prev;
@@ -339,12 +353,17 @@ export class Dispatcher {
     this.#send({ commandId: body.id, kind: body.kind, state: "RUNNING", bootId: this.#o.bootId });
     let outcome: OutcomeInput;
     try {
+      const log = this.#log;
+      let child: Logger | undefined;
       const res = await handler.run({
         command: body,
         signal: flight.abort.signal,
         stopping: this.#stopping.signal,
         bootId: this.#o.bootId,
-        logger: this.#log.child({ command_id: body.id, kind: body.kind, lane: spec.lane }),
+        // Made when the handler first logs: most handlers never do, and a pino child per command is not free.
+        get logger(): Logger {
+          return child ??= log.child({ command_id: body.id, kind: body.kind, lane: spec.lane });
+        },
       });
       outcome = {
         state: "SUCCEEDED",

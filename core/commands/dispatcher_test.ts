@@ -452,3 +452,64 @@ Deno.test("a self-terminating handler waiting for its own end lets the daemon st
   await journal.close();
   await Deno.remove(dir, { recursive: true });
 });
+
+Deno.test("the journal is told an accepted is coming only while the checks run, released before any journal write, on every verdict", async (t) => {
+  const events: string[] = [];
+  let open = 0;
+  await using b = await openBench({
+    wrapJournal: (j) =>
+      new Proxy(j, {
+        get(target, p) {
+          const v = Reflect.get(target, p);
+          if (p === "expectWrite") {
+            return () => {
+              open++;
+              events.push("expect");
+              const release = (v as () => () => void).call(target);
+              let done = false;
+              return () => {
+                if (!done) open--, events.push("release");
+                done = true;
+                release();
+              };
+            };
+          }
+          if (typeof p === "string" && ["accept", "reject", "cancel", "finish", "expire", "markRunning"].includes(p)) {
+            return (...a: unknown[]) => {
+              // A write waits for a group commit: made while an expectation is held, it would wait for itself.
+              events.push(`${p}(open=${open})`);
+              return (v as (...x: unknown[]) => unknown).apply(target, a);
+            };
+          }
+          return typeof v === "function" ? v.bind(target) : v;
+        },
+      }),
+  });
+  const run = async (cmd: Awaited<ReturnType<typeof b.command>>) => {
+    events.length = 0;
+    await b.dispatcher.deliver(cmd);
+    await b.dispatcher.settled();
+    return [...events];
+  };
+  await t.step("admitted: released before its accept", async () => {
+    const cmd = await b.command({ kind: "inventory.refresh" });
+    assert.deepEqual(await run(cmd), ["expect", "release", "accept(open=0)", "finish(open=0)"]);
+    assert.deepEqual(b.trail(cmd.body.id), ["ACKED", "RUNNING", "SUCCEEDED"]);
+  });
+  await t.step("BAD_SIGNATURE: released before its journaled rejection", async () => {
+    const cmd = await b.command({ kind: "inventory.refresh" }, { sign: false });
+    assert.deepEqual(await run(cmd), ["expect", "release", "reject(open=0)"]);
+    assert.deepEqual(b.trail(cmd.body.id), ["REJECTED:BAD_SIGNATURE"]);
+  });
+  await t.step("deferred for a newer spec: released, nothing written", async () => {
+    const cmd = await b.command({ kind: "inventory.refresh", minGeneration: 9 });
+    assert.deepEqual(await run(cmd), ["expect", "release"]);
+    assert.equal(b.dispatcher.phaseOf(cmd.body.id), "deferred");
+  });
+  await t.step("a duplicate of a done command: answered from the journal, no checks, nothing expected", async () => {
+    const first = await b.command({ kind: "inventory.refresh" });
+    await run(first);
+    assert.deepEqual(await run(first), []);
+  });
+  assert.equal(open, 0);
+});

@@ -80,3 +80,30 @@ Deno.test("expire() settles an accepted entry of this process REJECTED/EXPIRED; 
   await refused(j.expire("started", "late"), "running");
   await j.close();
 });
+
+Deno.test("finish() answers exactly the entry a read of the row gives back, for every shape of outcome", async (t) => {
+  await using tmp = await tempDataDir();
+  const j: Journal = await openTest(tmp.dir, testClock(), { incarnation: "now" });
+  const outcomes = [
+    { name: "bare SUCCEEDED", outcome: { state: "SUCCEEDED" } },
+    {
+      name: "SUCCEEDED with a message and a result body",
+      outcome: { state: "SUCCEEDED", message: "ok", body: new Uint8Array([1, 2, 3]) },
+    },
+    { name: "SUCCEEDED with an empty body", outcome: { state: "SUCCEEDED", body: new Uint8Array() } },
+    { name: "FAILED with a code", outcome: { state: "FAILED", code: "internal", message: "boom" } },
+    { name: "FAILED with an empty code and message", outcome: { state: "FAILED", code: "", message: "" } },
+    { name: "CANCELLED", outcome: { state: "CANCELLED", message: "by the operator" } },
+  ] as const;
+  let n = 0;
+  for (const o of outcomes) {
+    await t.step(o.name, async () => {
+      const id = `fin-${n++}`;
+      await j.accept(id, { kind: "diag.dcgm", retrySafe: true, selfTerminating: n % 2 === 0 });
+      if (n % 2 === 0) await j.markRunning(id);
+      const done = await j.finish(id, o.outcome);
+      assert.deepEqual(done, await j.get(id));
+    });
+  }
+  await j.close();
+});

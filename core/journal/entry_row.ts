@@ -80,7 +80,8 @@ export async function writeDone(db: SqlDriver, id: string, result: CommandResult
 
 /**
  * Writes `result` as the terminal state of an entry that `incarnation` holds in flight (accepted or running), and
- * returns the entry as written; null, writing nothing, for any other entry or none.
+ * returns the entry as written; null, writing nothing, for any other entry or none. Only the four columns the call
+ * does not already know come back (the rest of the entry is what this statement wrote).
  */
 export async function writeDoneIf(
   db: SqlDriver,
@@ -90,8 +91,37 @@ export async function writeDoneIf(
   incarnation: string,
 ): Promise<DoneEntry | null> {
   const row = (await db.all(
-    `UPDATE commands SET ${_DONE_SET} WHERE id = ? AND state IN ('accepted', 'running') AND incarnation = ? RETURNING *`,
+    `UPDATE commands SET ${_DONE_SET} WHERE id = ? AND state IN ('accepted', 'running') AND incarnation = ?
+     RETURNING kind, retry_safe, self_terminating, created_at`,
     [..._doneArgs(result, now), id, incarnation],
   ))[0];
-  return row === undefined ? null : entryFromRow(row) as DoneEntry;
+  if (row === undefined) return null;
+  return {
+    id,
+    state: "done",
+    kind: colStr(row, "kind"),
+    retrySafe: colNum(row, "retry_safe") === 1,
+    selfTerminating: colNum(row, "self_terminating") === 1,
+    incarnation,
+    createdAt: colNum(row, "created_at"),
+    updatedAt: now,
+    result: _written(result),
+    resultAcked: false,
+  };
+}
+
+/** `result` as {@link entryFromRow} reads it back after {@link _doneArgs} wrote it (absent fields stay absent). */
+function _written(result: CommandResult): CommandResult {
+  const out: { -readonly [K in keyof CommandResult]: CommandResult[K] } = {
+    state: result.state,
+    bootId: result.bootId,
+  };
+  if (result.code !== undefined) out.code = result.code;
+  if (result.message !== undefined) out.message = result.message;
+  if (result.body !== undefined) out.body = result.body;
+  if (result.rebooted === true) {
+    out.rebooted = true;
+    if (result.previousBootId !== undefined) out.previousBootId = result.previousBootId;
+  }
+  return out;
 }

@@ -200,6 +200,15 @@ export class Journal {
     return this.#queue.submit((db) => fn(db, this.#clock.now()), opts);
   }
 
+  /**
+   * Announces a call that will come after work off the event loop's thread (a signature check): the next group
+   * commit waits for it once (see `write_queue.ts`). Call the returned release, idempotent, once the call is
+   * submitted or will not come, and never wait for a journal call while holding it.
+   */
+  expectWrite(): () => void {
+    return this.#queue.expect();
+  }
+
   /** The error that stopped the journal (fail-stop), or null. */
   get stopped(): JournalStopped | null {
     return this.#queue.stopped;

@@ -15,6 +15,13 @@
  * turns before it commits, so those calls join it rather than wait a whole commit and sync for the one after. Promise
  * jobs only: no timer, so a lone caller loses nothing.
  *
+ * A caller whose next call comes after work the event loop finishes outside promise jobs (a signature check run off
+ * the event loop's thread) says so with {@link WriteQueue.expect} before that work and releases it once its call is
+ * submitted or will not come: when the open transaction could commit, it waits for the callers expected at that
+ * moment (only those: one expected later never delays it, so a stream of deliveries cannot starve the commit), then
+ * gives them the same promise-job turns. An expected caller must release without waiting for any operation of the
+ * queue, or the commit it holds would wait for itself.
+ *
  * {@link WriteQueue.read} runs a read-only look-up at once, between two operations (never inside one), for callers that act on
  * what it sees only where what they see needs no durability (`Journal.resolve`): it may see operations that ran in
  * the open transaction and are not durable yet.
@@ -86,8 +93,14 @@ export class WriteQueue {
   #running = false;
   /** Whether a committed group's sync is in flight. */
   #syncing = false;
-  /** Promise-job turns left before the open transaction may commit (the callers of the last group catch up). */
-  #holdCommit = false;
+  /** Continuation holds in progress: while one runs, the open transaction does not commit (callers catch up). */
+  #holds = 0;
+  /** Callers announced by {@link expect} and not released yet. */
+  readonly #expected = new Set<object>();
+  /** The expected callers the open transaction waits for before it commits (a snapshot), or null. */
+  #awaited: Set<object> | null = null;
+  /** Whether the open transaction already waited for expected callers (it waits once, then commits). */
+  #waited = false;
   /** Whether an operation is between its SAVEPOINT and its RELEASE: reads wait for the end of it. */
   #inOp = false;
   #stopped: JournalStopped | null = null;
@@ -170,7 +183,13 @@ export class WriteQueue {
           }
           continue;
         }
-        if (this.#syncing || this.#holdCommit || this.#ran.length === 0) break;
+        if (this.#syncing || this.#holds > 0 || this.#ran.length === 0 || this.#awaited !== null) break;
+        if (!this.#waited && this.#expected.size > 0) {
+          // Wait once for the callers expected now; their releases re-arm the continuation turns and kick.
+          this.#waited = true;
+          this.#awaited = new Set(this.#expected);
+          break;
+        }
         await this.#commit();
       }
     } catch (e) {
@@ -212,6 +231,7 @@ export class WriteQueue {
   async #commit(): Promise<void> {
     await this.#db.exec("COMMIT");
     this.#txOpen = false;
+    this.#waited = false;
     const sync = await this.#commitSync();
     // Only the executor adds to #ran, and it is here: the group is exactly what this COMMIT committed. A failed COMMIT
     // or commitSync leaves it in #ran, rejected with the rest.
@@ -239,15 +259,36 @@ export class WriteQueue {
     this.stats.commits++;
     this.stats.ops += group.length;
     this.stats.maxGroup = Math.max(this.stats.maxGroup, group.length);
-    this.#holdCommit = true;
+    this.#holds++;
     for (const r of group) {
       if (r.ok) r.p.resolve(r.value);
       else r.p.reject(r.value);
     }
     // Let the callers just answered submit their next calls (they run at once) before the open transaction commits.
+    await this.#continuation();
+  }
+
+  /** Holds the commit for {@link _CONTINUATION_TURNS} promise-job turns (`#holds` already counts it), then kicks. */
+  async #continuation(): Promise<void> {
     for (let i = 0; i < _CONTINUATION_TURNS; i++) await null;
-    this.#holdCommit = false;
+    this.#holds--;
     if (this.#ran.length > 0 || this.#pending.length > 0) this.#kick();
+  }
+
+  /**
+   * Announces a caller that will submit a call after work outside promise jobs (see the module doc); returns its
+   * release, idempotent, to call once the call is submitted or will not come, without waiting for the queue first.
+   */
+  expect(): () => void {
+    const token = {};
+    this.#expected.add(token);
+    return () => {
+      if (!this.#expected.delete(token)) return;
+      if (this.#awaited?.delete(token) !== true || this.#awaited.size > 0) return;
+      this.#awaited = null;
+      this.#holds++;
+      void this.#continuation();
+    };
   }
 
   /**

@@ -189,3 +189,73 @@ Deno.test("a oneWrite operation runs without a savepoint; its refusal rejects on
   await other;
   assert.deepEqual(db.log, ["BEGIN IMMEDIATE", "INSERT one", "SAVEPOINT op", "INSERT other", "RELEASE op", "COMMIT"]);
 });
+
+Deno.test("a caller expected while a group syncs joins the next group even when its call comes after a macrotask", async () => {
+  const db = recorder();
+  const syncs = heldSyncs();
+  const q = new WriteQueue(db, () => {}, syncs.sync);
+  const first = q.submit((d) => d.run("INSERT a"));
+  await until(() => syncs.started === 1);
+  const waiting = q.submit((d) => d.run("INSERT b"));
+  // A delivery whose signature check runs off the event loop: announced now, its call comes after timers fired.
+  const release = q.expect();
+  syncs.release();
+  await first;
+  await tick();
+  await tick();
+  assert.equal(syncs.started, 1, "b's transaction waits for the expected caller instead of committing alone");
+  const late = q.submit((d) => d.run("INSERT c"));
+  release();
+  await until(() => syncs.started === 2);
+  syncs.release();
+  await Promise.all([waiting, late]);
+  assert.equal(q.stats.commits, 2, "b and c shared the second commit");
+  assert.equal(q.stats.maxGroup, 2);
+});
+
+Deno.test("an expected caller that releases without a call, or twice, leaves the commit to go ahead", async () => {
+  const db = recorder();
+  const syncs = heldSyncs();
+  const q = new WriteQueue(db, () => {}, syncs.sync);
+  const first = q.submit((d) => d.run("INSERT a"));
+  await until(() => syncs.started === 1);
+  const waiting = q.submit((d) => d.run("INSERT b"));
+  const release = q.expect();
+  syncs.release();
+  await first;
+  await tick();
+  assert.equal(syncs.started, 1, "held for the expected caller");
+  release(); // its command was refused: no call comes
+  release();
+  await until(() => syncs.started === 2);
+  syncs.release();
+  await waiting;
+  assert.equal(q.stats.commits, 2);
+});
+
+Deno.test("a commit waits once, for the callers expected when it could commit, never for ones expected after", async () => {
+  const db = recorder();
+  const syncs = heldSyncs();
+  const q = new WriteQueue(db, () => {}, syncs.sync);
+  const first = q.submit((d) => d.run("INSERT a"));
+  await until(() => syncs.started === 1);
+  const waiting = q.submit((d) => d.run("INSERT b"));
+  const early = q.expect();
+  syncs.release();
+  await first;
+  await tick();
+  // A stream of deliveries: each announced while the commit waits; none of them may hold it further.
+  const later = q.expect();
+  const c = q.submit((d) => d.run("INSERT c"));
+  early();
+  await until(() => syncs.started === 2);
+  assert.equal(db.log.filter((s) => s === "COMMIT").length, 2, "committed with `later` still expected");
+  syncs.release();
+  await Promise.all([waiting, c]);
+  assert.equal(q.stats.maxGroup, 2, "b and c in the second commit");
+  const d = q.submit((db) => db.run("INSERT d"));
+  later();
+  await until(() => syncs.started === 3);
+  syncs.release();
+  await d;
+});

@@ -1,9 +1,16 @@
 /**
- * Ed25519: strict lengths, verification over the exact bytes given, key ids. Signing and key generation go through
- * WebCrypto; verification through `node:crypto`'s synchronous `verify`, on the calling thread: WebCrypto's `verify`
- * is an async op that Deno runs on its blocking pool, and the hop there and back cost more than the check itself
- * (~40 µs) and, on a loaded host, milliseconds of waiting for a thread on every delivered command (issue 24). The
- * Wycheproof vectors (`wycheproof_test.ts`) pin that the two give the same verdicts.
+ * Ed25519: strict lengths, verification over the exact bytes given, key ids. Signing, key generation and
+ * {@link verifyEd25519} go through WebCrypto, which Deno runs on its blocking pool, off the event loop's thread.
+ *
+ * Why verification runs off the event loop (issue 24): the event loop is the one thread every delivered command's
+ * dispatch, journal statements and group commit share, and a command's Ed25519 check (~45 µs) was its largest single
+ * piece of work there. Measured side by side (one run, 8 commands in flight, `bench:commands`): the event loop's CPU
+ * per settled command fell from ~256 to ~190 µs and the settled rate rose 1.6-1.8x, on a 2-core host shared with other
+ * work. That holds only because the dispatcher tells the journal an `accepted` is on its way while the check runs
+ * (`Journal.expectWrite`): the check ends outside promise jobs, and without that the command's `accepted` missed the
+ * group commit in progress and waited for the next one (the groups split, and the rate fell below the synchronous
+ * check's). {@link verifyEd25519Sync} (`node:crypto`, on the calling thread) stays for callers that cannot await;
+ * the Wycheproof vectors (`wycheproof_test.ts`) pin that the two give the same verdicts.
  *
  * @module
  */
@@ -79,12 +86,37 @@ function _isCryptoError(e: unknown): boolean {
   return typeof code === "string" && code.startsWith("ERR_");
 }
 
-/** {@link verifyEd25519Sync} for callers that await. */
-export function verifyEd25519(publicKey: Uint8Array, signature: Uint8Array, message: Uint8Array): Promise<boolean> {
+/** WebCrypto verification keys by raw key (hex), bounded like {@link _keys}. */
+const _subtleKeys = new Map<string, CryptoKey>();
+
+/**
+ * Verifies `signature` over exactly `message` with the raw public key, off the event loop's thread (WebCrypto; see
+ * the module doc). Resolves false (never rejects for bad input) for a key or signature of the wrong length, a key
+ * that is not a valid point, or a signature that does not verify: the same verdicts as {@link verifyEd25519Sync}.
+ */
+export async function verifyEd25519(
+  publicKey: Uint8Array,
+  signature: Uint8Array,
+  message: Uint8Array,
+): Promise<boolean> {
+  if (publicKey.length !== ED25519_PUBLIC_KEY_BYTES || signature.length !== ED25519_SIGNATURE_BYTES) return false;
+  const id = toHex(publicKey);
+  let key = _subtleKeys.get(id);
+  if (key === undefined) {
+    try {
+      key = await crypto.subtle.importKey("raw", _buf(publicKey), { name: "Ed25519" }, false, ["verify"]);
+    } catch (e) {
+      if (e instanceof DOMException || e instanceof TypeError) return false;
+      throw e;
+    }
+    if (_subtleKeys.size >= _MAX_KEYS) _subtleKeys.delete(_subtleKeys.keys().next().value!);
+    _subtleKeys.set(id, key);
+  }
   try {
-    return Promise.resolve(verifyEd25519Sync(publicKey, signature, message));
+    return await crypto.subtle.verify({ name: "Ed25519" }, key, _view(signature), _view(message));
   } catch (e) {
-    return Promise.reject(e);
+    if (e instanceof DOMException || e instanceof TypeError) return false;
+    throw e;
   }
 }
 
@@ -126,6 +158,11 @@ export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
   let d = 0;
   for (let i = 0; i < a.length; i++) d |= a[i]! ^ b[i]!;
   return d === 0;
+}
+
+/** `b` itself when an ArrayBuffer backs it (WebCrypto copies what it reads), else {@link _buf}'s copy. */
+function _view(b: Uint8Array): Uint8Array<ArrayBuffer> {
+  return b.buffer instanceof ArrayBuffer ? b as Uint8Array<ArrayBuffer> : _buf(b);
 }
 
 /** Copies into a fresh ArrayBuffer-backed view, which WebCrypto's typings require. */

@@ -31,7 +31,8 @@ const data = await load();
 if (data === null) console.warn(`skipping Wycheproof: ${VECTORS.pathname} is absent (copied from ../shared/vectors)`);
 
 Deno.test({
-  name: "verifyEd25519() gives exactly the expected result for all 151 Wycheproof Ed25519 vectors",
+  name:
+    "verifyEd25519() and verifyEd25519Sync() give exactly the expected result for all 151 Wycheproof Ed25519 vectors",
   ignore: data === null,
   fn: async () => {
     const d = data!;
@@ -43,6 +44,8 @@ Deno.test({
         seen++;
         const got = await verifyEd25519(pk, hex(t.sig), hex(t.msg)) ? "valid" : "invalid";
         if (got !== t.result) wrong.push(`tcId ${t.tcId} (${t.comment}): got ${got}, want ${t.result}`);
+        const sync = verifyEd25519Sync(pk, hex(t.sig), hex(t.msg)) ? "valid" : "invalid";
+        if (sync !== t.result) wrong.push(`tcId ${t.tcId} (${t.comment}), sync: got ${sync}, want ${t.result}`);
       }
     }
     assert.equal(seen, 151);
@@ -57,7 +60,7 @@ Deno.test("verifyEd25519() refuses keys and signatures of the wrong length witho
   assert.equal(await verifyEd25519(new Uint8Array(32), new Uint8Array(65), new Uint8Array()), false);
 });
 
-Deno.test("verifyEd25519Sync() answers false, never throws, for a key that is no curve point, and agrees with WebCrypto's verdicts", async () => {
+Deno.test("verifyEd25519() and verifyEd25519Sync() answer false, never throw, for a key that is no curve point, and agree with WebCrypto's verdicts", async () => {
   const kp = await crypto.subtle.generateKey({ name: "Ed25519" }, true, ["sign", "verify"]) as CryptoKeyPair;
   const pk = new Uint8Array(await crypto.subtle.exportKey("raw", kp.publicKey));
   const msg = new TextEncoder().encode("bcd");
@@ -72,9 +75,20 @@ Deno.test("verifyEd25519Sync() answers false, never throws, for a key that is no
   const notAPoint = new Uint8Array(32).fill(0xff);
   for (const [k, s, want] of [[pk, sig, true], [pk, flipped, false], [notAPoint, sig, false]] as const) {
     assert.equal(verifyEd25519Sync(k, s, msg), want);
+    assert.equal(await verifyEd25519(k, s, msg), want);
     assert.equal(await webcrypto(k, s), want);
   }
   // The cached key of a second call gives the same verdicts.
   assert.equal(verifyEd25519Sync(pk, sig, msg), true);
   assert.equal(verifyEd25519Sync(pk, flipped, msg), false);
+  assert.equal(await verifyEd25519(pk, sig, msg), true);
+  assert.equal(await verifyEd25519(pk, flipped, msg), false);
+  assert.equal(await verifyEd25519(notAPoint, sig, msg), false, "a refused key is not cached as a good one");
+  // Views into a larger buffer (as a decoded frame hands them over) are read over their own bytes only.
+  const frame = new Uint8Array(8 + sig.length + 8 + msg.length + 8);
+  frame.set(sig, 8);
+  frame.set(msg, 8 + sig.length + 8);
+  const sigView = frame.subarray(8, 8 + sig.length);
+  const msgView = frame.subarray(8 + sig.length + 8, 8 + sig.length + 8 + msg.length);
+  assert.equal(await verifyEd25519(pk, sigView, msgView), true);
 });
