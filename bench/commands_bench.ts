@@ -20,6 +20,13 @@
  * 3.8 after it: `INSERT … ON CONFLICT DO NOTHING` for accept, `UPDATE … RETURNING` for finish, no savepoint for
  * those one-write operations, the backlog read only after it changed).
  *
+ * Then where the time goes and what bounds it (`commands_stages.ts`): the event loop's own CPU per settled command
+ * and its wait for a core (the host's load); each stage's event-loop CPU measured alone in the same run; and the
+ * bound the disk sets: with 8 in flight and two durable writes per command at most 4 commands settle per WAL sync,
+ * so the settled rate cannot pass 4 × (raw fsync ÷ WAL group sync) times the serial fsync rate, whatever the CPU.
+ * Runs under `--allow-all` because Deno reads `/proc/thread-self/schedstat` (the event loop's CPU in ns) only then;
+ * without it the figure falls back to the kernel's 10 ms tick.
+ *
  * @module
  */
 import process from "node:process";
@@ -31,12 +38,18 @@ import { incomingFromWire } from "../core/commands/wire.ts";
 import { Dispatcher } from "../core/commands/dispatcher.ts";
 import { HandlerRegistry } from "../core/commands/handlers.ts";
 import type { CommandUpdate } from "../core/commands/results.ts";
+import { sqlFloor, stageCosts, threadClock } from "./commands_stages.ts";
+import type { AcceptanceContext } from "../core/commands/acceptance.ts";
 
 const DIR = Deno.env.get("BCD_BENCH_DIR") ?? "/var/tmp";
 const ROUNDS = Number(Deno.env.get("BCD_BENCH_ROUNDS") ?? 7);
 const PER_ROUND = Number(Deno.env.get("BCD_BENCH_COMMANDS") ?? 160);
 const IN_FLIGHT = 8;
 const FSYNC_SAMPLES = 60;
+/** Groups of the SQL floor per round (4 settled commands each). */
+const FLOOR_GROUPS = 100;
+/** Commands of the stage measurements. */
+const STAGE_COMMANDS = Number(Deno.env.get("BCD_BENCH_STAGE_COMMANDS") ?? 800);
 
 function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -82,6 +95,14 @@ interface Round {
   rate: number;
   /** Process CPU (user + system, every thread) per settled command, µs: what a loaded host's scheduler must find. */
   cpuUs: number;
+  /** The event loop's CPU per settled command, µs. */
+  loopUs: number;
+  /** The event loop's wait for a core per settled command, µs: the host's load (NaN where the kernel does not say). */
+  waitUs: number;
+  /** The SQL floor's settled rate over this round's serial fsync rate. */
+  floor: number;
+  /** The floor's WAL sync p50 over this round's raw fsync p50. */
+  floorSync: number;
 }
 
 async function main(): Promise<void> {
@@ -109,6 +130,16 @@ async function main(): Promise<void> {
     const acked = new Map<string, number>();
     const waiters = new Map<string, () => void>();
     const registry = new HandlerRegistry().register({ kind: "inventory.refresh", run: () => Promise.resolve({}) });
+    const acceptance: AcceptanceContext = {
+      nodeId: "bench-node",
+      role: "node",
+      handlers: registry,
+      upgradeOnly: () => false,
+      appliedGeneration: () => 0,
+      serverNow: () => Date.now(),
+      trustBundle: () => pki.bundle,
+      unbatchedPerHour: () => 0,
+    };
     const d = new Dispatcher({
       journal,
       bootId: "bench-boot",
@@ -119,16 +150,7 @@ async function main(): Promise<void> {
         },
       },
       specs: { requestSpec: () => {} },
-      acceptance: {
-        nodeId: "bench-node",
-        role: "node",
-        handlers: registry,
-        upgradeOnly: () => false,
-        appliedGeneration: () => 0,
-        serverNow: () => Date.now(),
-        trustBundle: () => pki.bundle,
-        unbatchedPerHour: () => 0,
-      },
+      acceptance,
     });
     let n = 0;
     /** A signed wire Command, as the gateway sends it. */
@@ -172,12 +194,16 @@ async function main(): Promise<void> {
       };
       const t0 = performance.now();
       const cpu0 = process.cpuUsage();
+      const loop0 = threadClock();
       const s0 = statements;
       await Promise.all(Array.from({ length: IN_FLIGHT }, client));
+      const loop1 = threadClock();
       const cpu = process.cpuUsage(cpu0);
       roundStatements += statements - s0;
       settledCommands += latencies.length;
       const seconds = (performance.now() - t0) / 1000;
+      const fsyncP50 = pct(fsyncs, 50);
+      const floor = await sqlFloor(dir, FLOOR_GROUPS, round);
       rounds.push({
         fsyncP50: pct(fsyncs, 50),
         fsyncP99: pct(fsyncs, 99),
@@ -186,9 +212,16 @@ async function main(): Promise<void> {
         ackedP99: pct(latencies, 99),
         rate: latencies.length / seconds,
         cpuUs: (cpu.user + cpu.system) / latencies.length,
+        loopUs: (loop1.cpu - loop0.cpu) / latencies.length,
+        waitUs: (loop1.wait - loop0.wait) / latencies.length,
+        floor: floor.rate * fsyncP50 / 1000,
+        floorSync: floor.syncP50 / fsyncP50,
       });
     }
     const stats = { ...journal.stats };
+    const stageFrames: Uint8Array[] = [];
+    for (let i = 0; i < STAGE_COMMANDS; i++) stageFrames.push(await make());
+    const stages = await stageCosts(dir, pki, acceptance, stageFrames);
     await d.stop();
     await journal.close();
     await alone.close();
@@ -218,6 +251,24 @@ async function main(): Promise<void> {
         `${r(med((x) => x.rate * x.fsyncP50 / 1000))}x the serial fsync rate (${fsyncRate.toFixed(0)}/s; goal ≥ 3x)`,
     );
     console.log(`CPU per settled command (user + system, all threads): ${med((x) => x.cpuUs).toFixed(0)} µs`);
+    console.log(
+      `event-loop CPU per settled command: ${med((x) => x.loopUs).toFixed(0)} µs (what the rate is bound by: one ` +
+        `thread runs every dispatch, statement and commit); its wait for a core: ${
+          med((x) => x.waitUs).toFixed(0)
+        } µs ` +
+        `(the host's load)`,
+    );
+    console.log(`where the event loop's time goes, each stage measured alone (${STAGE_COMMANDS} commands), µs:`);
+    for (const st of stages) {
+      console.log(`  ${st.name.padEnd(52)} ${st.loop.toFixed(0).padStart(5)}  (all threads ${st.all.toFixed(0)})`);
+    }
+    console.log(
+      `bound: 8 in flight with two durable writes each settle at most 4 commands per WAL sync, and a group's WAL ` +
+        `sync is ${r(med((x) => x.floorSync))}x a raw 4 KiB fsync here: at most ` +
+        `${r(med((x) => 4 / x.floorSync))}x the serial fsync rate with no CPU at all; the floor loop (only the SQL, ` +
+        `${FLOOR_GROUPS} groups of 4 INSERT + 4 UPDATE … RETURNING, one COMMIT and one WAL fdatasync each, one after ` +
+        `another) settles ${r(med((x) => x.floor))}x`,
+    );
     console.log(
       `SQL statements per settled command (journal, including its share of BEGIN/COMMIT): ` +
         `${r(roundStatements / settledCommands)}`,

@@ -1,0 +1,282 @@
+/**
+ * The parts of `bench:commands` that say where a command's time goes and what bounds it (issue 24):
+ *
+ * - {@link threadClock}: the event loop's own CPU and run-queue wait (Linux `/proc/thread-self/schedstat`, ns). The
+ *   event loop is the one thread every command's dispatch, journal statements and group commits share, so its CPU
+ *   per settled command is what the settled rate is bound by, and on a shared host the run-queue wait says how long
+ *   it waited for a core it was owed (the host's load, not our work).
+ * - {@link stageCosts}: the event loop's CPU per command of each stage, each measured alone in the same run:
+ *   decoding the wire `Command`, the acceptance checks (with the Ed25519 check, whose work runs off the loop), the
+ *   Ed25519 check by itself both ways, the dispatcher and lanes over a journal that answers at once, and the
+ *   journal alone (accept + finish, 8 in flight, with their group commits and syncs).
+ * - {@link sqlFloor}: the floor of the journal's part: only the statements a settled command needs (its `INSERT`
+ *   and its `UPDATE … RETURNING`), four commands' worth per `COMMIT`, and one fdatasync of the WAL per group, in a
+ *   plain loop on the journal's own schema. Its settled rate over the serial fsync rate of the same round is the
+ *   most the whole path could reach on this disk with 8 commands in flight (two durable writes each, so four
+ *   commands per sync at best).
+ *
+ * @module
+ */
+import process from "node:process";
+import { DatabaseSync } from "node:sqlite";
+import { Journal } from "../core/journal/mod.ts";
+import type { TestPki } from "../core/pki/pki_testing.ts";
+import { verifyEnvelope } from "../core/pki/envelope.ts";
+import { verifyEd25519, verifyEd25519Sync } from "../core/pki/ed25519.ts";
+import { signedMessage } from "../core/pki/purpose.ts";
+import { fromBase64 } from "../core/pki/codec.ts";
+import { bcd, decodeMessage } from "../proto/mod.ts";
+import { incomingFromWire } from "../core/commands/wire.ts";
+import { type AcceptanceContext, runAcceptanceChecks } from "../core/commands/acceptance.ts";
+import { type CommandJournal, Dispatcher } from "../core/commands/dispatcher.ts";
+import { HandlerRegistry } from "../core/commands/handlers.ts";
+import type { CommandUpdate } from "../core/commands/results.ts";
+import type { IncomingCommand } from "../core/commands/command.ts";
+import { EMPTY_TRUST_BUNDLE } from "../core/pki/trust_bundle.ts";
+
+/**
+ * CPU the calling thread ran and time it waited for a core, µs: from `/proc/thread-self/schedstat` (ns; Deno reads
+ * it only under `--allow-all`), else from `process.threadCpuUsage()` (the kernel's tick, 10 ms here; no wait figure).
+ */
+export function threadClock(): { cpu: number; wait: number } {
+  try {
+    const [cpu, wait] = Deno.readTextFileSync("/proc/thread-self/schedstat").trim().split(" ").map(Number);
+    if (cpu !== undefined && wait !== undefined && Number.isFinite(cpu) && Number.isFinite(wait)) {
+      return { cpu: cpu / 1000, wait: wait / 1000 };
+    }
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound || e instanceof Deno.errors.NotCapable)) throw e;
+  }
+  const u = process.threadCpuUsage();
+  return { cpu: u.user + u.system, wait: NaN };
+}
+
+/** Event-loop CPU (and all threads' CPU) of one run of `f`, divided by `per`, µs. */
+async function clocked(per: number, f: () => Promise<unknown>): Promise<{ loop: number; all: number }> {
+  const t0 = threadClock();
+  const c0 = process.cpuUsage();
+  await f();
+  const c = process.cpuUsage(c0);
+  const t1 = threadClock();
+  const all = (c.user + c.system) / per;
+  return { loop: (t1.cpu - t0.cpu) / per, all };
+}
+
+/** Event-loop CPU (and all threads' CPU) per call of `f` over `n` calls after 100 warm-up calls, µs. */
+async function measure(n: number, f: (i: number) => unknown): Promise<{ loop: number; all: number }> {
+  for (let i = 0; i < Math.min(n, 100); i++) await f(i); // warm up: keys imported, code optimised
+  return await clocked(n, async () => {
+    for (let i = 0; i < n; i++) await f(i);
+  });
+}
+
+/** One stage's figure. */
+export interface Stage {
+  readonly name: string;
+  /** Event-loop CPU per command, µs. */
+  readonly loop: number;
+  /** Every thread's CPU per command, µs. */
+  readonly all: number;
+}
+
+/** The stages' costs, measured alone; `frames` are signed wire `Command`s for `ctx`'s node (consumed here). */
+export async function stageCosts(
+  dir: string,
+  pki: TestPki,
+  ctx: AcceptanceContext,
+  frames: readonly Uint8Array[],
+): Promise<Stage[]> {
+  const n = frames.length;
+  const cmds = frames.map((f) => incomingFromWire(decodeMessage(bcd.v1.Command, f)));
+  const sigs = cmds.map((c) => _sig(c));
+  const msgs = cmds.map((c) => signedMessage("command", c.bodyBytes));
+  const key = pki.worker.key.publicKey;
+  const out: Stage[] = [];
+  const add = (name: string, r: { loop: number; all: number }) => out.push({ name, ...r });
+  add(
+    "decode (wire Command -> IncomingCommand)",
+    await measure(n, (i) => incomingFromWire(decodeMessage(bcd.v1.Command, frames[i]!))),
+  );
+  add("acceptance checks (Ed25519 off the loop)", await measure(n, (i) => runAcceptanceChecks(ctx, cmds[i]!)));
+  add(
+    "  of which the signature envelope",
+    await measure(
+      n,
+      (i) =>
+        verifyEnvelope(
+          pki.bundle.commandSigningRoots,
+          "command",
+          cmds[i]!.bodyBytes,
+          cmds[i]!.signature,
+          ctx.serverNow(),
+        ),
+    ),
+  );
+  add("  Ed25519 alone, WebCrypto (off the loop)", await measure(n, (i) => verifyEd25519(key, sigs[i]!, msgs[i]!)));
+  add(
+    "  Ed25519 alone, node:crypto (on the loop)",
+    await measure(n, (i) => verifyEd25519Sync(key, sigs[i]!, msgs[i]!)),
+  );
+  add("dispatcher + lanes (journal answering at once)", await _dispatchOnly(cmds));
+  add("journal: accept + finish, 8 in flight, with syncs", await _journalOnly(dir, n));
+  return out;
+}
+
+function _sig(c: IncomingCommand): Uint8Array {
+  const envelope = JSON.parse(new TextDecoder().decode(c.signature)) as { sig: unknown };
+  return fromBase64("sig", envelope.sig, 64);
+}
+
+/** 8 clients through a dispatcher whose journal answers every call at once, without signature roots. */
+async function _dispatchOnly(cmds: readonly IncomingCommand[]): Promise<{ loop: number; all: number }> {
+  const entry = (id: string) => ({
+    id,
+    kind: "inventory.refresh",
+    retrySafe: true,
+    selfTerminating: false,
+    incarnation: "bench",
+    createdAt: 0,
+    updatedAt: 0,
+  });
+  const journal = {
+    resolve: () => Promise.resolve({ action: "execute" as const }),
+    accept: (id: string) => Promise.resolve({ ...entry(id), state: "accepted" as const }),
+    finish: (id: string, o: { state: "SUCCEEDED" }) =>
+      Promise.resolve({
+        ...entry(id),
+        state: "done" as const,
+        result: { state: o.state, bootId: "bench-boot" },
+        resultAcked: false,
+      }),
+  } as unknown as CommandJournal;
+  const waiters = new Map<string, () => void>();
+  const registry = new HandlerRegistry().register({ kind: "inventory.refresh", run: () => Promise.resolve({}) });
+  const d = new Dispatcher({
+    journal,
+    bootId: "bench-boot",
+    sink: {
+      send(u: CommandUpdate) {
+        if (u.state !== "ACKED" && u.state !== "RUNNING") waiters.get(u.commandId)?.();
+      },
+    },
+    specs: { requestSpec: () => {} },
+    acceptance: {
+      nodeId: cmds[0]!.body.nodeId,
+      role: "node",
+      handlers: registry,
+      upgradeOnly: () => false,
+      appliedGeneration: () => 0,
+      serverNow: () => Date.now(),
+      trustBundle: () => EMPTY_TRUST_BUNDLE,
+      unbatchedPerHour: () => 0,
+    },
+  });
+  // Each id once (the dispatcher keeps ids in flight): the first eighth warms up, the rest is measured.
+  let next = 0;
+  const run = async (end: number) => {
+    const client = async () => {
+      while (next < end) {
+        const cmd = cmds[next++]!;
+        const done = new Promise<void>((res) => waiters.set(cmd.body.id, res));
+        await d.deliver(cmd);
+        await done;
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, client));
+  };
+  const warm = cmds.length >> 3;
+  try {
+    await run(warm);
+    return await clocked(cmds.length - warm, () => run(cmds.length));
+  } finally {
+    await d.stop();
+  }
+}
+
+/** 8 clients each doing accept then finish on a real journal: the journal's share of a command. */
+async function _journalOnly(dir: string, n: number): Promise<{ loop: number; all: number }> {
+  const j = await Journal.open({ dataDir: `${dir}/stage-journal`, bootId: "bench-boot" });
+  let next = 0;
+  const run = async (end: number) => {
+    const client = async () => {
+      while (next < end) {
+        const id = `01STAGE${next++}`;
+        await j.accept(id, { kind: "inventory.refresh", retrySafe: true, selfTerminating: false });
+        await j.finish(id, { state: "SUCCEEDED" });
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, client));
+  };
+  try {
+    await run(n >> 3);
+    return await clocked(n, () => run(n + (n >> 3)));
+  } finally {
+    await j.close();
+  }
+}
+
+/** One round of the SQL floor against the anchor measured right before it. */
+export interface FloorRound {
+  /** Settled commands per second. */
+  readonly rate: number;
+  /** Median fdatasync of the WAL after a group, ms. */
+  readonly syncP50: number;
+}
+
+/**
+ * The SQL floor: `groups` groups of four accepts (`INSERT … ON CONFLICT DO NOTHING`) and the previous group's four
+ * finishes (`UPDATE … RETURNING`), one `COMMIT` and one fdatasync of the WAL each, on a fresh journal's schema.
+ */
+export async function sqlFloor(dir: string, groups: number, round: number): Promise<FloorRound> {
+  const dataDir = `${dir}/floor-${round}`;
+  await (await Journal.open({ dataDir, bootId: "bench-boot" })).close(); // the journal's own schema and pragmas
+  const db = new DatabaseSync(`${dataDir}/journal.db`);
+  try {
+    db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+    const accept = db.prepare(
+      `INSERT INTO commands (id, state, kind, retry_safe, self_terminating, incarnation, boot_id, created_at, updated_at)
+       VALUES (?, 'accepted', 'inventory.refresh', 1, 0, 'floor', NULL, ?, ?) ON CONFLICT (id) DO NOTHING`,
+    );
+    const finish = db.prepare(
+      `UPDATE commands SET state = 'done', boot_id = 'bench-boot', outcome = 'SUCCEEDED', code = NULL, message = NULL,
+         body = NULL, rebooted = 0, previous_boot_id = NULL, result_acked = 0, updated_at = ?
+       WHERE id = ? AND state IN ('accepted', 'running') AND incarnation = 'floor'
+       RETURNING kind, retry_safe, self_terminating, created_at`,
+    );
+    const begin = db.prepare("BEGIN IMMEDIATE");
+    const commit = db.prepare("COMMIT");
+    begin.run();
+    accept.run("warm", 0, 0);
+    commit.run();
+    const wal = await Deno.open(`${dataDir}/journal.db-wal`, { read: true });
+    try {
+      const syncs: number[] = [];
+      let prev: string[] = [];
+      let n = 0;
+      const t0 = performance.now();
+      for (let g = 0; g < groups; g++) {
+        const now = Date.now();
+        const ids: string[] = [];
+        begin.run();
+        for (let i = 0; i < 4; i++) {
+          const id = `01FLOOR${n++}`;
+          accept.run(id, now, now);
+          ids.push(id);
+        }
+        for (const id of prev) finish.all(now, id);
+        commit.run();
+        prev = ids;
+        const s0 = performance.now();
+        await wal.syncData();
+        syncs.push(performance.now() - s0);
+      }
+      const seconds = (performance.now() - t0) / 1000;
+      syncs.sort((a, b) => a - b);
+      return { rate: (groups * 4) / seconds, syncP50: syncs[syncs.length >> 1]! };
+    } finally {
+      wal.close();
+    }
+  } finally {
+    db.close();
+  }
+}
