@@ -38,8 +38,9 @@ import { AGENT_VERSION } from "../core/version.ts";
 import { enforcesQuorum } from "../core/pki/trust_bundle.ts";
 import type { bcd } from "../proto/mod.ts";
 import { TelemetryConverger } from "../core/telemetry/converger.ts";
-import { OtlpTelemetry, PullReader } from "../runtimes/telemetry/otlp.ts";
-import { serveMetrics } from "../runtimes/telemetry/prometheus.ts";
+// The OpenTelemetry SDK loads when the telemetry section or metrics_port needs it, never before the first Hello.
+import { DeferredTelemetry, loadPullReader } from "../runtimes/telemetry/deferred.ts";
+import type { PullReader } from "../runtimes/telemetry/otlp.ts";
 import { telemetrySources } from "./_telemetry.ts";
 import { HelperError } from "../core/helper/mod.ts";
 // The helper's client alone: runtimes/helper/mod.ts also loads its server and host backends (nft, sshd, libvirt).
@@ -343,7 +344,7 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
         const url = (values.gateway as string | undefined) ?? config.gateway.url ?? identity.gatewayUrl;
         if (url) _checkUrl(url, "session");
         const caCerts = config.gateway.caFile ? [await Deno.readTextFile(config.gateway.caFile)] : undefined;
-        const pull = config.telemetry.metricsPort > 0 ? new PullReader() : undefined;
+        const pull = config.telemetry.metricsPort > 0 ? await loadPullReader() : undefined;
         const { agent, journal, close } = await startAgent(w, {
           config,
           dataDir,
@@ -360,7 +361,9 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
           },
           ...(pull ? { pull } : {}),
         });
-        const metrics = pull ? serveMetrics(pull, config.telemetry.metricsPort, log) : undefined;
+        const metrics = pull
+          ? (await import("../runtimes/telemetry/prometheus.ts")).serveMetrics(pull, config.telemetry.metricsPort, log)
+          : undefined;
         const stop = new AbortController();
         const onSignal = () => stop.abort();
         Deno.addSignalListener("SIGTERM", onSignal);
@@ -470,7 +473,7 @@ export async function startAgent(w: RoleWiring, o: AgentStart): Promise<StartedA
     serverNow: async () => Math.max(started?.serverNow() ?? clock.now(), (await journal.meta()).serverTimeMark),
     instances: () => started?.held?.spec.instances?.instances ?? [],
   });
-  const telemetry = new OtlpTelemetry({
+  const telemetry = await DeferredTelemetry.create({
     role: w.role,
     version: AGENT_VERSION,
     nodeId: identity.nodeId,

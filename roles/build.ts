@@ -133,6 +133,8 @@ export async function bundleRole(
   await Deno.mkdir(dir, { recursive: true });
   const js = `${dir}/bcd-${role}.js`;
   const external = NATIVE_PACKAGES[role].flatMap((p) => ["--external", `npm:${p}`]);
+  // Split at dynamic imports: what a role loads only when it needs it (the OpenTelemetry SDK, ...) goes into chunk
+  // files beside the entry, which the runtime neither parses nor links at start (issue 24).
   await _run(DENO, [
     "bundle",
     "--quiet",
@@ -140,14 +142,24 @@ export async function bundleRole(
     "deno",
     "--packages",
     "bundle",
+    "--code-splitting",
     ...external,
-    "-o",
-    js,
+    "--outdir",
+    dir,
     roleEntry(role),
   ]);
-  const text = await Deno.readTextFile(js);
-  const versioned = opts.version === undefined ? text : text.replaceAll("__BCD_VERSION__", opts.version);
-  await Deno.writeTextFile(js, versioned.replaceAll("__BCD_BUILD__", build));
+  // The entry keeps its source name (roles/sim.ts -> sim.js); it is renamed, which only holds while no chunk imports it.
+  const entry = roleEntry(role).replace(/^.*\//, "").replace(/\.ts$/, ".js");
+  await Deno.rename(`${dir}/${entry}`, js);
+  for (const e of await Array.fromAsync(Deno.readDir(dir))) {
+    if (!e.isFile || !e.name.endsWith(".js")) continue;
+    const text = await Deno.readTextFile(`${dir}/${e.name}`);
+    if (text.includes(`"./${entry}"`)) {
+      throw new Error(`${dir}/${e.name} imports the entry ${entry}, renamed bcd-${role}.js`);
+    }
+    const versioned = opts.version === undefined ? text : text.replaceAll("__BCD_VERSION__", opts.version);
+    await Deno.writeTextFile(`${dir}/${e.name}`, versioned.replaceAll("__BCD_BUILD__", build));
+  }
   if (ARG_GRANTS[role].length > 0) {
     await _run(DENO, ["bundle", "--quiet", "--platform", "deno", "-o", `${dir}/launch.js`, LAUNCHER_ENTRY]);
   }

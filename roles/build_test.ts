@@ -58,6 +58,21 @@ Deno.test("`make bundle` produces seven launchers (five roles, the helper and bc
           `${w.name} is bundled beside bcd-${role}.js`,
         );
       }
+      // Split at dynamic imports (issue 24): every chunk a bundled file names is there, and what an agent loads only
+      // on demand (the OpenTelemetry SDK) is not in the file it parses at start.
+      const dir = `${ROOT}dist/bcd-${role}`;
+      for (const e of Deno.readDirSync(dir)) {
+        if (!e.name.endsWith(".js")) continue;
+        const text = Deno.readTextFileSync(`${dir}/${e.name}`);
+        for (const m of text.matchAll(/(?:from|import\()\s*"\.\/([^"]+\.js)"/g)) {
+          assert.ok(Deno.statSync(`${dir}/${m[1]}`).isFile, `${e.name} names ./${m[1]}, which the bundle holds`);
+        }
+      }
+      if (["node", "site", "ramdisk", "sim"].includes(role)) {
+        const entry = Deno.readTextFileSync(`${dir}/bcd-${role}.js`);
+        assert.ok(entry.includes("// core/journal/"), "the entry holds the agent's own code");
+        assert.ok(!entry.includes("@opentelemetry"), "the OpenTelemetry SDK is in a chunk loaded on demand");
+      }
     });
   }
 });

@@ -1,7 +1,8 @@
 /**
  * What an agent loads at start: the static module graph of each agent role's entry leaves out what only the root
- * helper runs (its server and host backends: nft rulesets, sshd files, libvirt XML). Loading them cost the node ~26
- * modules at every start (issue 24).
+ * helper runs (its server and host backends: nft rulesets, sshd files, libvirt XML; ~26 modules), and the
+ * OpenTelemetry SDK (about 500 module files, loaded by `runtimes/telemetry/deferred.ts` when an export or `/metrics`
+ * needs it). Each cost the node time at every start before its first `Hello` (issue 24).
  */
 import assert from "node:assert/strict";
 
@@ -43,5 +44,10 @@ for (const role of ["node", "sim", "site", "ramdisk"]) {
     const graph = await staticGraph(`roles/${role}.ts`);
     assert.ok(graph.includes("runtimes/helper/client.ts") || role === "sim", "the graph was read");
     assert.deepEqual(HELPER_ONLY.filter((m) => graph.includes(m)), []);
+  });
+  Deno.test(`the ${role} role does not load the OpenTelemetry SDK at start`, async () => {
+    const graph = await staticGraph(`roles/${role}.ts`);
+    assert.ok(graph.some((m) => m.startsWith("npm:")), "the graph's npm packages were read");
+    assert.deepEqual(graph.filter((m) => m.includes("@opentelemetry/")), []);
   });
 }

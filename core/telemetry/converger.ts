@@ -21,8 +21,11 @@ import {
 export interface TelemetryPort {
   /** The target in force (`undefined`: not exporting). */
   readonly target: TelemetryTarget | undefined;
-  /** (Re)configures the export; `undefined` stops it. Never waits on the collector. */
-  configure(target: TelemetryTarget | undefined, headers: Readonly<Record<string, string>>): void;
+  /**
+   * (Re)configures the export; `undefined` stops it. Never waits on the collector; it may wait for the exporter's code
+   * to load (`runtimes/telemetry/deferred.ts`).
+   */
+  configure(target: TelemetryTarget | undefined, headers: Readonly<Record<string, string>>): void | Promise<void>;
 }
 
 function _same(a: TelemetryTarget | undefined, b: TelemetryTarget | undefined): boolean {
@@ -85,7 +88,7 @@ export class TelemetryConverger implements SectionConverger<TelemetrySectionValu
         throw e;
       }
     }
-    this.port.configure(want, headers);
+    await this.port.configure(want, headers);
     ctx.log.info({ endpoint: want?.endpoint ?? null, interval_ms: want?.intervalMs }, "telemetry: export configured");
     return { kind: "converged" };
   }
