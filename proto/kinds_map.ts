@@ -16,30 +16,45 @@ import type { Decoded, DecodeOptions, Props } from "./wire.ts";
 
 const v1 = bcd.v1;
 
+/**
+ * A kind's row: its classes read on first use, so importing the map does not define every kind's two message classes
+ * (`lazy_types.ts`: the generated module defines a class when it is first read; issue 24).
+ */
+function _row<P, R>(payload: () => P, result: () => R): { readonly payload: P; readonly result: R } {
+  return {
+    get payload() {
+      return payload();
+    },
+    get result() {
+      return result();
+    },
+  };
+}
+
 /** The kinds table's kinds, each with its payload and result message classes. */
 export const KIND_MESSAGES = {
-  "inventory.refresh": { payload: v1.InventoryRefreshPayload, result: v1.InventoryRefreshResult },
-  "diag.nvml": { payload: v1.DiagNvmlPayload, result: v1.DiagNvmlResult },
-  "gpu.reset": { payload: v1.GpuResetPayload, result: v1.GpuResetResult },
-  "node.reboot": { payload: v1.NodeRebootPayload, result: v1.NodeRebootResult },
-  "bmc.query": { payload: v1.BmcQueryPayload, result: v1.BmcQueryResult },
-  "bmc.boot": { payload: v1.BmcBootPayload, result: v1.BmcBootResult },
-  "bmc.power": { payload: v1.BmcPowerPayload, result: v1.BmcPowerResult },
-  "bmc.firmware": { payload: v1.BmcFirmwarePayload, result: v1.BmcFirmwareResult },
-  "bmc.storage": { payload: v1.BmcStoragePayload, result: v1.BmcStorageResult },
-  "bmc.rotate": { payload: v1.BmcRotatePayload, result: v1.BmcRotateResult },
-  "site.httpProxy": { payload: v1.SiteHttpProxyPayload, result: v1.SiteHttpProxyResult },
-  "boot.prepareRamdisk": { payload: v1.BootPrepareRamdiskPayload, result: v1.BootPrepareRamdiskResult },
-  "boot.cleanUp": { payload: v1.BootCleanUpPayload, result: v1.BootCleanUpResult },
-  "boot.kexec": { payload: v1.BootKexecPayload, result: v1.BootKexecResult },
-  "disk.wipe": { payload: v1.DiskWipePayload, result: v1.DiskWipeResult },
-  "deploy.image": { payload: v1.DeployImagePayload, result: v1.DeployImageResult },
-  "diag.dcgm": { payload: v1.DiagDcgmPayload, result: v1.DiagDcgmResult },
-  "driver.invoke": { payload: v1.DriverInvokePayload, result: v1.DriverInvokeResult },
-  "logs.collect": { payload: v1.LogsCollectPayload, result: v1.LogsCollectResult },
-  "instance.snapshot": { payload: v1.InstanceSnapshotPayload, result: v1.InstanceSnapshotResult },
-  "instance.migrate": { payload: v1.InstanceMigratePayload, result: v1.InstanceMigrateResult },
-  "daemon.upgrade": { payload: v1.DaemonUpgradePayload, result: v1.DaemonUpgradeResult },
+  "inventory.refresh": _row(() => v1.InventoryRefreshPayload, () => v1.InventoryRefreshResult),
+  "diag.nvml": _row(() => v1.DiagNvmlPayload, () => v1.DiagNvmlResult),
+  "gpu.reset": _row(() => v1.GpuResetPayload, () => v1.GpuResetResult),
+  "node.reboot": _row(() => v1.NodeRebootPayload, () => v1.NodeRebootResult),
+  "bmc.query": _row(() => v1.BmcQueryPayload, () => v1.BmcQueryResult),
+  "bmc.boot": _row(() => v1.BmcBootPayload, () => v1.BmcBootResult),
+  "bmc.power": _row(() => v1.BmcPowerPayload, () => v1.BmcPowerResult),
+  "bmc.firmware": _row(() => v1.BmcFirmwarePayload, () => v1.BmcFirmwareResult),
+  "bmc.storage": _row(() => v1.BmcStoragePayload, () => v1.BmcStorageResult),
+  "bmc.rotate": _row(() => v1.BmcRotatePayload, () => v1.BmcRotateResult),
+  "site.httpProxy": _row(() => v1.SiteHttpProxyPayload, () => v1.SiteHttpProxyResult),
+  "boot.prepareRamdisk": _row(() => v1.BootPrepareRamdiskPayload, () => v1.BootPrepareRamdiskResult),
+  "boot.cleanUp": _row(() => v1.BootCleanUpPayload, () => v1.BootCleanUpResult),
+  "boot.kexec": _row(() => v1.BootKexecPayload, () => v1.BootKexecResult),
+  "disk.wipe": _row(() => v1.DiskWipePayload, () => v1.DiskWipeResult),
+  "deploy.image": _row(() => v1.DeployImagePayload, () => v1.DeployImageResult),
+  "diag.dcgm": _row(() => v1.DiagDcgmPayload, () => v1.DiagDcgmResult),
+  "driver.invoke": _row(() => v1.DriverInvokePayload, () => v1.DriverInvokeResult),
+  "logs.collect": _row(() => v1.LogsCollectPayload, () => v1.LogsCollectResult),
+  "instance.snapshot": _row(() => v1.InstanceSnapshotPayload, () => v1.InstanceSnapshotResult),
+  "instance.migrate": _row(() => v1.InstanceMigratePayload, () => v1.InstanceMigrateResult),
+  "daemon.upgrade": _row(() => v1.DaemonUpgradePayload, () => v1.DaemonUpgradeResult),
 } as const;
 
 /** Kinds the seed names outside its kinds table (none left: `daemon.upgrade` has its row, issue 16). */

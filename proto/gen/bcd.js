@@ -6,6 +6,19 @@ import $protobuf from "../protobuf_runtime.ts";
 const $Reader = $protobuf.Reader, $Writer = $protobuf.Writer, $util = $protobuf.util;
 const $Object = $util.global.Object, $undefined = $util.global.undefined, $Error = $util.global.Error, $RangeError = $util.global.RangeError, $TypeError = $util.global.TypeError, $String = $util.global.String, $Number = $util.global.Number, $Array = $util.global.Array, $Boolean = $util.global.Boolean, $parseInt = $util.global.parseInt, $BigInt = $util.global.BigInt, $isFinite = $util.global.isFinite;
 
+const $lazy = (o, k, f) => $Object.defineProperty(o, k, {
+    configurable: true,
+    enumerable: true,
+    get() {
+        const value = f();
+        $Object.defineProperty(o, k, { value, writable: true, enumerable: true, configurable: true });
+        return value;
+    },
+    set(value) {
+        $Object.defineProperty(o, k, { value, writable: true, enumerable: true, configurable: true });
+    },
+});
+
 const $root = $protobuf.roots["default"] || ($protobuf.roots["default"] = {});
 
 export const bcd = $root.bcd = (() => {
@@ -16,7 +29,7 @@ export const bcd = $root.bcd = (() => {
 
         const v1 = {};
 
-        v1.BmcTarget = (function() {
+        $lazy(v1, "BmcTarget", function() {
 
             const BmcTarget = function (properties) {
                 if (properties)
@@ -232,9 +245,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return BmcTarget;
-        })();
+        });
 
-        v1.BmcQueryPayload = (function() {
+        $lazy(v1, "BmcQueryPayload", function() {
 
             const BmcQueryPayload = function (properties) {
                 if (properties)
@@ -358,9 +371,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return BmcQueryPayload;
-        })();
+        });
 
-        v1.BmcQueryResult = (function() {
+        $lazy(v1, "BmcQueryResult", function() {
 
             const BmcQueryResult = function (properties) {
                 this.nic_macs = [];
@@ -639,9 +652,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return BmcQueryResult;
-        })();
+        });
 
-        v1.BmcBootPayload = (function() {
+        $lazy(v1, "BmcBootPayload", function() {
 
             const BmcBootPayload = function (properties) {
                 if (properties)
@@ -874,9 +887,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return BmcBootPayload;
-        })();
+        });
 
-        v1.BmcBootResult = (function() {
+        $lazy(v1, "BmcBootResult", function() {
 
             const BmcBootResult = function (properties) {
                 if (properties)
@@ -1038,9 +1051,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return BmcBootResult;
-        })();
+        });
 
-        v1.BmcPowerPayload = (function() {
+        $lazy(v1, "BmcPowerPayload", function() {
 
             const BmcPowerPayload = function (properties) {
                 if (properties)
@@ -1183,9 +1196,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return BmcPowerPayload;
-        })();
+        });
 
-        v1.BmcPowerResult = (function() {
+        $lazy(v1, "BmcPowerResult", function() {
 
             const BmcPowerResult = function (properties) {
                 if (properties)
@@ -1329,9 +1342,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return BmcPowerResult;
-        })();
+        });
 
-        v1.BmcFirmwarePayload = (function() {
+        $lazy(v1, "BmcFirmwarePayload", function() {
 
             const BmcFirmwarePayload = function (properties) {
                 if (properties)
@@ -1542,18 +1555,18 @@ export const bcd = $root.bcd = (() => {
                 return prefix + "/bcd.v1.BmcFirmwarePayload";
             };
 
-            BmcFirmwarePayload.Transfer = (function() {
+            $lazy(BmcFirmwarePayload, "Transfer", function() {
                 const valuesById = $Object.create(null), values = $Object.create(valuesById);
                 values[valuesById[0] = "TRANSFER_UNSPECIFIED"] = 0;
                 values[valuesById[1] = "SIMPLE_UPDATE"] = 1;
                 values[valuesById[2] = "HTTP_PUSH"] = 2;
                 return values;
-            })();
+            });
 
             return BmcFirmwarePayload;
-        })();
+        });
 
-        v1.BmcFirmwareResult = (function() {
+        $lazy(v1, "BmcFirmwareResult", function() {
 
             const BmcFirmwareResult = function (properties) {
                 if (properties)
@@ -1751,9 +1764,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return BmcFirmwareResult;
-        })();
+        });
 
-        v1.BmcStoragePayload = (function() {
+        $lazy(v1, "BmcStoragePayload", function() {
 
             const BmcStoragePayload = function (properties) {
                 this.drive_ids = [];
@@ -2047,19 +2060,19 @@ export const bcd = $root.bcd = (() => {
                 return prefix + "/bcd.v1.BmcStoragePayload";
             };
 
-            BmcStoragePayload.Operation = (function() {
+            $lazy(BmcStoragePayload, "Operation", function() {
                 const valuesById = $Object.create(null), values = $Object.create(valuesById);
                 values[valuesById[0] = "OPERATION_UNSPECIFIED"] = 0;
                 values[valuesById[1] = "CREATE_VOLUME"] = 1;
                 values[valuesById[2] = "DELETE_VOLUME"] = 2;
                 values[valuesById[3] = "RESET_CONFIGURATION"] = 3;
                 return values;
-            })();
+            });
 
             return BmcStoragePayload;
-        })();
+        });
 
-        v1.BmcStorageResult = (function() {
+        $lazy(v1, "BmcStorageResult", function() {
 
             const BmcStorageResult = function (properties) {
                 this.volume_ids = [];
@@ -2230,9 +2243,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return BmcStorageResult;
-        })();
+        });
 
-        v1.BmcRotatePayload = (function() {
+        $lazy(v1, "BmcRotatePayload", function() {
 
             const BmcRotatePayload = function (properties) {
                 if (properties)
@@ -2393,9 +2406,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return BmcRotatePayload;
-        })();
+        });
 
-        v1.BmcRotateResult = (function() {
+        $lazy(v1, "BmcRotateResult", function() {
 
             const BmcRotateResult = function (properties) {
                 if (properties)
@@ -2557,9 +2570,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return BmcRotateResult;
-        })();
+        });
 
-        v1.Command = (function() {
+        $lazy(v1, "Command", function() {
 
             const Command = function (properties) {
                 if (properties)
@@ -2793,9 +2806,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return Command;
-        })();
+        });
 
-        v1.CommandBody = (function() {
+        $lazy(v1, "CommandBody", function() {
 
             const CommandBody = function (properties) {
                 if (properties)
@@ -3221,9 +3234,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return CommandBody;
-        })();
+        });
 
-        v1.CommandUpdate = (function() {
+        $lazy(v1, "CommandUpdate", function() {
 
             const CommandUpdate = function (properties) {
                 if (properties)
@@ -3531,7 +3544,7 @@ export const bcd = $root.bcd = (() => {
                 return prefix + "/bcd.v1.CommandUpdate";
             };
 
-            CommandUpdate.State = (function() {
+            $lazy(CommandUpdate, "State", function() {
                 const valuesById = $Object.create(null), values = $Object.create(valuesById);
                 values[valuesById[0] = "STATE_UNSPECIFIED"] = 0;
                 values[valuesById[1] = "ACKED"] = 1;
@@ -3541,12 +3554,12 @@ export const bcd = $root.bcd = (() => {
                 values[valuesById[5] = "REJECTED"] = 5;
                 values[valuesById[6] = "CANCELLED"] = 6;
                 return values;
-            })();
+            });
 
             return CommandUpdate;
-        })();
+        });
 
-        v1.Cancel = (function() {
+        $lazy(v1, "Cancel", function() {
 
             const Cancel = function (properties) {
                 if (properties)
@@ -3690,9 +3703,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return Cancel;
-        })();
+        });
 
-        v1.Ack = (function() {
+        $lazy(v1, "Ack", function() {
 
             const Ack = function (properties) {
                 this.command_ids = [];
@@ -3879,9 +3892,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return Ack;
-        })();
+        });
 
-        v1.DesiredState = (function() {
+        $lazy(v1, "DesiredState", function() {
 
             const DesiredState = function (properties) {
                 if (properties)
@@ -4043,9 +4056,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return DesiredState;
-        })();
+        });
 
-        v1.DesiredStateBody = (function() {
+        $lazy(v1, "DesiredStateBody", function() {
 
             const DesiredStateBody = function (properties) {
                 if (properties)
@@ -4304,9 +4317,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return DesiredStateBody;
-        })();
+        });
 
-        v1.SpecRequest = (function() {
+        $lazy(v1, "SpecRequest", function() {
 
             const SpecRequest = function (properties) {
                 if (properties)
@@ -4502,19 +4515,19 @@ export const bcd = $root.bcd = (() => {
                 return prefix + "/bcd.v1.SpecRequest";
             };
 
-            SpecRequest.Reason = (function() {
+            $lazy(SpecRequest, "Reason", function() {
                 const valuesById = $Object.create(null), values = $Object.create(valuesById);
                 values[valuesById[0] = "REASON_UNSPECIFIED"] = 0;
                 values[valuesById[1] = "PATCH_BASE_MISMATCH"] = 1;
                 values[valuesById[2] = "MIN_GENERATION"] = 2;
                 values[valuesById[3] = "NO_SPEC"] = 3;
                 return values;
-            })();
+            });
 
             return SpecRequest;
-        })();
+        });
 
-        v1.NodeSpec = (function() {
+        $lazy(v1, "NodeSpec", function() {
 
             const NodeSpec = function (properties) {
                 if (properties)
@@ -4741,9 +4754,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return NodeSpec;
-        })();
+        });
 
-        v1.HostSection = (function() {
+        $lazy(v1, "HostSection", function() {
 
             const HostSection = function (properties) {
                 this.units = [];
@@ -4879,9 +4892,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return HostSection;
-        })();
+        });
 
-        v1.HostUnit = (function() {
+        $lazy(v1, "HostUnit", function() {
 
             const HostUnit = function (properties) {
                 if (properties)
@@ -5025,9 +5038,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return HostUnit;
-        })();
+        });
 
-        v1.DevicesSection = (function() {
+        $lazy(v1, "DevicesSection", function() {
 
             const DevicesSection = function (properties) {
                 this.assignments = [];
@@ -5163,9 +5176,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return DevicesSection;
-        })();
+        });
 
-        v1.DeviceAssignment = (function() {
+        $lazy(v1, "DeviceAssignment", function() {
 
             const DeviceAssignment = function (properties) {
                 this.devices = [];
@@ -5415,18 +5428,18 @@ export const bcd = $root.bcd = (() => {
                 return prefix + "/bcd.v1.DeviceAssignment";
             };
 
-            DeviceAssignment.Binding = (function() {
+            $lazy(DeviceAssignment, "Binding", function() {
                 const valuesById = $Object.create(null), values = $Object.create(valuesById);
                 values[valuesById[0] = "BINDING_UNSPECIFIED"] = 0;
                 values[valuesById[1] = "BINDING_HOLD"] = 1;
                 values[valuesById[2] = "BINDING_KUBERNETES"] = 2;
                 return values;
-            })();
+            });
 
             return DeviceAssignment;
-        })();
+        });
 
-        v1.Device = (function() {
+        $lazy(v1, "Device", function() {
 
             const Device = function (properties) {
                 if (properties)
@@ -5570,9 +5583,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return Device;
-        })();
+        });
 
-        v1.ResourceLimits = (function() {
+        $lazy(v1, "ResourceLimits", function() {
 
             const ResourceLimits = function (properties) {
                 if (properties)
@@ -5852,9 +5865,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return ResourceLimits;
-        })();
+        });
 
-        v1.InstancesSection = (function() {
+        $lazy(v1, "InstancesSection", function() {
 
             const InstancesSection = function (properties) {
                 this.instances = [];
@@ -6020,9 +6033,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return InstancesSection;
-        })();
+        });
 
-        v1.InstanceSpec = (function() {
+        $lazy(v1, "InstanceSpec", function() {
 
             const InstanceSpec = function (properties) {
                 this.nics = [];
@@ -6555,7 +6568,7 @@ export const bcd = $root.bcd = (() => {
                 return prefix + "/bcd.v1.InstanceSpec";
             };
 
-            InstanceSpec.State = (function() {
+            $lazy(InstanceSpec, "State", function() {
                 const valuesById = $Object.create(null), values = $Object.create(valuesById);
                 values[valuesById[0] = "STATE_UNSPECIFIED"] = 0;
                 values[valuesById[1] = "RUNNING"] = 1;
@@ -6563,20 +6576,20 @@ export const bcd = $root.bcd = (() => {
                 values[valuesById[3] = "STOPPED"] = 3;
                 values[valuesById[4] = "DELETED"] = 4;
                 return values;
-            })();
+            });
 
-            InstanceSpec.NetworkPolicy = (function() {
+            $lazy(InstanceSpec, "NetworkPolicy", function() {
                 const valuesById = $Object.create(null), values = $Object.create(valuesById);
                 values[valuesById[0] = "EGRESS"] = 0;
                 values[valuesById[1] = "PRIVATE"] = 1;
                 values[valuesById[2] = "NONE"] = 2;
                 return values;
-            })();
+            });
 
             return InstanceSpec;
-        })();
+        });
 
-        v1.ImageRef = (function() {
+        $lazy(v1, "ImageRef", function() {
 
             const ImageRef = function (properties) {
                 if (properties)
@@ -6738,9 +6751,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return ImageRef;
-        })();
+        });
 
-        v1.NicSpec = (function() {
+        $lazy(v1, "NicSpec", function() {
 
             const NicSpec = function (properties) {
                 this.ipam_addresses = [];
@@ -6929,9 +6942,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return NicSpec;
-        })();
+        });
 
-        v1.InstanceGpu = (function() {
+        $lazy(v1, "InstanceGpu", function() {
 
             const InstanceGpu = function (properties) {
                 if (properties)
@@ -7075,9 +7088,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return InstanceGpu;
-        })();
+        });
 
-        v1.Placement = (function() {
+        $lazy(v1, "Placement", function() {
 
             const Placement = function (properties) {
                 if (properties)
@@ -7271,18 +7284,18 @@ export const bcd = $root.bcd = (() => {
                 return prefix + "/bcd.v1.Placement";
             };
 
-            Placement.HugePages = (function() {
+            $lazy(Placement, "HugePages", function() {
                 const valuesById = $Object.create(null), values = $Object.create(valuesById);
                 values[valuesById[0] = "HUGE_PAGES_NONE"] = 0;
                 values[valuesById[1] = "HUGE_PAGES_2MI"] = 1;
                 values[valuesById[2] = "HUGE_PAGES_1GI"] = 2;
                 return values;
-            })();
+            });
 
             return Placement;
-        })();
+        });
 
-        v1.VolumeSpec = (function() {
+        $lazy(v1, "VolumeSpec", function() {
 
             const VolumeSpec = function (properties) {
                 if (properties)
@@ -7460,9 +7473,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return VolumeSpec;
-        })();
+        });
 
-        v1.VolumeAttachment = (function() {
+        $lazy(v1, "VolumeAttachment", function() {
 
             const VolumeAttachment = function (properties) {
                 if (properties)
@@ -7606,9 +7619,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return VolumeAttachment;
-        })();
+        });
 
-        v1.SnapshotRef = (function() {
+        $lazy(v1, "SnapshotRef", function() {
 
             const SnapshotRef = function (properties) {
                 if (properties)
@@ -7840,9 +7853,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return SnapshotRef;
-        })();
+        });
 
-        v1.AccessSection = (function() {
+        $lazy(v1, "AccessSection", function() {
 
             const AccessSection = function (properties) {
                 this.ssh_ca_keys = [];
@@ -8064,9 +8077,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return AccessSection;
-        })();
+        });
 
-        v1.TelemetrySection = (function() {
+        $lazy(v1, "TelemetrySection", function() {
 
             const TelemetrySection = function (properties) {
                 this.resource_attributes = {};
@@ -8290,9 +8303,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return TelemetrySection;
-        })();
+        });
 
-        v1.DaemonSection = (function() {
+        $lazy(v1, "DaemonSection", function() {
 
             const DaemonSection = function (properties) {
                 if (properties)
@@ -8481,9 +8494,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return DaemonSection;
-        })();
+        });
 
-        v1.SiteSection = (function() {
+        $lazy(v1, "SiteSection", function() {
 
             const SiteSection = function (properties) {
                 this.boot_leases = [];
@@ -8678,9 +8691,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return SiteSection;
-        })();
+        });
 
-        v1.BootLease = (function() {
+        $lazy(v1, "BootLease", function() {
 
             const BootLease = function (properties) {
                 this.macs = [];
@@ -9012,17 +9025,17 @@ export const bcd = $root.bcd = (() => {
                 return prefix + "/bcd.v1.BootLease";
             };
 
-            BootLease.Mode = (function() {
+            $lazy(BootLease, "Mode", function() {
                 const valuesById = $Object.create(null), values = $Object.create(valuesById);
                 values[valuesById[0] = "LOCAL"] = 0;
                 values[valuesById[1] = "RAMDISK"] = 1;
                 return values;
-            })();
+            });
 
             return BootLease;
-        })();
+        });
 
-        v1.CacheImage = (function() {
+        $lazy(v1, "CacheImage", function() {
 
             const CacheImage = function (properties) {
                 if (properties)
@@ -9184,9 +9197,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return CacheImage;
-        })();
+        });
 
-        v1.ProxyTarget = (function() {
+        $lazy(v1, "ProxyTarget", function() {
 
             const ProxyTarget = function (properties) {
                 this.addresses = [];
@@ -9365,9 +9378,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return ProxyTarget;
-        })();
+        });
 
-        v1.EventBatch = (function() {
+        $lazy(v1, "EventBatch", function() {
 
             const EventBatch = function (properties) {
                 this.events = [];
@@ -9522,9 +9535,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return EventBatch;
-        })();
+        });
 
-        v1.Event = (function() {
+        $lazy(v1, "Event", function() {
 
             const Event = function (properties) {
                 if (properties)
@@ -9821,19 +9834,19 @@ export const bcd = $root.bcd = (() => {
                 return prefix + "/bcd.v1.Event";
             };
 
-            Event.Class = (function() {
+            $lazy(Event, "Class", function() {
                 const valuesById = $Object.create(null), values = $Object.create(valuesById);
                 values[valuesById[0] = "CLASS_UNSPECIFIED"] = 0;
                 values[valuesById[1] = "METRIC"] = 1;
                 values[valuesById[2] = "TRANSITION"] = 2;
                 values[valuesById[3] = "RESULT"] = 3;
                 return values;
-            })();
+            });
 
             return Event;
-        })();
+        });
 
-        v1.AttestedReport = (function() {
+        $lazy(v1, "AttestedReport", function() {
 
             const AttestedReport = function (properties) {
                 if (properties)
@@ -9995,9 +10008,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return AttestedReport;
-        })();
+        });
 
-        v1.ReportBody = (function() {
+        $lazy(v1, "ReportBody", function() {
 
             const ReportBody = function (properties) {
                 if (properties)
@@ -10224,9 +10237,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return ReportBody;
-        })();
+        });
 
-        v1.AllocationBound = (function() {
+        $lazy(v1, "AllocationBound", function() {
 
             const AllocationBound = function (properties) {
                 this.cdi_devices = [];
@@ -10427,9 +10440,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return AllocationBound;
-        })();
+        });
 
-        v1.AllocationReleased = (function() {
+        $lazy(v1, "AllocationReleased", function() {
 
             const AllocationReleased = function (properties) {
                 if (properties)
@@ -10554,9 +10567,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return AllocationReleased;
-        })();
+        });
 
-        v1.AllocationFailed = (function() {
+        $lazy(v1, "AllocationFailed", function() {
 
             const AllocationFailed = function (properties) {
                 if (properties)
@@ -10718,9 +10731,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return AllocationFailed;
-        })();
+        });
 
-        v1.MetricSample = (function() {
+        $lazy(v1, "MetricSample", function() {
 
             const MetricSample = function (properties) {
                 this.attributes = {};
@@ -10926,9 +10939,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return MetricSample;
-        })();
+        });
 
-        v1.Transition = (function() {
+        $lazy(v1, "Transition", function() {
 
             const Transition = function (properties) {
                 if (properties)
@@ -11126,9 +11139,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return Transition;
-        })();
+        });
 
-        v1.GpuResetPayload = (function() {
+        $lazy(v1, "GpuResetPayload", function() {
 
             const GpuResetPayload = function (properties) {
                 this.gpu_uuids = [];
@@ -11261,9 +11274,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return GpuResetPayload;
-        })();
+        });
 
-        v1.GpuResetResult = (function() {
+        $lazy(v1, "GpuResetResult", function() {
 
             const GpuResetResult = function (properties) {
                 this.gpus = [];
@@ -11399,9 +11412,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return GpuResetResult;
-        })();
+        });
 
-        v1.GpuResetOutcome = (function() {
+        $lazy(v1, "GpuResetOutcome", function() {
 
             const GpuResetOutcome = function (properties) {
                 if (properties)
@@ -11581,9 +11594,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return GpuResetOutcome;
-        })();
+        });
 
-        v1.DiagNvmlPayload = (function() {
+        $lazy(v1, "DiagNvmlPayload", function() {
 
             const DiagNvmlPayload = function (properties) {
                 this.gpu_uuids = [];
@@ -11716,9 +11729,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return DiagNvmlPayload;
-        })();
+        });
 
-        v1.DiagNvmlResult = (function() {
+        $lazy(v1, "DiagNvmlResult", function() {
 
             const DiagNvmlResult = function (properties) {
                 this.gpus = [];
@@ -11854,9 +11867,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return DiagNvmlResult;
-        })();
+        });
 
-        v1.GpuDiagnosis = (function() {
+        $lazy(v1, "GpuDiagnosis", function() {
 
             const GpuDiagnosis = function (properties) {
                 this.problems = [];
@@ -12147,9 +12160,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return GpuDiagnosis;
-        })();
+        });
 
-        v1.DiagDcgmPayload = (function() {
+        $lazy(v1, "DiagDcgmPayload", function() {
 
             const DiagDcgmPayload = function (properties) {
                 this.gpu_uuids = [];
@@ -12301,9 +12314,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return DiagDcgmPayload;
-        })();
+        });
 
-        v1.DiagDcgmResult = (function() {
+        $lazy(v1, "DiagDcgmResult", function() {
 
             const DiagDcgmResult = function (properties) {
                 this.tests = [];
@@ -12477,9 +12490,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return DiagDcgmResult;
-        })();
+        });
 
-        v1.DcgmTestResult = (function() {
+        $lazy(v1, "DcgmTestResult", function() {
 
             const DcgmTestResult = function (properties) {
                 if (properties)
@@ -12659,9 +12672,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return DcgmTestResult;
-        })();
+        });
 
-        v1.InventoryRefreshPayload = (function() {
+        $lazy(v1, "InventoryRefreshPayload", function() {
 
             const InventoryRefreshPayload = function (properties) {
                 if (properties)
@@ -12786,9 +12799,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return InventoryRefreshPayload;
-        })();
+        });
 
-        v1.InventoryRefreshResult = (function() {
+        $lazy(v1, "InventoryRefreshResult", function() {
 
             const InventoryRefreshResult = function (properties) {
                 if (properties)
@@ -12912,9 +12925,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return InventoryRefreshResult;
-        })();
+        });
 
-        v1.Inventory = (function() {
+        $lazy(v1, "Inventory", function() {
 
             const Inventory = function (properties) {
                 this.numa_nodes = [];
@@ -13335,9 +13348,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return Inventory;
-        })();
+        });
 
-        v1.CpuInventory = (function() {
+        $lazy(v1, "CpuInventory", function() {
 
             const CpuInventory = function (properties) {
                 this.flags = [];
@@ -13544,9 +13557,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return CpuInventory;
-        })();
+        });
 
-        v1.NumaNode = (function() {
+        $lazy(v1, "NumaNode", function() {
 
             const NumaNode = function (properties) {
                 if (properties)
@@ -13860,9 +13873,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return NumaNode;
-        })();
+        });
 
-        v1.DiskInfo = (function() {
+        $lazy(v1, "DiskInfo", function() {
 
             const DiskInfo = function (properties) {
                 if (properties)
@@ -14130,9 +14143,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return DiskInfo;
-        })();
+        });
 
-        v1.NicInfo = (function() {
+        $lazy(v1, "NicInfo", function() {
 
             const NicInfo = function (properties) {
                 this.addresses = [];
@@ -14393,9 +14406,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return NicInfo;
-        })();
+        });
 
-        v1.GpuInfo = (function() {
+        $lazy(v1, "GpuInfo", function() {
 
             const GpuInfo = function (properties) {
                 this.mig_instances = [];
@@ -14727,9 +14740,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return GpuInfo;
-        })();
+        });
 
-        v1.MigInstance = (function() {
+        $lazy(v1, "MigInstance", function() {
 
             const MigInstance = function (properties) {
                 if (properties)
@@ -14943,9 +14956,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return MigInstance;
-        })();
+        });
 
-        v1.EccHealth = (function() {
+        $lazy(v1, "EccHealth", function() {
 
             const EccHealth = function (properties) {
                 if (properties)
@@ -15207,9 +15220,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return EccHealth;
-        })();
+        });
 
-        v1.RemapHealth = (function() {
+        $lazy(v1, "RemapHealth", function() {
 
             const RemapHealth = function (properties) {
                 if (properties)
@@ -15421,9 +15434,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return RemapHealth;
-        })();
+        });
 
-        v1.NodeRebootPayload = (function() {
+        $lazy(v1, "NodeRebootPayload", function() {
 
             const NodeRebootPayload = function (properties) {
                 if (properties)
@@ -15548,9 +15561,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return NodeRebootPayload;
-        })();
+        });
 
-        v1.NodeRebootResult = (function() {
+        $lazy(v1, "NodeRebootResult", function() {
 
             const NodeRebootResult = function (properties) {
                 if (properties)
@@ -15694,9 +15707,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return NodeRebootResult;
-        })();
+        });
 
-        v1.LogsCollectPayload = (function() {
+        $lazy(v1, "LogsCollectPayload", function() {
 
             const LogsCollectPayload = function (properties) {
                 this.sources = [];
@@ -15900,9 +15913,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return LogsCollectPayload;
-        })();
+        });
 
-        v1.LogsCollectResult = (function() {
+        $lazy(v1, "LogsCollectResult", function() {
 
             const LogsCollectResult = function (properties) {
                 this.included = [];
@@ -16107,9 +16120,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return LogsCollectResult;
-        })();
+        });
 
-        v1.InstanceSnapshotPayload = (function() {
+        $lazy(v1, "InstanceSnapshotPayload", function() {
 
             const InstanceSnapshotPayload = function (properties) {
                 if (properties)
@@ -16271,9 +16284,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return InstanceSnapshotPayload;
-        })();
+        });
 
-        v1.InstanceSnapshotResult = (function() {
+        $lazy(v1, "InstanceSnapshotResult", function() {
 
             const InstanceSnapshotResult = function (properties) {
                 if (properties)
@@ -16487,9 +16500,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return InstanceSnapshotResult;
-        })();
+        });
 
-        v1.InstanceMigratePayload = (function() {
+        $lazy(v1, "InstanceMigratePayload", function() {
 
             const InstanceMigratePayload = function (properties) {
                 if (properties)
@@ -16651,9 +16664,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return InstanceMigratePayload;
-        })();
+        });
 
-        v1.InstanceMigrateStep = (function() {
+        $lazy(v1, "InstanceMigrateStep", function() {
 
             const InstanceMigrateStep = function (properties) {
                 if (properties)
@@ -16833,9 +16846,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return InstanceMigrateStep;
-        })();
+        });
 
-        v1.InstanceMigrateResult = (function() {
+        $lazy(v1, "InstanceMigrateResult", function() {
 
             const InstanceMigrateResult = function (properties) {
                 this.steps = [];
@@ -17009,9 +17022,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return InstanceMigrateResult;
-        })();
+        });
 
-        v1.DriverInvokePayload = (function() {
+        $lazy(v1, "DriverInvokePayload", function() {
 
             const DriverInvokePayload = function (properties) {
                 if (properties)
@@ -17173,9 +17186,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return DriverInvokePayload;
-        })();
+        });
 
-        v1.DriverInvokeResult = (function() {
+        $lazy(v1, "DriverInvokeResult", function() {
 
             const DriverInvokeResult = function (properties) {
                 if (properties)
@@ -17300,9 +17313,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return DriverInvokeResult;
-        })();
+        });
 
-        v1.DaemonUpgradePayload = (function() {
+        $lazy(v1, "DaemonUpgradePayload", function() {
 
             const DaemonUpgradePayload = function (properties) {
                 if (properties)
@@ -17491,9 +17504,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return DaemonUpgradePayload;
-        })();
+        });
 
-        v1.DaemonUpgradeResult = (function() {
+        $lazy(v1, "DaemonUpgradeResult", function() {
 
             const DaemonUpgradeResult = function (properties) {
                 if (properties)
@@ -17637,9 +17650,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return DaemonUpgradeResult;
-        })();
+        });
 
-        v1.Certificate = (function() {
+        $lazy(v1, "Certificate", function() {
 
             const Certificate = function (properties) {
                 this.purposes = [];
@@ -17950,9 +17963,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return Certificate;
-        })();
+        });
 
-        v1.SignedCertificate = (function() {
+        $lazy(v1, "SignedCertificate", function() {
 
             const SignedCertificate = function (properties) {
                 if (properties)
@@ -18114,9 +18127,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return SignedCertificate;
-        })();
+        });
 
-        v1.PublicKey = (function() {
+        $lazy(v1, "PublicKey", function() {
 
             const PublicKey = function (properties) {
                 if (properties)
@@ -18287,9 +18300,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return PublicKey;
-        })();
+        });
 
-        v1.TrustBundle = (function() {
+        $lazy(v1, "TrustBundle", function() {
 
             const TrustBundle = function (properties) {
                 this.node_ca_roots = [];
@@ -18614,9 +18627,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return TrustBundle;
-        })();
+        });
 
-        v1.SignedTrustBundle = (function() {
+        $lazy(v1, "SignedTrustBundle", function() {
 
             const SignedTrustBundle = function (properties) {
                 if (properties)
@@ -18778,9 +18791,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return SignedTrustBundle;
-        })();
+        });
 
-        v1.NodeFrame = (function() {
+        $lazy(v1, "NodeFrame", function() {
 
             const NodeFrame = function (properties) {
                 if (properties)
@@ -19093,9 +19106,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return NodeFrame;
-        })();
+        });
 
-        v1.GatewayFrame = (function() {
+        $lazy(v1, "GatewayFrame", function() {
 
             const GatewayFrame = function (properties) {
                 if (properties)
@@ -19448,9 +19461,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return GatewayFrame;
-        })();
+        });
 
-        v1.Challenge = (function() {
+        $lazy(v1, "Challenge", function() {
 
             const Challenge = function (properties) {
                 if (properties)
@@ -19620,9 +19633,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return Challenge;
-        })();
+        });
 
-        v1.Hello = (function() {
+        $lazy(v1, "Hello", function() {
 
             const Hello = function (properties) {
                 this.capabilities = [];
@@ -20125,9 +20138,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return Hello;
-        })();
+        });
 
-        v1.Welcome = (function() {
+        $lazy(v1, "Welcome", function() {
 
             const Welcome = function (properties) {
                 if (properties)
@@ -20391,9 +20404,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return Welcome;
-        })();
+        });
 
-        v1.Heartbeat = (function() {
+        $lazy(v1, "Heartbeat", function() {
 
             const Heartbeat = function (properties) {
                 if (properties)
@@ -20552,9 +20565,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return Heartbeat;
-        })();
+        });
 
-        v1.SecretRequest = (function() {
+        $lazy(v1, "SecretRequest", function() {
 
             const SecretRequest = function (properties) {
                 if (properties)
@@ -20770,9 +20783,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return SecretRequest;
-        })();
+        });
 
-        v1.SecretResponse = (function() {
+        $lazy(v1, "SecretResponse", function() {
 
             const SecretResponse = function (properties) {
                 if (properties)
@@ -20979,19 +20992,19 @@ export const bcd = $root.bcd = (() => {
                 return prefix + "/bcd.v1.SecretResponse";
             };
 
-            SecretResponse.Status = (function() {
+            $lazy(SecretResponse, "Status", function() {
                 const valuesById = $Object.create(null), values = $Object.create(valuesById);
                 values[valuesById[0] = "STATUS_UNSPECIFIED"] = 0;
                 values[valuesById[1] = "OK"] = 1;
                 values[valuesById[2] = "REFUSED"] = 2;
                 values[valuesById[3] = "UNAVAILABLE"] = 3;
                 return values;
-            })();
+            });
 
             return SecretResponse;
-        })();
+        });
 
-        v1.SessionClose = (function() {
+        $lazy(v1, "SessionClose", function() {
 
             const SessionClose = function (properties) {
                 if (properties)
@@ -21135,9 +21148,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return SessionClose;
-        })();
+        });
 
-        v1.OpenTunnel = (function() {
+        $lazy(v1, "OpenTunnel", function() {
 
             const OpenTunnel = function (properties) {
                 if (properties)
@@ -21317,9 +21330,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return OpenTunnel;
-        })();
+        });
 
-        v1.TunnelData = (function() {
+        $lazy(v1, "TunnelData", function() {
 
             const TunnelData = function (properties) {
                 if (properties)
@@ -21490,9 +21503,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return TunnelData;
-        })();
+        });
 
-        v1.TunnelClose = (function() {
+        $lazy(v1, "TunnelClose", function() {
 
             const TunnelClose = function (properties) {
                 if (properties)
@@ -21654,9 +21667,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return TunnelClose;
-        })();
+        });
 
-        v1.JoinRequest = (function() {
+        $lazy(v1, "JoinRequest", function() {
 
             const JoinRequest = function (properties) {
                 if (properties)
@@ -21890,9 +21903,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return JoinRequest;
-        })();
+        });
 
-        v1.JoinResponse = (function() {
+        $lazy(v1, "JoinResponse", function() {
 
             const JoinResponse = function (properties) {
                 this.cert_chain = [];
@@ -22083,9 +22096,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return JoinResponse;
-        })();
+        });
 
-        v1.StatusReport = (function() {
+        $lazy(v1, "StatusReport", function() {
 
             const StatusReport = function (properties) {
                 this.sections = [];
@@ -22420,9 +22433,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return StatusReport;
-        })();
+        });
 
-        v1.SectionStatus = (function() {
+        $lazy(v1, "SectionStatus", function() {
 
             const SectionStatus = function (properties) {
                 if (properties)
@@ -22658,7 +22671,7 @@ export const bcd = $root.bcd = (() => {
                 return prefix + "/bcd.v1.SectionStatus";
             };
 
-            SectionStatus.State = (function() {
+            $lazy(SectionStatus, "State", function() {
                 const valuesById = $Object.create(null), values = $Object.create(valuesById);
                 values[valuesById[0] = "STATE_UNSPECIFIED"] = 0;
                 values[valuesById[1] = "CONVERGED"] = 1;
@@ -22666,12 +22679,12 @@ export const bcd = $root.bcd = (() => {
                 values[valuesById[3] = "FAILED"] = 3;
                 values[valuesById[4] = "UNSUPPORTED"] = 4;
                 return values;
-            })();
+            });
 
             return SectionStatus;
-        })();
+        });
 
-        v1.Condition = (function() {
+        $lazy(v1, "Condition", function() {
 
             const Condition = function (properties) {
                 if (properties)
@@ -22903,9 +22916,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return Condition;
-        })();
+        });
 
-        v1.InstanceStatus = (function() {
+        $lazy(v1, "InstanceStatus", function() {
 
             const InstanceStatus = function (properties) {
                 if (properties)
@@ -23267,7 +23280,7 @@ export const bcd = $root.bcd = (() => {
                 return prefix + "/bcd.v1.InstanceStatus";
             };
 
-            InstanceStatus.State = (function() {
+            $lazy(InstanceStatus, "State", function() {
                 const valuesById = $Object.create(null), values = $Object.create(valuesById);
                 values[valuesById[0] = "STATE_UNSPECIFIED"] = 0;
                 values[valuesById[1] = "RUNNING"] = 1;
@@ -23276,12 +23289,12 @@ export const bcd = $root.bcd = (() => {
                 values[valuesById[4] = "ERROR"] = 4;
                 values[valuesById[5] = "PENDING"] = 5;
                 return values;
-            })();
+            });
 
             return InstanceStatus;
-        })();
+        });
 
-        v1.VolumeStorage = (function() {
+        $lazy(v1, "VolumeStorage", function() {
 
             const VolumeStorage = function (properties) {
                 if (properties)
@@ -23559,9 +23572,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return VolumeStorage;
-        })();
+        });
 
-        v1.HostPressure = (function() {
+        $lazy(v1, "HostPressure", function() {
 
             const HostPressure = function (properties) {
                 if (properties)
@@ -23755,9 +23768,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return HostPressure;
-        })();
+        });
 
-        v1.HttpHeader = (function() {
+        $lazy(v1, "HttpHeader", function() {
 
             const HttpHeader = function (properties) {
                 if (properties)
@@ -23901,9 +23914,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return HttpHeader;
-        })();
+        });
 
-        v1.SiteHttpProxyPayload = (function() {
+        $lazy(v1, "SiteHttpProxyPayload", function() {
 
             const SiteHttpProxyPayload = function (properties) {
                 this.headers = [];
@@ -24158,9 +24171,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return SiteHttpProxyPayload;
-        })();
+        });
 
-        v1.SiteHttpProxyResult = (function() {
+        $lazy(v1, "SiteHttpProxyResult", function() {
 
             const SiteHttpProxyResult = function (properties) {
                 this.headers = [];
@@ -24361,9 +24374,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return SiteHttpProxyResult;
-        })();
+        });
 
-        v1.BootPrepareRamdiskPayload = (function() {
+        $lazy(v1, "BootPrepareRamdiskPayload", function() {
 
             const BootPrepareRamdiskPayload = function (properties) {
                 this.macs = [];
@@ -24667,9 +24680,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return BootPrepareRamdiskPayload;
-        })();
+        });
 
-        v1.BootPrepareRamdiskResult = (function() {
+        $lazy(v1, "BootPrepareRamdiskResult", function() {
 
             const BootPrepareRamdiskResult = function (properties) {
                 if (properties)
@@ -24847,9 +24860,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return BootPrepareRamdiskResult;
-        })();
+        });
 
-        v1.BootCleanUpPayload = (function() {
+        $lazy(v1, "BootCleanUpPayload", function() {
 
             const BootCleanUpPayload = function (properties) {
                 if (properties)
@@ -24974,9 +24987,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return BootCleanUpPayload;
-        })();
+        });
 
-        v1.BootCleanUpResult = (function() {
+        $lazy(v1, "BootCleanUpResult", function() {
 
             const BootCleanUpResult = function (properties) {
                 if (properties)
@@ -25101,9 +25114,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return BootCleanUpResult;
-        })();
+        });
 
-        v1.BootKexecPayload = (function() {
+        $lazy(v1, "BootKexecPayload", function() {
 
             const BootKexecPayload = function (properties) {
                 if (properties)
@@ -25319,9 +25332,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return BootKexecPayload;
-        })();
+        });
 
-        v1.BootKexecResult = (function() {
+        $lazy(v1, "BootKexecResult", function() {
 
             const BootKexecResult = function (properties) {
                 if (properties)
@@ -25465,9 +25478,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return BootKexecResult;
-        })();
+        });
 
-        v1.DiskWipePayload = (function() {
+        $lazy(v1, "DiskWipePayload", function() {
 
             const DiskWipePayload = function (properties) {
                 this.devices = [];
@@ -25678,7 +25691,7 @@ export const bcd = $root.bcd = (() => {
                 return prefix + "/bcd.v1.DiskWipePayload";
             };
 
-            DiskWipePayload.Method = (function() {
+            $lazy(DiskWipePayload, "Method", function() {
                 const valuesById = $Object.create(null), values = $Object.create(valuesById);
                 values[valuesById[0] = "METHOD_AUTO"] = 0;
                 values[valuesById[1] = "DISCARD"] = 1;
@@ -25686,12 +25699,12 @@ export const bcd = $root.bcd = (() => {
                 values[valuesById[3] = "SECURE_ERASE"] = 3;
                 values[valuesById[4] = "CRYPTO_ERASE"] = 4;
                 return values;
-            })();
+            });
 
             return DiskWipePayload;
-        })();
+        });
 
-        v1.DiskWipeResult = (function() {
+        $lazy(v1, "DiskWipeResult", function() {
 
             const DiskWipeResult = function (properties) {
                 this.disks = [];
@@ -25827,9 +25840,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return DiskWipeResult;
-        })();
+        });
 
-        v1.DiskWipeOutcome = (function() {
+        $lazy(v1, "DiskWipeOutcome", function() {
 
             const DiskWipeOutcome = function (properties) {
                 if (properties)
@@ -26102,9 +26115,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return DiskWipeOutcome;
-        })();
+        });
 
-        v1.DeployImagePayload = (function() {
+        $lazy(v1, "DeployImagePayload", function() {
 
             const DeployImagePayload = function (properties) {
                 if (properties)
@@ -26319,9 +26332,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return DeployImagePayload;
-        })();
+        });
 
-        v1.ConfigDrive = (function() {
+        $lazy(v1, "ConfigDrive", function() {
 
             const ConfigDrive = function (properties) {
                 if (properties)
@@ -26492,9 +26505,9 @@ export const bcd = $root.bcd = (() => {
             };
 
             return ConfigDrive;
-        })();
+        });
 
-        v1.DeployImageResult = (function() {
+        $lazy(v1, "DeployImageResult", function() {
 
             const DeployImageResult = function (properties) {
                 if (properties)
@@ -26760,7 +26773,7 @@ export const bcd = $root.bcd = (() => {
             };
 
             return DeployImageResult;
-        })();
+        });
 
         return v1;
     })();
@@ -26776,7 +26789,7 @@ export const google = $root.google = (() => {
 
         const protobuf = {};
 
-        protobuf.Any = (function() {
+        $lazy(protobuf, "Any", function() {
 
             const Any = function (properties) {
                 if (properties)
@@ -26929,9 +26942,9 @@ export const google = $root.google = (() => {
             };
 
             return Any;
-        })();
+        });
 
-        protobuf.Timestamp = (function() {
+        $lazy(protobuf, "Timestamp", function() {
 
             const Timestamp = function (properties) {
                 if (properties)
@@ -27091,7 +27104,7 @@ export const google = $root.google = (() => {
             };
 
             return Timestamp;
-        })();
+        });
 
         return protobuf;
     })();
