@@ -194,15 +194,7 @@ async function _instances(
   const rt = new LibvirtRuntime({ host, dataDir: ctx.dataDir, snapshots, cpuModel, log: ctx.log });
   const net = new NodeNetwork(new HelperNft(helper), ctx.log);
   const volumes = new VolumeKeeper(new FileVolumeStore({ dir: volumesDir(ctx.dataDir), log: ctx.log }), ctx.log);
-  // Identity rebind (000 §Identity rebind): libvirt-kvm is the rebinder; a runtime plugin is not.
-  const rebinder = new IdentityRebinder({
-    store: new ReboundFile(ctx.dataDir),
-    secrets: peers.secrets,
-    runtime: (name) => name === rt.name ? rt : undefined,
-    clock: realClock,
-    log: ctx.log,
-    wake: peers.wake,
-  });
+  const rebinder = _rebinder(ctx, peers, [rt, ...(ch ? [ch] : [])]);
   const converger = new InstancesConverger([rt, ...(ch ? [ch] : []), ...plugins], {
     rebinder,
     memory,
@@ -333,7 +325,11 @@ async function _chOnly(
   const removed = [...await cleanStaging(snapshotsDir(ctx.dataDir)), ...await cleanStaging(`${ch.dir}/instances`)];
   if (removed.length > 0) ctx.log.info({ removed }, "instances: snapshot stages a crash left behind removed");
   const net = new NodeNetwork(new HelperNft(helper), ctx.log);
+  const rebinder = _rebinder(ctx, peers, [ch]);
+  const volumes = new VolumeKeeper(new FileVolumeStore({ dir: volumesDir(ctx.dataDir), log: ctx.log }), ctx.log);
   const converger = new InstancesConverger([ch, ...plugins], {
+    rebinder,
+    volumes,
     memory: new HelperHostMemory(helper),
     network: net.rules,
     snapshots,
@@ -348,11 +344,12 @@ async function _chOnly(
   net.start();
   return {
     converger,
-    capabilities: ["instance.placement", ...network],
+    capabilities: ["instance.placement", "instance.volumes", ...network],
     balloons: () => balloons.reclaimed(),
     stop: async () => {
       net.stop();
       await balloons.stop();
+      await rebinder.stop();
     },
   };
 }
@@ -376,6 +373,21 @@ function _balloonLoop(
   });
   loop.start();
   return loop;
+}
+
+/**
+ * Identity rebind (000 §Identity rebind): `libvirt-kvm` and `cloud-hypervisor` are rebinders (their `rebind`); a
+ * runtime plugin is not.
+ */
+function _rebinder(ctx: WiringContext, peers: InstancePeers, runtimes: readonly (LibvirtRuntime | ChRuntime)[]) {
+  return new IdentityRebinder({
+    store: new ReboundFile(ctx.dataDir),
+    secrets: peers.secrets,
+    runtime: (name) => runtimes.find((r) => r.name === name),
+    clock: realClock,
+    log: ctx.log,
+    wake: peers.wake,
+  });
 }
 
 /** The `node` role's subcommands beyond `version` and `help`. */

@@ -3,14 +3,17 @@
  * (`runtimes/libvirt/contract_test.ts` over the fake and the real `virsh`, `runtimes/cloudhypervisor/contract_test.ts`
  * over the fake VMM and fake systemd): a domain is defined from a verified image, moves through its states and is
  * deleted with its directory; one bcd did not make is never touched; a disk grows stopped and running, never
- * shrinks, and never past a rewritten overlay; hostile images fail the instance with the seed's reason; volumes attach
- * by serial; a balloon is set and read in what it leaves the guest, and the balloon loop inflates and deflates it
- * through the runtime. Real qcow2 images made by qemu-img, served over loopback https.
+ * shrinks, and never past a rewritten overlay; hostile images fail the instance with the seed's reason; volumes are
+ * attached by serial, hot-plugged, unplugged once the guest lets go (`detach-pending` until then) and grown live; a
+ * balloon is set and read in what it leaves the guest, and the balloon loop inflates and deflates it through the
+ * runtime; the identity rebind disk is hot-added, answered or not, removed, and its file zeroed and deleted either
+ * way. Real qcow2 images made by qemu-img, served over loopback https.
  *
  * @module
  */
 import assert from "node:assert/strict";
 import {
+  DetachPending,
   type DomainRecord,
   type InstanceRuntime,
   type LaunchSpec,
@@ -25,6 +28,7 @@ import { BalloonLoop } from "../core/balloon/loop.ts";
 import { ScriptedPressure } from "../core/balloon/fake_balloons.ts";
 import { silentLogger } from "../core/log/mod.ts";
 import { FakeClock } from "../fixtures/clock/fake_clock.ts";
+import { rebindImage, rebindNonce } from "../core/rebind/mod.ts";
 
 /** One runtime under test, with the hooks the suite needs to see past it. */
 export interface RuntimeContractEnv {
@@ -66,6 +70,19 @@ export interface RuntimeContractEnv {
   readonly balloon?: {
     readonly noGuestDriver?: string;
     setGuestUse?(id: string, bytes: number): Promise<void>;
+  };
+  /**
+   * The identity rebind row's guest (000 §Identity rebind). `answerNext(id)` makes the guest of running `id` answer the
+   * next rebind disk hot-added to it as the guest half does (the nonce read from the disk's tar, `BCREBOUND <nonce>`
+   * written into its last 4 KiB); `seen()` then says what the hypervisor showed of that disk (its device name or id,
+   * its serial where the hypervisor reports one, its file), `undefined` when none was added. A guest not asked is
+   * silent. `attached(id)` says whether a rebind disk is attached now. Without it the row is skipped with the reason.
+   */
+  readonly rebind?: {
+    /** Why the guest cannot acknowledge the disk's removal here (see `volumes.noUnplugAck`); that check is skipped. */
+    readonly noUnplugAck?: string;
+    answerNext(id: string): { seen(): Promise<{ target: string; serial?: string; path: string } | undefined> };
+    attached(id: string): Promise<boolean>;
   };
   /** Removes whatever is left of `id` (domain, unit, files). */
   cleanup(id: string): Promise<void>;
@@ -407,6 +424,18 @@ export function instanceRuntimeContract(
           await setVolumes(id, [att("va", false), att("vb", true), att("vc", false)]);
           assert.equal((await seen()).length, 3, "the same volumes again is nothing to do");
         });
+        await t.step(
+          "a paused guest cannot acknowledge an unplug: detach-pending (retried, not a failure), and the volume stays recorded",
+          async () => {
+            await rt.pause(id);
+            await assert.rejects(
+              setVolumes(id, [att("va", false), att("vc", false)]),
+              (e) => e instanceof DetachPending && e.reason === "detach-pending" && /volume vb/.test(e.message),
+            );
+            assert.deepEqual((await recorded())?.sort(), ["va", "vb", "vc"], "the one-writer hold stays");
+            await rt.resume(id);
+          },
+        );
         if (vols.noUnplugAck) await _skipped(t, `live unplug: ${vols.noUnplugAck}`);
         else {
           await t.step("a running domain has a volume unplugged once the guest lets it go", async () => {
@@ -578,6 +607,76 @@ export function instanceRuntimeContract(
       } finally {
         await env.cleanup(a);
         await env.cleanup(d);
+        await env.close();
+      }
+    },
+  );
+
+  Deno.test(
+    name(
+      "identity rebind hot-adds the 1 MiB disk as vdz (serial bc-rebind), reads the answer, removes the disk, and zeroes and deletes the file either way",
+    ),
+    async (t) => {
+      const env = await make();
+      if ("skip" in env) return void await _skipped(t, env.skip);
+      if (!env.rebind) {
+        await _skipped(t, `${runtime} (${label}) has no rebind guest for this suite`);
+        return void await env.close();
+      }
+      const { rt, srv, dir } = env;
+      const guest = env.rebind;
+      const rebind = rt.rebind?.bind(rt);
+      const id = `bcd-rb-${crypto.randomUUID().slice(0, 8)}`;
+      const file = () => `${rt.instanceDir(id)}/rebind.raw`;
+      const image = (nonce: string) => rebindImage({ account: "ubuntu", principals: "exec-r1\n" }, nonce);
+      try {
+        assert.ok(rebind, `${runtime} rebinds (rebind)`);
+        const base = await makeQcow2(dir, `${id}.qcow2`, "16M");
+        srv.put(`/${id}.qcow2`, base);
+        await rt.define(
+          contractRecord(
+            id,
+            contractLaunch({ url: `${srv.origin}/${id}.qcow2`, sha256: await sha256Hex(base), format: "qcow2" }),
+          ),
+        );
+        await rt.start(id, false);
+        const removed = async (t2: Deno.TestContext) => {
+          if (guest.noUnplugAck) return void await _skipped(t2, `the disk's removal: ${guest.noUnplugAck}`);
+          await t2.step("the disk is removed", async () => assert.equal(await guest.attached(id), false));
+        };
+        await t.step(
+          "a guest that answers: true; the disk was vdz on the file, and is removed; the file is gone",
+          async (t2) => {
+            const nonce = rebindNonce();
+            const answering = guest.answerNext(id);
+            assert.equal(await rebind(id, image(nonce), nonce), true);
+            const seen = await answering.seen();
+            assert.equal(seen?.target, "vdz", "hot-added as vdz");
+            assert.equal(seen?.path, file());
+            if (seen?.serial !== undefined) assert.equal(seen.serial, "bc-rebind");
+            await removed(t2);
+            await assert.rejects(Deno.stat(file()), Deno.errors.NotFound, "the file is deleted");
+          },
+        );
+        await t.step("a silent guest: false after the wait; the disk removed, the file deleted", async (t2) => {
+          await rt.stop(id);
+          await rt.start(id, false);
+          const nonce = rebindNonce();
+          assert.equal(await rebind(id, image(nonce), nonce), false);
+          await removed(t2);
+          await assert.rejects(Deno.stat(file()), Deno.errors.NotFound);
+        });
+        await t.step("a stopped domain is refused not-running, and the file is deleted", async () => {
+          await rt.stop(id);
+          const nonce = rebindNonce();
+          await assert.rejects(
+            rebind(id, image(nonce), nonce),
+            (e) => e instanceof RuntimeRefused && e.reason === "not-running",
+          );
+          await assert.rejects(Deno.stat(file()), Deno.errors.NotFound);
+        });
+      } finally {
+        await env.cleanup(id);
         await env.close();
       }
     },

@@ -6,6 +6,8 @@
  * - `image.ts`: the 1 MiB image (tar at 0, the last 4 KiB for `BCREBOUND <nonce>`), {@link isRebindAnswer}.
  * - `disk.ts`: one try over a runtime's {@link RebindDisk} ({@link runRebind}): write, hot-add, wait up to 2 minutes,
  *   hot-remove, zero and delete either way.
+ * - `rebind_file.ts`: the disk's file on the host, the same for every runtime ({@link rebindFileDisk}): created new
+ *   with the runtime's mode, the answer block read back, zeroed and deleted.
  * - `rebound_store.ts`: `data_dir/instances-rebound.json` ({@link ReboundFile}).
  * - `guest_half.ts`: the guest's udev rule, unit and script, as the guest agent's documentation prints them.
  *
@@ -34,4 +36,5 @@ export {
   rebindNonce,
 } from "./image.ts";
 export { REBIND_POLL_MS, REBIND_WAIT_MS, type RebindDisk, runRebind, type RunRebindOptions } from "./disk.ts";
+export { readAnswerBlock, rebindFileDisk, type RebindFileHooks, zeroAndDelete } from "./rebind_file.ts";
 export { REBOUND_FILE, ReboundFile, ReboundFileCorrupt, type ReboundStore } from "./rebound_store.ts";

@@ -4,6 +4,8 @@
  *
  * @module
  */
+import { decodeHeader, isZeroBlock } from "../images/tar_header.ts";
+import { REBIND_ANSWER_OFFSET, REBIND_ANSWER_WORD } from "./image.ts";
 
 /** A host key (PEM) and its certificate line, made by the real `ssh-keygen`; `undefined` without it. */
 export async function realHostKey(): Promise<{ hostKey: string; hostCertificate: string } | undefined> {
@@ -33,4 +35,43 @@ export async function realHostKey(): Promise<{ hostKey: string; hostCertificate:
 /** A bundle's JSON bytes. */
 export function bundleBytes(b: Record<string, unknown>): Uint8Array {
   return new TextEncoder().encode(JSON.stringify(b));
+}
+
+/**
+ * Plays the guest half on the rebind disk's file at `path` (what `bc-rebind@.service`'s script does): reads `nonce`
+ * from the tar at its start and writes `BCREBOUND <nonce>` at the start of its last 4 KiB; false when the tar holds no
+ * nonce.
+ */
+export function answerRebindAsGuest(path: string): boolean {
+  const f = Deno.openSync(path, { read: true, write: true });
+  try {
+    const head = new Uint8Array(REBIND_ANSWER_OFFSET);
+    let n = 0;
+    while (n < head.length) {
+      const r = f.readSync(head.subarray(n));
+      if (r === null) break;
+      n += r;
+    }
+    const nonce = _tarMember(head.subarray(0, n), "nonce");
+    if (nonce === undefined) return false;
+    f.seekSync(REBIND_ANSWER_OFFSET, Deno.SeekMode.Start);
+    const line = new TextEncoder().encode(`${REBIND_ANSWER_WORD} ${new TextDecoder().decode(nonce).trim()}\n`);
+    for (let off = 0; off < line.length;) off += f.writeSync(line.subarray(off));
+    return true;
+  } finally {
+    f.close();
+  }
+}
+
+/** Member `name` of the ustar archive `tar` (`tar -xO`), or `undefined`. */
+function _tarMember(tar: Uint8Array, name: string): Uint8Array | undefined {
+  for (let at = 0; at + 512 <= tar.length;) {
+    const block = tar.subarray(at, at + 512);
+    if (isZeroBlock(block)) return undefined;
+    const h = decodeHeader(block);
+    if (h.size < 0) return undefined;
+    if (new TextDecoder().decode(h.name) === name) return tar.subarray(at + 512, at + 512 + h.size);
+    at += 512 + Math.ceil(h.size / 512) * 512;
+  }
+  return undefined;
 }

@@ -40,7 +40,12 @@
  *   hot-plug). For the run the VMM's user gets an ACL entry on each (`r` or `rw`) and search (`x`) on the store's
  *   directory, removed at the stop. `setVolumes` rewrites a stopped instance's record; on a running or paused VM it
  *   unplugs (`vm.remove-device`, its entry revoked) what it should no longer have, then hot-plugs (`vm.add-disk`) the
- *   new ones, writing the record after each step. `growVolume` is `vm.resize-disk` of the volume's disk.
+ *   new ones, writing the record after each step. A removal the VMM accepted but the guest has not ejected yet (still
+ *   in `vm.info`'s `device_tree`, `ch_unplug.ts`) is {@link DetachPending}: the record keeps the volume (so does the
+ *   one-writer hold) and its entry stays, and the next pass asks again. `growVolume` is `vm.resize-disk` of the
+ *   volume's disk.
+ *
+ * - identity rebind (`rebind`, `ch_rebind.ts`): the 1 MiB disk hot-added as `vdz` with serial `bc-rebind`.
  *
  * - balloon (000 §Memory ballooning, `ch_balloon.ts`): `readBalloon`/`setBalloon` over `vm.info` and `vm.resize`'s
  *   `desired_balloon`, in what the balloon leaves the guest as on `libvirt-kvm`; the guest's use is the VMM's
@@ -51,6 +56,7 @@
 import { InstanceHolds } from "../instance_holds.ts";
 import { INSTANCE_ID } from "../../core/converge/instances/domain_plan.ts";
 import {
+  DetachPending,
   type Domain,
   type DomainRecord,
   type DomainState,
@@ -90,6 +96,8 @@ import { ownBalloon, readChBalloon, setChBalloon } from "./ch_balloon.ts";
 import { CgroupVmmMemory, type VmmMemory } from "./vmm_memory.ts";
 
 const _cgroupMemory = new CgroupVmmMemory();
+import { chRebind } from "./ch_rebind.ts";
+import { unplugDevice } from "./ch_unplug.ts";
 
 /** The runtime's name in `InstanceSpec.runtime`. */
 export const CH_RUNTIME = "cloud-hypervisor";
@@ -616,8 +624,19 @@ export class ChRuntime implements InstanceRuntime {
     const same = (a: ChVolume, b: ChVolume) => a.id === b.id && a.serial === b.serial && a.readonly === b.readonly;
     for (const v of r.volumes.filter((v) => !want.some((w) => same(v, w)))) {
       const path = volumePath(this.#volumesDir, v.id);
-      const disk = (await api.info()).config.disks?.find((d) => d.path === path)?.id;
-      if (disk) await this.#apiCall(id, (a) => a.removeDevice(disk));
+      // Its disk's id: the configuration's while it is there, else bcd's own (a removal the guest has not finished).
+      const disk = (await api.info()).config.disks?.find((d) => d.path === path)?.id ?? volumeDiskId(v.id);
+      let out: "released" | "pending";
+      try {
+        out = await unplugDevice(api, disk);
+      } catch (e) {
+        if (e instanceof ChApiError) throw new RuntimeRefused("vmm-refused", `${id}: ${e.message}`, { cause: e });
+        throw e;
+      }
+      if (out === "pending") {
+        // Still open in the guest: the record keeps it (so does the one-writer hold), and its entry stays.
+        throw new DetachPending(`${id}: the guest has not released ${disk} (volume ${v.id}) yet`);
+      }
       r = await this.#writeVolumes(id, r, r.volumes.filter((x) => x !== v));
       if (!r.volumes.some((x) => x.id === v.id)) await this.#access.revokeFile(path, r.uid);
       if (r.volumes.length === 0) await this.#access.revokeFile(this.#volumesDir, r.uid);
@@ -657,6 +676,29 @@ export class ChRuntime implements InstanceRuntime {
     await this.#holds.free(id);
     const r = await this.#managed(id);
     await setChBalloon(id, r, this.api(id), bytes);
+  }
+
+  /**
+   * One identity rebind try (`ch_rebind.ts`): the 1 MiB disk hot-added as `vdz` with serial `bc-rebind` (its file
+   * `rw` to the VMM's user for the try only), the answer awaited, then removed, zeroed and deleted either way.
+   */
+  async rebind(id: string, image: Uint8Array, nonce: string): Promise<boolean> {
+    await this.#holds.free(id);
+    const r = await this.#managed(id);
+    return await chRebind(
+      {
+        id,
+        instanceDir: this.instanceDir(id),
+        uid: r.uid,
+        api: this.api(id),
+        access: this.#access,
+        state: () => this.#state(id),
+        clock: this.#clock,
+        log: this.#o.log,
+      },
+      image,
+      nonce,
+    );
   }
 
   async delete(id: string): Promise<void> {
@@ -729,9 +771,23 @@ function _chVolume(a: VolumeAttachment): ChVolume {
   return { id: a.volumeId, serial: a.serial, readonly: a.readOnly };
 }
 
-/** A volume's disk: `Raw` (never probed), its serial, read-only when attached so. */
+/** A volume's disk: `Raw` (never probed), its serial, read-only when attached so, with id {@link volumeDiskId}. */
 function _volumeDisk(volumesDir: string, v: ChVolume): DiskConfig {
-  return { path: volumePath(volumesDir, v.id), image_type: "Raw", serial: v.serial, readonly: v.readonly };
+  return {
+    id: volumeDiskId(v.id),
+    path: volumePath(volumesDir, v.id),
+    image_type: "Raw",
+    serial: v.serial,
+    readonly: v.readonly,
+  };
+}
+
+/**
+ * The VMM's device id of volume `volumeId`'s disk: `vol-<volume id>`, so that a removal the guest has not finished is
+ * found in the device tree by it after the configuration dropped the disk (never `__`-prefixed, which the VMM refuses).
+ */
+export function volumeDiskId(volumeId: string): string {
+  return `vol-${volumeId}`;
 }
 
 /** `cfg` with the disks of volumes `was` replaced by those of `now`, after the root disk and the seed. */

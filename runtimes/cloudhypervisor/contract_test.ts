@@ -54,6 +54,26 @@ function register(label: string, opts: ChTestOptions): void {
       },
       // The guest's use is the VMM's anonymous memory, read from the unit's cgroup (a scratch tree here).
       balloon: { setGuestUse: env.setGuestUse },
+      rebind: {
+        // The fake VMM's guest answers a rebind disk hot-added to it running (fake_vmm.ts), as the guest half does.
+        answerNext: (id) => {
+          const vmm = env.systemd.units.get(`bcd-ch-${id}.service`)?.vmm;
+          if (vmm) vmm.guest.answersRebind = true;
+          return {
+            seen: () => {
+              if (vmm) vmm.guest.answersRebind = false;
+              const d = vmm?.hotAdded.findLast((d) => d.id === "vdz" || d.serial === "bc-rebind");
+              return Promise.resolve(
+                d ? { target: d.id ?? "", serial: d.serial ?? "", path: d.path ?? "" } : undefined,
+              );
+            },
+          };
+        },
+        attached: async (id) => {
+          const i = await env.rt.api(id).info();
+          return (i.config.disks ?? []).some((d) => d.id === "vdz") || Object.hasOwn(i.device_tree ?? {}, "vdz");
+        },
+      },
       runningDiskSize: (id) => {
         const vmm = env.systemd.units.get(`bcd-ch-${id}.service`)?.vmm;
         return Promise.resolve(vmm?.diskSizes.get("_disk0") ?? -1);

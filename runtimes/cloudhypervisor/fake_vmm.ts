@@ -11,12 +11,21 @@
  * | `vm.shutdown` | a booted VM (else 500 `VM is not running`) | the VM is gone, the configuration stays: `Created` |
  * | `vm.power-button` | a booted VM | the guest powers off when {@link FakeGuest.honorsPowerButton}: the VMM exits |
  * | `vmm.shutdown` | — | 204, then the VMM exits |
- * | `vm.info` | a configuration (else 404 `VM is not created`) | `{config, state, memory_actual_size}` |
- * | `vm.add-disk` / `vm.add-net` | a configuration (404) and a unique id (409) | cold add 204 before boot, hot add 200 `PciDeviceInfo` |
+ * | `vm.info` | a configuration (else 404 `VM is not created`) | `{config, state, memory_actual_size}`, and `device_tree` once booted |
+ * | `vm.add-disk` / `vm.add-net` | a configuration (404) and an id unique in the configuration and the device tree (409) | cold add 204 before boot, hot add 200 `PciDeviceInfo` |
+ * | `vm.remove-device` | a configuration (404), an id in it or in the device tree (404) | gone from the configuration at once; a booted VM's device stays in `device_tree` until the guest ejects it |
  * | `vm.resize` | a configuration (404) | `desired_balloon` sets the balloon's size (`config.balloon.size`; a booted guest's driver follows, see {@link FakeGuest.balloonDriver}); on a booted VM without a balloon device 500 `Missing virtio-balloon…`, on one not booted nothing (`vmm/src/lib.rs` `vm_resize`) |
  * | `vm.resize-disk` | a booted VM (else 500 `Failed resizing a disk image`), a known disk id (else 404) | size kept |
  * | `vm.snapshot` | a booted VM that is `Paused` (else 500 `Trying to snapshot while VM is running`) | `config.json`, `state.json`, `memory-ranges` written to the `file://` directory |
  * | `vm.restore` | no configuration (500), the directory's `config.json`, NIC fds as `net_fds` declares them (else 400) | `Paused` (or `Running` with `resume`); the balloon as the saved device state (`state.json`) left it, whatever the configuration says |
+ *
+ * Hot-unplug is the guest's to finish, as in `vmm/src/device_manager.rs`: `remove_device` takes the device out of the
+ * configuration and asks the guest (ACPI) to eject it, and only the guest's eject (`eject_device`) takes it out of the
+ * device tree and closes its file. The fake guest ejects at once while running when it
+ * {@link FakeGuest.acksUnplug | acknowledges unplugs}, a paused one when it resumes; a test can play a guest that lets
+ * go later ({@link FakeVmm.guestEjects}). A guest that {@link FakeGuest.answersRebind | answers rebinds} does what the
+ * guest half does when a disk with serial `bc-rebind` is hot-added to it running: reads `nonce` from the tar at its
+ * start and writes `BCREBOUND <nonce>` at the start of its last 4 KiB.
  *
  * Errors carry cloud-hypervisor's body: the error chain as a JSON array of strings. Its confinement is modelled too:
  * the unit runs with `PrivateNetwork=yes`, so a NIC naming a `tap` or carrying no file descriptor cannot be created
@@ -27,6 +36,8 @@
  */
 import type { DiskConfig, NetConfig, VmConfig, VmInfo, VmState } from "./api_types.ts";
 import { FdListener } from "./fake_vmm_fds.ts";
+import { REBIND_SERIAL } from "../../core/rebind/mod.ts";
+import { answerRebindAsGuest } from "../../core/rebind/rebind_testing.ts";
 
 /** How the fake guest behaves. */
 export interface FakeGuest {
@@ -36,6 +47,10 @@ export interface FakeGuest {
   vmmHangs: boolean;
   /** Whether the guest runs a balloon driver that gives the pages asked for at once (default true). */
   balloonDriver: boolean;
+  /** Whether the guest ejects a device `vm.remove-device` asked it to while it runs (default true). */
+  acksUnplug: boolean;
+  /** Whether the guest answers the identity rebind disk (default false: a silent guest). */
+  answersRebind: boolean;
 }
 
 /** One request as the VMM's HTTP server sees it. */
@@ -70,6 +85,8 @@ export class FakeVmm {
   readonly guest: FakeGuest;
   /** Every call, as `METHOD op`, in order. */
   readonly calls: string[] = [];
+  /** The disks hot-added to the booted VM, in order, as configured (with their ids). */
+  readonly hotAdded: DiskConfig[] = [];
   /** Disk sizes set by `vm.resize-disk`, by disk id. */
   readonly diskSizes = new Map<string, number>();
   /** The balloon's `actual` size in bytes: what the guest's driver gave back (`vm.info` subtracts it). */
@@ -80,10 +97,19 @@ export class FakeVmm {
   #config: (VmConfig & { disks: DiskConfig[] }) | null = null;
   #nics: FakeNic[] = [];
   #vm: { state: "Running" | "Paused" } | null = null;
+  /** Devices removed from the configuration that the guest has not ejected yet (still in the device tree). */
+  #ejecting = new Set<string>();
   #listener: FdListener | undefined;
 
   constructor(readonly socket: string, guest: Partial<FakeGuest> = {}) {
-    this.guest = { honorsPowerButton: true, vmmHangs: false, balloonDriver: true, ...guest };
+    this.guest = {
+      honorsPowerButton: true,
+      vmmHangs: false,
+      balloonDriver: true,
+      acksUnplug: true,
+      answersRebind: false,
+      ...guest,
+    };
     this.exited = new Promise<void>((r) => this.#exit = r);
   }
 
@@ -159,7 +185,34 @@ export class FakeVmm {
       config: { ...this.#config, net: this.#nics.map((n) => n.config) },
       state: this.#vm?.state ?? "Created",
       memory_actual_size: this.#vm ? size - this.balloonBytes : size,
+      ...(this.#vm ? { device_tree: this.#deviceTree() } : {}),
     };
+  }
+
+  /** The booted VM's device tree: each device and its virtio-pci parent, by id, as `DeviceNode`s. */
+  #deviceTree(): Record<string, unknown> {
+    const ids = [
+      ...this.#config!.disks.map((d) => d.id!),
+      ...this.#nics.map((n) => n.config.id!),
+      ...this.#ejecting,
+    ];
+    const tree: Record<string, unknown> = {};
+    ids.forEach((id, i) => {
+      const pci = `_virtio-pci-${id}`;
+      tree[id] = { id, resources: [], parent: pci, children: [] };
+      tree[pci] = {
+        id: pci,
+        resources: [],
+        children: [id],
+        pci_bdf: `0000:00:${(i + 2).toString(16).padStart(2, "0")}.0`,
+      };
+    });
+    return tree;
+  }
+
+  /** The guest ejects device `id` that `vm.remove-device` asked it to (what a guest that held it does at last). */
+  guestEjects(id: string): void {
+    this.#ejecting.delete(id);
   }
 
   // The state machine; each method is one route.
@@ -202,12 +255,14 @@ export class FakeVmm {
       );
     }
     this.#vm.state = to;
+    if (to === "Running" && this.guest.acksUnplug) this.#ejecting.clear();
     return { status: 204 };
   }
 
   _shutdown(): FakeResponse {
     if (!this.#vm) return _err(500, API, "The VM could not shutdown", "VM is not running");
     this.#vm = null;
+    this.#ejecting.clear();
     return { status: 204 };
   }
 
@@ -223,6 +278,7 @@ export class FakeVmm {
 
   _delete(): FakeResponse {
     this.#vm = null;
+    this.#ejecting.clear();
     this.#config = null;
     this.#nics = [];
     return { status: 204 };
@@ -246,7 +302,11 @@ export class FakeVmm {
       ? "The disk could not be added to the VM"
       : "The network device could not be added to the VM";
     if (!this.#config) return _err(404, API, top, "VM is not created");
-    const ids = new Set([...this.#config.disks.map((d) => d.id), ...this.#nics.map((n) => n.config.id)]);
+    const ids = new Set([
+      ...this.#config.disks.map((d) => d.id),
+      ...this.#nics.map((n) => n.config.id),
+      ...this.#ejecting,
+    ]);
     const id = typeof b.id === "string"
       ? b.id
       : `_${kind}${kind === "disk" ? this.#config.disks.length : this.#nics.length}`;
@@ -254,6 +314,10 @@ export class FakeVmm {
     if (kind === "disk") {
       if (typeof b.path !== "string") return _err(400, API, top, "Error validating configuration", "disk has no path");
       this.#config.disks.push({ ...(b as DiskConfig), id });
+      if (this.#vm) this.hotAdded.push({ ...(b as DiskConfig), id });
+      if (this.#vm?.state === "Running" && b.serial === REBIND_SERIAL && this.guest.answersRebind) {
+        answerRebindAsGuest(String(b.path));
+      }
     } else {
       if (fds.length === 0) return _err(500, API, top, "Error from device manager", _noTap(b as NetConfig));
       this.#nics.push({ config: { ...(b as NetConfig), id }, fds: [...fds] });
@@ -269,7 +333,13 @@ export class FakeVmm {
     const before = this.#config.disks.length + this.#nics.length;
     this.#config.disks = this.#config.disks.filter((d) => d.id !== id);
     this.#nics = this.#nics.filter((n) => n.config.id !== id);
-    if (this.#config.disks.length + this.#nics.length === before) {
+    const removed = this.#config.disks.length + this.#nics.length !== before;
+    if (removed && this.#vm) {
+      // The guest is asked to eject it; until it does, the device (and its open file) stays in the tree.
+      this.#ejecting.add(id);
+      if (this.#vm.state === "Running" && this.guest.acksUnplug) this.#ejecting.delete(id);
+    }
+    if (!removed && !this.#ejecting.has(id)) {
       return _err(
         404,
         API,

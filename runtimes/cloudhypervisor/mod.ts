@@ -13,6 +13,9 @@
  * - `unit.ts`: the VMM's transient unit, the seed's property table as a pure function; `units.ts`: systemd.
  * - `ch_balloon.ts`: the balloon verbs over `vm.info`/`vm.resize` (sizes in what the guest is left, as on
  *   `libvirt-kvm`); `vmm_memory.ts`: the guest's use, read from the VMM unit's cgroup `memory.stat`.
+ * - `ch_rebind.ts`: one identity rebind try (the disk `vdz`, serial `bc-rebind`, on `core/rebind`'s shared file and
+ *   wait); `ch_unplug.ts`: hot-unplug as the VMM does it (`vm.remove-device`, then the guest's eject: `detach-pending`
+ *   while `vm.info`'s `device_tree` still has the device).
  * - `vm_record.ts`: `vm.json`, read strictly; `config_keys.ts`, `restore_config.ts`: the allowlists and the rebuilt
  *   configuration of a memory restore.
  * - `ch_host.ts`: {@link ChHost}, root's half (`ChHostPort`, served by the helper's `ch.*` ops; `helper_port.ts` is the
@@ -24,7 +27,8 @@
  * Judgement calls, written down: one connection per API request (the VMM's server keeps connections alive, but a
  * connection per call needs no pooling and a hung VMM costs one socket); a call's deadline defaults to 30 s; a unit
  * that runs with no booted VM in it is listed `running` (so it is stopped again, never forgotten); the VMM uids are
- * `0x7FFD0000` to `0x7FFDFFFF`; root hands each tap to the VMM in the same `sendmsg` as the API request (the node holds
+ * `0x7FFD0000` to `0x7FFDFFFF`; a volume's disk has the VMM id `vol-<volume id>` (so a removal the guest has not
+ * finished is still found in the device tree); root hands each tap to the VMM in the same `sendmsg` as the API request (the node holds
  * no tap fd: see `libc.ts` for why).
  *
  * @module

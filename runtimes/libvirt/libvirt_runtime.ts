@@ -27,6 +27,7 @@ import {
 } from "../../core/converge/instances/domain_plan.ts";
 import { attachmentDev, type VolumeAttachment } from "../../core/volumes/grammar.ts";
 import {
+  DetachPending,
   type Domain,
   type DomainRecord,
   type DomainState,
@@ -44,13 +45,7 @@ import { unpackSnapshot } from "./snapshot_restore.ts";
 import type { SnapshotStore } from "./snapshot_store.ts";
 import { type Clock, realClock } from "../../core/clock.ts";
 import { type BalloonReading, NoBalloon } from "../../core/balloon/port.ts";
-import {
-  REBIND_ANSWER_BYTES,
-  REBIND_ANSWER_OFFSET,
-  REBIND_DISK_BYTES,
-  type RebindDisk,
-  runRebind,
-} from "../../core/rebind/mod.ts";
+import { rebindFileDisk, runRebind } from "../../core/rebind/mod.ts";
 
 /** The runtime's name in `InstanceSpec.runtime`. */
 export const LIBVIRT_RUNTIME = "libvirt-kvm";
@@ -90,7 +85,7 @@ function _same(p: PlanVolume, a: VolumeAttachment): boolean {
 
 /** A hot-unplug the guest has not acknowledged yet is retried next pass, not a failure of the instance. */
 function _checkDetach(o: HostOutcome, id: string): void {
-  if (o.refused?.reason === "detach-pending") throw new Error(`${id}: ${o.refused.message}`);
+  if (o.refused?.reason === "detach-pending") throw new DetachPending(`${id}: ${o.refused.message}`);
   _check(o, id);
 }
 
@@ -390,49 +385,10 @@ export class LibvirtRuntime implements InstanceRuntime {
       throw new RuntimeRefused("invalid-instance-id", `instance id ${JSON.stringify(id)} is not valid`);
     }
     await this.#holds.free(id);
-    const file = `${this.instanceDir(id)}/${REBIND_DISK.file}`;
-    const disk: RebindDisk = {
-      write: async (img) => {
-        await _removeIfThere(file);
-        await Deno.writeFile(file, img, { createNew: true, mode: 0o660 });
-        await Deno.chmod(file, 0o660);
-      },
+    const disk = rebindFileDisk(`${this.instanceDir(id)}/${REBIND_DISK.file}`, 0o660, {
       attach: async () => _check(await this.#o.host.attachDisk(id, { rebind: true }), id),
-      answer: async () => {
-        const f = await Deno.open(file, { read: true });
-        try {
-          await f.seek(REBIND_ANSWER_OFFSET, Deno.SeekMode.Start);
-          const b = new Uint8Array(REBIND_ANSWER_BYTES);
-          let n = 0;
-          while (n < b.length) {
-            const r = await f.read(b.subarray(n));
-            if (r === null) break;
-            n += r;
-          }
-          return b;
-        } finally {
-          f.close();
-        }
-      },
       detach: async () => _check(await this.#o.host.detachDisk(id, { rebind: true }), id),
-      destroy: async () => {
-        let f: Deno.FsFile;
-        try {
-          f = await Deno.open(file, { write: true });
-        } catch (e) {
-          if (e instanceof Deno.errors.NotFound) return;
-          throw e;
-        }
-        try {
-          const zero = new Uint8Array(REBIND_DISK_BYTES);
-          for (let off = 0; off < zero.length;) off += await f.write(zero.subarray(off));
-          await f.sync();
-        } finally {
-          f.close();
-        }
-        await _removeIfThere(file);
-      },
-    };
+    });
     return await runRebind(disk, image, nonce, { clock: this.#o.clock ?? realClock, log: this.#o.log, instance: id });
   }
 
@@ -449,14 +405,6 @@ export class LibvirtRuntime implements InstanceRuntime {
         if (!(e instanceof Deno.errors.NotFound)) throw e;
       });
     }
-  }
-}
-
-async function _removeIfThere(path: string): Promise<void> {
-  try {
-    await Deno.remove(path);
-  } catch (e) {
-    if (!(e instanceof Deno.errors.NotFound)) throw e;
   }
 }
 

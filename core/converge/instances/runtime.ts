@@ -68,6 +68,16 @@ export class RuntimeRefused extends Error {
   }
 }
 
+/**
+ * A hot-unplug the hypervisor accepted but the guest has not acknowledged yet (`detach-pending`): the device stays
+ * attached and open, and the runtime keeps it in its record (so the volume's one-writer hold stays) until the guest
+ * lets it go. Not a failure of the instance: the converger retries it next pass.
+ */
+export class DetachPending extends Error {
+  override name = "DetachPending";
+  readonly reason = "detach-pending";
+}
+
 /** One VM runtime. */
 export interface InstanceRuntime {
   /** The runtime's name as `InstanceSpec.runtime` spells it (`libvirt-kvm`, `cloud-hypervisor`, `sim`). */
