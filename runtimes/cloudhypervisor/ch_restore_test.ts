@@ -16,6 +16,7 @@ import { writeTar } from "../libvirt/snapshot_tar.ts";
 import { CH_RUNTIME } from "./ch_runtime.ts";
 import { type ChTestEnv, chTestEnv } from "./ch_testing.ts";
 import { readRecord } from "./vm_record.ts";
+import { FileVolumeStore } from "../volumes/file_store.ts";
 import { ChSnapshots } from "./ch_snapshots.ts";
 import { SnapshotRefused, type StagedSnapshot } from "../../core/commands/kind_handlers/instance_snapshot.ts";
 
@@ -29,6 +30,7 @@ async function takeSnapshot(
   env: ChTestEnv,
   meta: Record<string, unknown> = {},
   placement: PlanPlacement | null = null,
+  tweak: (cfg: Record<string, unknown>) => void = () => {},
 ): Promise<SnapshotSource> {
   const src = `vm-src-${crypto.randomUUID().slice(0, 6)}`;
   const base = await makeQcow2(env.dir, `${src}.qcow2`, "16M");
@@ -50,6 +52,7 @@ async function takeSnapshot(
   cfg.pmem = [{ file: "/etc/passwd" }];
   cfg.cpus.affinity = [{ vcpu: 0, host_cpus: [0] }];
   cfg.balloon = { size: 32 * 1024 * 1024, deflate_on_oom: true };
+  tweak(cfg);
   await Deno.writeTextFile(`${stage}/ch/config.json`, JSON.stringify(cfg));
   const m = {
     format: 1,
@@ -282,6 +285,76 @@ Deno.test("ChSnapshots: a memory and a disk-only snapshot of a running VM are st
       assert.equal((await env.rt.list()).find((d) => d.id === "vm-from-snap")?.state, "running");
     });
     for (const s of Object.values(taken)) await snaps.discard(s);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("cloud-hypervisor restore_from with volumes: the restored VM has the current spec's volumes by serial (their ACL entries granted before the VMM runs), a new one hot-added before the resume, and none of the snapshot's disks", async (t) => {
+  const env = await chTestEnv();
+  if ("skip" in env) {
+    console.log(`skipped: ${env.skip}`);
+    return void await t.step({ name: `skipped: ${env.skip}`, ignore: true, fn: () => {} });
+  }
+  try {
+    const store = new FileVolumeStore({ dir: `${env.dataDir}/volumes` });
+    for (const v of ["va", "vc"]) await store.create(v, `disk-${v}`, 8 * 1024 * 1024);
+    // The source had a volume with serial disk-va as _disk2; a tenant's snapshot may name any path beside it.
+    const src = await takeSnapshot(env, {}, null, (cfg) => {
+      (cfg.disks as unknown[]).push(
+        { id: "_disk2", path: "/etc/passwd", serial: "disk-va", image_type: "Raw" },
+        { id: "_disk3", path: "/dev/sda", serial: "disk-zz", image_type: "Raw" },
+      );
+    });
+    const id = "vm-restored-vols";
+    const unitThere: [string, boolean][] = [];
+    const grant = env.access.grantFile.bind(env.access);
+    env.access.grantFile = async (path, uid, perms) => {
+      unitThere.push([path, env.systemd.units.has(`bcd-ch-${id}.service`)]);
+      return await grant(path, uid, perms);
+    };
+    await env.rt.define({
+      ...restoreRecord(id, src),
+      volumes: [
+        { volumeId: "va", serial: "disk-va", readOnly: false },
+        { volumeId: "vc", serial: "disk-vc", readOnly: true },
+      ],
+    });
+    await env.rt.start(id, false);
+    const vmm = env.systemd.units.get(`bcd-ch-${id}.service`)!.vmm;
+    await t.step("vm.restore, then vm.add-disk of the volume the snapshot did not have, then vm.resume", () => {
+      const calls = vmm.calls.filter((c) => /vm\.(create|restore|resume|boot|add-disk)/.test(c));
+      assert.deepEqual(calls, ["PUT vm.restore", "PUT vm.add-disk", "PUT vm.resume"]);
+    });
+    await t.step(
+      "the VM's disks: its own root and seed, va by serial under the snapshot's id, vc; no path of the snapshot's",
+      () => {
+        const disks = vmm.infoNow()!.config.disks ?? [];
+        const dir = env.rt.instanceDir(id);
+        assert.deepEqual(disks.map((d) => d.path), [
+          `${dir}/disk.qcow2`,
+          `${dir}/seed.iso`,
+          store.rawPath("va"),
+          store.rawPath("vc"),
+        ]);
+        assert.deepEqual(disks.filter((d) => d.serial).map((d) => [d.id, d.serial, d.readonly]), [
+          ["_disk2", "disk-va", false],
+          ["vol-vc", "disk-vc", true],
+        ]);
+      },
+    );
+    await t.step("each volume's ACL entry was granted before the VMM's unit existed", () => {
+      for (const v of ["va", "vc"]) {
+        assert.deepEqual(unitThere.find(([p]) => p === store.rawPath(v)), [store.rawPath(v), false]);
+      }
+    });
+    await t.step("the restored volume is unplugged by the id it has when a later spec drops it", async () => {
+      await env.rt.setVolumes(id, [{ volumeId: "vc", serial: "disk-vc", readOnly: true }]);
+      assert.deepEqual((vmm.infoNow()!.config.disks ?? []).filter((d) => d.serial).map((d) => d.id), ["vol-vc"]);
+      assert.deepEqual((await env.rt.list()).find((d) => d.id === id)?.record?.volumes?.map((v) => v.volumeId), [
+        "vc",
+      ]);
+    });
   } finally {
     await env.close();
   }

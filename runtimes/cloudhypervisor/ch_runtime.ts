@@ -25,6 +25,9 @@
  *   another runtime's or CPU model's refused, a flat disk, the seed raw) with cloud-hypervisor's own state under
  *   `ch/`; the record has no base image and the overlay no backing file. A memory snapshot's first start rebuilds
  *   `ch/config.json` (`restore_config.ts`), then `vm.restore` with the taps' fds and `vm.resume`; `ch/` goes after.
+ *   The volumes are the current spec's, their ACL entries granted before the VMM runs: those whose serial the
+ *   snapshot had come back in the restore's configuration under that disk's id, the others are hot-added after the
+ *   restore; the snapshot's own disk paths are never used.
  *
  * - GPUs: VFIO passthrough of `/sys/bus/pci/devices/<address>/` (a GPU without a bus id fails the instance); root
  *   binds their whole IOMMU groups before each start (`vfio`) and gives them back at the delete (`unvfio`).
@@ -75,7 +78,7 @@ import { unpackSnapshot } from "../libvirt/snapshot_restore.ts";
 import { SNAPSHOT_META_FILE } from "../libvirt/snapshot_meta.ts";
 import type { SnapshotStore } from "../libvirt/snapshot_store.ts";
 import { SetfaclAccess, type VmmFileAccess } from "./vmm_access.ts";
-import { MAX_SAVED_CONFIG_BYTES, rebuildRestoreConfig, RestoreConfigRefused } from "./restore_config.ts";
+import { MAX_SAVED_CONFIG_BYTES, rebuildRestoreConfig, RestoreConfigRefused, restoredDisks } from "./restore_config.ts";
 import { ChApiClient, ChApiError, ChTransportError } from "./api_client.ts";
 import type { DiskConfig, VmConfig, VmState } from "./api_types.ts";
 import type { ChHostPort, HostOutcome } from "../../core/converge/instances/ch_port.ts";
@@ -445,6 +448,9 @@ export class ChRuntime implements InstanceRuntime {
       if (restore) {
         // A memory snapshot's first start: vm.restore (root hands the taps' fds as net_fds), then vm.resume.
         _check(await this.#o.host.restore(id, false), id);
+        // The spec's volumes the snapshot did not have: hot-added (their entries were granted above), so the guest
+        // is told of them; those it had came back by serial in the restore's configuration (`restore_config.ts`).
+        for (const d of restore.hotplug) await api.addDisk(d);
         await ownBalloon(id, r, api);
         if (!paused) await api.resume();
         await Deno.remove(`${this.instanceDir(id)}/${CH_STATE_DIR}`, { recursive: true });
@@ -473,9 +479,10 @@ export class ChRuntime implements InstanceRuntime {
 
   /**
    * Before a memory snapshot's first start: its `ch/config.json` (bounded) rebuilt around bcd's configuration
-   * (`restore_config.ts`) and written back; `false` when there is none (a plain start).
+   * (`restore_config.ts`) and written back, with the volumes to hot-add after the restore; `false` when there is none
+   * (a plain start).
    */
-  async #rebuildSaved(id: string, r: ChRecord): Promise<boolean> {
+  async #rebuildSaved(id: string, r: ChRecord): Promise<false | { hotplug: DiskConfig[] }> {
     const file = `${this.instanceDir(id)}/${CH_STATE_DIR}/config.json`;
     let st: Deno.FileInfo;
     try {
@@ -498,11 +505,11 @@ export class ChRuntime implements InstanceRuntime {
       const rebuilt = rebuildRestoreConfig(saved, r.config, r.nics);
       await Deno.writeTextFile(`${file}.tmp`, JSON.stringify(rebuilt), { mode: 0o600 });
       await Deno.rename(`${file}.tmp`, file);
+      return { hotplug: restoredDisks(saved, r.config.disks ?? [], r.nics.length).hotplug };
     } catch (e) {
       if (e instanceof RestoreConfigRefused) throw new RuntimeRefused(e.reason, `${id}: ${e.message}`, { cause: e });
       throw e;
     }
-    return true;
   }
 
   async #waitApi(api: ChApiClient, id: string): Promise<void> {

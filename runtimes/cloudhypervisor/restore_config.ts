@@ -10,10 +10,16 @@
  * `net<i>` with its MAC and no tap name (the taps come as fds with `vm.restore`), and must be as many as the
  * snapshot's, since the saved device state holds one per NIC.
  *
+ * Volumes (000 §Persistent volumes) are the current spec's, never the snapshot's: the saved `disks` are read for one
+ * thing only, the id each serial had ({@link restoredDisks}). A volume of the new instance whose serial a saved disk
+ * had is restored with that disk's id (so the saved device state, and the guest's view of that disk, are its own),
+ * at bcd's path for the volume; a volume no saved disk had is hot-added after the restore (`vm.add-disk`), so the
+ * guest is told of it as of any hot-plug; a saved disk no volume has the serial of is dropped, path and all.
+ *
  * @module
  */
 import type { PlanNic } from "../../core/converge/instances/domain_plan.ts";
-import type { VmConfig } from "./api_types.ts";
+import type { DiskConfig, VmConfig } from "./api_types.ts";
 import { CPUS_KEYS, MEMORY_KEYS, pick, PLATFORM_KEYS } from "./config_keys.ts";
 
 /** The largest `config.json` read. */
@@ -73,7 +79,7 @@ export function rebuildRestoreConfig(saved: unknown, own: VmConfig, nics: readon
     memory: memory as unknown as VmConfig["memory"],
     ...(platform ? { platform } : {}),
     payload: own.payload,
-    ...(own.disks ? { disks: own.disks } : {}),
+    ...(own.disks ? { disks: restoredDisks(saved, own.disks, nics.length).disks } : {}),
     net: nics.map(nicConfig),
     ...(own.serial ? { serial: own.serial } : {}),
     ...(own.console ? { console: own.console } : {}),
@@ -81,4 +87,55 @@ export function rebuildRestoreConfig(saved: unknown, own: VmConfig, nics: readon
     ...(own.devices ? { devices: own.devices } : {}),
     ...(own.balloon ? { balloon: own.balloon } : {}),
   };
+}
+
+/** A device id cloud-hypervisor takes from a configuration (never `__`-prefixed: those are the VMM's own). */
+const DEVICE_ID = /^(?!__)[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * Splits bcd's disks `own` of a restored instance (see the module doc): the root disk and the seed (no serial) and the
+ * volumes whose serial a disk of `saved` (the snapshot's parsed `config.json`) had, with that disk's id when it is a
+ * valid id no other device of the restore has, go into the restore's configuration; the other volumes are to be
+ * hot-added after it. Nothing but that id is taken from `saved`.
+ */
+export function restoredDisks(
+  saved: unknown,
+  own: readonly DiskConfig[],
+  nics: number,
+): { disks: DiskConfig[]; hotplug: DiskConfig[] } {
+  const savedDisks = typeof saved === "object" && saved !== null && Array.isArray((saved as { disks?: unknown }).disks)
+    ? (saved as { disks: unknown[] }).disks
+    : [];
+  const idOf = new Map<string, string>();
+  for (const d of savedDisks) {
+    if (typeof d !== "object" || d === null) continue;
+    const { serial, id } = d as { serial?: unknown; id?: unknown };
+    if (typeof serial === "string" && typeof id === "string" && DEVICE_ID.test(id) && !idOf.has(serial)) {
+      idOf.set(serial, id);
+    }
+  }
+  const taken = new Set<string>(Array.from({ length: nics }, (_, i) => `net${i}`));
+  for (const d of own) if (d.serial === undefined && d.id !== undefined) taken.add(d.id);
+  const disks: DiskConfig[] = [];
+  const hotplug: DiskConfig[] = [];
+  for (const d of own) {
+    if (d.serial === undefined) {
+      disks.push(d);
+      continue;
+    }
+    const id = idOf.get(d.serial);
+    if (id === undefined || taken.has(id)) {
+      hotplug.push(d);
+      continue;
+    }
+    taken.add(id);
+    disks.push({ ...d, id });
+  }
+  // A hot-added volume keeps bcd's id unless a restored disk took it.
+  return { disks, hotplug: hotplug.map((d) => d.id !== undefined && taken.has(d.id) ? _without(d) : d) };
+}
+
+function _without(d: DiskConfig): DiskConfig {
+  const { id: _id, ...rest } = d;
+  return rest;
 }

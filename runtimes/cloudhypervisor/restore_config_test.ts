@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { VmConfig } from "./api_types.ts";
-import { rebuildRestoreConfig, RestoreConfigRefused } from "./restore_config.ts";
+import { rebuildRestoreConfig, RestoreConfigRefused, restoredDisks } from "./restore_config.ts";
 
 const G = 1024 ** 3;
 const OWN: VmConfig = {
@@ -124,4 +124,61 @@ Deno.test("rebuildRestoreConfig(): refuses another vCPU count, memory size or NI
       );
     });
   }
+});
+
+Deno.test("restoredDisks(): the current spec's volumes come back by serial under the snapshot's disk id, the others are hot-added after, and nothing else of the snapshot's disks is used", async (t) => {
+  const root = { path: "/d/new/disk.qcow2", image_type: "Qcow2" as const, backing_files: false };
+  const seed = { path: "/d/new/seed.iso", image_type: "Raw" as const, readonly: true };
+  const vol = (v: string, serial: string) => ({
+    id: `vol-${v}`,
+    path: `/d/volumes/${v}.raw`,
+    image_type: "Raw" as const,
+    serial,
+    readonly: false,
+  });
+  const saved = (disks: unknown[]) => ({ disks });
+  const rows: Array<[string, unknown, { disks: unknown[]; hotplug: unknown[] }]> = [
+    [
+      "a serial the snapshot had: restored under its id, at bcd's path, never the snapshot's",
+      saved([{ id: "_disk0", path: "/d/old/disk.qcow2" }, { id: "_disk2", path: "/etc/shadow", serial: "data" }]),
+      { disks: [root, seed, { ...vol("va", "data"), id: "_disk2" }], hotplug: [] },
+    ],
+    [
+      "a serial the snapshot did not have: hot-added after the restore with bcd's id",
+      saved([{ id: "_disk2", path: "/etc/shadow", serial: "other" }]),
+      { disks: [root, seed], hotplug: [vol("va", "data")] },
+    ],
+    [
+      "a saved id the VMM would refuse (`__`) or that is no id: hot-added",
+      saved([{ id: "__serial", serial: "data" }, { id: 7, serial: "data" }]),
+      { disks: [root, seed], hotplug: [vol("va", "data")] },
+    ],
+    [
+      "a saved id a NIC has: hot-added",
+      saved([{ id: "net0", serial: "data" }]),
+      { disks: [root, seed], hotplug: [vol("va", "data")] },
+    ],
+    [
+      "no saved disks (or no list): every volume hot-added",
+      { disks: "x" },
+      { disks: [root, seed], hotplug: [vol("va", "data")] },
+    ],
+  ];
+  for (const [what, s, want] of rows) {
+    await t.step(what, () => assert.deepEqual(restoredDisks(s, [root, seed, vol("va", "data")], 1), want));
+  }
+  await t.step("a hot-added volume whose bcd id a restored disk took gets none (the VMM names it)", () => {
+    const out = restoredDisks(saved([{ id: "vol-vb", serial: "a" }]), [root, vol("va", "a"), vol("vb", "b")], 0);
+    assert.deepEqual(out.disks, [root, { ...vol("va", "a"), id: "vol-vb" }]);
+    const { id: _id, ...noId } = vol("vb", "b");
+    assert.deepEqual(out.hotplug, [noId]);
+  });
+  await t.step("rebuildRestoreConfig() puts only the restored disks in the configuration", () => {
+    const cfg = rebuildRestoreConfig(
+      { ...SAVED, disks: [{ id: "_disk5", path: "/etc/shadow", serial: "data" }] },
+      { ...OWN, disks: [root, vol("va", "data"), vol("vb", "new")] },
+      NICS,
+    );
+    assert.deepEqual(cfg.disks, [root, { ...vol("va", "data"), id: "_disk5" }]);
+  });
 });
