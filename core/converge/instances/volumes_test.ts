@@ -5,6 +5,7 @@ import { InstancesConverger } from "./converger.ts";
 import { MemoryRuntime } from "./fake_runtime.ts";
 import { VolumeKeeper } from "../../volumes/keeper.ts";
 import { MemoryVolumeStore } from "../../volumes/store.ts";
+import { DetachPending } from "./runtime.ts";
 
 const GiB = 2 ** 30;
 const MiB = 2 ** 20;
@@ -231,4 +232,24 @@ Deno.test("volume_storage is refreshed on a pass that changes nothing else", asy
     [conv.listing().volumeStorage?.availableBytes, conv.listing().volumeStorage?.outstandingBytes],
     [40 * GiB, GiB * 3 / 4],
   );
+});
+
+Deno.test("a hot-unplug the guest has not acknowledged (detach-pending) keeps the volume's one writer until it lets go; retried, never a failure of the instance", async () => {
+  const { rt, pass, msg } = setup();
+  await pass([vm("a", 1, [["v"]])], [vol("v")]);
+  const setVolumes = rt.setVolumes.bind(rt);
+  // The runtime's answer while the guest still holds the disk: its record keeps the volume.
+  rt.setVolumes = (id) => Promise.reject(new DetachPending(`${id}: the guest has not released vol-v (volume v) yet`));
+  const held = await pass([vm("a", 1, []), vm("b", 1, [["v"]])], [vol("v")]);
+  assert.equal(held.state, "PROGRESSING");
+  assert.equal(rt.domains.get("a")?.state, "running");
+  assert.deepEqual(rt.domains.get("a")?.record?.volumes?.map((x) => x.volumeId), ["v"]);
+  assert.equal(msg("a"), "", "the detaching instance has not failed");
+  assert.equal(rt.domains.get("b")?.state, "stopped");
+  assert.match(msg("b"), /^volume-busy: volume v is open read-write in instance a/);
+  // The guest let go: the unplug goes through, and the next writer gets the volume.
+  rt.setVolumes = setVolumes;
+  await pass([vm("a", 1, []), vm("b", 1, [["v"]])], [vol("v")]);
+  assert.deepEqual(rt.domains.get("a")?.record?.volumes, []);
+  assert.equal(rt.domains.get("b")?.state, "running");
 });
