@@ -21,7 +21,10 @@
  * `synchronous=FULL`, with the fsync run off the event loop instead of inside `COMMIT` on it), so `accepted` is on
  * disk before any side effect. Concurrent calls are committed together (group commit, one fsync); calls made while
  * a sync runs form the next group, and their statements run at once, inside its open transaction, while the sync is
- * in flight (`write_queue.ts`); it commits when that sync returned. A failed write or fsync stops the journal (fail-stop, {@link JournalStopped}): no
+ * in flight (`write_queue.ts`); it commits when that sync returned. A caller whose call comes after work off the
+ * event loop (the dispatcher, while a command's signature is checked on another thread) announces it with
+ * `expectWrite()`, and the commit waits once for the callers announced when it could commit, so that call joins the
+ * group rather than the next. A failed write or fsync stops the journal (fail-stop, {@link JournalStopped}): no
  * retry, every later call rejects, `onStop` lets the daemon exit. `resolve` of a command never journaled reads
  * outside the queue (no group, no fsync): acting on "no entry" needs no durability.
  *
