@@ -65,6 +65,7 @@ import { signSessionProof } from "./proofs.ts";
 import type { FrameTransport } from "./transport.ts";
 import { routeTunnelFrame, type TunnelPort } from "./tunnel_frames.ts";
 import type { SessionSecrets } from "./secrets.ts";
+import { CommandIntake } from "./command_intake.ts";
 
 /** An event as convergers emit it; the journal assigns `seq`. */
 export type EventInit = Omit<Props<typeof bcd.v1.Event>, "seq" | "event_class" | "age_ms">;
@@ -162,10 +163,13 @@ export class NodeAgent implements SessionDelegate, EventSink {
   #sentEventSeq = 0;
   #flushing = false;
   #client: SessionClient | undefined;
+  /** Command frames in acceptance while the session reads on (`command_intake.ts`). */
+  readonly #intake: CommandIntake<Props<typeof bcd.v1.Command>>;
 
   private constructor(o: NodeAgentOptions, ledger: QuorumLedger) {
     this.#o = o;
     this.#log = o.log;
+    this.#intake = new CommandIntake((c) => this.#command(c), o.log);
     this.#clock = o.clock ?? realClock;
     this.#now = () => this.#clock.now();
     this.journal = o.journal;
@@ -370,13 +374,16 @@ export class NodeAgent implements SessionDelegate, EventSink {
   }
 
   async frame(f: GatewayFrame, _out: SessionOut): Promise<void> {
+    // A Command is taken while the ones before it are still in acceptance, so their `accepted` share a group commit;
+    // every other frame waits until those are answered, as it did when each command was waited for.
+    if (f.command) return await this.#intake.take(f.command);
+    await this.#intake.settled();
     if (routeTunnelFrame(f, this.#o.tunnels, { send: (t) => this.#send(t) }, this.#log)) return;
     if (f.secret_response) {
       this.#o.secrets?.response(f.secret_response);
       return;
     }
     if (f.desired_state) await this.#desiredState(f.desired_state);
-    else if (f.command) await this.#command(f.command);
     else if (f.cancel) await this.#cancel(f.cancel);
     else if (f.ack) await this.#ack(f.ack);
     else if (f.heartbeat) {
@@ -421,10 +428,11 @@ export class NodeAgent implements SessionDelegate, EventSink {
   }
 
   #update(u: CommandUpdate): void {
-    this.#log.info(
-      { command_id: u.commandId, kind: u.kind, state: u.state, code: u.errorCode ?? u.reason },
-      "command update",
-    );
+    // One info line per command, its result; ACKED and RUNNING at debug: each line is a write on the event loop's
+    // thread, and three per command were a share of every command's cost (issue 24).
+    const fields = { command_id: u.commandId, kind: u.kind, state: u.state, code: u.errorCode ?? u.reason };
+    if (u.state === "ACKED" || u.state === "RUNNING") this.#log.debug(fields, "command update");
+    else this.#log.info(fields, "command update");
     this.#send({ command_update: updateToWire(u) });
   }
 
