@@ -20,6 +20,10 @@
  * 3.8 after it: `INSERT … ON CONFLICT DO NOTHING` for accept, `UPDATE … RETURNING` for finish, no savepoint for
  * those one-write operations, the backlog read only after it changed).
  *
+ * The same rounds also go through the session's frame handling (`commands_session.ts`): the node agent takes frames one
+ * at a time, as the session client hands them over, which is the path a command takes in production; it prints the
+ * ACKED and rate ratios there and the group commits per settled command (1 when every `accepted` syncs alone).
+ *
  * Then where the time goes and what bounds it (`commands_stages.ts`): the event loop's own CPU per settled command
  * and its wait for a core (the host's load); each stage's event-loop CPU measured alone in the same run; and the
  * bound the disk sets: with 8 in flight and two durable writes per command at most 4 commands settle per WAL sync,
@@ -39,6 +43,7 @@ import { Dispatcher } from "../core/commands/dispatcher.ts";
 import { HandlerRegistry } from "../core/commands/handlers.ts";
 import type { CommandUpdate } from "../core/commands/results.ts";
 import { sqlFloor, stageCosts, threadClock } from "./commands_stages.ts";
+import { SessionBench } from "./commands_session.ts";
 import type { AcceptanceContext } from "../core/commands/acceptance.ts";
 
 const DIR = Deno.env.get("BCD_BENCH_DIR") ?? "/var/tmp";
@@ -99,6 +104,10 @@ interface Round {
   loopUs: number;
   /** The event loop's wait for a core per settled command, µs: the host's load (NaN where the kernel does not say). */
   waitUs: number;
+  /** Through the session's frame handling: ACKED p50 over fsync p50, settled rate over the serial fsync rate. */
+  sessionAcked: number;
+  sessionRate: number;
+  sessionCommits: number;
   /** The SQL floor's settled rate over this round's serial fsync rate. */
   floor: number;
   /** The floor's WAL sync p50 over this round's raw fsync p50. */
@@ -140,6 +149,7 @@ async function main(): Promise<void> {
       trustBundle: () => pki.bundle,
       unbatchedPerHour: () => 0,
     };
+    const session = await SessionBench.open(dir, "bench-node", pki, registry);
     const d = new Dispatcher({
       journal,
       bootId: "bench-boot",
@@ -204,6 +214,9 @@ async function main(): Promise<void> {
       const seconds = (performance.now() - t0) / 1000;
       const fsyncP50 = pct(fsyncs, 50);
       const floor = await sqlFloor(dir, FLOOR_GROUPS, round);
+      const sessionFrames: Uint8Array[] = [];
+      for (let i = 0; i < PER_ROUND; i++) sessionFrames.push(await make());
+      const viaSession = await session.round(sessionFrames);
       rounds.push({
         fsyncP50: pct(fsyncs, 50),
         fsyncP99: pct(fsyncs, 99),
@@ -214,6 +227,9 @@ async function main(): Promise<void> {
         cpuUs: (cpu.user + cpu.system) / latencies.length,
         loopUs: (loop1.cpu - loop0.cpu) / latencies.length,
         waitUs: (loop1.wait - loop0.wait) / latencies.length,
+        sessionAcked: viaSession.ackedP50 / fsyncP50,
+        sessionRate: viaSession.rate * fsyncP50 / 1000,
+        sessionCommits: viaSession.commitsPerCommand,
         floor: floor.rate * fsyncP50 / 1000,
         floorSync: floor.syncP50 / fsyncP50,
       });
@@ -223,6 +239,7 @@ async function main(): Promise<void> {
     for (let i = 0; i < STAGE_COMMANDS; i++) stageFrames.push(await make());
     const stages = await stageCosts(dir, pki, acceptance, stageFrames);
     await d.stop();
+    await session.close();
     await journal.close();
     await alone.close();
 
@@ -249,6 +266,11 @@ async function main(): Promise<void> {
     console.log(
       `throughput: ${med((x) => x.rate).toFixed(0)} commands/s settled (2 journal writes each) = ` +
         `${r(med((x) => x.rate * x.fsyncP50 / 1000))}x the serial fsync rate (${fsyncRate.toFixed(0)}/s; goal ≥ 3x)`,
+    );
+    console.log(
+      `through the session (frames taken one at a time by the node agent, as in production): accept -> ACKED p50 ` +
+        `${r(med((x) => x.sessionAcked))}x fsync p50; ${r(med((x) => x.sessionRate))}x the serial fsync rate; ` +
+        `${r(med((x) => x.sessionCommits))} group commits per settled command (1 when each accepted syncs alone)`,
     );
     console.log(`CPU per settled command (user + system, all threads): ${med((x) => x.cpuUs).toFixed(0)} µs`);
     console.log(
