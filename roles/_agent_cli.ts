@@ -21,9 +21,8 @@ import {
 import { type Clock, realClock } from "../core/clock.ts";
 import type { BackoffOptions } from "../core/session/backoff.ts";
 import type { FrameTransport } from "../core/session/transport.ts";
-import { createLogger, levelFromEnv, type Logger } from "../core/log/mod.ts";
+import { createLogger, levelFromEnv, type Logger, stderrDestination } from "../core/log/mod.ts";
 import { LogRing } from "../core/commands/kind_handlers/mod.ts";
-import pino from "pino";
 import { parse as parseToml } from "smol-toml";
 import { IdentityError, join, loadIdentity, type NodeIdentity } from "../core/session/identity.ts";
 import { type EventSink, NodeAgent } from "../core/session/node_agent.ts";
@@ -333,7 +332,7 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
         const log = createLogger({
           level: levelFromEnv(config.log.level),
           base: { role: w.role },
-          destination: logRing.tee(pino.destination({ fd: 2, sync: true })),
+          destination: logRing.tee(stderrDestination()),
         });
         const identity = await loadIdentity(dataDir);
         if (!identity) throw new UsageError(`${dataDir} holds no identity; run "join" first`);

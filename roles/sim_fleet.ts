@@ -16,13 +16,12 @@
  * @module
  */
 import { join as joinPath } from "node:path";
-import pino from "pino";
 import type { ResolvedAgentConfig } from "../core/config/mod.ts";
 import type { Clock } from "../core/clock.ts";
 import type { HandlerRegistry } from "../core/commands/handlers.ts";
 import { LogRing } from "../core/commands/kind_handlers/mod.ts";
 import { type Journal, type JournalStopped, readBootId, type SqlDriverFactory } from "../core/journal/mod.ts";
-import { createLogger, type Logger, type LogLevel } from "../core/log/mod.ts";
+import { createLogger, type Logger, type LogLevel, stderrDestination } from "../core/log/mod.ts";
 import type { BackoffOptions } from "../core/session/backoff.ts";
 import { join, loadIdentity, type NodeIdentity } from "../core/session/identity.ts";
 import { AGENT_VERSION } from "../core/version.ts";
@@ -255,5 +254,5 @@ export async function eachLimited<T>(items: readonly T[], limit: number, fn: (t:
 
 /** The shared stderr destination of a fleet's loggers (synchronous, as the daemon's). */
 export function fleetDestination(): { write(line: string): void } {
-  return pino.destination({ fd: 2, sync: true });
+  return stderrDestination();
 }

@@ -2,7 +2,8 @@
  * What an agent loads at start: the static module graph of each agent role's entry leaves out what only the root
  * helper runs (its server and host backends: nft rulesets, sshd files, libvirt XML; ~26 modules), and the
  * OpenTelemetry SDK (about 500 module files, loaded by `runtimes/telemetry/deferred.ts` when an export or `/metrics`
- * needs it). Each cost the node time at every start before its first `Hello` (issue 24).
+ * needs it), and pino (its CommonJS entry loads Node's module loader, `fs` and `worker_threads`; `core/log/json_logger.ts`
+ * writes the same lines). Each cost the node time at every start before its first `Hello` (issue 24).
  */
 import assert from "node:assert/strict";
 
@@ -49,5 +50,10 @@ for (const role of ["node", "sim", "site", "ramdisk"]) {
     const graph = await staticGraph(`roles/${role}.ts`);
     assert.ok(graph.some((m) => m.startsWith("npm:")), "the graph's npm packages were read");
     assert.deepEqual(graph.filter((m) => m.includes("@opentelemetry/")), []);
+  });
+  Deno.test(`the ${role} role's logger is bcd's own: no pino, whose entry loads Node's module loader and worker_threads`, async () => {
+    const graph = await staticGraph(`roles/${role}.ts`);
+    assert.ok(graph.includes("core/log/json_logger.ts"), "the graph was read");
+    assert.deepEqual(graph.filter((m) => /\bpino\b/.test(m)), []);
   });
 }

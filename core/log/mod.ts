@@ -1,17 +1,17 @@
 /**
- * Logging: pino JSON lines on stderr, one event per line, with ids (`command_id`, `generation`, `instance`) as
- * fields, never inside the message. Library code takes a {@link Logger} and never writes to the console.
+ * Logging: pino-shaped JSON lines on stderr (`json_logger.ts`), one event per line, with ids (`command_id`,
+ * `generation`, `instance`) as fields, never inside the message. Library code takes a {@link Logger} and never
+ * writes to the console.
  *
  * @module
  */
-import pino from "pino";
+import { jsonLogger, type LogDestination, type Logger, stderrDestination } from "./json_logger.ts";
+
+export { type LogDestination, type LogFn, type Logger, stderrDestination } from "./json_logger.ts";
 
 /** The levels `[log] level` and `BCD_LOG_LEVEL` accept. */
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = typeof LOG_LEVELS[number];
-
-/** The logger type every module takes. */
-export type Logger = pino.Logger;
 
 /** Options for {@link createLogger}. */
 export interface LoggerOptions {
@@ -19,7 +19,7 @@ export interface LoggerOptions {
   /** Fields on every line, e.g. `{ role: "node" }`. */
   base?: Record<string, unknown>;
   /** Where lines go: file descriptor 2 (stderr) unless a test passes its own sink. */
-  destination?: { write(line: string): void };
+  destination?: LogDestination;
 }
 
 /** The level from `BCD_LOG_LEVEL` when set and valid, else `fallback`. Reading the env is optional. */
@@ -34,20 +34,14 @@ export function levelFromEnv(fallback: LogLevel): LogLevel {
   return v !== undefined && (LOG_LEVELS as readonly string[]).includes(v) ? v as LogLevel : fallback;
 }
 
-/** A pino logger writing JSON lines to stderr (or `destination`). */
+/** A logger writing JSON lines to stderr (or `destination`). */
 export function createLogger(opts: LoggerOptions = {}): Logger {
-  const dest = opts.destination ?? pino.destination({ fd: 2, sync: true });
-  return pino({
-    level: opts.level ?? "info",
-    base: opts.base ?? {},
-    timestamp: pino.stdTimeFunctions.isoTime,
-    formatters: { level: (label) => ({ level: label }) },
-  }, dest as pino.DestinationStream);
+  return jsonLogger(opts.destination ?? stderrDestination(), opts.level ?? "info", opts.base ?? {});
 }
 
 /** A logger that drops everything, for tests that do not look at logs. */
 export function silentLogger(): Logger {
-  return pino({ level: "silent" });
+  return jsonLogger({ write() {} }, "silent");
 }
 
 /** A logger that keeps its lines in memory, parsed, for tests that assert on logs. */
