@@ -9,6 +9,7 @@
  * | `ch.taps`, `ch.untaps`, `ch.launch`, `ch.stop`, `ch.state`, `ch.vfio`, `ch.unvfio` | `id` | instance id (root takes the GPUs from the record) |
  * | `ch.add_net` | `id`, `index`   | instance id; 0 to 15 (root finds the NIC in the record)            |
  * | `ch.restore` | `id`, `resume`  | instance id; boolean (the source is `instances/<id>/ch`, root's)   |
+ * | `ch.memory` | `id`            | instance id (root reads the unit's cgroup `memory.stat`; the node reads no `/sys`) |
  *
  * @module
  */
@@ -27,6 +28,7 @@ export const CH_OPS = [
   "ch.state",
   "ch.vfio",
   "ch.unvfio",
+  "ch.memory",
 ] as const;
 
 /** A ch op. */
@@ -48,6 +50,7 @@ export interface ChArgs {
   "ch.state": ChIdArgs;
   "ch.vfio": ChIdArgs;
   "ch.unvfio": ChIdArgs;
+  "ch.memory": ChIdArgs;
 }
 
 /** What a verb answers: done, or a refusal with its reason (the node fails that instance). */
@@ -66,6 +69,8 @@ export interface ChResults {
   "ch.state": { readonly state: UnitState };
   "ch.vfio": ChOutcome;
   "ch.unvfio": ChOutcome;
+  /** The VMM's anonymous memory, bytes (the balloon loop's usage reading); `null` without a reading. */
+  "ch.memory": { readonly usedBytes: number | null };
 }
 
 function _id(op: string, v: unknown): string {
@@ -98,4 +103,5 @@ export const CH_CHECKS: { readonly [O in ChOp]: (raw: unknown) => ChArgs[O] } = 
   "ch.state": _idOnly("ch.state"),
   "ch.vfio": _idOnly("ch.vfio"),
   "ch.unvfio": _idOnly("ch.unvfio"),
+  "ch.memory": _idOnly("ch.memory"),
 };

@@ -4,7 +4,12 @@ import { checkArgs } from "./args.ts";
 
 Deno.test("ch.* arguments are default-deny: an instance id and a NIC index only, never a path, a tap or a bridge", async (t) => {
   const refused: Array<
-    [string, "ch.launch" | "ch.add_net" | "ch.restore" | "ch.taps" | "ch.vfio" | "ch.unvfio", unknown, string]
+    [
+      string,
+      "ch.launch" | "ch.add_net" | "ch.restore" | "ch.taps" | "ch.vfio" | "ch.unvfio" | "ch.memory",
+      unknown,
+      string,
+    ]
   > = [
     ["a path as the id", "ch.launch", { id: "../../etc" }, "id"],
     ["a unit name as the id", "ch.launch", { id: "x.socket/y" }, "id"],
@@ -23,6 +28,8 @@ Deno.test("ch.* arguments are default-deny: an instance id and a NIC index only,
       "pciBusId",
     ],
     ["an IOMMU group", "ch.unvfio", { id: "vm-1", group: "10" }, "group"],
+    ["a cgroup path as the id", "ch.memory", { id: "../../../sys/fs/cgroup" }, "id"],
+    ["a file beside the id", "ch.memory", { id: "vm-1", file: "/proc/self/status" }, "file"],
   ];
   for (const [what, op, args, field] of refused) {
     await t.step(`${op} refuses ${what}`, () => {
@@ -33,5 +40,6 @@ Deno.test("ch.* arguments are default-deny: an instance id and a NIC index only,
     assert.deepEqual(checkArgs("ch.add_net", { id: "vm-1", index: 15 }), { id: "vm-1", index: 15 });
     assert.deepEqual(checkArgs("ch.restore", { id: "vm-1", resume: false }), { id: "vm-1", resume: false });
     assert.deepEqual(checkArgs("ch.stop", { id: "vm-1" }), { id: "vm-1" });
+    assert.deepEqual(checkArgs("ch.memory", { id: "vm-1" }), { id: "vm-1" });
   });
 });

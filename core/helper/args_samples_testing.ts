@@ -57,6 +57,7 @@ export const CH_VALID: { [O in ChOp]: ChArgs[O] } = {
   "ch.state": { id: "i-1" },
   "ch.vfio": { id: "i-1" },
   "ch.unvfio": { id: "i-1" },
+  "ch.memory": { id: "i-1" },
 };
 
 /** The same as request argument lines. */

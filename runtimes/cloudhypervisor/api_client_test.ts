@@ -99,7 +99,7 @@ Deno.test("ChApiClient: add-disk is cold before boot and hot after, ids are uniq
   });
 });
 
-Deno.test("ChApiClient: vm.resize's desired_balloon moves the balloon; a VM without a balloon device refuses it", async () => {
+Deno.test("ChApiClient: vm.resize's desired_balloon moves the balloon; a booted VM without a balloon device refuses it, one not booted only has its configuration changed", async () => {
   await withVmm(async (api) => {
     await api.create(CONFIG);
     await api.boot();
@@ -111,11 +111,21 @@ Deno.test("ChApiClient: vm.resize's desired_balloon moves the balloon; a VM with
   await withVmm(async (api) => {
     const { balloon: _b, ...noBalloon } = CONFIG;
     await api.create(noBalloon);
+    // Not booted: vmm_resize only edits the configuration, which has no balloon to edit; nothing is refused.
+    await api.resize({ desired_balloon: 1 });
+    assert.equal((await api.info()).config.balloon, undefined);
     await api.boot();
     await assert.rejects(
       api.resize({ desired_balloon: 1 }),
       apiError(500, "Missing virtio-balloon, can't proceed as expected"),
     );
+  });
+  await withVmm(async (api) => {
+    await api.create(CONFIG);
+    await api.resize({ desired_balloon: 64 * 1024 * 1024 });
+    const info = await api.info();
+    assert.equal(info.config.balloon?.size, 64 * 1024 * 1024, "the size a boot starts the balloon at");
+    assert.equal(info.memory_actual_size, 512 * 1024 * 1024, "no VM yet: nothing is taken");
   });
   assert.throws(() => new ChApiClient({ socket: "/nowhere" }).resize({}), TypeError);
 });

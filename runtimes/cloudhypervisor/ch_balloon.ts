@@ -9,13 +9,14 @@
  *   3 KiB more);
  * - `readBalloon(id)` answers `vm.info`'s `memory_actual_size` (the memory less the balloon's `actual`, the pages the
  *   guest's driver has really given; `memory − config.balloon.size` when it is absent) and, as the guest's use, the
- *   VMM's anonymous memory (`vmm_memory.ts`; cloud-hypervisor's balloon has no statistics queue), `null` without one.
+ *   VMM's anonymous memory (`vmm_memory.ts`, read by root through `ChHostPort.memory`, since the node reads nothing
+ *   under `/sys`; cloud-hypervisor's balloon has no statistics queue), `null` without one.
  *
  * The checks run in `libvirt.setmem`'s order: a guest defined without a balloon device is {@link NoBalloon} from its
  * record before anything else (and a VMM that still answers `Missing virtio-balloon` maps to it too), a size that is
  * not whole KiB is a `RangeError`, one above the guest's memory `invalid-size`, a VM not running or paused
- * `not-running`; another refusal of the VMM is `vmm-refused`. Only the node talks here (`api.sock`, as for volumes):
- * no root operation.
+ * `not-running`; another refusal of the VMM is `vmm-refused`. Sizes go over `api.sock` from the node itself (as for
+ * volumes); only the usage reading is root's (the helper's `ch.memory`, an instance id and nothing else).
  *
  * A memory restore keeps bcd's balloon ({@link ownBalloon}): the rebuilt `config.json` already carries bcd's
  * `BalloonConfig`, but cloud-hypervisor restores the device's target (`num_pages`) from the snapshot's saved device
@@ -29,7 +30,6 @@ import { RuntimeRefused } from "../../core/converge/instances/runtime.ts";
 import { type ChApiClient, ChApiError, ChTransportError } from "./api_client.ts";
 import type { VmInfo } from "./api_types.ts";
 import type { ChRecord } from "./vm_record.ts";
-import type { VmmMemory } from "./vmm_memory.ts";
 
 /** The balloon's unit: cloud-hypervisor's virtio-balloon counts 4 KiB pages. */
 export const BALLOON_PAGE = 4096;
@@ -59,12 +59,12 @@ async function _runningInfo(id: string, api: ChApiClient): Promise<VmInfo> {
   return info;
 }
 
-/** The balloon of instance `id` (record `r`), read through its API and `memory`. */
+/** The balloon of instance `id` (record `r`), read through its API, with `memory` its VMM's memory use. */
 export async function readChBalloon(
   id: string,
   r: ChRecord,
   api: ChApiClient,
-  memory: VmmMemory,
+  memory: () => Promise<number | null>,
 ): Promise<BalloonReading> {
   _noBalloon(id, r);
   const info = await _runningInfo(id, api);
@@ -75,7 +75,7 @@ export async function readChBalloon(
   if (!Number.isSafeInteger(current) || current < 0 || current > size) {
     throw new RuntimeRefused("vmm-refused", `${id}: vm.info reports ${current} bytes of ${size} left to the guest`);
   }
-  const used = await memory.usedBytes(id);
+  const used = await memory();
   return { currentBytes: current, usedBytes: used === null ? null : Math.min(used, size) };
 }
 

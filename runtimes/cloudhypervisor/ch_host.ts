@@ -13,6 +13,8 @@
  * - `addNet`/`restore`: opens the taps and sends the API request with their fds over `SCM_RIGHTS`
  *   ({@link FdSender}), closing root's copies after.
  * - `stop`: `systemctl stop`, then `systemctl show`'s state.
+ * - `memory`: the `anon` figure of the unit's cgroup `memory.stat` (`vmm_memory.ts`), the balloon loop's usage reading
+ *   (root reads it: the node reads nothing under `/sys`).
  *
  * - `vfio`/`unvfio`: the record's GPUs' whole IOMMU groups to `vfio-pci` and `/dev/vfio/<group>` to the VMM's uid
  *   (`vfio.ts`), refused `vfio-busy` when another running VMM's user holds a group (read from `/dev/vfio`); back to
@@ -36,6 +38,7 @@ import { systemdRunArgs, unitName } from "./unit.ts";
 import { nicConfig } from "./restore_config.ts";
 import { type ChRecord, ChRecordRefused, readRecord, RECORD_FILE, volumePath } from "./vm_record.ts";
 import { type VfioBinder, VfioRefused } from "./vfio.ts";
+import { CgroupVmmMemory, type VmmMemory } from "./vmm_memory.ts";
 
 /** Root's taps. */
 export interface TapPort {
@@ -77,6 +80,8 @@ export interface ChHostOptions {
   readonly hostGpus?: () => Promise<readonly string[]>;
   /** The UUIDs of the GPUs root sees holding work (the device holds' files); such a GPU is never bound. */
   readonly busyGpus?: () => Promise<readonly string[]>;
+  /** The VMMs' memory use (default the units' cgroup `memory.stat` under `/sys/fs/cgroup`). */
+  readonly vmmMemory?: VmmMemory;
 }
 
 function _refused(reason: string, message: string): HostOutcome {
@@ -345,4 +350,11 @@ export class ChHost implements ChHostPort {
   state(id: string): Promise<UnitState> {
     return this.#o.units.state(unitName(id));
   }
+
+  memory(id: string): Promise<number | null> {
+    if (!INSTANCE_ID.test(id)) return Promise.reject(new TypeError(`instance id ${JSON.stringify(id)} is not valid`));
+    return (this.#o.vmmMemory ?? _cgroupMemory).usedBytes(id);
+  }
 }
+
+const _cgroupMemory = new CgroupVmmMemory();

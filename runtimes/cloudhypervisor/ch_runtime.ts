@@ -52,7 +52,7 @@
  *
  * - balloon (000 §Memory ballooning, `ch_balloon.ts`): `readBalloon`/`setBalloon` over `vm.info` and `vm.resize`'s
  *   `desired_balloon`, in what the balloon leaves the guest as on `libvirt-kvm`; the guest's use is the VMM's
- *   anonymous memory (`vmm_memory.ts`). A memory restore sets the balloon's target back to bcd's.
+ *   anonymous memory, which root reads (`ChHostPort.memory`, `vmm_memory.ts`). A memory restore sets the balloon's target back to bcd's.
  *
  * @module
  */
@@ -96,9 +96,6 @@ import {
 import type { VolumeAttachment } from "../../core/volumes/grammar.ts";
 import type { BalloonReading } from "../../core/balloon/port.ts";
 import { ownBalloon, readChBalloon, setChBalloon } from "./ch_balloon.ts";
-import { CgroupVmmMemory, type VmmMemory } from "./vmm_memory.ts";
-
-const _cgroupMemory = new CgroupVmmMemory();
 import { chRebind } from "./ch_rebind.ts";
 import { unplugDevice } from "./ch_unplug.ts";
 
@@ -127,8 +124,6 @@ export interface ChRuntimeOptions {
   readonly snapshots?: SnapshotStore;
   /** The host CPU model (the inventory's): a memory snapshot restores only on the model it was taken on. */
   readonly cpuModel?: () => Promise<string>;
-  /** The guests' memory use, the balloon loop's usage reading (default the VMM units' cgroup `memory.stat`). */
-  readonly vmmMemory?: VmmMemory;
   readonly log?: Logger;
 }
 
@@ -675,7 +670,7 @@ export class ChRuntime implements InstanceRuntime {
   async readBalloon(id: string): Promise<BalloonReading> {
     await this.#holds.free(id);
     const r = await this.#managed(id);
-    return await readChBalloon(id, r, this.api(id), this.#o.vmmMemory ?? _cgroupMemory);
+    return await readChBalloon(id, r, this.api(id), () => this.#o.host.memory(id));
   }
 
   /** Leaves the guest `bytes` of its memory with `vm.resize`'s `desired_balloon` (`ch_balloon.ts`). */

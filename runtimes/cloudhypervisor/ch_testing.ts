@@ -58,7 +58,9 @@ export async function chTestEnv(opts: ChTestOptions = {}): Promise<ChTestEnv | {
   const dataDir = `${dir}/data`;
   const systemd = new FakeSystemd();
   const taps = new FakeTaps();
+  const vmmMemory = new CgroupVmmMemory({ cgroupRoot: `${dir}/cgroup` });
   const host = new ChHost({
+    vmmMemory,
     runtimeDir: `${dataDir}/cloud-hypervisor`,
     volumesDir: `${dataDir}/volumes`,
     binary: "/usr/bin/cloud-hypervisor",
@@ -79,9 +81,7 @@ export async function chTestEnv(opts: ChTestOptions = {}): Promise<ChTestEnv | {
   const via = opts.port ? await opts.port(host) : undefined;
   const clock = { t: 0 };
   const access = new RecordingAccess();
-  const vmmMemory = new CgroupVmmMemory({ cgroupRoot: `${dir}/cgroup` });
   const rt = new ChRuntime({
-    vmmMemory,
     access,
     host: via?.port ?? host,
     dataDir,

@@ -60,6 +60,15 @@ export class HelperChHost implements ChHostPort {
   async unvfio(id: string): Promise<HostOutcome> {
     return _outcome("ch.unvfio", await this.c.call("ch.unvfio", { id }));
   }
+  async memory(id: string): Promise<number | null> {
+    const r = await this.c.call("ch.memory", { id });
+    const n = (r as { usedBytes?: unknown }).usedBytes;
+    if (n === null) return null;
+    if (typeof n !== "number" || !Number.isSafeInteger(n) || n < 0) {
+      throw new HelperError("malformed", `ch.memory: used bytes ${JSON.stringify(n)} is not a byte count`);
+    }
+    return n;
+  }
   async state(id: string): Promise<UnitState> {
     return _state("ch.state", (await this.c.call("ch.state", { id })).state);
   }

@@ -11,8 +11,8 @@
  * No reading (no unit, no cgroup file, cgroup v1) is `null`, and the policy then counts the guest as using all its
  * memory: nothing is taken from it.
  *
- * The file is read straight from cgroupfs (`memory.stat` is world-readable), also by a node under `bcd helper`: no
- * root operation, no path sent anywhere. The unit's cgroup is found by systemd's slice naming rule
+ * Root reads the file (`ChHost.memory`; a node under `bcd helper` asks the helper's `ch.memory` with the instance id
+ * only, since its permissions grant no `/sys`, and sends no path). The unit's cgroup is found by systemd's slice naming rule
  * ({@link sliceCgroupPath}): `bcd-instances.slice` lives at `bcd.slice/bcd-instances.slice`.
  *
  * @module

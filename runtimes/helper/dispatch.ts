@@ -247,6 +247,7 @@ async function _run(b: HelperBackends, req: HelperRequest, writes: Mutex): Promi
     case "ch.state":
     case "ch.vfio":
     case "ch.unvfio":
+    case "ch.memory":
       return await _ch(b, req);
     default:
       return await _libvirt(b, req);
@@ -276,6 +277,8 @@ async function _ch(b: HelperBackends, req: HelperRequest): Promise<Answer> {
       return _answer(req, await c.vfio(req.args.id));
     case "ch.unvfio":
       return _answer(req, await c.unvfio(req.args.id));
+    case "ch.memory":
+      return _answer(req, { usedBytes: await c.memory(req.args.id) });
     default:
       throw new HelperError("unknown-op", `${req.op} has no runner`);
   }

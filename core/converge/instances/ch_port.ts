@@ -46,4 +46,9 @@ export interface ChHostPort {
   vfio(id: string): Promise<HostOutcome>;
   /** Gives the record's GPUs back to root and to their host driver (never a group a running VMM's user holds). */
   unvfio(id: string): Promise<HostOutcome>;
+  /**
+   * What the VMM's unit holds of the host's memory as anonymous memory, bytes: its guest's RAM in use (the balloon
+   * loop's usage reading, from the unit's cgroup `memory.stat`); `null` without a reading.
+   */
+  memory(id: string): Promise<number | null>;
 }
