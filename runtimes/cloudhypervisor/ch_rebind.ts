@@ -6,7 +6,8 @@
  * `libvirt-kvm`) and serial `bc-rebind`. After the wait it is removed with `vm.remove-device`; a guest that has not
  * ejected it yet leaves it `detach-pending` (`ch_unplug.ts`: logged, the try's outcome is the answer's). Either way the
  * ACL entry is taken back and the file zeroed and deleted, so nothing of the secret stays on the host and the VMM's
- * user can open it no more.
+ * user can open it no more. A try that finds the disk of an earlier one still held by the guest asks for its removal
+ * again and fails `detach-pending` (a try, as any failed one) without adding a second.
  *
  * No path goes to root here: the node builds the path from the instance id, the file is created new by the node (never
  * through a link left in its place), and the VMM opens it as its own user, which reaches only what its ACL entries
@@ -47,6 +48,11 @@ export function chRebind(c: ChRebindContext, image: Uint8Array, nonce: string): 
     attach: async () => {
       if ((await c.state()) === "stopped") {
         throw new RuntimeRefused("not-running", `${c.id} is not running; nothing to hot-plug into`);
+      }
+      // A guest that still holds the disk of an earlier try (its eject never came) is asked again; while it holds
+      // it, no second disk of that id can be added.
+      if ((await unplugDevice(c.api, REBIND_TARGET)) === "pending") {
+        throw new DetachPending(`${c.id}: the guest still holds ${REBIND_TARGET} from an earlier try`);
       }
       await c.access.grantFile(path, c.uid, "rw");
       try {

@@ -67,7 +67,7 @@ Deno.test("cloud-hypervisor rebind: the file is the node's 0600 with an rw ACL e
   });
 });
 
-Deno.test("cloud-hypervisor rebind: a guest that has not ejected the disk leaves it detach-pending; the answer counts, the ACL entry goes and the file is zeroed and deleted", async (t) => {
+Deno.test("cloud-hypervisor rebind: a guest that has not ejected the disk leaves it detach-pending; the answer counts, the ACL entry goes and the file is zeroed and deleted; the next try asks again and adds no second disk", async (t) => {
   await withEnv(t, async (env) => {
     const id = "vm-rb-held";
     const vmm = await runOne(env, id);
@@ -85,8 +85,22 @@ Deno.test("cloud-hypervisor rebind: a guest that has not ejected the disk leaves
       `revoke-file ${file} ${VMM_UID_BASE}`,
     ]);
     await assert.rejects(Deno.stat(file), Deno.errors.NotFound);
-    vmm.guestEjects("vdz");
-    assert.ok(!Object.hasOwn((await env.rt.api(id).info()).device_tree ?? {}, "vdz"));
+    await t.step(
+      "the next try while the guest still holds it: asked again, detach-pending, no second disk",
+      async () => {
+        const adds = vmm.hotAdded.length;
+        const n2 = rebindNonce();
+        await assert.rejects(env.rt.rebind(id, image(n2), n2), DetachPending);
+        assert.equal(vmm.hotAdded.length, adds);
+        await assert.rejects(Deno.stat(file), Deno.errors.NotFound);
+      },
+    );
+    await t.step("once the guest let go, a try adds the disk again", async () => {
+      vmm.guestEjects("vdz");
+      assert.ok(!Object.hasOwn((await env.rt.api(id).info()).device_tree ?? {}, "vdz"));
+      const n3 = rebindNonce();
+      assert.equal(await env.rt.rebind(id, image(n3), n3), true);
+    });
   });
 });
 
