@@ -83,6 +83,8 @@ const SERVE: Subcommand = {
       ? await libvirtBackend(config.dataDir, {
         log,
         bridges: config.helper.instanceBridges,
+        dynamicOwnership: config.helper.libvirtDynamicOwnership,
+        ...(gid !== undefined ? { nodeGid: gid } : {}),
         hostGpus: async () =>
           (await new NvidiaSmi({ binary: config.devices.nvidiaSmi }).query()).gpus.map((g) => g.pciBusId),
       })

@@ -34,7 +34,13 @@ export interface AgentConfig {
   devices?: { cdi_dir?: string; run_dir?: string; cgroup_root?: string; nvidia_smi?: string };
   host?: { units?: boolean; etc_root?: string; sys_root?: string };
   instances?: { balloon_floor_percent?: number; agent_config_url?: string };
-  helper?: { socket?: string; node_group?: string; role?: string; instance_bridges?: string[] };
+  helper?: {
+    socket?: string;
+    node_group?: string;
+    role?: string;
+    instance_bridges?: string[];
+    libvirt_dynamic_ownership?: boolean;
+  };
   site?: { bmc_networks?: string[]; boot_listen?: string; boot_url?: string; ca_file?: string };
   daemon?: { releases_dir?: string; confirm_timeout_ms?: number; release_keys?: string[] };
   telemetry?: { metrics_port?: number };
@@ -73,12 +79,17 @@ export interface ResolvedAgentConfig {
   instances: { balloonFloorPercent: number; agentConfigUrl: string | undefined };
   /** `socket`: where the root helper listens (the default `/run/bcd/helper.sock`); `nodeGroup`: the group the
    * helper gives its socket to (the agent's), a name or a gid; `role`: the agent role the helper serves, which decides
-   * the ops it answers (`core/helper/roles.ts`; unset: `node`'s, every op). */
+   * the ops it answers (`core/helper/roles.ts`; unset: `node`'s, every op); `libvirtDynamicOwnership`: what libvirt's
+   * `qemu.conf` says (`dynamic_ownership`). The default `false` is the seed's deployment under bcd helper: libvirt
+   * relabels nothing and QEMU's user is in the node's group, so the helper opens the domain's files to that group
+   * (0660, read-only 0640) and gives the directories on the way group search; `true`: libvirt relabels the files and
+   * the directories get `o+x` (`runtimes/libvirt/qemu_access.ts`). */
   helper: {
     socket: string | undefined;
     nodeGroup: string | undefined;
     role: KindRole | undefined;
     instanceBridges: string[];
+    libvirtDynamicOwnership: boolean;
   };
   /** `bmcNetworks`: never a `site.httpProxy` target; `bootListen`: where the boot server (iPXE scripts, ISOs, the
    * image cache) listens, `host:port` on the boot network, unset for none; `bootUrl`: the base URL machines and BMCs
@@ -129,7 +140,13 @@ const SCHEMA: Schema = {
   devices: { cdi_dir: "path", run_dir: "path", cgroup_root: "path", nvidia_smi: "string" },
   host: { units: "bool", etc_root: "path", sys_root: "path" },
   instances: { balloon_floor_percent: "int", agent_config_url: "url" },
-  helper: { socket: "path", node_group: "string", role: "string", instance_bridges: "string[]" },
+  helper: {
+    socket: "path",
+    node_group: "string",
+    role: "string",
+    instance_bridges: "string[]",
+    libvirt_dynamic_ownership: "bool",
+  },
   site: { bmc_networks: "string[]", boot_listen: "string", boot_url: "url", ca_file: "path" },
   daemon: { releases_dir: "path", confirm_timeout_ms: "int", release_keys: "string[]" },
   telemetry: { metrics_port: "int" },
@@ -352,6 +369,7 @@ export function resolveAgentConfig(cfg: AgentConfig, source = ""): ResolvedAgent
       nodeGroup: group,
       role: helperRole,
       instanceBridges: cfg.helper?.instance_bridges ?? [],
+      libvirtDynamicOwnership: cfg.helper?.libvirt_dynamic_ownership ?? false,
     },
     site: {
       bmcNetworks: cfg.site?.bmc_networks ?? [],

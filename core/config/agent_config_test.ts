@@ -12,6 +12,7 @@ Deno.test("an empty config resolves to the defaults", () => {
   assert.equal(c.instances.balloonFloorPercent, 50);
   assert.equal(c.host.units, true);
   assert.equal(c.log.level, "info");
+  assert.equal(c.helper.libvirtDynamicOwnership, false, "the seed's deployment: libvirt's dynamic_ownership = 0");
 });
 
 Deno.test("a full config resolves every key it sets", () => {
@@ -37,6 +38,7 @@ balloon_floor_percent = 70
 socket = "/run/bcd/helper.sock"
 node_group = "bcd"
 instance_bridges = ["br0"]
+libvirt_dynamic_ownership = true
 `);
   assert.equal(c.dataDir, "/srv/bcd");
   assert.equal(c.gateway.url, "wss://gw.example/session");
@@ -49,6 +51,7 @@ instance_bridges = ["br0"]
   assert.deepEqual(c.helper.instanceBridges, ["br0"]);
   assert.equal(c.helper.socket, "/run/bcd/helper.sock");
   assert.equal(c.helper.nodeGroup, "bcd");
+  assert.equal(c.helper.libvirtDynamicOwnership, true);
 });
 
 function refusal(source: string): ConfigError {

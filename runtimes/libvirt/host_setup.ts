@@ -4,11 +4,16 @@
  * (a short `qemu-system-x86_64 -accel kvm -cpu host -S` that must quit cleanly: on hosts with a broken nested KVM the
  * device opens but QEMU aborts setting the vCPU's MSRs), `qemu` (TCG) otherwise. The choice and its reason are logged.
  *
+ * How QEMU's user reaches the domain's files follows `[helper] libvirt_dynamic_ownership` (`qemu_access.ts`); the
+ * helper compares it with `dynamic_ownership` in libvirt's `qemu.conf` at start and warns when they disagree (domains
+ * would then fail to open their disks), and under the group scheme names the node's group it opens files to.
+ *
  * @module
  */
 import type { Logger } from "../../core/log/mod.ts";
 import type { DomainType } from "./domain_xml.ts";
 import { LibvirtHost } from "./libvirt_host.ts";
+import type { QemuAccess } from "./qemu_access.ts";
 import { identityOwner } from "./node_owner.ts";
 import { CommandVirsh } from "./virsh.ts";
 
@@ -78,10 +83,32 @@ export async function probeDomainType(
   return { type: "qemu", why: `QEMU cannot run a KVM vCPU here (exit ${out.code}: ${err.slice(0, 200)})` };
 }
 
+/**
+ * The `dynamic_ownership` a `qemu.conf` sets (`true` for 1, `false` for 0), or `undefined` when it sets none (libvirt's
+ * default is 1). The last assignment wins, as in libvirt's parser; comments and other keys are passed over.
+ */
+export function qemuConfDynamicOwnership(text: string): boolean | undefined {
+  let v: boolean | undefined;
+  for (const line of text.split("\n")) {
+    const m = /^\s*dynamic_ownership\s*=\s*([01])\s*(#.*)?$/.exec(line);
+    if (m) v = m[1] === "1";
+  }
+  return v;
+}
+
 /** The root half of `libvirt-kvm` for the helper, or `undefined` when virsh is not on PATH. */
 export async function libvirtBackend(
   dataDir: string,
-  opts: { log?: Logger; hostGpus?: () => Promise<readonly string[]>; bridges: readonly string[] },
+  opts: {
+    log?: Logger;
+    hostGpus?: () => Promise<readonly string[]>;
+    bridges: readonly string[];
+    /** `[helper] libvirt_dynamic_ownership`; `nodeGid`: the node's group (`[helper] node_group`), else the data dir's. */
+    dynamicOwnership: boolean;
+    nodeGid?: number;
+    /** libvirt's `qemu.conf`, read to compare (default `/etc/libvirt/qemu.conf`). */
+    qemuConf?: string;
+  },
 ): Promise<LibvirtHost | undefined> {
   if (!(await onPath("virsh"))) {
     opts.log?.info({}, "libvirt-kvm: virsh is not on PATH; runtime off");
@@ -92,6 +119,14 @@ export async function libvirtBackend(
   if (opts.bridges.length === 0) {
     opts.log?.warn({}, "libvirt-kvm: [helper] instance_bridges is not set; the helper refuses every instance tap");
   } else opts.log?.info({ instance_bridges: opts.bridges }, "libvirt-kvm: instance NICs may join these bridges");
+  const qemuAccess: QemuAccess = opts.dynamicOwnership
+    ? { scheme: "relabel" }
+    : { scheme: "group", ...(opts.nodeGid !== undefined ? { gid: opts.nodeGid } : {}) };
+  await _compareQemuConf(opts.qemuConf ?? "/etc/libvirt/qemu.conf", opts.dynamicOwnership, opts.log);
+  opts.log?.info(
+    { scheme: qemuAccess.scheme, node_gid: opts.nodeGid ?? "the data dir's group" },
+    "libvirt-kvm: how QEMU's user reaches the domains' files",
+  );
   return new LibvirtHost({
     virsh: new CommandVirsh(),
     dataDir,
@@ -99,6 +134,28 @@ export async function libvirtBackend(
     owner: identityOwner(dataDir, opts.log),
     hostGpus: opts.hostGpus,
     bridges: opts.bridges,
+    qemuAccess,
     log: opts.log,
   });
+}
+
+/** Warns when libvirt's `qemu.conf` says another `dynamic_ownership` than `[helper] libvirt_dynamic_ownership`. */
+async function _compareQemuConf(path: string, configured: boolean, log?: Logger): Promise<void> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound || e instanceof Deno.errors.PermissionDenied) {
+      log?.warn({ path }, "libvirt-kvm: qemu.conf unreadable; dynamic_ownership not compared");
+      return;
+    }
+    throw e;
+  }
+  const libvirt = qemuConfDynamicOwnership(text) ?? true;
+  if (libvirt !== configured) {
+    log?.warn(
+      { path, qemu_conf: libvirt ? 1 : 0, libvirt_dynamic_ownership: configured },
+      "libvirt-kvm: qemu.conf's dynamic_ownership disagrees with [helper] libvirt_dynamic_ownership; domains may fail to open their disks",
+    );
+  }
 }

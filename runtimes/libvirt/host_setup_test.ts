@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { probeDomainType } from "./host_setup.ts";
+import { probeDomainType, qemuConfDynamicOwnership } from "./host_setup.ts";
 
 Deno.test("probeDomainType() reports TCG when QEMU quits before it is asked to (a broken KVM aborts at once)", async () => {
   const dir = await Deno.makeTempDir({ prefix: "bcd-probe-" });
@@ -16,5 +16,19 @@ Deno.test("probeDomainType() reports TCG when QEMU quits before it is asked to (
     }
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("qemuConfDynamicOwnership() reads libvirt's qemu.conf setting: the last assignment, comments passed over, unset when none", async (t) => {
+  const rows: [string, boolean | undefined][] = [
+    ["", undefined],
+    ["#dynamic_ownership = 0\n", undefined],
+    ["dynamic_ownership = 0\n", false],
+    ["  dynamic_ownership=1  # relabel\n", true],
+    ["dynamic_ownership = 1\nuser = \"libvirt-qemu\"\ndynamic_ownership = 0\n", false],
+    ["remember_owner = 0\n", undefined],
+  ];
+  for (const [text, want] of rows) {
+    await t.step(JSON.stringify(text), () => assert.equal(qemuConfDynamicOwnership(text), want));
   }
 });

@@ -6,8 +6,11 @@
  * Before a define it checks, as root, what the node prepared: the instance directory, the overlay and the seed are
  * plain files (never a link or a device), the base image is one plain file named by its digest that names no backing
  * or data file and is not encrypted, and the overlay names exactly that base (or none, for an iso install or a
- * restored disk); the same overlay check runs again before every start. It adds `o+x` (search, never read) to each
- * directory from the data dir down, so QEMU's user reaches the files libvirt relabels.
+ * restored disk); the same overlay check runs again before every start. QEMU's user reaches the files by one of two
+ * schemes (`qemu_access.ts`, {@link LibvirtHostOptions.qemuAccess}): libvirt relabels them and each directory from the
+ * data dir down gets `o+x` (search, never read), or, with libvirt's `dynamic_ownership = 0` under bcd helper, QEMU's
+ * user is in the node's group, the directories get group search and the disk, seed, volumes and rebind disk are
+ * opened to the group (0660, read-only ones 0640) before a start, a restore or a hot-plug.
  *
  * Listing reads each domain's definition once per UUID and keeps its mark, and keeps the whole listing under libvirt's
  * change marker ({@link Virsh.changeMarker}): while the marker has not moved, an idle pass asks libvirt nothing (two
@@ -31,7 +34,8 @@
  * volume grew. Closed again once detached: after a detach, a destroy, an undefine, or a listing that finds a domain
  * stopped that ran before, each volume it had goes back to the volume store's owner (the node), mode 0600, unless
  * another running or paused domain of this node still has it (opened `O_NOFOLLOW`: a link the node put in a volume's
- * place is never followed).
+ * place is never followed); after a destroy, a save, an undefine of a stopped domain or such a listing, its disk and
+ * seed go back to 0600 too.
  *
  * Memory state (`save`, `restore`): the state file is always `instances/<id>/memory.save`. After `virsh save` it is
  * handed to the owner of the instance directory (the node), mode 0600. Before `virsh restore` the domain must be bcd's,
@@ -57,7 +61,7 @@ import {
   type PlanVolume,
   REBIND_DISK,
 } from "../../core/converge/instances/domain_plan.ts";
-import { constants, lchown, open } from "node:fs/promises";
+import { lchown } from "node:fs/promises";
 import type { DomainState } from "../../core/converge/instances/runtime.ts";
 import { checkImage, checkOverlay, ImageRefused } from "../../core/images/mod.ts";
 import type { Logger } from "../../core/log/mod.ts";
@@ -73,6 +77,16 @@ import {
   renderVolumeDisk,
   volumePath,
 } from "./domain_xml.ts";
+import {
+  AccessRefused,
+  closeFiles,
+  type DomainFile,
+  nodeOwner,
+  openDirs,
+  openFiles,
+  type QemuAccess,
+  RELABEL,
+} from "./qemu_access.ts";
 import { rewriteSaveImage, SaveImageRefused } from "./save_image.ts";
 import { balloonUsedKiB, type Virsh, type VirshDomain, VirshError } from "./virsh.ts";
 
@@ -91,6 +105,12 @@ export interface LibvirtHostOptions {
   readonly hostGpus?: () => Promise<readonly string[]>;
   /** Bridges instance NICs may join (`[helper] instance_bridges`); empty: every instance tap is refused. */
   readonly bridges: readonly string[];
+  /**
+   * How QEMU's user reaches the domain's files (`qemu_access.ts`): libvirt relabels them (the default, libvirt's
+   * `dynamic_ownership = 1`), or QEMU's user is in the node's group (`dynamic_ownership = 0`, the seed's deployment
+   * under bcd helper: `[helper] libvirt_dynamic_ownership = false`).
+   */
+  readonly qemuAccess?: QemuAccess;
   readonly log?: Logger;
 }
 
@@ -173,19 +193,31 @@ export class LibvirtHost implements LibvirtHostPort {
     return out;
   }
 
-  /** Closes the volumes of each domain that ran at the last listing and is stopped or gone now. */
+  /** Closes the files of each domain that ran at the last listing and is stopped or gone now. */
   async #closeStopped(domains: readonly HostDomain[]): Promise<void> {
     const now = new Map(domains.filter((d) => d.plan).map((d) => [d.name, d]));
     const closing: string[] = [];
+    const stopped: string[] = [];
     for (const [name, was] of this.#ran) {
       const d = now.get(name);
-      if (was.state !== "stopped" && (!d || d.state === "stopped")) closing.push(...was.volumes);
+      if (was.state !== "stopped" && (!d || d.state === "stopped")) {
+        closing.push(...was.volumes);
+        stopped.push(name);
+      }
     }
     this.#ran.clear();
     for (const d of now.values()) {
       this.#ran.set(d.name, { state: d.state, volumes: (d.plan!.volumes ?? []).map((v) => v.id) });
     }
+    for (const id of stopped) await this.#closeDisks(id);
     if (closing.length > 0) await this.#closeVolumes(closing, undefined, domains);
+  }
+
+  /** The instance's own disk and seed back to 0600 once its domain stopped (a missing one is passed over). */
+  async #closeDisks(id: string): Promise<void> {
+    const dir = instanceDir(this.paths, id);
+    const closed = await closeFiles([`${dir}/disk.qcow2`, `${dir}/seed.iso`]);
+    if (closed.length > 0) this.#o.log?.info({ instance: id }, "libvirt: disk and seed closed again (0600)");
   }
 
   /**
@@ -199,25 +231,10 @@ export class LibvirtHost implements LibvirtHostPort {
         .flatMap((d) => (d.plan!.volumes ?? []).map((v) => v.id)),
     );
     const owner = await this.#volumesDir();
-    if (!owner) return;
-    for (const id of new Set(ids)) {
-      if (held.has(id)) continue;
-      let h;
-      try {
-        h = await open(volumePath(this.paths, id), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-      } catch (e) {
-        const code = (e as { code?: string }).code;
-        if (code === "ENOENT" || code === "ELOOP") continue;
-        throw e;
-      }
-      try {
-        if (!(await h.stat()).isFile()) continue;
-        if (owner.uid !== null && owner.gid !== null) await h.chown(owner.uid, owner.gid);
-        await h.chmod(0o600);
-      } finally {
-        await h.close();
-      }
-      this.#o.log?.info({ volume: id }, "libvirt: volume closed again (0600, the node's)");
+    if (!owner || owner.uid === null || owner.gid === null) return;
+    const paths = [...new Set(ids)].filter((id) => !held.has(id)).map((id) => volumePath(this.paths, id));
+    for (const p of await closeFiles(paths, { uid: owner.uid, gid: owner.gid })) {
+      this.#o.log?.info({ volume: p }, "libvirt: volume closed again (0600, the node's)");
     }
   }
 
@@ -288,7 +305,8 @@ export class LibvirtHost implements LibvirtHostPort {
     }
     const files = await this.#checkFiles(plan);
     if (files.refused) return files;
-    await this.#searchable(plan);
+    const dirs = await this.#openDirs(plan);
+    if (dirs.refused) return dirs;
     this.#forget(plan.id);
     await this.#o.virsh.define(renderDomainXml(plan, this.#o.domainType, this.paths, owner));
     this.#o.log?.info({ instance: plan.id, type: this.#o.domainType }, "libvirt: domain defined");
@@ -394,22 +412,41 @@ export class LibvirtHost implements LibvirtHostPort {
     }
   }
 
-  /** `o+x` on each directory from the data dir down to the instance's and the images'. */
-  async #searchable(plan: DomainPlan): Promise<void> {
+  /**
+   * Opens the directories on the way to QEMU's user (`qemuAccess`: `o+x`, or the node's group and `g+x`): from the
+   * data dir down to the instance's and the images', and the volume store when the plan has volumes.
+   */
+  async #openDirs(plan: DomainPlan): Promise<HostOutcome> {
     const l = this.paths.libvirtDir;
     const dirs = [this.#o.dataDir, l, `${l}/images`, `${l}/instances`, instanceDir(this.paths, plan.id)];
     if ((plan.volumes ?? []).length > 0) dirs.push(this.paths.volumesDir);
-    for (const d of dirs) {
-      let st: Deno.FileInfo;
-      try {
-        st = await Deno.lstat(d);
-      } catch (e) {
-        if (e instanceof Deno.errors.NotFound) continue;
-        throw e;
-      }
-      if (st.isDirectory && st.mode !== null && (st.mode & 0o001) === 0) {
-        await Deno.chmod(d, (st.mode & 0o7777) | 0o001);
-      }
+    return await this.#accessible(async (access, owner) => await openDirs(dirs, access, owner));
+  }
+
+  /**
+   * Opens the directories on the way and the files a domain of `plan` opens (its disk, its seed, its volumes) to
+   * QEMU's user, before a start or a restore; `files` narrows it to those (a hot-plug).
+   */
+  async #openFiles(plan: DomainPlan, files?: readonly DomainFile[]): Promise<HostOutcome> {
+    const dirs = await this.#openDirs(plan);
+    if (dirs.refused) return dirs;
+    const dir = instanceDir(this.paths, plan.id);
+    const all = files ?? [
+      { path: `${dir}/disk.qcow2`, readOnly: false },
+      ...(plan.seed ? [{ path: `${dir}/seed.iso`, readOnly: true }] : []),
+      ...(plan.volumes ?? []).map((v) => ({ path: volumePath(this.paths, v.id), readOnly: v.readOnly })),
+    ];
+    return await this.#accessible(async (access, owner) => await openFiles(all, access, owner));
+  }
+
+  /** Runs `f` with the scheme and the node; a file root refuses to open to QEMU is the refusal `bad-disk`. */
+  async #accessible(f: (access: QemuAccess, owner: { uid: number; gid: number }) => Promise<void>) {
+    try {
+      await f(this.#o.qemuAccess ?? RELABEL, await nodeOwner(this.#o.dataDir));
+      return _OK;
+    } catch (e) {
+      if (e instanceof AccessRefused) return _refused("bad-disk", e.message);
+      throw e;
     }
   }
 
@@ -418,6 +455,8 @@ export class LibvirtHost implements LibvirtHostPort {
     if ("refused" in plan) return plan;
     const files = await this.#checkFiles(plan as DomainPlan);
     if (files.refused) return files;
+    const open = await this.#openFiles(plan as DomainPlan);
+    if (open.refused) return open;
     this.#listing = undefined;
     try {
       await this.#o.virsh.start(id, paused);
@@ -463,16 +502,18 @@ export class LibvirtHost implements LibvirtHostPort {
     if ("refused" in plan) return plan;
     this.#listing = undefined;
     await this.#o.virsh.destroy(id);
+    await this.#closeDisks(id);
     await this.#closeVolumes(((plan as DomainPlan).volumes ?? []).map((v) => v.id), id);
     return _OK;
   }
   async undefine(id: string): Promise<HostOutcome> {
     this.#forget(id);
-    const plan = await this.#managed(id);
-    if ("refused" in plan) return plan;
+    const m = await this.#managedState(id);
+    if (!("plan" in m)) return m;
     this.#listing = undefined;
     await this.#o.virsh.undefine(id);
-    await this.#closeVolumes(((plan as DomainPlan).volumes ?? []).map((v) => v.id), id);
+    if (m.state === "stopped") await this.#closeDisks(id);
+    await this.#closeVolumes((m.plan.volumes ?? []).map((v) => v.id), id);
     return _OK;
   }
   async save(id: string): Promise<HostOutcome> {
@@ -493,6 +534,7 @@ export class LibvirtHost implements LibvirtHostPort {
       await Deno.chown(file, owner.uid, owner.gid);
     }
     this.#forget(id);
+    await this.#closeDisks(id);
     this.#o.log?.info({ instance: id, bytes: st.size }, "libvirt: memory state saved");
     return _OK;
   }
@@ -516,7 +558,8 @@ export class LibvirtHost implements LibvirtHostPort {
       if (e instanceof Deno.errors.NotFound) return _refused("bad-state-file", `${id}: no memory state to restore`);
       throw e;
     }
-    await this.#searchable(m.plan);
+    const open = await this.#openFiles(m.plan);
+    if (open.refused) return open;
     this.#listing = undefined;
     try {
       await this.#o.virsh.restore(file, xml, paused);
@@ -585,6 +628,8 @@ export class LibvirtHost implements LibvirtHostPort {
       if (!st?.isFile || st.size !== REBIND_DISK.bytes) {
         return _refused("bad-disk", `${path} is not a plain file of ${REBIND_DISK.bytes} bytes`);
       }
+      const open = await this.#openFiles(m.plan, [{ path, readOnly: false }]);
+      if (open.refused) return open;
       this.#listing = undefined;
       await this.#o.virsh.attachDevice(id, renderRebindDisk(this.paths, id));
       this.#o.log?.info({ instance: id }, "libvirt: identity rebind disk attached");
@@ -603,7 +648,8 @@ export class LibvirtHost implements LibvirtHostPort {
     if (file.refused) return file;
     const owner = await this.#owner();
     if (owner === undefined) return _refused("no-node-identity", `the node has not joined yet`);
-    await this.#searchable(next);
+    const open = await this.#openFiles(next, [{ path: volumePath(this.paths, vol.id), readOnly: vol.readOnly }]);
+    if (open.refused) return open;
     this.#forget(id);
     await this.#o.virsh.attachDevice(id, renderVolumeDisk(this.paths, vol, ""));
     await this.#o.virsh.define(renderDomainXml(next, this.#o.domainType, this.paths, owner));

@@ -1,52 +1,7 @@
 import assert from "node:assert/strict";
-import type { DomainPlan } from "../../core/converge/instances/domain_plan.ts";
 import { FakeVirsh } from "./fake_virsh.ts";
 import { LibvirtHost } from "./libvirt_host.ts";
-import { makeQcow2, sha256Hex } from "../../fixtures/libvirt/image_server.ts";
-
-async function hostWithDomains(n: number) {
-  const dir = await Deno.makeTempDir({ prefix: "bcd-lvhost-" });
-  const virsh = new FakeVirsh();
-  const host = new LibvirtHost({ virsh, dataDir: dir, domainType: "qemu", owner: "node-a", bridges: [] });
-  const base = await makeQcow2(dir, "b.qcow2", "16M");
-  const sha = await sha256Hex(base);
-  await Deno.mkdir(`${dir}/libvirt/images`, { recursive: true });
-  await Deno.writeFile(`${dir}/libvirt/images/${sha}.qcow2`, base);
-  const plan = (id: string): DomainPlan => ({
-    id,
-    allocationId: "a1",
-    vcpus: 1,
-    memoryMiB: 64,
-    image: { sha256: sha, format: "qcow2" },
-    nics: [],
-    gpus: [],
-    placement: null,
-    seed: false,
-    restoredFrom: null,
-  });
-  for (let i = 0; i < n; i++) {
-    const id = `d${i}`;
-    await Deno.mkdir(`${dir}/libvirt/instances/${id}`, { recursive: true });
-    const out = await new Deno.Command("qemu-img", {
-      args: [
-        "create",
-        "-q",
-        "-f",
-        "qcow2",
-        "-u",
-        "-F",
-        "qcow2",
-        "-b",
-        `${dir}/libvirt/images/${sha}.qcow2`,
-        `${dir}/libvirt/instances/${id}/disk.qcow2`,
-        "16M",
-      ],
-    }).output();
-    assert.ok(out.success);
-    assert.deepEqual(await host.define(plan(id)), {});
-  }
-  return { dir, virsh, host, plan };
-}
+import { hostWithDomains } from "./host_testing.ts";
 
 Deno.test("LibvirtHost.list() reads each domain's definition once; an idle listing asks libvirt nothing while its change marker stands", async () => {
   const { dir, virsh, host, plan } = await hostWithDomains(3);
