@@ -41,6 +41,7 @@ export const CONFIG_TOML = `# /etc/bcd/config.toml — read by bcd-helper and th
 # node_group = "bcd"
 # role = "node"                        # "site" beside bcd-site
 # instance_bridges = ["br0"]
+# libvirt_dynamic_ownership = false    # qemu.conf's dynamic_ownership; false: libvirt-qemu must be in node_group
 # [daemon]
 # releases_dir = "/opt/bcd"
 # confirm_timeout_ms = 300000

@@ -25,7 +25,7 @@ Deno.test("qemuConfDynamicOwnership() reads libvirt's qemu.conf setting: the las
     ["#dynamic_ownership = 0\n", undefined],
     ["dynamic_ownership = 0\n", false],
     ["  dynamic_ownership=1  # relabel\n", true],
-    ["dynamic_ownership = 1\nuser = \"libvirt-qemu\"\ndynamic_ownership = 0\n", false],
+    ['dynamic_ownership = 1\nuser = "libvirt-qemu"\ndynamic_ownership = 0\n', false],
     ["remember_owner = 0\n", undefined],
   ];
   for (const [text, want] of rows) {

@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { FakeVirsh } from "./fake_virsh.ts";
 import { LibvirtHost } from "./libvirt_host.ts";
 import { hostWithDomains } from "./host_testing.ts";
 
