@@ -1,0 +1,258 @@
+/**
+ * `deno task bench:start` (also the second half of `bench:converge`): an agent's time from process start to its first
+ * `Hello`, the CPU it spent by then (all its threads, from `/proc/<pid>/task/<tid>/schedstat`: a figure a loaded
+ * machine disturbs less than wall time) and its RSS then, against anchors measured in the same run, interleaved:
+ *
+ * - a bare `deno run` of an empty script (the goal's anchor: ≤ 2× it and ≤ 64 MiB);
+ * - the floor: a minimal program bundled as the agents are, that opens a `node:sqlite` journal (WAL), writes one bcd
+ *   log line to stderr and one encoded `NodeFrame` to stdout: what any agent built on these parts pays;
+ * - the sim role from source with its own flags, the node role from source beside a real `bcd-helper`, and the sim as
+ *   shipped (`make bundle`'s `dist/bcd-sim/bcd-sim`, when built).
+ *
+ * `--against DIR` runs the sim, node and shipped-sim rows from another checkout too (a `git worktree` of the base
+ * commit, with `deno install` and, for the shipped row, `make bundle` done there), in the same interleaved rounds, so a
+ * change is measured before and after in one run. Prints figures; asserts nothing about speed.
+ *
+ * usage: start_bench.ts [--against DIR] [--rounds N]
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { decodeNodeFrame, encodeGatewayFrame } from "../proto/mod.ts";
+import { wrapWebSocket } from "../core/session/transport.ts";
+import { roleFlags } from "../roles/permissions.ts";
+import { TestbedGateway } from "../fixtures/testbed/gateway.ts";
+import { SimNode } from "../fixtures/testbed/sim_node.ts";
+import { AgentWithHelper } from "../fixtures/testbed/node_helper.ts";
+
+const ROOT = new URL("..", import.meta.url).pathname;
+
+/** One start: ms to the first Hello (or output), CPU ms by then, RSS MiB then. */
+type Start = { ms: number; cpu: number; rss: number };
+
+function _rssMiB(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(Deno.readTextFileSync(`/proc/${pid}/status`));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+/** CPU time of every thread of `pid` so far, ms. */
+function _cpuMs(pid: number): number {
+  let ns = 0;
+  for (const t of Deno.readDirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(Deno.readTextFileSync(`/proc/${pid}/task/${t.name}/schedstat`).split(" ")[0]);
+    } catch (e) {
+      if (!(e instanceof Deno.errors.NotFound)) throw e; // a thread that ended meanwhile
+    }
+  }
+  return ns / 1e6;
+}
+
+/** Runs `cmd` until its first stdout byte. */
+async function _toFirstOutput(cmd: string, args: string[], cwd?: string): Promise<Start> {
+  const t0 = performance.now();
+  const child = new Deno.Command(cmd, { args, cwd, stdout: "piped", stderr: "null" }).spawn();
+  const reader = child.stdout.getReader();
+  await reader.read();
+  const ms = performance.now() - t0;
+  const start = { ms, cpu: _cpuMs(child.pid), rss: _rssMiB(child.pid) };
+  child.kill("SIGKILL");
+  await child.status;
+  reader.releaseLock();
+  return start;
+}
+
+/** The floor program's source (bundled into `dir`); `root` is the checkout whose parts it uses. */
+function _floorSource(root: string): string {
+  return [
+    `import { DatabaseSync } from "node:sqlite";`,
+    `import { encodeNodeFrame } from "${root}proto/mod.ts";`,
+    `import { createLogger } from "${root}core/log/mod.ts";`,
+    `const dir = Deno.makeTempDirSync({ prefix: "bcd-bench-floor-" });`,
+    `const db = new DatabaseSync(dir + "/journal.db");`,
+    `db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; CREATE TABLE IF NOT EXISTS t (x)");`,
+    `createLogger({ level: "info", base: { role: "floor" } }).info({ dir }, "opened");`,
+    `Deno.stdout.writeSync(encodeNodeFrame({ heartbeat: { applied_generation: 1 } }));`,
+    `db.close();`,
+    `Deno.removeSync(dir, { recursive: true });`,
+    `await new Promise((r) => setTimeout(r, 60_000));`,
+    ``,
+  ].join("\n");
+}
+
+/**
+ * Starts a role's `run` against a gateway that answers with a Challenge; ms to its Hello, CPU and RSS then. From
+ * source (`deno run FLAGS <root>roles/ROLE.ts`), or with `launcher` a bundled artifact's launcher (it carries the flags).
+ */
+async function _toHello(
+  root: string,
+  role: string,
+  flags: string[],
+  config: string,
+  env: Record<string, string>,
+  launcher?: string,
+): Promise<Start> {
+  let hello: ((v: void) => void) | undefined;
+  const got = new Promise<void>((r) => hello = r);
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, (req) => {
+    const { socket, response } = Deno.upgradeWebSocket(req);
+    const tr = wrapWebSocket(socket);
+    socket.addEventListener("open", async () => {
+      tr.send(encodeGatewayFrame({ challenge: { nonce: new Uint8Array(32), gateway_id: "bench" } }));
+      const b = await tr.receive();
+      if (b && decodeNodeFrame(b).hello) hello?.();
+    });
+    return response;
+  });
+  const t0 = performance.now();
+  const child = new Deno.Command(launcher ?? Deno.execPath(), {
+    args: [
+      ...(launcher ? [] : ["run", ...flags, `${root}roles/${role}.ts`]),
+      "run",
+      "--config",
+      config,
+      "--gateway",
+      `ws://127.0.0.1:${server.addr.port}/v1/session`,
+    ],
+    cwd: root,
+    env: { BCD_LOG_LEVEL: "warn", ...env },
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  await got;
+  const start = { ms: performance.now() - t0, cpu: _cpuMs(child.pid), rss: _rssMiB(child.pid) };
+  child.kill("SIGKILL");
+  await child.status;
+  await server.shutdown();
+  return start;
+}
+
+function _isFile(path: string): boolean {
+  try {
+    return Deno.statSync(path).isFile;
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return false;
+    throw e;
+  }
+}
+
+/** Measures and prints the rows; `against` adds the sim, node and shipped-sim rows of another checkout. */
+export async function benchStart(
+  out: (line: string) => void,
+  opts: { rounds?: number; against?: string } = {},
+): Promise<void> {
+  const rounds = opts.rounds ?? 5;
+  const roots = [ROOT, ...(opts.against ? [opts.against.endsWith("/") ? opts.against : `${opts.against}/`] : [])];
+  const work = await Deno.makeTempDir({ prefix: "bcd-bench-start-" });
+  const bareScript = `${work}/bare.ts`;
+  await Deno.writeTextFile(
+    bareScript,
+    `Deno.stdout.writeSync(new Uint8Array([10])); await new Promise((r) => setTimeout(r, 60_000));\n`,
+  );
+  await Deno.writeTextFile(`${work}/floor.ts`, _floorSource(ROOT));
+  const bundled = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "bundle",
+      "--quiet",
+      `--config=${ROOT}deno.json`,
+      "--platform",
+      "deno",
+      "--packages",
+      "bundle",
+      "-o",
+      `${work}/floor.js`,
+      `${work}/floor.ts`,
+    ],
+    cwd: work,
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  if (!bundled.success) throw new Error(`bundling the floor program: ${new TextDecoder().decode(bundled.stderr)}`);
+
+  const gw = await TestbedGateway.start({ heartbeatIntervalMs: 60_000 });
+  const sim = await SimNode.start(gw);
+  await gw.until(() => gw.nodes.get(sim.nodeId)?.session, "the sim's first session");
+  await sim.stop(true);
+  // The node role beside a real bcd-helper (its own flags; the helper serves its boot id and host).
+  const helped = await AgentWithHelper.start(gw, { role: "node" });
+  await gw.until(() => gw.nodes.get(helped.nodeId)?.session, "the node's first session");
+  await helped.stopAgent();
+  await gw.stop();
+
+  const simEnv = { BCD_BOOT_ID_PATH: `${sim.dataDir}/boot_id` };
+  const rows: { name: string; run: () => Promise<Start>; xs: Start[] }[] = [
+    {
+      name: "bare deno run of an empty script",
+      run: () => _toFirstOutput(Deno.execPath(), ["run", bareScript]),
+      xs: [],
+    },
+    {
+      name: "floor: node:sqlite journal + a log line + a NodeFrame, bundled",
+      run: () =>
+        _toFirstOutput(Deno.execPath(), ["run", "--no-config", "--allow-write", "--allow-read", `${work}/floor.js`]),
+      xs: [],
+    },
+  ];
+  for (const root of roots) {
+    const tag = root === ROOT ? "" : ` [against ${root}]`;
+    rows.push(
+      {
+        name: `sim role from source${tag}`,
+        run: () => _toHello(root, "sim", roleFlags("sim"), `${sim.dataDir}/config.toml`, simEnv),
+        xs: [],
+      },
+      {
+        name: `node role from source, beside bcd-helper${tag}`,
+        run: () => _toHello(root, "node", helped.agentFlags(), helped.config, {}),
+        xs: [],
+      },
+    );
+    const shipped = `${root}dist/bcd-sim/bcd-sim`;
+    if (_isFile(shipped)) {
+      rows.push({
+        name: `sim role as shipped (dist/bcd-sim, make bundle)${tag}`,
+        run: () => _toHello(root, "sim", [], `${sim.dataDir}/config.toml`, simEnv, shipped),
+        xs: [],
+      });
+    } else {
+      out(`  (${shipped} is absent: run make bundle there to measure the shipped sim)`);
+    }
+  }
+  try {
+    for (const r of rows) await r.run(); // once each first: caches (emit, V8 code cache) are warm for every row
+    for (let i = 0; i < rounds; i++) for (const r of rows) r.xs.push(await r.run());
+  } finally {
+    await helped.stop();
+    await Deno.remove(sim.dataDir, { recursive: true });
+    await Deno.remove(work, { recursive: true });
+  }
+  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const of = (r: (typeof rows)[number]) => ({
+    ms: med(r.xs.map((x) => x.ms)),
+    cpu: med(r.xs.map((x) => x.cpu)),
+    rss: med(r.xs.map((x) => x.rss)),
+  });
+  const bare = of(rows[0]!);
+  out(`start to first Hello (own permission flags, journaled data dir), median of ${rounds} interleaved rounds:`);
+  for (const r of rows) {
+    const s = of(r);
+    out(
+      `  ${r.name}: ${s.ms.toFixed(0)} ms (${(s.ms / bare.ms).toFixed(2)}× bare), CPU ${s.cpu.toFixed(0)} ms (${
+        (s.cpu / bare.cpu).toFixed(2)
+      }× bare), RSS ${s.rss.toFixed(1)} MiB`,
+    );
+  }
+  out(`  goals: ≤ 2× bare and ≤ 64 MiB`);
+  out(`load average: ${Deno.loadavg().map((x) => x.toFixed(2)).join(" ")}`);
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: { against: { type: "string" }, rounds: { type: "string" } },
+  });
+  await benchStart((s) => Deno.stdout.writeSync(new TextEncoder().encode(s + "\n")), {
+    ...(values.rounds ? { rounds: Number(values.rounds) } : {}),
+    ...(values.against ? { against: values.against } : {}),
+  });
+}
