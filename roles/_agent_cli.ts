@@ -22,7 +22,7 @@ import { type Clock, realClock } from "../core/clock.ts";
 import type { BackoffOptions } from "../core/session/backoff.ts";
 import type { FrameTransport } from "../core/session/transport.ts";
 import { createLogger, levelFromEnv, type Logger, stderrDestination } from "../core/log/mod.ts";
-import { LogRing } from "../core/commands/kind_handlers/mod.ts";
+import { LogRing } from "../core/commands/kind_handlers/log_ring.ts";
 import { parse as parseToml } from "smol-toml";
 import { IdentityError, join, loadIdentity, type NodeIdentity } from "../core/session/identity.ts";
 import { type EventSink, NodeAgent } from "../core/session/node_agent.ts";
@@ -41,10 +41,10 @@ import { TelemetryConverger } from "../core/telemetry/converger.ts";
 import { DeferredTelemetry, loadPullReader } from "../runtimes/telemetry/deferred.ts";
 import type { PullReader } from "../runtimes/telemetry/otlp.ts";
 import { telemetrySources } from "./_telemetry.ts";
-import { HelperError } from "../core/helper/mod.ts";
-// The helper's client alone: runtimes/helper/mod.ts also loads its server and host backends (nft, sshd, libvirt).
-import { HelperClient } from "../runtimes/helper/client.ts";
-import { helperBootId } from "../runtimes/helper/ports.ts";
+import { HelperError } from "../core/helper/errors.ts";
+// The helper's client alone (runtimes/helper/mod.ts also loads its server and host backends: nft, sshd, libvirt),
+// and only in a role that has a helper: the sim never loads the helper's protocol, argument tables or client.
+import type { HelperClient } from "../runtimes/helper/client.ts";
 import { EXIT_INTERNAL, EXIT_OK, printOut, StartRefused, type Subcommand, UsageError, versionCommand } from "./_cli.ts";
 
 /** What the wiring of a role gets. */
@@ -161,6 +161,10 @@ async function _openHelper(
       `[helper] role is "${serves}": the helper on ${socket} serves the ${serves} role, and this is the ${role} role`,
     );
   }
+  const [{ HelperClient }, { helperBootId }] = await Promise.all([
+    import("../runtimes/helper/client.ts"),
+    import("../runtimes/helper/ports.ts"),
+  ]);
   const helper = new HelperClient({ socket, log });
   try {
     await helper.connect();

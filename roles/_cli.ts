@@ -6,7 +6,9 @@
  */
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { kindsForRole, type Role } from "../core/commands/kinds.ts";
-import { HELPER_OPS, HELPER_OPS_BY_ROLE } from "../core/helper/mod.ts";
+// The two tables alone: core/helper/mod.ts also loads the argument checks and codec, which a role's CLI never runs.
+import { HELPER_OPS } from "../core/helper/protocol.ts";
+import { HELPER_OPS_BY_ROLE } from "../core/helper/roles.ts";
 import { AGENT_VERSION, BUILD, PROTOCOLS } from "../core/version.ts";
 import { argGrants } from "./permissions.ts";
 

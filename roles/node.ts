@@ -80,8 +80,6 @@ import {
   recoverMigrations,
 } from "../runtimes/migration/libvirt_migrator.ts";
 import { MigrationPhaseBoard } from "../runtimes/migration/phase_board.ts";
-import { InstanceConfigDelivery } from "../runtimes/agent_config/instance_delivery.ts";
-import { HttpConfigSource } from "../runtimes/agent_config/http_source.ts";
 import { HttpsUploader } from "../runtimes/host/https_put.ts";
 import type { DevicePorts } from "./_devices.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
@@ -247,6 +245,12 @@ async function _instances(
   const fleet = new AbortController();
   const url = ctx.config.instances.agentConfigUrl;
   if (url !== undefined) {
+    // Loaded only here: the delivery and the guest framing client it drives are ~26 modules a node without the
+    // endpoint never needs (issue 24).
+    const [{ InstanceConfigDelivery }, { HttpConfigSource }] = await Promise.all([
+      import("../runtimes/agent_config/instance_delivery.ts"),
+      import("../runtimes/agent_config/http_source.ts"),
+    ]);
     const delivery = new InstanceConfigDelivery({
       source: new HttpConfigSource({ url }),
       running: async () => (await host.list()).filter((d) => d.plan && d.state === "running").map((d) => d.name),

@@ -41,7 +41,7 @@
 import { parseArgs } from "node:util";
 import type { Role } from "../core/commands/kinds.ts";
 import { ROLES } from "../core/commands/kinds.ts";
-import { DEFAULT_HELPER_SOCKET } from "../core/helper/mod.ts";
+import { DEFAULT_HELPER_SOCKET } from "../core/helper/protocol.ts";
 
 /**
  * An executable: the five agent roles, their root helper beside them, and `vm`, the guest agent's host program

@@ -43,7 +43,7 @@ async function staticGraph(entry: string): Promise<string[]> {
 for (const role of ["node", "sim", "site", "ramdisk"]) {
   Deno.test(`the ${role} role does not load the root helper's server or host backends at start`, async () => {
     const graph = await staticGraph(`roles/${role}.ts`);
-    assert.ok(graph.includes("runtimes/helper/client.ts") || role === "sim", "the graph was read");
+    assert.ok(graph.includes("roles/_agent_cli.ts"), "the graph was read");
     assert.deepEqual(HELPER_ONLY.filter((m) => graph.includes(m)), []);
   });
   Deno.test(`the ${role} role does not load the OpenTelemetry SDK at start`, async () => {
@@ -57,3 +57,22 @@ for (const role of ["node", "sim", "site", "ramdisk"]) {
     assert.deepEqual(graph.filter((m) => /\bpino\b/.test(m)), []);
   });
 }
+
+Deno.test("the sim role loads no helper client, protocol codec or argument tables: it has no helper", async () => {
+  const graph = await staticGraph("roles/sim.ts");
+  assert.ok(graph.includes("core/journal/journal.ts"), "the graph was read");
+  const helperSide = [
+    "runtimes/helper/client.ts",
+    "runtimes/helper/ports.ts",
+    "core/helper/codec.ts",
+    "core/helper/args.ts",
+  ];
+  assert.deepEqual(helperSide.filter((m) => graph.includes(m)), []);
+});
+
+Deno.test("the node role loads the instance config delivery only when [instances] agent_config_url is set", async () => {
+  const graph = await staticGraph("roles/node.ts");
+  assert.ok(graph.includes("runtimes/helper/client.ts"), "the graph was read");
+  const delivery = ["runtimes/agent_config/instance_delivery.ts", "runtimes/guest/framing_client.ts"];
+  assert.deepEqual(delivery.filter((m) => graph.includes(m)), []);
+});
