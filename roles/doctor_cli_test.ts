@@ -10,6 +10,7 @@ import { type DoctorReport, parseDoctorReport, renderDoctorText } from "../core/
 import { TestbedGateway } from "../fixtures/testbed/gateway.ts";
 import { AgentWithHelper } from "../fixtures/testbed/node_helper.ts";
 import { makeCerts } from "../runtimes/host/certs_testing.ts";
+import { qemuConfDynamicOwnership } from "../runtimes/libvirt/host_setup.ts";
 
 async function doctor(
   a: AgentWithHelper,
@@ -118,6 +119,18 @@ Deno.test("bcd-node doctor with a runtime: virsh answers, [helper] instance_brid
     assert.match(br.detail, /refuses every instance tap/);
     assert.ok(["ok", "warn"].includes(line(r, "kvm").status));
     assert.equal(line(r, "qemu-img").status === "fail", false, "qemu-img is installed here (the image tests need it)");
+    // The testbed's helper says libvirt relabels (libvirt_dynamic_ownership = true), as this machine's qemu.conf does
+    // unless it sets dynamic_ownership = 0.
+    const conf = await Deno.readTextFile("/etc/libvirt/qemu.conf").catch((e) => {
+      if (e instanceof Deno.errors.NotFound) return "";
+      throw e;
+    });
+    const own = line(r, "libvirt-ownership");
+    if (qemuConfDynamicOwnership(conf) === false) assert.equal(own.status, "fail", own.detail);
+    else {assert.deepEqual([own.status, own.detail], [
+        "ok",
+        "dynamic_ownership = 1: libvirt relabels the domains' files",
+      ]);}
   } finally {
     await node.stop();
     await gw.stop();

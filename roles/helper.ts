@@ -16,7 +16,7 @@ import { ConfigError, loadAgentConfig, type ResolvedAgentConfig } from "../core/
 import { DEFAULT_HELPER_ROLE, DEFAULT_HELPER_SOCKET, HELPER_OPS_BY_ROLE } from "../core/helper/mod.ts";
 import { createLogger, levelFromEnv } from "../core/log/mod.ts";
 import { groupId, HelperServer, hostBackends, SocketDirRefused } from "../runtimes/helper/mod.ts";
-import { libvirtBackend, probeDomainType } from "../runtimes/libvirt/host_setup.ts";
+import { libvirtBackend, libvirtOwnershipFacts, probeDomainType } from "../runtimes/libvirt/host_setup.ts";
 import { chBackend } from "../runtimes/cloudhypervisor/host_setup.ts";
 import { NvidiaSmi } from "../runtimes/nvidia/nvidia_smi.ts";
 import { RealHostDoctor } from "../runtimes/helper/doctor_facts.ts";
@@ -104,6 +104,16 @@ const SERVE: Subcommand = {
       cgroupRoot: config.devices.cgroupRoot,
       bridges: config.helper.instanceBridges,
       kvm: () => probeDomainType(),
+      ...(role === "node"
+        ? {
+          libvirtOwnership: () =>
+            libvirtOwnershipFacts({
+              dynamicOwnership: config.helper.libvirtDynamicOwnership,
+              dataDir: config.dataDir,
+              ...(gid !== undefined ? { nodeGid: gid } : {}),
+            }),
+        }
+        : {}),
     });
     const agentDataDir = namesDataDir ? config.dataDir : _AGENT_DATA_DIR[role];
     const daemon = role === "ramdisk" ? undefined : new HelperUpgrader({

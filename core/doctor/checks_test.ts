@@ -13,6 +13,8 @@ import {
   type HostFacts,
   identityCheck,
   journalChecks,
+  libvirtOwnershipCheck,
+  type LibvirtOwnershipFacts,
   parseDoctorReport,
   releaseCheck,
   renderDoctorText,
@@ -245,4 +247,50 @@ Deno.test("release line: the release current names, a swap awaiting its confirm,
   assert.equal(failed.status, "warn");
   assert.match(failed.detail, /0\.3\.0 was rolled back: no Welcome/);
   assert.equal(releaseCheck("0.2.0", { error: "no releases dir" }).status, "warn");
+});
+
+Deno.test("the libvirt-ownership line: the key must match qemu.conf's dynamic_ownership, and under 0 QEMU's user must be in the node's group", async (t) => {
+  const group: LibvirtOwnershipFacts = {
+    configured: false,
+    qemuConf: false,
+    qemuUser: "libvirt-qemu",
+    nodeGid: 998,
+    userInGroup: true,
+  };
+  const rows: [string, LibvirtOwnershipFacts, string, RegExp][] = [
+    [
+      "the seed's deployment",
+      group,
+      "ok",
+      /dynamic_ownership = 0: QEMU's user libvirt-qemu is in the node's group \(gid 998\)/,
+    ],
+    ["libvirt relabels, and the key says so", { ...group, configured: true, qemuConf: true }, "ok", /relabels/],
+    ["the key says 0, qemu.conf 1", { ...group, qemuConf: true }, "fail", /qemu.conf says dynamic_ownership = 1/],
+    ["the key says 1, qemu.conf 0", { ...group, configured: true }, "fail", /qemu.conf says dynamic_ownership = 0/],
+    ["qemu.conf unreadable", { ...group, qemuConf: null }, "warn", /unreadable: not compared/],
+    [
+      "QEMU's user outside the group",
+      { ...group, userInGroup: false },
+      "fail",
+      /libvirt-qemu is not in the node's group \(gid 998\)/,
+    ],
+    ["QEMU's user unknown", { ...group, userInGroup: null }, "fail", /libvirt-qemu is unknown to this host/],
+  ];
+  for (const [what, facts, status, detail] of rows) {
+    await t.step(what, () => {
+      const l = libvirtOwnershipCheck(facts);
+      assert.equal(l.name, "libvirt-ownership");
+      assert.equal(l.status, status);
+      assert.match(l.detail, detail);
+    });
+  }
+  await t.step("in the host's lines only where virsh is and the helper said", () => {
+    assert.equal(statusOf(hostChecks(FACTS), "libvirt-ownership"), undefined);
+    assert.equal(
+      statusOf(hostChecks({ ...FACTS, libvirtOwnership: { ...group, userInGroup: false } }), "libvirt-ownership"),
+      "fail",
+    );
+    const noVirsh = { ...FACTS, tools: { ...FACTS.tools, virsh: null }, libvirtOwnership: group };
+    assert.equal(statusOf(hostChecks(noVirsh), "libvirt-ownership"), undefined);
+  });
 });

@@ -33,6 +33,65 @@ export interface HostFacts {
   /** The agent's data dir and the bytes free on its filesystem; `null` when it cannot be measured. */
   readonly dataDir: string;
   readonly dataDirFreeBytes: number | null;
+  /** How QEMU reaches libvirt domains' files; absent where the helper runs no `libvirt-kvm`. */
+  readonly libvirtOwnership?: LibvirtOwnershipFacts;
+}
+
+/**
+ * `[helper] libvirt_dynamic_ownership` beside what libvirt's `qemu.conf` says (`runtimes/libvirt/qemu_access.ts`):
+ * `qemuConf` is its `dynamic_ownership` (`null`: the file is unreadable; libvirt's default 1 when it sets none),
+ * `qemuUser` QEMU's user (its `user`, else Debian's `libvirt-qemu`), `nodeGid` the node's group (`[helper] node_group`,
+ * else the data dir's; `null` when neither is known) and `userInGroup` whether QEMU's user is in it (`null` when the
+ * user is unknown to the host).
+ */
+export interface LibvirtOwnershipFacts {
+  readonly configured: boolean;
+  readonly qemuConf: boolean | null;
+  readonly qemuUser: string;
+  readonly nodeGid: number | null;
+  readonly userInGroup: boolean | null;
+}
+
+/** The `libvirt-ownership` line: whether QEMU's user can open the files bcd gives it under this deployment. */
+export function libvirtOwnershipCheck(o: LibvirtOwnershipFacts): DoctorCheck {
+  const key = `[helper] libvirt_dynamic_ownership = ${o.configured}`;
+  if (o.qemuConf === null) {
+    return check(
+      "libvirt-ownership",
+      "warn",
+      `${key}, but libvirt's qemu.conf is unreadable: not compared`,
+      "make /etc/libvirt/qemu.conf readable by root, or check its dynamic_ownership by hand",
+    );
+  }
+  if (o.qemuConf !== o.configured) {
+    return check(
+      "libvirt-ownership",
+      "fail",
+      `${key}, but qemu.conf says dynamic_ownership = ${o.qemuConf ? 1 : 0}: domains fail to open their disks`,
+      o.configured
+        ? "set libvirt_dynamic_ownership = false under [helper] (the seed's deployment), or dynamic_ownership = 1"
+        : "set dynamic_ownership = 0 in /etc/libvirt/qemu.conf and restart libvirtd, or libvirt_dynamic_ownership = true",
+    );
+  }
+  if (o.configured) {
+    return check("libvirt-ownership", "ok", "dynamic_ownership = 1: libvirt relabels the domains' files");
+  }
+  if (o.userInGroup !== true) {
+    const group = o.nodeGid === null ? "the node's group" : `the node's group (gid ${o.nodeGid})`;
+    return check(
+      "libvirt-ownership",
+      "fail",
+      o.userInGroup === null
+        ? `dynamic_ownership = 0, but QEMU's user ${o.qemuUser} is unknown to this host`
+        : `dynamic_ownership = 0, but QEMU's user ${o.qemuUser} is not in ${group}: domains fail to open their disks`,
+      `adduser ${o.qemuUser} <[helper] node_group> and restart libvirtd`,
+    );
+  }
+  return check(
+    "libvirt-ownership",
+    "ok",
+    `dynamic_ownership = 0: QEMU's user ${o.qemuUser} is in the node's group (gid ${o.nodeGid})`,
+  );
 }
 
 /** The cgroup controllers a hold slice's limits need (000 §Device assignments: cpuset, memory, hugetlb). */
@@ -86,6 +145,7 @@ export function runtimeChecks(f: HostFacts): DoctorCheck[] {
       ),
     );
   }
+  if (virsh !== null && f.libvirtOwnership) out.push(libvirtOwnershipCheck(f.libvirtOwnership));
   return out;
 }
 

@@ -7,7 +7,12 @@
  * @module
  */
 import type { KindRole } from "../../core/commands/kinds.ts";
-import { DOCTOR_TOOLS, type DoctorTool, type HostFacts } from "../../core/doctor/host_facts.ts";
+import {
+  DOCTOR_TOOLS,
+  type DoctorTool,
+  type HostFacts,
+  type LibvirtOwnershipFacts,
+} from "../../core/doctor/host_facts.ts";
 import { toolVersion } from "../doctor/tool_version.ts";
 
 /** The backend the dispatcher calls. */
@@ -25,6 +30,8 @@ export interface RealHostDoctorOptions {
   readonly sys?: string;
   /** The KVM probe (the helper's wiring passes the libvirt runtime's `probeDomainType`). */
   readonly kvm: () => Promise<HostFacts["kvm"]>;
+  /** How QEMU reaches libvirt domains' files (the libvirt runtime's `libvirtOwnershipFacts`), asked when virsh is there. */
+  readonly libvirtOwnership?: () => Promise<LibvirtOwnershipFacts>;
   /** A tool's version run's bound (default 10 s). */
   readonly toolTimeoutMs?: number;
 }
@@ -105,6 +112,7 @@ export class RealHostDoctor implements HostDoctor {
       missingBridges,
       dataDir: o.dataDir,
       dataDirFreeBytes: await freeBytes(o.dataDir),
+      ...(tools.virsh !== null && o.libvirtOwnership ? { libvirtOwnership: await o.libvirtOwnership() } : {}),
     };
   }
 }

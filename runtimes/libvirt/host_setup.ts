@@ -5,11 +5,13 @@
  * device opens but QEMU aborts setting the vCPU's MSRs), `qemu` (TCG) otherwise. The choice and its reason are logged.
  *
  * How QEMU's user reaches the domain's files follows `[helper] libvirt_dynamic_ownership` (`qemu_access.ts`); the
- * helper compares it with `dynamic_ownership` in libvirt's `qemu.conf` at start and warns when they disagree (domains
- * would then fail to open their disks), and under the group scheme names the node's group it opens files to.
+ * helper compares it with `dynamic_ownership` in libvirt's `qemu.conf` at start, and under the group scheme checks
+ * that QEMU's user is in the node's group, and warns when not (domains would then fail to open their disks); `doctor`
+ * shows the same as its `libvirt-ownership` line ({@link libvirtOwnershipFacts}).
  *
  * @module
  */
+import { libvirtOwnershipCheck, type LibvirtOwnershipFacts } from "../../core/doctor/host_facts.ts";
 import type { Logger } from "../../core/log/mod.ts";
 import type { DomainType } from "./domain_xml.ts";
 import { LibvirtHost } from "./libvirt_host.ts";
@@ -96,6 +98,60 @@ export function qemuConfDynamicOwnership(text: string): boolean | undefined {
   return v;
 }
 
+/** QEMU's user a `qemu.conf` names (`user = "…"`, the last one), else Debian's default `libvirt-qemu`. */
+export function qemuConfUser(text: string): string {
+  let user = "libvirt-qemu";
+  for (const line of text.split("\n")) {
+    const m = /^\s*user\s*=\s*"([^"\s]{1,64})"\s*(#.*)?$/.exec(line);
+    if (m) user = m[1]!;
+  }
+  return user;
+}
+
+/** The groups of `user` (`id -G`; a `+<uid>` as libvirt writes a number), or `null` for a user the host lacks. */
+async function _groupsOf(user: string): Promise<number[] | null> {
+  const out = await new Deno.Command("id", {
+    args: ["-G", user.replace(/^\+/, "")],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  if (!out.success) return null;
+  return new TextDecoder().decode(out.stdout).trim().split(/\s+/).map(Number);
+}
+
+/**
+ * What the helper and `doctor` know of this host's deployment: the key beside libvirt's `qemu.conf`, QEMU's user and
+ * whether it is in the node's group (`nodeGid`, else the data dir's group).
+ */
+export async function libvirtOwnershipFacts(
+  o: { dynamicOwnership: boolean; dataDir: string; nodeGid?: number; qemuConf?: string },
+): Promise<LibvirtOwnershipFacts> {
+  let text: string | null = null;
+  try {
+    text = await Deno.readTextFile(o.qemuConf ?? "/etc/libvirt/qemu.conf");
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound || e instanceof Deno.errors.PermissionDenied)) throw e;
+  }
+  let nodeGid: number | null = o.nodeGid ?? null;
+  if (nodeGid === null) {
+    try {
+      nodeGid = (await Deno.lstat(o.dataDir)).gid;
+    } catch (e) {
+      if (!(e instanceof Deno.errors.NotFound)) throw e;
+    }
+  }
+  const qemuUser = qemuConfUser(text ?? "");
+  const groups = await _groupsOf(qemuUser);
+  return {
+    configured: o.dynamicOwnership,
+    qemuConf: text === null ? null : qemuConfDynamicOwnership(text) ?? true,
+    qemuUser,
+    nodeGid,
+    userInGroup: groups === null ? null : nodeGid !== null && groups.includes(nodeGid),
+  };
+}
+
 /** The root half of `libvirt-kvm` for the helper, or `undefined` when virsh is not on PATH. */
 export async function libvirtBackend(
   dataDir: string,
@@ -122,7 +178,9 @@ export async function libvirtBackend(
   const qemuAccess: QemuAccess = opts.dynamicOwnership
     ? { scheme: "relabel" }
     : { scheme: "group", ...(opts.nodeGid !== undefined ? { gid: opts.nodeGid } : {}) };
-  await _compareQemuConf(opts.qemuConf ?? "/etc/libvirt/qemu.conf", opts.dynamicOwnership, opts.log);
+  const facts = await libvirtOwnershipFacts({ ...opts, dataDir });
+  const line = libvirtOwnershipCheck(facts);
+  if (line.status !== "ok") opts.log?.warn({ ...facts, hint: line.hint }, `libvirt-kvm: ${line.detail}`);
   opts.log?.info(
     { scheme: qemuAccess.scheme, node_gid: opts.nodeGid ?? "the data dir's group" },
     "libvirt-kvm: how QEMU's user reaches the domains' files",
@@ -137,25 +195,4 @@ export async function libvirtBackend(
     qemuAccess,
     log: opts.log,
   });
-}
-
-/** Warns when libvirt's `qemu.conf` says another `dynamic_ownership` than `[helper] libvirt_dynamic_ownership`. */
-async function _compareQemuConf(path: string, configured: boolean, log?: Logger): Promise<void> {
-  let text: string;
-  try {
-    text = await Deno.readTextFile(path);
-  } catch (e) {
-    if (e instanceof Deno.errors.NotFound || e instanceof Deno.errors.PermissionDenied) {
-      log?.warn({ path }, "libvirt-kvm: qemu.conf unreadable; dynamic_ownership not compared");
-      return;
-    }
-    throw e;
-  }
-  const libvirt = qemuConfDynamicOwnership(text) ?? true;
-  if (libvirt !== configured) {
-    log?.warn(
-      { path, qemu_conf: libvirt ? 1 : 0, libvirt_dynamic_ownership: configured },
-      "libvirt-kvm: qemu.conf's dynamic_ownership disagrees with [helper] libvirt_dynamic_ownership; domains may fail to open their disks",
-    );
-  }
 }

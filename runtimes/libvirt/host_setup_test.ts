@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { probeDomainType, qemuConfDynamicOwnership } from "./host_setup.ts";
+import { libvirtOwnershipFacts, probeDomainType, qemuConfDynamicOwnership, qemuConfUser } from "./host_setup.ts";
 
 Deno.test("probeDomainType() reports TCG when QEMU quits before it is asked to (a broken KVM aborts at once)", async () => {
   const dir = await Deno.makeTempDir({ prefix: "bcd-probe-" });
@@ -30,5 +30,41 @@ Deno.test("qemuConfDynamicOwnership() reads libvirt's qemu.conf setting: the las
   ];
   for (const [text, want] of rows) {
     await t.step(JSON.stringify(text), () => assert.equal(qemuConfDynamicOwnership(text), want));
+  }
+});
+
+Deno.test("libvirtOwnershipFacts() reads qemu.conf's dynamic_ownership and user, and asks the host (id -G) whether that user is in the node's group", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "bcd-lvown-facts-" });
+  try {
+    const conf = `${dir}/qemu.conf`;
+    assert.equal(qemuConfUser(""), "libvirt-qemu", "Debian's default");
+    assert.equal(qemuConfUser('user = "qemu"\n#user = "x"\n'), "qemu");
+    // root is in group 0 on every host; a gid no group has holds nobody.
+    await Deno.writeTextFile(conf, 'dynamic_ownership = 0\nuser = "root"\n');
+    assert.deepEqual(
+      await libvirtOwnershipFacts({ dynamicOwnership: false, dataDir: dir, nodeGid: 0, qemuConf: conf }),
+      {
+        configured: false,
+        qemuConf: false,
+        qemuUser: "root",
+        nodeGid: 0,
+        userInGroup: true,
+      },
+    );
+    const off = await libvirtOwnershipFacts({
+      dynamicOwnership: false,
+      dataDir: dir,
+      nodeGid: 2_147_000_000,
+      qemuConf: conf,
+    });
+    assert.equal(off.userInGroup, false);
+    await Deno.writeTextFile(conf, 'user = "bcd-no-such-user"\n');
+    const unknown = await libvirtOwnershipFacts({ dynamicOwnership: true, dataDir: dir, qemuConf: conf });
+    assert.deepEqual([unknown.qemuConf, unknown.userInGroup], [true, null], "unset is libvirt's default 1");
+    assert.equal(unknown.nodeGid, (await Deno.lstat(dir)).gid, "without [helper] node_group: the data dir's group");
+    const none = await libvirtOwnershipFacts({ dynamicOwnership: true, dataDir: dir, qemuConf: `${dir}/missing.conf` });
+    assert.equal(none.qemuConf, null);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
   }
 });

@@ -34,8 +34,8 @@
  * volume grew. Closed again once detached: after a detach, a destroy, an undefine, or a listing that finds a domain
  * stopped that ran before, each volume it had goes back to the volume store's owner (the node), mode 0600, unless
  * another running or paused domain of this node still has it (opened `O_NOFOLLOW`: a link the node put in a volume's
- * place is never followed); after a destroy, a save, an undefine of a stopped domain or such a listing, its disk and
- * seed go back to 0600 too.
+ * place is never followed), and after a save too; after a destroy, a save, an undefine of a stopped domain or such a
+ * listing, its disk and seed go back to 0600 too.
  *
  * Memory state (`save`, `restore`): the state file is always `instances/<id>/memory.save`. After `virsh save` it is
  * handed to the owner of the instance directory (the node), mode 0600. Before `virsh restore` the domain must be bcd's,
@@ -535,6 +535,7 @@ export class LibvirtHost implements LibvirtHostPort {
     }
     this.#forget(id);
     await this.#closeDisks(id);
+    await this.#closeVolumes((m.plan.volumes ?? []).map((v) => v.id), id);
     this.#o.log?.info({ instance: id, bytes: st.size }, "libvirt: memory state saved");
     return _OK;
   }

@@ -143,3 +143,24 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "a memory save stops the domain: its disk, seed and volumes are closed again (0600), and a restore opens them",
+  ignore: NOT_ROOT,
+  fn: async () => {
+    const { dir, host, inst, plan } = await groupHost();
+    try {
+      assert.deepEqual(await host.define(plan), {});
+      assert.deepEqual(await host.start("d0", false), {});
+      assert.deepEqual(await host.save("d0"), {});
+      for (const f of [`${inst}/disk.qcow2`, `${inst}/seed.iso`, `${dir}/volumes/rw.raw`, `${dir}/volumes/ro.raw`]) {
+        assert.deepEqual([f, await mode(f)], [f, 0o600]);
+      }
+      assert.deepEqual(await host.restore("d0", false), {});
+      assert.equal(await mode(`${dir}/volumes/rw.raw`), 0o660);
+      assert.equal(await mode(`${dir}/volumes/ro.raw`), 0o640);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
