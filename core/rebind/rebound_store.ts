@@ -57,11 +57,25 @@ export class ReboundFile implements ReboundStore {
     return out;
   }
 
-  async save(records: Readonly<Record<string, string>>): Promise<void> {
+  /**
+   * Writes `records` (as they are at the call) through a temp file and a rename. Saves are written one at a time in
+   * call order: two rebinds that end together (one per instance) each save, and two writers of the one temp file
+   * would truncate each other's bytes or rename it from under each other.
+   */
+  save(records: Readonly<Record<string, string>>): Promise<void> {
+    const bytes = new TextEncoder().encode(JSON.stringify(records) + "\n");
+    const done = this.#saved.then(() => this.#write(bytes));
+    // Only the order is chained: the caller of this save gets its failure, the next save still runs.
+    this.#saved = done.then(() => {}, () => {});
+    return done;
+  }
+
+  #saved: Promise<void> = Promise.resolve();
+
+  async #write(bytes: Uint8Array): Promise<void> {
     const tmp = `${this.path}.tmp`;
     const f = await Deno.open(tmp, { write: true, create: true, truncate: true, mode: 0o600 });
     try {
-      const bytes = new TextEncoder().encode(JSON.stringify(records) + "\n");
       for (let off = 0; off < bytes.length;) off += await f.write(bytes.subarray(off));
       await f.sync();
     } finally {

@@ -17,3 +17,14 @@ Deno.test("ReboundFile keeps instances-rebound.json: none is empty, a save round
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("ReboundFile writes saves that overlap one at a time, in call order (two rebinds ending together)", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "bcd-rebound-" });
+  try {
+    const f = new ReboundFile(dir);
+    await Promise.all([f.save({ "i-1": "ref-1" }), f.save({ "i-1": "ref-1", "i-2": "ref-2" })]);
+    assert.deepEqual(await new ReboundFile(dir).load(), { "i-1": "ref-1", "i-2": "ref-2" });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
