@@ -2,8 +2,9 @@
  * The node's instance wiring (`roles/node_instances.ts`) for each runtime mix the helper can offer — `libvirt-kvm`
  * only, `cloud-hypervisor` only, both, neither — over the in-process test helper with the fake virsh behind its
  * `libvirt.*` ops and the fake systemd/taps behind its `ch.*` ops. One row per mix: the capabilities `Hello`
- * advertises, whether a status report carries `volume_storage`, the crash leftovers removed at start, a rebind try and
- * a balloon pass reaching each runtime, and `stop` ending the loops before the helper closes.
+ * advertises, whether a status report carries `volume_storage`, the crash leftovers removed at start, the snapshot
+ * taker and the migrator, a rebind try and a balloon pass reaching each runtime, and `stop` ending the loops before
+ * the helper closes.
  */
 import assert from "node:assert/strict";
 import { loadAgentConfig } from "../core/config/agent_config.ts";
@@ -21,6 +22,7 @@ import { FakeFdSender, FakeTaps } from "../runtimes/cloudhypervisor/fake_taps.ts
 import { CgroupVmmMemory } from "../runtimes/cloudhypervisor/vmm_memory.ts";
 import { CH_RUNTIME } from "../runtimes/cloudhypervisor/ch_runtime.ts";
 import { snapshotsDir } from "../runtimes/libvirt/snapshots.ts";
+import { SnapshotRouter } from "../runtimes/snapshot_router.ts";
 import type { WiringContext } from "./_agent_cli.ts";
 import { nodeInstances } from "./node_instances.ts";
 
@@ -48,6 +50,14 @@ const MIXES: readonly { name: string; runtimes: readonly string[]; capabilities:
   { name: "neither", runtimes: [], capabilities: [] },
 ];
 
+/** The `instance.snapshot` taker for each mix. */
+const SNAPSHOTTER: Record<string, string | undefined> = {
+  [LIBVIRT]: "LibvirtSnapshots",
+  [CH_RUNTIME]: "ChSnapshots",
+  [`${LIBVIRT}+${CH_RUNTIME}`]: "SnapshotRouter",
+  "": undefined,
+};
+
 /** The crash leftovers of each runtime (a stage `cleanStaging` removes) under the node's data dir. */
 function leftovers(dataDir: string): Record<string, string> {
   return {
@@ -64,7 +74,7 @@ const exists = (p: string) =>
   });
 
 for (const mix of MIXES) {
-  Deno.test(`node instance wiring, ${mix.name}: capabilities, volume_storage, crash leftovers, rebind, balloon, stop`, async () => {
+  Deno.test(`node instance wiring, ${mix.name}: capabilities, volume_storage, crash leftovers, snapshot and migrate, rebind, balloon, stop`, async () => {
     const root = await Deno.makeTempDir({ prefix: "bcd-node-inst-" });
     const dataDir = `${root}/data`;
     const systemd = new FakeSystemd();
@@ -124,6 +134,14 @@ for (const mix of MIXES) {
       try {
         assert.deepEqual([...w.capabilities].sort(), [...mix.capabilities].sort(), "capabilities advertised");
         assert.deepEqual(w.runtimes.map((r) => r.name), mix.runtimes, "the host's runtimes, in order");
+        // instance.snapshot: the one runtime's taker, or the router (cloud-hypervisor first) with both; instance.migrate
+        // and its phase gauge only with libvirt-kvm.
+        assert.equal(w.snapshotter?.constructor.name, SNAPSHOTTER[mix.runtimes.join("+")], "snapshot taker");
+        if (w.snapshotter instanceof SnapshotRouter) {
+          assert.deepEqual(w.snapshotter.routes.map((r) => r.runtime), [CH_RUNTIME, LIBVIRT]);
+        }
+        const libvirt = mix.runtimes.includes(LIBVIRT);
+        assert.equal(w.migrator !== undefined && w.migrations !== undefined, libvirt, "migrator with libvirt-kvm only");
 
         // A pass over an empty section: a status report carries volume_storage exactly when a runtime keeps volumes.
         const engine = new ConvergenceEngine({ convergers: [w.converger], log: logger });
