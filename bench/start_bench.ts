@@ -117,12 +117,19 @@ async function _toHello(
     cwd: root,
     env: { BCD_LOG_LEVEL: "warn", ...env },
     stdout: "null",
-    stderr: "null",
+    stderr: "piped",
   }).spawn();
-  await got;
+  // An agent that exits before its Hello (a refused start, a broken checkout) fails the bench rather than hang it.
+  const early = await Promise.race([got.then(() => undefined), child.status]);
+  if (early !== undefined) {
+    const said = (await new Response(child.stderr).text()).trim().split("\n").at(-1) ?? "";
+    await server.shutdown();
+    throw new Error(`exited ${early.code} before its Hello: ${said.slice(0, 300)}`);
+  }
   const start = { ms: performance.now() - t0, cpu: _cpuMs(child.pid), rss: _rssMiB(child.pid) };
   child.kill("SIGKILL");
   await child.status;
+  await child.stderr.cancel();
   await server.shutdown();
   return start;
 }
@@ -219,7 +226,17 @@ export async function benchStart(
     }
   }
   try {
-    for (const r of rows) await r.run(); // once each first: caches (emit, V8 code cache) are warm for every row
+    // Once each first: caches (emit, V8 code cache) are warm for every row. A row whose agent does not start (an
+    // --against checkout that cannot read this checkout's test config, say) is left out, with its reason.
+    for (const r of [...rows]) {
+      try {
+        await r.run();
+      } catch (e) {
+        if (!(e instanceof Error && e.message.startsWith("exited "))) throw e;
+        out(`  ${r.name}: not measured (${e.message})`);
+        rows.splice(rows.indexOf(r), 1);
+      }
+    }
     for (let i = 0; i < rounds; i++) for (const r of rows) r.xs.push(await r.run());
   } finally {
     await helped.stop();
