@@ -10,13 +10,11 @@ import {
 } from "../../proto/mod.ts";
 import { FakeHandler } from "../commands/fake_handlers.ts";
 import { HandlerRegistry } from "../commands/handlers.ts";
-import { loadAgentConfig } from "../config/mod.ts";
 import { Journal } from "../journal/mod.ts";
 import { memoryLogger } from "../log/mod.ts";
-import { generateSigningKeyPair } from "../pki/ed25519.ts";
 import { FakeClock } from "../../fixtures/clock/fake_clock.ts";
 import type { SessionOut } from "./client.ts";
-import { NodeAgent } from "./node_agent.ts";
+import { startOfflineAgent } from "./node_agent_testing.ts";
 
 const NOW = Date.UTC(2026, 11, 2, 3, 0, 0);
 const ACKED = bcd.v1.CommandUpdate.State.ACKED;
@@ -50,17 +48,7 @@ Deno.test("a Command frame is taken while the one before it is in acceptance; an
   const handler = new FakeHandler("inventory.refresh", { gated: true });
   const { logger, lines } = memoryLogger("debug");
   try {
-    const agent = await NodeAgent.start({
-      role: "node",
-      identity: {
-        nodeId: "n-1",
-        key: await generateSigningKeyPair(),
-        certChain: [],
-        trustBundle: new Uint8Array(),
-        gatewayUrl: "",
-      },
-      journal,
-      config: loadAgentConfig(""),
+    const agent = await startOfflineAgent(journal, {
       handlers: new HandlerRegistry().register(handler),
       log: logger,
       clock,

@@ -1,11 +1,9 @@
 import assert from "node:assert/strict";
 import { bcd, encodeMessage } from "../../proto/mod.ts";
-import { HandlerRegistry } from "../commands/handlers.ts";
-import { loadAgentConfig } from "../config/mod.ts";
 import { Journal } from "../journal/mod.ts";
 import { silentLogger } from "../log/mod.ts";
-import { generateSigningKeyPair } from "../pki/ed25519.ts";
-import { NodeAgent, type NodeAgentOptions } from "./node_agent.ts";
+import type { NodeAgent, NodeAgentOptions } from "./node_agent.ts";
+import { startOfflineAgent } from "./node_agent_testing.ts";
 import type { NodeFrameInit } from "./client.ts";
 import { InstancesConverger } from "../converge/instances/mod.ts";
 import { MemoryRuntime } from "../converge/instances/fake_runtime.ts";
@@ -25,21 +23,7 @@ async function withAgent(
   const journal = await Journal.open({ dataDir: dir, bootId: "boot-1", nodeId: "n-1" });
   try {
     await journal.putSpec({ generation, bytes: spec, hash: `h${generation}` });
-    const agent = await NodeAgent.start({
-      role: "node",
-      identity: {
-        nodeId: "n-1",
-        key: await generateSigningKeyPair(),
-        certChain: [],
-        trustBundle: new Uint8Array(),
-        gatewayUrl: "",
-      },
-      journal,
-      config: loadAgentConfig(""),
-      handlers: new HandlerRegistry(),
-      log: silentLogger(),
-      ...more,
-    });
+    const agent = await startOfflineAgent(journal, more);
     try {
       await body(agent);
     } finally {

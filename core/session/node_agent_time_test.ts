@@ -1,12 +1,8 @@
 import assert from "node:assert/strict";
 import { bcd, encodeMessage } from "../../proto/mod.ts";
-import { HandlerRegistry } from "../commands/handlers.ts";
-import { loadAgentConfig } from "../config/mod.ts";
 import { Journal } from "../journal/mod.ts";
-import { silentLogger } from "../log/mod.ts";
-import { generateSigningKeyPair } from "../pki/ed25519.ts";
 import { FakeClock } from "../../fixtures/clock/fake_clock.ts";
-import { NodeAgent } from "./node_agent.ts";
+import { startOfflineAgent } from "./node_agent_testing.ts";
 
 const SERVER_NOW = Date.UTC(2026, 11, 1, 12, 0, 0);
 const AHEAD_MS = 10 * 60_000;
@@ -27,21 +23,7 @@ Deno.test("a clock ahead of the server does not hold server time ahead after Wel
       full: { telemetry: {} },
     });
     await journal.putSpec({ generation: 1, bytes: spec, hash: "h1" });
-    const agent = await NodeAgent.start({
-      role: "node",
-      identity: {
-        nodeId: "n-1",
-        key: await generateSigningKeyPair(),
-        certChain: [],
-        trustBundle: new Uint8Array(),
-        gatewayUrl: "",
-      },
-      journal,
-      config: loadAgentConfig(""),
-      handlers: new HandlerRegistry(),
-      log: silentLogger(),
-      clock,
-    });
+    const agent = await startOfflineAgent(journal, { clock });
     try {
       assert.equal(agent.held?.generation, 1, "the held spec was checked and taken at start");
       await agent.welcome({
