@@ -29,6 +29,7 @@ import { ScriptedPressure } from "../core/balloon/fake_balloons.ts";
 import { silentLogger } from "../core/log/mod.ts";
 import { FakeClock } from "../fixtures/clock/fake_clock.ts";
 import { rebindImage, rebindNonce } from "../core/rebind/mod.ts";
+import { skipStep } from "../fixtures/skip_step.ts";
 
 /** One runtime under test, with the hooks the suite needs to see past it. */
 export interface RuntimeContractEnv {
@@ -115,11 +116,6 @@ export function contractRecord(id: string, l: LaunchSpec): DomainRecord {
   };
 }
 
-function _skipped(t: Deno.TestContext, why: string): Promise<boolean> {
-  console.log(`skipped: ${why}`);
-  return t.step({ name: `skipped: ${why}`, ignore: true, fn: () => {} });
-}
-
 async function _state(rt: InstanceRuntime, id: string) {
   return (await rt.list()).find((d) => d.id === id)?.state;
 }
@@ -136,7 +132,7 @@ export function instanceRuntimeContract(
     name("a domain is defined from a verified image, moves through its states and is deleted with its directory"),
     async (t) => {
       const env = await make();
-      if ("skip" in env) return void await _skipped(t, env.skip);
+      if ("skip" in env) return void await skipStep(t, env.skip);
       const { rt, srv, dir } = env;
       const id = `bcd-rt-${crypto.randomUUID().slice(0, 8)}`;
       try {
@@ -193,7 +189,7 @@ export function instanceRuntimeContract(
 
   Deno.test(name("a domain bcd did not define is never listed as bcd's and never touched"), async (t) => {
     const env = await make();
-    if ("skip" in env) return void await _skipped(t, env.skip);
+    if ("skip" in env) return void await skipStep(t, env.skip);
     const { rt } = env;
     const id = `bcd-foreign-${crypto.randomUUID().slice(0, 8)}`;
     try {
@@ -216,7 +212,7 @@ export function instanceRuntimeContract(
     ),
     async (t) => {
       const env = await make();
-      if ("skip" in env) return void await _skipped(t, env.skip);
+      if ("skip" in env) return void await skipStep(t, env.skip);
       const { rt, srv, dir } = env;
       const id = `bcd-grow-${crypto.randomUUID().slice(0, 8)}`;
       const M = 1024 * 1024;
@@ -277,7 +273,7 @@ export function instanceRuntimeContract(
 
   Deno.test(name("hostile images fail the instance with the seed's reason and no domain opens them"), async (t) => {
     const env = await make();
-    if ("skip" in env) return void await _skipped(t, env.skip);
+    if ("skip" in env) return void await skipStep(t, env.skip);
     const { rt, srv, dir } = env;
     const ids: string[] = [];
     try {
@@ -373,9 +369,9 @@ export function instanceRuntimeContract(
     ),
     async (t) => {
       const env = await make();
-      if ("skip" in env) return void await _skipped(t, env.skip);
+      if ("skip" in env) return void await skipStep(t, env.skip);
       if (!env.volumes) {
-        await _skipped(t, `${runtime} (${label}) has no volume view for this suite`);
+        await skipStep(t, `${runtime} (${label}) has no volume view for this suite`);
         return void await env.close();
       }
       const { rt, srv, dir } = env;
@@ -436,7 +432,7 @@ export function instanceRuntimeContract(
             await rt.resume(id);
           },
         );
-        if (vols.noUnplugAck) await _skipped(t, `live unplug: ${vols.noUnplugAck}`);
+        if (vols.noUnplugAck) await skipStep(t, `live unplug: ${vols.noUnplugAck}`);
         else {
           await t.step("a running domain has a volume unplugged once the guest lets it go", async () => {
             await setVolumes(id, [att("va", false), att("vc", false)]);
@@ -474,9 +470,9 @@ export function instanceRuntimeContract(
     ),
     async (t) => {
       const env = await make();
-      if ("skip" in env) return void await _skipped(t, env.skip);
+      if ("skip" in env) return void await skipStep(t, env.skip);
       if (!env.balloon) {
-        await _skipped(t, `${runtime} (${label}) has no balloon view for this suite`);
+        await skipStep(t, `${runtime} (${label}) has no balloon view for this suite`);
         return void await env.close();
       }
       const { rt, srv, dir } = env;
@@ -520,7 +516,7 @@ export function instanceRuntimeContract(
             assert.equal((await read(a)).currentBytes, 64 * M, "all of its memory: the balloon is empty");
           }
         });
-        if (view.noGuestDriver) await _skipped(t, `exact balloon sizes: ${view.noGuestDriver}`);
+        if (view.noGuestDriver) await skipStep(t, `exact balloon sizes: ${view.noGuestDriver}`);
         await t.step("a size that is not whole KiB is a RangeError; one above its memory is invalid-size", async () => {
           await assert.rejects(set(a, 48 * M + 1), RangeError);
           await assert.rejects(set(a, 0), RangeError);
@@ -540,10 +536,10 @@ export function instanceRuntimeContract(
     ),
     async (t) => {
       const env = await make();
-      if ("skip" in env) return void await _skipped(t, env.skip);
+      if ("skip" in env) return void await skipStep(t, env.skip);
       const view = env.balloon;
       if (!view?.setGuestUse || view.noGuestDriver) {
-        await _skipped(t, view?.noGuestDriver ?? `${runtime} (${label}) cannot set a guest's use here`);
+        await skipStep(t, view?.noGuestDriver ?? `${runtime} (${label}) cannot set a guest's use here`);
         return void await env.close();
       }
       const { rt, srv, dir } = env;
@@ -618,9 +614,9 @@ export function instanceRuntimeContract(
     ),
     async (t) => {
       const env = await make();
-      if ("skip" in env) return void await _skipped(t, env.skip);
+      if ("skip" in env) return void await skipStep(t, env.skip);
       if (!env.rebind) {
-        await _skipped(t, `${runtime} (${label}) has no rebind guest for this suite`);
+        await skipStep(t, `${runtime} (${label}) has no rebind guest for this suite`);
         return void await env.close();
       }
       const { rt, srv, dir } = env;
@@ -641,7 +637,7 @@ export function instanceRuntimeContract(
         );
         await rt.start(id, false);
         const removed = async (t2: Deno.TestContext) => {
-          if (guest.noUnplugAck) return void await _skipped(t2, `the disk's removal: ${guest.noUnplugAck}`);
+          if (guest.noUnplugAck) return void await skipStep(t2, `the disk's removal: ${guest.noUnplugAck}`);
           await t2.step("the disk is removed", async () => assert.equal(await guest.attached(id), false));
         };
         await t.step(

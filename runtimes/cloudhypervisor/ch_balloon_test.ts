@@ -9,19 +9,15 @@ import { NoBalloon } from "../../core/balloon/port.ts";
 import type { PlanPlacement } from "../../core/converge/instances/domain_plan.ts";
 import { makeQcow2, sha256Hex } from "../../fixtures/libvirt/image_server.ts";
 import { contractLaunch, contractRecord } from "../instance_runtime_contract_testing.ts";
-import { type ChTestEnv, chTestEnv } from "./ch_testing.ts";
+import { type ChTestEnv, chTestEnvOrSkip } from "./ch_testing.ts";
 import { readRecord, writeRecord } from "./vm_record.ts";
 
 const M = 1024 * 1024;
 const BALLOON: PlanPlacement = { cpus: "0", mems: "", hugepages: "none", balloon: true };
 
 async function withEnv(t: Deno.TestContext, f: (env: ChTestEnv) => Promise<void>): Promise<void> {
-  const env = await chTestEnv();
-  if ("skip" in env) {
-    console.log(`skipped: ${env.skip}`);
-    await t.step({ name: `skipped: ${env.skip}`, ignore: true, fn: () => {} });
-    return;
-  }
+  const env = await chTestEnvOrSkip(t);
+  if (!env) return;
   try {
     await f(env);
   } finally {

@@ -13,7 +13,7 @@ import type { SecretQuery } from "../../core/converge/instances/user_data.ts";
 import { REBOUND_FILE, ReboundFile } from "../../core/rebind/mod.ts";
 import { FakeClock } from "../../fixtures/clock/fake_clock.ts";
 import { makeQcow2, sha256Hex } from "../../fixtures/libvirt/image_server.ts";
-import { type ChTestEnv, chTestEnv } from "./ch_testing.ts";
+import { type ChTestEnv, chTestEnvOrSkip } from "./ch_testing.ts";
 
 const BUNDLE = JSON.stringify({ v: 1, account: "ubuntu", principals: "exec-r1" });
 
@@ -29,11 +29,8 @@ async function withConverger(
     rebinder: IdentityRebinder;
   }) => Promise<void>,
 ): Promise<void> {
-  const env = await chTestEnv();
-  if ("skip" in env) {
-    console.log(`skipped: ${env.skip}`);
-    return void await t.step({ name: `skipped: ${env.skip}`, ignore: true, fn: () => {} });
-  }
+  const env = await chTestEnvOrSkip(t);
+  if (!env) return;
   const clock = new FakeClock();
   const asked: SecretQuery[] = [];
   const secrets = {

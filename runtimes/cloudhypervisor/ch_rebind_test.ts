@@ -9,15 +9,12 @@ import { rebindImage, rebindNonce } from "../../core/rebind/mod.ts";
 import { makeQcow2, sha256Hex } from "../../fixtures/libvirt/image_server.ts";
 import { contractLaunch, contractRecord } from "../instance_runtime_contract_testing.ts";
 import { FileVolumeStore } from "../volumes/file_store.ts";
-import { type ChTestEnv, chTestEnv } from "./ch_testing.ts";
+import { type ChTestEnv, chTestEnvOrSkip } from "./ch_testing.ts";
 import { VMM_UID_BASE } from "./unit.ts";
 
 async function withEnv(t: Deno.TestContext, f: (env: ChTestEnv) => Promise<void>): Promise<void> {
-  const env = await chTestEnv();
-  if ("skip" in env) {
-    console.log(`skipped: ${env.skip}`);
-    return void await t.step({ name: `skipped: ${env.skip}`, ignore: true, fn: () => {} });
-  }
+  const env = await chTestEnvOrSkip(t);
+  if (!env) return;
   try {
     await f(env);
   } finally {

@@ -14,7 +14,7 @@ import { contractLaunch, contractRecord } from "../instance_runtime_contract_tes
 import { flattenDisk } from "../libvirt/disk_tools.ts";
 import { writeTar } from "../libvirt/snapshot_tar.ts";
 import { CH_RUNTIME } from "./ch_runtime.ts";
-import { type ChTestEnv, chTestEnv } from "./ch_testing.ts";
+import { type ChTestEnv, chTestEnvOrSkip } from "./ch_testing.ts";
 import { readRecord } from "./vm_record.ts";
 import { FileVolumeStore } from "../volumes/file_store.ts";
 import { ChSnapshots } from "./ch_snapshots.ts";
@@ -95,11 +95,8 @@ function restoreRecord(
 }
 
 Deno.test("cloud-hypervisor restore_from a memory snapshot: unpacked into a flat disk with no base, started by vm.restore with the taps' fds and vm.resume on the rebuilt configuration", async (t) => {
-  const env = await chTestEnv();
-  if ("skip" in env) {
-    console.log(`skipped: ${env.skip}`);
-    return void await t.step({ name: `skipped: ${env.skip}`, ignore: true, fn: () => {} });
-  }
+  const env = await chTestEnvOrSkip(t);
+  if (!env) return;
   try {
     const src = await takeSnapshot(env);
     const id = "vm-restored";
@@ -149,11 +146,8 @@ Deno.test("cloud-hypervisor restore_from a memory snapshot: unpacked into a flat
 });
 
 Deno.test("cloud-hypervisor restore_from keeps bcd's balloon: the tenant's saved one is dropped and the target the snapshot's device state held is set back to bcd's before the VM resumes", async (t) => {
-  const env = await chTestEnv();
-  if ("skip" in env) {
-    console.log(`skipped: ${env.skip}`);
-    return void await t.step({ name: `skipped: ${env.skip}`, ignore: true, fn: () => {} });
-  }
+  const env = await chTestEnvOrSkip(t);
+  if (!env) return;
   try {
     const placement: PlanPlacement = { cpus: "0", mems: "", hugepages: "none", balloon: true };
     const src = await takeSnapshot(env, {}, placement);
@@ -175,11 +169,8 @@ Deno.test("cloud-hypervisor restore_from keeps bcd's balloon: the tenant's saved
 });
 
 Deno.test("cloud-hypervisor restore_from refuses another runtime's snapshot, another CPU model, another shape, and leaves no directory", async (t) => {
-  const env = await chTestEnv();
-  if ("skip" in env) {
-    console.log(`skipped: ${env.skip}`);
-    return void await t.step({ name: `skipped: ${env.skip}`, ignore: true, fn: () => {} });
-  }
+  const env = await chTestEnvOrSkip(t);
+  if (!env) return;
   try {
     const cases: Array<[string, Record<string, unknown>, (r: ReturnType<typeof restoreRecord>) => typeof r, string]> = [
       ["a libvirt-kvm snapshot", { runtime: "libvirt-kvm" }, (r) => r, "snapshot-runtime"],
@@ -221,11 +212,8 @@ async function tarNames(path: string): Promise<string[]> {
 }
 
 Deno.test("ChSnapshots: a memory and a disk-only snapshot of a running VM are staged as the seed lays them out, the VM runs on, and the memory one restores into a new instance", async (t) => {
-  const env = await chTestEnv();
-  if ("skip" in env) {
-    console.log(`skipped: ${env.skip}`);
-    return void await t.step({ name: `skipped: ${env.skip}`, ignore: true, fn: () => {} });
-  }
+  const env = await chTestEnvOrSkip(t);
+  if (!env) return;
   try {
     const snaps = new ChSnapshots({
       runtime: env.rt,
@@ -291,11 +279,8 @@ Deno.test("ChSnapshots: a memory and a disk-only snapshot of a running VM are st
 });
 
 Deno.test("cloud-hypervisor restore_from with volumes: the restored VM has the current spec's volumes by serial (their ACL entries granted before the VMM runs), a new one hot-added before the resume, and none of the snapshot's disks", async (t) => {
-  const env = await chTestEnv();
-  if ("skip" in env) {
-    console.log(`skipped: ${env.skip}`);
-    return void await t.step({ name: `skipped: ${env.skip}`, ignore: true, fn: () => {} });
-  }
+  const env = await chTestEnvOrSkip(t);
+  if (!env) return;
   try {
     const store = new FileVolumeStore({ dir: `${env.dataDir}/volumes` });
     for (const v of ["va", "vc"]) await store.create(v, `disk-${v}`, 8 * 1024 * 1024);

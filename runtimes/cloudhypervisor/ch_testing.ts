@@ -17,6 +17,7 @@ import type { VfioBinder } from "./vfio.ts";
 import { RecordingAccess } from "./vmm_access.ts";
 import type { ChHostPort } from "../../core/converge/instances/ch_port.ts";
 import { CgroupVmmMemory } from "./vmm_memory.ts";
+import { skipStep } from "../../fixtures/skip_step.ts";
 
 /** A wired runtime and its fakes. */
 export interface ChTestEnv {
@@ -48,6 +49,14 @@ export interface ChTestOptions {
   };
   /** The host CPU model a memory snapshot is checked against (default `test-cpu`). */
   readonly cpuModel?: string;
+}
+
+/** {@link chTestEnv} inside a test body: the environment, or undefined after {@link skipStep} recorded why not. */
+export async function chTestEnvOrSkip(t: Deno.TestContext, opts: ChTestOptions = {}): Promise<ChTestEnv | undefined> {
+  const env = await chTestEnv(opts);
+  if (!("skip" in env)) return env;
+  await skipStep(t, env.skip);
+  return undefined;
 }
 
 /** Builds one, or says why it cannot run here. */

@@ -27,6 +27,7 @@ import { FakeClock } from "../../fixtures/clock/fake_clock.ts";
 import { FileVolumeStore } from "../volumes/file_store.ts";
 import { REBIND_DISK } from "../../core/converge/instances/domain_plan.ts";
 import { instanceRuntimeContract } from "../instance_runtime_contract_testing.ts";
+import { skipStep } from "../../fixtures/skip_step.ts";
 
 type Backend = { readonly virsh: Virsh; readonly real: boolean; readonly viaHelper?: boolean } | {
   readonly skip: string;
@@ -51,11 +52,6 @@ const BACKENDS: ReadonlyArray<[string, () => Promise<Backend>]> = [
   ],
   ["real libvirtd, type qemu", realBackend],
 ];
-
-function skipped(t: Deno.TestContext, why: string): Promise<boolean> {
-  console.log(`skipped: ${why}`);
-  return t.step({ name: `skipped: ${why}`, ignore: true, fn: () => {} });
-}
 
 const uuids = new Map<string, string>();
 function tinyDomain(name: string, balloon = "none"): string {
@@ -89,7 +85,7 @@ for (const [label, make] of BACKENDS) {
 function virshContract(label: string, make: () => Promise<Backend>): void {
   Deno.test(`Virsh contract (${label}): define, start, suspend, resume, destroy and undefine move a domain through its states`, async (t) => {
     const b = await make();
-    if ("skip" in b) return void await skipped(t, b.skip);
+    if ("skip" in b) return void await skipStep(t, b.skip);
     const v = b.virsh;
     const name = `bcd-ct-${crypto.randomUUID().slice(0, 8)}`;
     try {
@@ -134,7 +130,7 @@ function virshContract(label: string, make: () => Promise<Backend>): void {
 
   Deno.test(`Virsh contract (${label}): save writes the memory state and shuts the domain off; restore runs it again only under its own name and UUID`, async (t) => {
     const b = await make();
-    if ("skip" in b) return void await skipped(t, b.skip);
+    if ("skip" in b) return void await skipStep(t, b.skip);
     const v = b.virsh;
     const name = `bcd-ct-save-${crypto.randomUUID().slice(0, 8)}`;
     const dir = await Deno.makeTempDir({ prefix: "bcd-virsh-save-" });
@@ -192,7 +188,7 @@ function virshContract(label: string, make: () => Promise<Backend>): void {
 
   Deno.test(`Virsh contract (${label}): the change marker moves with every define, start, pause, resume, destroy and undefine`, async (t) => {
     const b = await make();
-    if ("skip" in b) return void await skipped(t, b.skip);
+    if ("skip" in b) return void await skipStep(t, b.skip);
     // The real marker is trusted only once libvirt's last change has settled; this run's clock is a minute ahead.
     const v = b.real ? new CommandVirsh({ uri: "qemu:///system", clock: new FakeClock(Date.now() + 60_000) }) : b.virsh;
     const name = `bcd-mk-${crypto.randomUUID().slice(0, 8)}`;
@@ -222,7 +218,7 @@ function virshContract(label: string, make: () => Promise<Backend>): void {
 
   Deno.test(`Virsh contract (${label}): an unknown domain is no-domain and a broken definition invalid`, async (t) => {
     const b = await make();
-    if ("skip" in b) return void await skipped(t, b.skip);
+    if ("skip" in b) return void await skipStep(t, b.skip);
     const v = b.virsh;
     const ghost = `bcd-ct-none-${crypto.randomUUID().slice(0, 8)}`;
     await rejectsWith(v.start(ghost, false), "no-domain");
@@ -308,13 +304,13 @@ function runtimeContract(label: string, make: () => Promise<Backend>): void {
 
   Deno.test(`InstanceRuntime contract, libvirt-kvm (${label}): two nodes sharing one libvirtd never list, touch or delete each other's domains`, async (t) => {
     const b = await make();
-    if ("skip" in b) return void await skipped(t, b.skip);
+    if ("skip" in b) return void await skipStep(t, b.skip);
     const a = await setup(b.virsh, { viaHelper: b.viaHelper, owner: "node-a" });
-    if ("skip" in a) return void await skipped(t, a.skip);
+    if ("skip" in a) return void await skipStep(t, a.skip);
     const other = await setup(b.virsh, { viaHelper: b.viaHelper, owner: "node-b" });
     if ("skip" in other) {
       await a.close();
-      return void await skipped(t, other.skip);
+      return void await skipStep(t, other.skip);
     }
     const id = `bcd-own-${crypto.randomUUID().slice(0, 8)}`;
     try {
@@ -344,11 +340,11 @@ function runtimeContract(label: string, make: () => Promise<Backend>): void {
 
   Deno.test(`InstanceRuntime contract, libvirt-kvm (${label}): a NIC on a bridge outside [helper] instance_bridges is refused, and every NIC without the key`, async (t) => {
     const b = await make();
-    if ("skip" in b) return void await skipped(t, b.skip);
+    if ("skip" in b) return void await skipStep(t, b.skip);
     for (const [bridges, what] of [[["br-inst"], "listed"], [[], "missing"]] as const) {
       await t.step(`instance_bridges ${what}`, async () => {
         const env = await setup(b.virsh, { viaHelper: b.viaHelper, bridges });
-        if ("skip" in env) return void await skipped(t, env.skip);
+        if ("skip" in env) return void await skipStep(t, env.skip);
         const id = `bcd-nic-${crypto.randomUUID().slice(0, 8)}`;
         try {
           const base = await makeQcow2(env.dir, "base.qcow2", "16M");
@@ -379,9 +375,9 @@ function runtimeContract(label: string, make: () => Promise<Backend>): void {
 
   Deno.test(`InstanceRuntime contract, libvirt-kvm (${label}): volumes are raw virtio disks by serial, hot-plugged live, grown live, and closed again once detached`, async (t) => {
     const b = await make();
-    if ("skip" in b) return void await skipped(t, b.skip);
+    if ("skip" in b) return void await skipStep(t, b.skip);
     const env = await setup(b.virsh, { viaHelper: b.viaHelper });
-    if ("skip" in env) return void await skipped(t, env.skip);
+    if ("skip" in env) return void await skipStep(t, env.skip);
     const { rt, srv, dir, host } = env;
     const id = `bcd-vol-${crypto.randomUUID().slice(0, 8)}`;
     const M = 1024 * 1024;
@@ -494,9 +490,9 @@ function runtimeContract(label: string, make: () => Promise<Backend>): void {
 function snapshotContract(label: string, make: () => Promise<Backend>): void {
   Deno.test(`Snapshot contract, libvirt-kvm (${label}): a disk-only and a memory snapshot are staged, hashed and uploaded while the instance runs on, and restore_from of each defines a new instance that starts`, async (t) => {
     const b = await make();
-    if ("skip" in b) return void await skipped(t, b.skip);
+    if ("skip" in b) return void await skipStep(t, b.skip);
     const env = await setup(b.virsh, { viaHelper: b.viaHelper });
-    if ("skip" in env) return void await skipped(t, env.skip);
+    if ("skip" in env) return void await skipStep(t, env.skip);
     const { rt, srv, dir, host, store } = env;
     const src = `bcd-sn-${crypto.randomUUID().slice(0, 8)}`;
     const ids = [src];
@@ -631,9 +627,9 @@ async function tarNames(dir: string, bytes: Uint8Array): Promise<string[]> {
 function hostContract(label: string, make: () => Promise<Backend>): void {
   Deno.test(`LibvirtHostPort contract (${label}): save, then restore under root's own XML, resumes a domain and restores its memory into another instance; setmem and domstats work its balloon (the runtime's balloon verbs are rows of the shared contract)`, async (t) => {
     const b = await make();
-    if ("skip" in b) return void await skipped(t, b.skip);
+    if ("skip" in b) return void await skipStep(t, b.skip);
     const env = await setup(b.virsh, { viaHelper: b.viaHelper });
-    if ("skip" in env) return void await skipped(t, env.skip);
+    if ("skip" in env) return void await skipStep(t, env.skip);
     const { rt, srv, dir, host } = env;
     const a = `bcd-sv-${crypto.randomUUID().slice(0, 8)}`;
     const c = `bcd-sv-${crypto.randomUUID().slice(0, 8)}`;
@@ -724,7 +720,7 @@ function hostContract(label: string, make: () => Promise<Backend>): void {
 
 Deno.test("InstanceRuntime contract, libvirt-kvm (fake): a start libvirt fails for lack of memory is refused capacity", async (t) => {
   const env = await setup(new FakeVirsh({ memoryKiB: 100 * 1024 }));
-  if ("skip" in env) return void await skipped(t, env.skip);
+  if ("skip" in env) return void await skipStep(t, env.skip);
   try {
     const base = await makeQcow2(env.dir, "b.qcow2", "16M");
     env.srv.put("/b.qcow2", base);
@@ -768,9 +764,9 @@ Deno.test("parseVirshList() reads virsh's table and folds its states", () => {
 });
 
 Deno.test("the real libvirtd this file started is stopped by its PID", async (t) => {
-  if (!real) return void await skipped(t, "no real libvirtd was asked for");
+  if (!real) return void await skipStep(t, "no real libvirtd was asked for");
   const b = await real;
-  if ("skip" in b) return void await skipped(t, b.skip);
+  if ("skip" in b) return void await skipStep(t, b.skip);
   await realStop?.();
 });
 
