@@ -76,3 +76,10 @@ Deno.test("the node role loads the instance config delivery only when [instances
   const delivery = ["runtimes/agent_config/instance_delivery.ts", "runtimes/guest/framing_client.ts"];
   assert.deepEqual(delivery.filter((m) => graph.includes(m)), []);
 });
+
+Deno.test("importing the Ed25519 module (WebCrypto verifier, signing, hex) loads no node: module; the node:crypto verifier is its own module", async () => {
+  const graph = await staticGraph("core/pki/ed25519.ts");
+  assert.ok(graph.includes("core/pki/ed25519.ts"), "the graph was read");
+  assert.deepEqual(graph.filter((m) => m.startsWith("node:")), []);
+  assert.ok((await staticGraph("core/pki/ed25519_sync.ts")).includes("node:crypto"), "node: modules are seen");
+});

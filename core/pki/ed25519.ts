@@ -9,14 +9,13 @@
  * work. That holds only because the dispatcher tells the journal an `accepted` is on its way while the check runs
  * (`Journal.expectWrite`): the check ends outside promise jobs, and without that the command's `accepted` missed the
  * group commit in progress and waited for the next one (the groups split, and the rate fell below the synchronous
- * check's). {@link verifyEd25519Sync} (`node:crypto`, on the calling thread) stays for callers that cannot await;
- * the Wycheproof vectors (`wycheproof_test.ts`) pin that the two give the same verdicts.
+ * check's). `verifyEd25519Sync` (`ed25519_sync.ts`: `node:crypto`, on the calling thread) stays for callers that
+ * cannot await, in a module of its own so that importing this one never loads `node:crypto` (Node's crypto and
+ * streams cost an agent ~20 ms of start, issue 24); the Wycheproof vectors (`wycheproof_test.ts`) pin that the two
+ * give the same verdicts.
  *
  * @module
  */
-import { Buffer } from "node:buffer";
-import { createPublicKey, type KeyObject, verify as nodeVerify } from "node:crypto";
-
 /** The length of a raw Ed25519 public key. */
 export const ED25519_PUBLIC_KEY_BYTES = 32;
 /** The length of an Ed25519 signature. */
@@ -37,62 +36,14 @@ export async function importPublicKey(raw: Uint8Array): Promise<CryptoKey> {
   return await crypto.subtle.importKey("raw", _buf(raw), { name: "Ed25519" }, false, ["verify"]);
 }
 
-/** The DER prefix of an Ed25519 SubjectPublicKeyInfo (RFC 8410); the raw 32-byte key follows it. */
-const _SPKI_PREFIX = [0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00];
-
-/** Imported verification keys by raw key (hex): a node checks a handful of worker and root keys over and over. */
-const _keys = new Map<string, KeyObject>();
-const _MAX_KEYS = 256;
-
-function _verifyKey(raw: Uint8Array): KeyObject {
-  const id = toHex(raw);
-  let k = _keys.get(id);
-  if (k === undefined) {
-    const der = new Uint8Array(_SPKI_PREFIX.length + raw.length);
-    der.set(_SPKI_PREFIX);
-    der.set(raw, _SPKI_PREFIX.length);
-    k = createPublicKey({ key: Buffer.from(der.buffer), format: "der", type: "spki" });
-    if (_keys.size >= _MAX_KEYS) _keys.delete(_keys.keys().next().value!);
-    _keys.set(id, k);
-  }
-  return k;
-}
-
-/**
- * Verifies `signature` over exactly `message` with the raw public key, synchronously (see the module doc). Returns
- * false (never throws) for a key or signature of the wrong length, a key that is not a valid point, or a signature
- * that does not verify.
- */
-export function verifyEd25519Sync(publicKey: Uint8Array, signature: Uint8Array, message: Uint8Array): boolean {
-  if (publicKey.length !== ED25519_PUBLIC_KEY_BYTES || signature.length !== ED25519_SIGNATURE_BYTES) return false;
-  let key: KeyObject;
-  try {
-    key = _verifyKey(publicKey);
-  } catch (e) {
-    if (e instanceof TypeError || e instanceof RangeError || _isCryptoError(e)) return false;
-    throw e;
-  }
-  try {
-    return nodeVerify(null, message, key, signature);
-  } catch (e) {
-    if (e instanceof TypeError || _isCryptoError(e)) return false;
-    throw e;
-  }
-}
-
-/** `node:crypto`'s refusals of a key or signature (an Error with an `ERR_*` code). */
-function _isCryptoError(e: unknown): boolean {
-  const code = e instanceof Error ? (e as Error & { code?: unknown }).code : undefined;
-  return typeof code === "string" && code.startsWith("ERR_");
-}
-
-/** WebCrypto verification keys by raw key (hex), bounded like {@link _keys}. */
+/** WebCrypto verification keys by raw key (hex): a node checks a handful of worker and root keys over and over. */
 const _subtleKeys = new Map<string, CryptoKey>();
+const _MAX_KEYS = 256;
 
 /**
  * Verifies `signature` over exactly `message` with the raw public key, off the event loop's thread (WebCrypto; see
  * the module doc). Resolves false (never rejects for bad input) for a key or signature of the wrong length, a key
- * that is not a valid point, or a signature that does not verify: the same verdicts as {@link verifyEd25519Sync}.
+ * that is not a valid point, or a signature that does not verify: the same verdicts as `verifyEd25519Sync` (`ed25519_sync.ts`).
  */
 export async function verifyEd25519(
   publicKey: Uint8Array,

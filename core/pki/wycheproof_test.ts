@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { verifyEd25519, verifyEd25519Sync } from "./ed25519.ts";
+import { verifyEd25519 } from "./ed25519.ts";
+import { verifyEd25519Sync } from "./ed25519_sync.ts";
 
 const VECTORS = new URL("../../fixtures/wycheproof/ed25519_test.json", import.meta.url);
 
