@@ -11,6 +11,7 @@ import { Journal } from "../../core/journal/mod.ts";
 import { libvirtdAnswers } from "../../fixtures/libvirt/libvirtd.ts";
 import { makeQcow2, sha256Hex } from "../../fixtures/libvirt/image_server.ts";
 import { CommandVirsh } from "./virsh.ts";
+import { removeDomains } from "../../fixtures/libvirt/remove_domains.ts";
 
 const CHILD = new URL("../../fixtures/libvirt/define_crash_child.ts", import.meta.url).pathname;
 const NODE = `node-define-crash-${crypto.randomUUID().slice(0, 8)}`;
@@ -89,9 +90,7 @@ Deno.test({
     assert.equal((await virsh.uuids()).get(id), uuid, "the same domain: its UUID is the one defined before the kill");
     assert.equal((await Deno.stat(`${data}/libvirt/instances/${id}/disk.qcow2`)).ino, disk.ino, "the same overlay");
   } finally {
-    const s = (await virsh.list()).find((d) => d.name === id)?.state;
-    if (s === "running" || s === "paused") await virsh.destroy(id);
-    if (s !== undefined) await virsh.undefine(id);
+    await removeDomains(virsh, [id]);
     await Deno.remove(work, { recursive: true });
   }
 });
