@@ -7,7 +7,7 @@
  */
 
 import protobuf from "protobufjs";
-import "./protobuf_runtime.ts";
+import "./runtime/_protobufjs_reference.ts";
 import descriptor from "./gen/bcd.json" with { type: "json" };
 import { bcd, google } from "./gen/bcd.js";
 import type { MessageClass } from "./wire.ts";

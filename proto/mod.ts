@@ -29,7 +29,7 @@
  */
 
 export { bcd, google } from "./gen/bcd.js";
-export { UnsafeIntegerError } from "./protobuf_runtime.ts";
+export { UnsafeIntegerError } from "./runtime/reader.ts";
 export { DEFAULT_MAX_MESSAGES } from "./message_budget.ts";
 export {
   type Decoded,

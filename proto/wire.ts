@@ -9,7 +9,7 @@
 
 import { bcd } from "./gen/bcd.js";
 import { checkMessageBudget, DEFAULT_MAX_MESSAGES, MessageBudgetError } from "./message_budget.ts";
-import { UnsafeIntegerError } from "./protobuf_runtime.ts";
+import { UnsafeIntegerError } from "./runtime/reader.ts";
 
 /** The default bound on a session frame (and on any message decoded without an explicit bound): 4 MiB. */
 export const DEFAULT_MAX_FRAME_BYTES = 4 * 1024 * 1024;
