@@ -32,16 +32,25 @@ export function allMessageTypes(root: protobuf.Root): protobuf.Type[] {
   return out.sort((a, b) => a.fullName.localeCompare(b.fullName));
 }
 
-/** The generated static class of a reflection type (`.bcd.v1.Hello` -> `bcd.v1.Hello`). */
-export function staticClassOf(type: protobuf.Type): MessageClass<unknown, never> | undefined {
+/**
+ * The generated static class of a reflection type (`.bcd.v1.Hello` -> `bcd.v1.Hello`), from `proto/gen/bcd.js` or
+ * from another load of it (`from`: its `bcd` and `google` exports).
+ */
+export function staticClassOf(
+  type: protobuf.Type,
+  from: { bcd: unknown; google: unknown } = { bcd, google },
+): MessageClass<unknown, never> | undefined {
   const path = type.fullName.replace(/^\./, "").split(".");
-  let cur: unknown = { bcd, google };
+  let cur: unknown = from;
   for (const part of path) {
     if (cur === null || typeof cur !== "object" && typeof cur !== "function") return undefined;
     cur = (cur as Record<string, unknown>)[part];
   }
   return typeof cur === "function" ? cur as unknown as MessageClass<unknown, never> : undefined;
 }
+
+/** Picks the value of a scalar field: its type, its name, and `i`, which varies repeated elements. */
+export type ScalarPick = (type: string, name: string, i: number) => unknown;
 
 /** A plain value for one scalar type; `i` varies repeated elements. */
 function scalar(type: string, name: string, i: number): unknown {
@@ -74,14 +83,14 @@ function scalar(type: string, name: string, i: number): unknown {
   throw new TypeError(`no fill value for scalar type ${type} (field ${name})`);
 }
 
-function fieldValue(field: protobuf.Field, i: number, depth: number): unknown {
+function fieldValue(field: protobuf.Field, i: number, depth: number, pick: ScalarPick): unknown {
   const rt = field.resolvedType;
   if (rt instanceof protobuf.Enum) {
     const values = Object.values(rt.values);
     return values[(values.length - 1 - i + values.length) % values.length] ?? 0;
   }
-  if (rt instanceof protobuf.Type) return fillMessage(rt, i, depth + 1);
-  return scalar(field.type, field.name, i);
+  if (rt instanceof protobuf.Type) return fillMessage(rt, i, depth + 1, pick);
+  return pick(field.type, field.name, i);
 }
 
 /** How many values {@link fillVariants} makes for `type`: the size of its largest oneof, or 1. */
@@ -89,8 +98,16 @@ export function variantCount(type: protobuf.Type): number {
   return Math.max(1, ...type.oneofsArray.map((o) => o.fieldsArray.length));
 }
 
-/** A value of `type` with every field set; oneof `k` gets its member `variant % size`. */
-export function fillMessage(type: protobuf.Type, variant = 0, depth = 0): Record<string, unknown> {
+/**
+ * A value of `type` with every field set; oneof `k` gets its member `variant % size`. Scalars come from `pick`
+ * (default: a non-default value of each type).
+ */
+export function fillMessage(
+  type: protobuf.Type,
+  variant = 0,
+  depth = 0,
+  pick: ScalarPick = scalar,
+): Record<string, unknown> {
   if (depth > 16) throw new RangeError(`${type.fullName}: recursive schema, fill depth exceeded`);
   const out: Record<string, unknown> = {};
   for (const field of type.fieldsArray) {
@@ -102,12 +119,12 @@ export function fillMessage(type: protobuf.Type, variant = 0, depth = 0): Record
     }
     if (field instanceof protobuf.MapField) {
       const mapField = field;
-      const key = mapField.keyType === "string" ? `key-${field.name}` : String(scalar(mapField.keyType, field.name, 0));
-      out[field.name] = { [key]: fieldValue(field, 0, depth), [`${key}-2`]: fieldValue(field, 1, depth) };
+      const key = mapField.keyType === "string" ? `key-${field.name}` : String(pick(mapField.keyType, field.name, 0));
+      out[field.name] = { [key]: fieldValue(field, 0, depth, pick), [`${key}-2`]: fieldValue(field, 1, depth, pick) };
     } else if (field.repeated) {
-      out[field.name] = [fieldValue(field, 0, depth), fieldValue(field, 1, depth)];
+      out[field.name] = [fieldValue(field, 0, depth, pick), fieldValue(field, 1, depth, pick)];
     } else {
-      out[field.name] = fieldValue(field, 0, depth);
+      out[field.name] = fieldValue(field, 0, depth, pick);
     }
   }
   return out;

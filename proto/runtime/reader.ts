@@ -241,7 +241,7 @@ export class Reader {
   double(): number {
     if (this.pos + 8 > this.len) throw _outOfRange(this, 4);
     const buf = this.buf, pos = this.pos;
-    if (_LE) for (let i = 0; i < 8; ++i) _F64_BYTES[i] = buf[pos + i]!;
+    if (_LE) { for (let i = 0; i < 8; ++i) _F64_BYTES[i] = buf[pos + i]!; }
     else for (let i = 0; i < 8; ++i) _F64_BYTES[7 - i] = buf[pos + i]!;
     this.pos += 8;
     return _F64[0]!;

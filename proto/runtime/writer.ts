@@ -124,7 +124,7 @@ export class Writer {
     this._reserve(8);
     _F64[0] = value;
     const buf = this.buf, pos = this.pos;
-    if (_LE) for (let i = 0; i < 8; ++i) buf[pos + i] = _F64_BYTES[i]!;
+    if (_LE) { for (let i = 0; i < 8; ++i) buf[pos + i] = _F64_BYTES[i]!; }
     else for (let i = 0; i < 8; ++i) buf[pos + i] = _F64_BYTES[7 - i]!;
     this.pos += 8;
     return this;
