@@ -6,7 +6,8 @@
  * @module
  */
 import { CommandStateError, JournalDamaged } from "./errors.ts";
-import { entryFromRow, readEntry, writeDone, writeDoneIf } from "./entry_row.ts";
+import { entryFromRow, readEntry, readEntrySteps, writeDone, writeDoneIf } from "./entry_row.ts";
+import { all, run, type SqlSteps } from "./sql_steps.ts";
 import type { ResolveContext } from "./resolve.ts";
 import type { SqlDriver } from "./sql_driver.ts";
 import type {
@@ -31,13 +32,12 @@ function _live(e: JournalEntry, ctx: ResolveContext): boolean {
  * statement changes rows (the INSERT, or the UPDATE after an INSERT that changed nothing), and every refusal comes
  * before it: the write queue runs it without a savepoint (`oneWrite`).
  */
-export async function acceptOp(
-  db: SqlDriver,
+export function* acceptSteps(
   id: string,
   input: AcceptInput,
   ctx: ResolveContext,
   now: number,
-): Promise<AcceptedEntry> {
+): SqlSteps<AcceptedEntry> {
   const args = [input.kind, input.retrySafe ? 1 : 0, input.selfTerminating ? 1 : 0, ctx.incarnation, now];
   const entry = (createdAt: number): AcceptedEntry => ({
     id,
@@ -50,13 +50,13 @@ export async function acceptOp(
     updatedAt: now,
   });
   // A new id, the common case, costs this one statement; an id already there is read and judged below.
-  const inserted = await db.run(
+  const inserted = yield* run(
     `INSERT INTO commands (id, state, kind, retry_safe, self_terminating, incarnation, boot_id, created_at, updated_at)
      VALUES (?, 'accepted', ?, ?, ?, ?, NULL, ?, ?) ON CONFLICT (id) DO NOTHING`,
     [id, ...args, now],
   );
   if (inserted === 1) return entry(now);
-  const prev = await readEntry(db, id);
+  const prev = yield* readEntrySteps(id);
   if (prev === null) throw new JournalDamaged(`command ${id}: insert ignored, yet no entry holds the id`);
   if (prev.state === "done") {
     throw new CommandStateError("already-done", `command ${id} is done (${prev.result.state}); resend its result`);
@@ -64,7 +64,7 @@ export async function acceptOp(
   if (_live(prev, ctx)) {
     throw new CommandStateError("in-flight", `command ${id} is ${prev.state} in this process; re-attach to it`);
   }
-  await db.run(
+  yield* run(
     `UPDATE commands SET state = 'accepted', kind = ?, retry_safe = ?, self_terminating = ?, incarnation = ?,
        boot_id = NULL, updated_at = ? WHERE id = ?`,
     [...args, id],
@@ -76,20 +76,15 @@ export async function acceptOp(
  * `accepted` → `running{boot_id}`, for an entry this process accepted (idempotent when already running). Its one
  * write comes first and every refusal after a write that changed nothing (`oneWrite`).
  */
-export async function markRunningOp(
-  db: SqlDriver,
-  id: string,
-  ctx: ResolveContext,
-  now: number,
-): Promise<RunningEntry> {
+export function* markRunningSteps(id: string, ctx: ResolveContext, now: number): SqlSteps<RunningEntry> {
   // The common case in one statement: an entry this process accepted moves to running and comes back as written.
-  const row = (await db.all(
+  const row = (yield* all(
     `UPDATE commands SET state = 'running', boot_id = ?, updated_at = ?
      WHERE id = ? AND state = 'accepted' AND incarnation = ? RETURNING *`,
     [ctx.bootId, now, id, ctx.incarnation],
   ))[0];
   if (row !== undefined) return entryFromRow(row) as RunningEntry;
-  const prev = await readEntry(db, id);
+  const prev = yield* readEntrySteps(id);
   if (prev === null || !_live(prev, ctx)) {
     throw new CommandStateError(
       "not-accepted",
@@ -106,17 +101,16 @@ export async function markRunningOp(
  * (a real outcome wins over a late cancel): the stored entry is returned unchanged. Its one write comes first and
  * every refusal after a write that changed nothing (`oneWrite`).
  */
-export async function finishOp(
-  db: SqlDriver,
+export function* finishSteps(
   id: string,
   outcome: OutcomeInput,
   ctx: ResolveContext,
   now: number,
-): Promise<DoneEntry> {
+): SqlSteps<DoneEntry> {
   // The common case in one statement: an entry this process accepted (or started) takes its result.
-  const written = await writeDoneIf(db, id, { ..._outcome(outcome), bootId: ctx.bootId }, now, ctx.incarnation);
+  const written = yield* writeDoneIf(id, { ..._outcome(outcome), bootId: ctx.bootId }, now, ctx.incarnation);
   if (written !== null) return written;
-  const prev = await readEntry(db, id);
+  const prev = yield* readEntrySteps(id);
   if (prev !== null && prev.state === "done") return prev;
   throw new CommandStateError(
     "not-accepted",

@@ -5,7 +5,7 @@
  * @module
  */
 import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
-import type { SqlDriver, SqlRow, SqlValue } from "./sql_driver.ts";
+import type { SqlDriver, SqlRow, SqlValue, SyncSqlDriver } from "./sql_driver.ts";
 
 class NodeSqliteDriver implements SqlDriver {
   readonly name = "node:sqlite";
@@ -27,18 +27,25 @@ class NodeSqliteDriver implements SqlDriver {
     if (this.#db === null) throw new Error("node:sqlite connection is closed");
     return this.#db;
   }
+  /** The calls answered at once (node:sqlite is synchronous); the async ones below wrap them. */
+  readonly sync: SyncSqlDriver = {
+    exec: (sql) => {
+      // A single statement without parameters goes through the cache; scripts (DDL, pragmas) run as they are.
+      if (sql.includes(";")) this.#get().exec(sql);
+      else this.#stmt(sql).run();
+    },
+    run: (sql, args = []) => Number(this.#stmt(sql).run(...(args as SQLInputValue[])).changes),
+    all: (sql, args = []) => this.#stmt(sql).all(...(args as SQLInputValue[])) as SqlRow[],
+  };
   exec(sql: string): Promise<void> {
-    // A single statement without parameters goes through the cache; scripts (DDL, pragmas) run as they are.
-    if (sql.includes(";")) this.#get().exec(sql);
-    else this.#stmt(sql).run();
+    this.sync.exec(sql);
     return Promise.resolve();
   }
   run(sql: string, args: readonly SqlValue[] = []): Promise<number> {
-    const r = this.#stmt(sql).run(...(args as SQLInputValue[]));
-    return Promise.resolve(Number(r.changes));
+    return Promise.resolve(this.sync.run(sql, args));
   }
   all(sql: string, args: readonly SqlValue[] = []): Promise<SqlRow[]> {
-    return Promise.resolve(this.#stmt(sql).all(...(args as SQLInputValue[])) as SqlRow[]);
+    return Promise.resolve(this.sync.all(sql, args));
   }
   close(): Promise<void> {
     this.#cache.clear();

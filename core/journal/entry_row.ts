@@ -13,6 +13,7 @@ import {
   type SqlRow,
   type SqlValue,
 } from "./sql_driver.ts";
+import { all, runSteps, type SqlSteps } from "./sql_steps.ts";
 import type { CommandResult, DoneEntry, JournalEntry, TerminalState } from "./types.ts";
 
 const TERMINAL: readonly string[] = ["SUCCEEDED", "FAILED", "REJECTED", "CANCELLED"];
@@ -52,8 +53,13 @@ export function entryFromRow(row: SqlRow): JournalEntry {
 }
 
 /** Reads one entry by id, or null. */
-export async function readEntry(db: SqlDriver, id: string): Promise<JournalEntry | null> {
-  const rows = await db.all("SELECT * FROM commands WHERE id = ?", [id]);
+export function readEntry(db: SqlDriver, id: string): Promise<JournalEntry | null> {
+  return runSteps(db, readEntrySteps(id));
+}
+
+/** {@link readEntry} as steps (`sql_steps.ts`). */
+export function* readEntrySteps(id: string): SqlSteps<JournalEntry | null> {
+  const rows = yield* all("SELECT * FROM commands WHERE id = ?", [id]);
   return rows[0] === undefined ? null : entryFromRow(rows[0]);
 }
 
@@ -79,18 +85,17 @@ export async function writeDone(db: SqlDriver, id: string, result: CommandResult
 }
 
 /**
- * Writes `result` as the terminal state of an entry that `incarnation` holds in flight (accepted or running), and
+ * Steps (`sql_steps.ts`) that write `result` as the terminal state of an entry that `incarnation` holds in flight (accepted or running), and
  * returns the entry as written; null, writing nothing, for any other entry or none. Only the four columns the call
  * does not already know come back (the rest of the entry is what this statement wrote).
  */
-export async function writeDoneIf(
-  db: SqlDriver,
+export function* writeDoneIf(
   id: string,
   result: CommandResult,
   now: number,
   incarnation: string,
-): Promise<DoneEntry | null> {
-  const row = (await db.all(
+): SqlSteps<DoneEntry | null> {
+  const row = (yield* all(
     `UPDATE commands SET ${_DONE_SET} WHERE id = ? AND state IN ('accepted', 'running') AND incarnation = ?
      RETURNING kind, retry_safe, self_terminating, created_at`,
     [..._doneArgs(result, now), id, incarnation],

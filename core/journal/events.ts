@@ -8,6 +8,7 @@ import { EVENT_ROW_OVERHEAD, type JournalBounds } from "./bounds.ts";
 import { colBytesOrNull, colNum, colStr, type SqlDriver } from "./sql_driver.ts";
 import { EVENT_CLASSES, type EventClass, type JournalEvent } from "./types.ts";
 import { getMeta, setMeta } from "./meta.ts";
+import { all, runSteps, type SqlSteps } from "./sql_steps.ts";
 
 /** Counts and bytes of the unacked backlog by class. */
 export type EventTotals = Record<EventClass, { count: number; bytes: number }>;
@@ -28,13 +29,18 @@ export type AppendOutcome =
   | { readonly appended: false; readonly droppedMetrics: number };
 
 /** Reads the backlog totals. */
-export async function eventTotals(db: SqlDriver): Promise<EventTotals> {
+export function eventTotals(db: SqlDriver): Promise<EventTotals> {
+  return runSteps(db, eventTotalsSteps());
+}
+
+/** {@link eventTotals} as steps (`sql_steps.ts`). */
+export function* eventTotalsSteps(): SqlSteps<EventTotals> {
   const out: EventTotals = {
     metric: { count: 0, bytes: 0 },
     transition: { count: 0, bytes: 0 },
     result: { count: 0, bytes: 0 },
   };
-  for (const r of await db.all("SELECT class, count, bytes FROM event_totals")) {
+  for (const r of yield* all("SELECT class, count, bytes FROM event_totals")) {
     const c = colStr(r, "class") as EventClass;
     if (EVENT_CLASSES.includes(c)) out[c] = { count: colNum(r, "count"), bytes: colNum(r, "bytes") };
   }

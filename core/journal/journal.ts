@@ -7,18 +7,18 @@
 import { type Clock, realClock } from "../clock.ts";
 import { DEFAULT_BOUNDS, type JournalBounds } from "./bounds.ts";
 import {
-  acceptOp,
+  acceptSteps,
   ackResultsOp,
   cancelOp,
   expireOp,
-  finishOp,
-  markRunningOp,
+  finishSteps,
+  markRunningSteps,
   rejectOp,
   settleOp,
   unackedResultsOp,
 } from "./commands.ts";
 import { openNodeSqlite } from "./driver_node_sqlite.ts";
-import { readEntry } from "./entry_row.ts";
+import { readEntry, readEntrySteps } from "./entry_row.ts";
 import { JournalBusy, JournalError, type JournalStopped } from "./errors.ts";
 import {
   ackEventsUpTo,
@@ -28,6 +28,7 @@ import {
   type AppendOutcome,
   type EventTotals,
   eventTotals,
+  eventTotalsSteps,
   isFull,
   listEvents,
 } from "./events.ts";
@@ -58,6 +59,7 @@ import type {
 } from "./types.ts";
 import { colBytesOrNull, colNum, colStr } from "./sql_driver.ts";
 import { type OpOptions, type QueueStats, WriteQueue } from "./write_queue.ts";
+import type { SqlSteps } from "./sql_steps.ts";
 import type { WalSync } from "./wal_sync.ts";
 
 export { JOURNAL_FILE, type JournalLogger, type OpenReport } from "./open.ts";
@@ -200,6 +202,12 @@ export class Journal {
     return this.#queue.submit((db) => fn(db, this.#clock.now()), opts);
   }
 
+  /** {@link #op} for an operation written as steps (`sql_steps.ts`): inline on `node:sqlite`. */
+  #steps<T>(fn: (now: number) => SqlSteps<T>, opts?: OpOptions): Promise<T> {
+    if (this.#closed) return Promise.reject(new JournalError("journal-closed", "the journal is closed"));
+    return this.#queue.submitSteps(() => fn(this.#clock.now()), opts);
+  }
+
   /**
    * Announces a call that will come after work off the event loop's thread (a signature check): the next group
    * commit waits for it once (see `write_queue.ts`). Call the returned release, idempotent, once the call is
@@ -244,25 +252,27 @@ export class Journal {
    * the journal is full (nothing written), `CommandStateError` for an id that is done or in flight here.
    */
   accept(commandId: string, input: AcceptInput): Promise<AcceptedEntry> {
-    return this.#op(async (db, now) => {
-      this.#full ??= isFull(await eventTotals(db), this.bounds);
-      if (this.#full) {
-        throw new JournalBusy(`the journal is full; command ${commandId} refused BUSY until acks drain the backlog`);
-      }
-      return acceptOp(db, commandId, input, this.#ctx(), now);
-    }, _ONE_WRITE);
+    return this.#steps((now) => this.#accept(commandId, input, now), _ONE_WRITE);
+  }
+
+  *#accept(commandId: string, input: AcceptInput, now: number): SqlSteps<AcceptedEntry> {
+    this.#full ??= isFull(yield* eventTotalsSteps(), this.bounds);
+    if (this.#full) {
+      throw new JournalBusy(`the journal is full; command ${commandId} refused BUSY until acks drain the backlog`);
+    }
+    return yield* acceptSteps(commandId, input, this.#ctx(), now);
   }
 
   /** Journals `running{boot_id}`: for a self-terminating kind, immediately before its side effect. */
   markRunning(commandId: string): Promise<RunningEntry> {
-    return this.#op((db, now) => markRunningOp(db, commandId, this.#ctx(), now), _ONE_WRITE);
+    return this.#steps((now) => markRunningSteps(commandId, this.#ctx(), now), _ONE_WRITE);
   }
 
   /** Journals the terminal result (stamped with this boot). A command already done keeps its first result. */
   finish(commandId: string, outcome: OutcomeInput): Promise<DoneEntry> {
     if (outcome.state === "REJECTED") return Promise.reject(new TypeError("use reject() for a REJECTED outcome"));
     const o = outcome.message === undefined ? outcome : { ...outcome, message: _message(outcome.message) };
-    return this.#op((db, now) => finishOp(db, commandId, o, this.#ctx(), now), _ONE_WRITE);
+    return this.#steps((now) => finishSteps(commandId, o, this.#ctx(), now), _ONE_WRITE);
   }
 
   /**
@@ -291,7 +301,7 @@ export class Journal {
 
   /** The entry of `commandId`, or null. */
   get(commandId: string): Promise<JournalEntry | null> {
-    return this.#op((db) => readEntry(db, commandId));
+    return this.#steps(() => readEntrySteps(commandId));
   }
 
   /** Done entries whose result the gateway has not acked (`Hello.unacked_results`). */
@@ -520,7 +530,7 @@ export class Journal {
 /** The most bytes of a result message journaled (it goes back in `Hello` until acked). */
 export const MAX_RESULT_MESSAGE_BYTES = 2048;
 
-/** For the command transitions written as one statement (acceptOp, markRunningOp, finishOp: see their docs). */
+/** For the command transitions written as one statement (acceptSteps, markRunningSteps, finishSteps: see their docs). */
 const _ONE_WRITE: OpOptions = { oneWrite: true };
 
 function _message(m: string): string {

@@ -8,7 +8,7 @@ import type { Clock } from "../clock.ts";
 import { FakeClock } from "../../fixtures/clock/fake_clock.ts";
 import { openNodeSqlite } from "./driver_node_sqlite.ts";
 import { Journal, type JournalOptions } from "./journal.ts";
-import type { SqlDriver, SqlDriverFactory, SqlRow, SqlValue } from "./sql_driver.ts";
+import type { SqlDriver, SqlDriverFactory, SqlRow, SqlValue, SyncSqlDriver } from "./sql_driver.ts";
 
 /** A fake clock whose wall time starts at `t` (default 2026-11-30T06:00Z) and moves only when the test advances it. */
 export function testClock(t = Date.UTC(2026, 10, 30, 6, 0, 0)): FakeClock {
@@ -42,42 +42,70 @@ export interface Faults {
   journalMode?: string;
 }
 
-/** Wraps the real driver and injects {@link Faults}; counts the statements it saw. */
+/**
+ * Wraps the real driver and injects {@link Faults}; counts the statements it saw. The faults sit in its synchronous
+ * calls, which the write queue uses with `node:sqlite` (production); the async calls go through them too.
+ */
 export class FaultyDriver implements SqlDriver {
   readonly name = "faulty";
   commits = 0;
   execs: string[] = [];
   /** The SQL of every `all()` call, in order. */
   queries: string[] = [];
-  constructor(private inner: SqlDriver, readonly faults: Faults) {}
-  async exec(sql: string): Promise<void> {
-    this.execs.push(sql);
-    if (sql.trim() === "COMMIT") {
-      if (this.faults.failCommit) throw new Error("disk I/O error (injected fsync failure)");
-      this.commits++;
-    }
-    await this.inner.exec(sql);
+  readonly sync: SyncSqlDriver;
+  constructor(inner: SqlDriver, readonly faults: Faults) {
+    const db = inner.sync;
+    if (db === undefined) throw new TypeError(`FaultyDriver wraps a synchronous binding; ${inner.name} is not`);
+    this.#inner = inner;
+    this.sync = {
+      exec: (sql) => {
+        this.execs.push(sql);
+        if (sql.trim() === "COMMIT") {
+          if (this.faults.failCommit) throw new Error("disk I/O error (injected fsync failure)");
+          this.commits++;
+        }
+        db.exec(sql);
+      },
+      run: (sql, args) => {
+        if (this.faults.failWrites) throw new Error("database or disk is full (injected)");
+        return db.run(sql, args);
+      },
+      all: (sql, args) => {
+        this.queries.push(sql);
+        // A write that returns rows (`UPDATE … RETURNING`) fails like any other write.
+        if (this.faults.failWrites && /^\s*(INSERT|UPDATE|DELETE)\b/i.test(sql)) {
+          throw new Error("database or disk is full (injected)");
+        }
+        if (sql === "PRAGMA synchronous" && this.faults.synchronous !== undefined) {
+          return [{ synchronous: this.faults.synchronous }];
+        }
+        if (sql === "PRAGMA journal_mode" && this.faults.journalMode !== undefined) {
+          return [{ journal_mode: this.faults.journalMode }];
+        }
+        return db.all(sql, args);
+      },
+    };
+  }
+  readonly #inner: SqlDriver;
+  exec(sql: string): Promise<void> {
+    return _promised(() => this.sync.exec(sql));
   }
   run(sql: string, args?: readonly SqlValue[]): Promise<number> {
-    if (this.faults.failWrites) return Promise.reject(new Error("database or disk is full (injected)"));
-    return this.inner.run(sql, args);
+    return _promised(() => this.sync.run(sql, args));
   }
-  async all(sql: string, args?: readonly SqlValue[]): Promise<SqlRow[]> {
-    this.queries.push(sql);
-    // A write that returns rows (`UPDATE … RETURNING`) fails like any other write.
-    if (this.faults.failWrites && /^\s*(INSERT|UPDATE|DELETE)\b/i.test(sql)) {
-      throw new Error("database or disk is full (injected)");
-    }
-    if (sql === "PRAGMA synchronous" && this.faults.synchronous !== undefined) {
-      return [{ synchronous: this.faults.synchronous }];
-    }
-    if (sql === "PRAGMA journal_mode" && this.faults.journalMode !== undefined) {
-      return [{ journal_mode: this.faults.journalMode }];
-    }
-    return await this.inner.all(sql, args);
+  all(sql: string, args?: readonly SqlValue[]): Promise<SqlRow[]> {
+    return _promised(() => this.sync.all(sql, args));
   }
   close(): Promise<void> {
-    return this.inner.close();
+    return this.#inner.close();
+  }
+}
+
+function _promised<T>(f: () => T): Promise<T> {
+  try {
+    return Promise.resolve(f());
+  } catch (e) {
+    return Promise.reject(e);
   }
 }
 

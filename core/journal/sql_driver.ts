@@ -26,6 +26,19 @@ export interface SqlDriver {
   all(sql: string, args?: readonly SqlValue[]): Promise<SqlRow[]>;
   /** Closes the connection; idempotent. */
   close(): Promise<void>;
+  /**
+   * The same calls answered on the calling thread, where the binding runs statements synchronously (`node:sqlite`):
+   * the write queue runs its own statements and operations written as steps (`sql_steps.ts`) through it, without a
+   * promise per statement. Absent for an async binding.
+   */
+  readonly sync?: SyncSqlDriver;
+}
+
+/** {@link SqlDriver}'s calls, answered at once; each throws the binding's own error on failure. */
+export interface SyncSqlDriver {
+  exec(sql: string): void;
+  run(sql: string, args?: readonly SqlValue[]): number;
+  all(sql: string, args?: readonly SqlValue[]): SqlRow[];
 }
 
 /** Opens a connection to the database file at `path`, creating it when absent. */

@@ -22,6 +22,10 @@
  * gives them the same promise-job turns. An expected caller must release without waiting for any operation of the
  * queue, or the commit it holds would wait for itself.
  *
+ * An operation written as steps ({@link WriteQueue.submitSteps}, `sql_steps.ts`) runs inline on a binding that answers
+ * on the calling thread (`node:sqlite`): it and the queue's own statements (`BEGIN`, `SAVEPOINT`, `COMMIT`) cost no
+ * promise and no promise-job turn each; on an async binding each statement is awaited.
+ *
  * {@link WriteQueue.read} runs a read-only look-up at once, between two operations (never inside one), for callers that act on
  * what it sees only where what they see needs no durability (`Journal.resolve`): it may see operations that ran in
  * the open transaction and are not durable yet.
@@ -35,7 +39,8 @@
  * @module
  */
 import { JournalRefusal, JournalStopped } from "./errors.ts";
-import type { SqlDriver } from "./sql_driver.ts";
+import type { SqlDriver, SyncSqlDriver } from "./sql_driver.ts";
+import { runSteps, runStepsSync, type SqlSteps } from "./sql_steps.ts";
 
 /** One operation: runs inside the group's transaction on the journal's single connection. */
 export type Op<T> = (db: SqlDriver) => Promise<T>;
@@ -58,7 +63,9 @@ export interface OpOptions {
 }
 
 interface Pending {
-  op: Op<unknown>;
+  /** An async operation, or null for one written as steps. */
+  op: Op<unknown> | null;
+  steps: (() => SqlSteps<unknown>) | null;
   oneWrite: boolean;
   resolve(v: unknown): void;
   reject(e: unknown): void;
@@ -123,14 +130,21 @@ export class WriteQueue {
 
   /** Queues `op`; resolves with its value once the transaction that ran it is durable. */
   submit<T>(op: Op<T>, opts: OpOptions = {}): Promise<T> {
+    return this.#submit(op as Op<unknown>, null, opts) as Promise<T>;
+  }
+
+  /**
+   * Queues an operation written as steps (`sql_steps.ts`): `steps` is called when its turn comes and run inline on a
+   * synchronous binding. Resolves like {@link submit}.
+   */
+  submitSteps<T>(steps: () => SqlSteps<T>, opts: OpOptions = {}): Promise<T> {
+    return this.#submit(null, steps, opts) as Promise<T>;
+  }
+
+  #submit(op: Op<unknown> | null, steps: (() => SqlSteps<unknown>) | null, opts: OpOptions): Promise<unknown> {
     if (this.#stopped !== null) return Promise.reject(this.#stopped);
-    return new Promise<T>((resolve, reject) => {
-      this.#pending.push({
-        op: op as Op<unknown>,
-        oneWrite: opts.oneWrite === true,
-        resolve: resolve as (v: unknown) => void,
-        reject,
-      });
+    return new Promise<unknown>((resolve, reject) => {
+      this.#pending.push({ op, steps, oneWrite: opts.oneWrite === true, resolve, reject });
       this.#kick();
     });
   }
@@ -144,7 +158,13 @@ export class WriteQueue {
     if (this.#stopped !== null) return Promise.reject(this.#stopped);
     if (!this.#inOp) return op(this.#db);
     return new Promise<T>((resolve, reject) => {
-      this.#readers.push({ op: op as Op<unknown>, oneWrite: false, resolve: resolve as (v: unknown) => void, reject });
+      this.#readers.push({
+        op: op as Op<unknown>,
+        steps: null,
+        oneWrite: false,
+        resolve: resolve as (v: unknown) => void,
+        reject,
+      });
     });
   }
 
@@ -162,7 +182,7 @@ export class WriteQueue {
   #runReaders(): void {
     for (const r of this.#readers.splice(0)) {
       if (this.#stopped !== null) r.reject(this.#stopped);
-      else r.op(this.#db).then(r.resolve, r.reject);
+      else r.op!(this.#db).then(r.resolve, r.reject);
     }
   }
 
@@ -171,14 +191,19 @@ export class WriteQueue {
     try {
       while (this.#stopped === null) {
         if (this.#pending.length > 0) {
+          const s = this.#db.sync;
           if (!this.#txOpen) {
-            await this.#db.exec("BEGIN IMMEDIATE");
+            if (s !== undefined) s.exec("BEGIN IMMEDIATE");
+            else await this.#db.exec("BEGIN IMMEDIATE");
             this.#txOpen = true;
           }
           // One at a time, each left pending until it ran: an operation that stops the journal is answered with the
           // rest.
           while (this.#pending.length > 0 && this.#stopped === null) {
-            this.#ran.push(await this.#runOne(this.#pending[0]!));
+            const p = this.#pending[0]!;
+            this.#ran.push(
+              s !== undefined && p.steps !== null ? this.#runInline(p, p.steps, s) : await this.#runOne(p),
+            );
             this.#pending.shift();
           }
           continue;
@@ -200,12 +225,35 @@ export class WriteQueue {
     if (this.#stopped !== null) this.#failAll();
   }
 
+  /** {@link #runOne} for steps on a synchronous binding: no await, so no read runs in between. */
+  #runInline(p: Pending, steps: () => SqlSteps<unknown>, s: SyncSqlDriver): Ran {
+    if (p.oneWrite) {
+      try {
+        return { p, ok: true, value: runStepsSync(s, steps()) };
+      } catch (e) {
+        if (!_opLevel(e)) throw e;
+        return { p, ok: false, value: e };
+      }
+    }
+    s.exec("SAVEPOINT op");
+    try {
+      const value = runStepsSync(s, steps());
+      s.exec("RELEASE op");
+      return { p, ok: true, value };
+    } catch (e) {
+      if (!_opLevel(e)) throw e;
+      s.exec("ROLLBACK TO op; RELEASE op");
+      return { p, ok: false, value: e };
+    }
+  }
+
   async #runOne(p: Pending): Promise<Ran> {
     this.#inOp = true;
+    const op: Op<unknown> = p.op ?? ((db) => runSteps(db, p.steps!()));
     try {
       if (p.oneWrite) {
         try {
-          return { p, ok: true, value: await p.op(this.#db) };
+          return { p, ok: true, value: await op(this.#db) };
         } catch (e) {
           if (!_opLevel(e)) throw e;
           return { p, ok: false, value: e };
@@ -213,7 +261,7 @@ export class WriteQueue {
       }
       await this.#db.exec("SAVEPOINT op");
       try {
-        const value = await p.op(this.#db);
+        const value = await op(this.#db);
         await this.#db.exec("RELEASE op");
         return { p, ok: true, value };
       } catch (e) {
@@ -229,7 +277,9 @@ export class WriteQueue {
 
   /** Commits the open transaction and starts its sync; the group is answered when the sync returns. */
   async #commit(): Promise<void> {
-    await this.#db.exec("COMMIT");
+    const s = this.#db.sync;
+    if (s !== undefined) s.exec("COMMIT");
+    else await this.#db.exec("COMMIT");
     this.#txOpen = false;
     this.#waited = false;
     const sync = await this.#commitSync();
