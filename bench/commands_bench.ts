@@ -43,6 +43,7 @@ import { Dispatcher } from "../core/commands/dispatcher.ts";
 import { HandlerRegistry } from "../core/commands/handlers.ts";
 import type { CommandUpdate } from "../core/commands/results.ts";
 import { sqlFloor, stageCosts, threadClock } from "./commands_stages.ts";
+import { ed25519ThreadStats } from "../core/pki/ed25519_thread.ts";
 import { SessionBench } from "./commands_session.ts";
 import type { AcceptanceContext } from "../core/commands/acceptance.ts";
 
@@ -190,6 +191,16 @@ async function main(): Promise<void> {
     const rounds: Round[] = [];
     let roundStatements = 0;
     let settledCommands = 0;
+    /** Signature checks and the messages they went to the Ed25519 thread in: direct rounds, session rounds. */
+    const batching = { direct: { verifies: 0, batches: 0 }, session: { verifies: 0, batches: 0 } };
+    const countBatches = async <T>(into: { verifies: number; batches: number }, f: () => Promise<T>): Promise<T> => {
+      const b0 = ed25519ThreadStats();
+      const out = await f();
+      const b1 = ed25519ThreadStats();
+      into.verifies += b1.verifies - b0.verifies;
+      into.batches += b1.batches - b0.batches;
+      return out;
+    };
     for (let round = 0; round < ROUNDS; round++) {
       const fsyncs = await rawFsync(dir);
       const aloneMs = await journalAccept(alone, round);
@@ -213,7 +224,7 @@ async function main(): Promise<void> {
       const cpu0 = process.cpuUsage();
       const loop0 = threadClock();
       const s0 = statements;
-      await Promise.all(Array.from({ length: IN_FLIGHT }, client));
+      await countBatches(batching.direct, () => Promise.all(Array.from({ length: IN_FLIGHT }, client)));
       const loop1 = threadClock();
       const cpu = process.cpuUsage(cpu0);
       roundStatements += statements - s0;
@@ -223,7 +234,7 @@ async function main(): Promise<void> {
       const floor = await sqlFloor(dir, FLOOR_GROUPS, round);
       const sessionFrames: Uint8Array[] = [];
       for (let i = 0; i < PER_ROUND; i++) sessionFrames.push(await make());
-      const viaSession = await session.round(sessionFrames);
+      const viaSession = await countBatches(batching.session, () => session.round(sessionFrames));
       rounds.push({
         fsyncP50: pct(fsyncs, 50),
         fsyncP99: pct(fsyncs, 99),
@@ -286,6 +297,11 @@ async function main(): Promise<void> {
           med((x) => x.waitUs).toFixed(0)
         } µs ` +
         `(the host's load)`,
+    );
+    console.log(
+      `signature checks per message to the Ed25519 thread: ${
+        r(batching.direct.verifies / batching.direct.batches)
+      } direct, ${r(batching.session.verifies / batching.session.batches)} through the session`,
     );
     console.log(`where the event loop's time goes, each stage measured alone (${STAGE_COMMANDS} commands), µs:`);
     for (const st of stages) {

@@ -6,9 +6,9 @@
  *   per settled command is what the settled rate is bound by, and on a shared host the run-queue wait says how long
  *   it waited for a core it was owed (the host's load, not our work).
  * - {@link stageCosts}: the event loop's CPU per command of each stage, each measured alone in the same run:
- *   decoding the wire `Command`, the acceptance checks (with the Ed25519 check, whose work runs off the loop), the
- *   Ed25519 check by itself both ways, the dispatcher and lanes over a journal that answers at once, and the
- *   journal alone (accept + finish, 8 in flight, with their group commits and syncs).
+ *   decoding the wire `Command`, the acceptance checks (with the Ed25519 check, whose work runs on its own thread),
+ *   one at a time and eight at a time, the Ed25519 check by itself each way, the dispatcher and lanes over a journal
+ *   that answers at once, and the journal alone (accept + finish, 8 in flight, with their group commits and syncs).
  * - {@link sqlFloor}: the floor of the journal's part: only the statements a settled command needs (its `INSERT`
  *   and its `UPDATE … RETURNING`), four commands' worth per `COMMIT`, and one fdatasync of the WAL per group, in a
  *   plain loop on the journal's own schema. Its settled rate over the serial fsync rate of the same round is the
@@ -24,6 +24,7 @@ import type { TestPki } from "../core/pki/pki_testing.ts";
 import { verifyEnvelope } from "../core/pki/envelope.ts";
 import { verifyEd25519 } from "../core/pki/ed25519.ts";
 import { verifyEd25519Sync } from "../core/pki/ed25519_sync.ts";
+import { verifyEd25519Batched } from "../core/pki/ed25519_thread.ts";
 import { signedMessage } from "../core/pki/purpose.ts";
 import { fromBase64 } from "../core/pki/codec.ts";
 import { bcd, decodeMessage } from "../proto/mod.ts";
@@ -71,6 +72,17 @@ async function measure(n: number, f: (i: number) => unknown): Promise<{ loop: nu
   });
 }
 
+/** As {@link measure}, eight calls at a time (asked for in one turn, awaited together). */
+async function measureBy8(n: number, f: (i: number) => Promise<unknown>): Promise<{ loop: number; all: number }> {
+  const by8 = async (from: number, to: number) => {
+    for (let i = from; i < to; i += 8) {
+      await Promise.all(Array.from({ length: Math.min(8, to - i) }, (_, j) => f(i + j)));
+    }
+  };
+  await by8(0, Math.min(n, 96));
+  return await clocked(n, () => by8(0, n));
+}
+
 /** One stage's figure. */
 export interface Stage {
   readonly name: string;
@@ -98,22 +110,21 @@ export async function stageCosts(
     "decode (wire Command -> IncomingCommand)",
     await measure(n, (i) => incomingFromWire(decodeMessage(bcd.v1.Command, frames[i]!))),
   );
-  add("acceptance checks (Ed25519 off the loop)", await measure(n, (i) => runAcceptanceChecks(ctx, cmds[i]!)));
+  // The signature checks one at a time (each its own message to the Ed25519 thread and wake-up), then eight at a
+  // time as eight commands in flight ask for them (one message per eight).
+  add("acceptance checks, one at a time", await measure(n, (i) => runAcceptanceChecks(ctx, cmds[i]!)));
+  add("acceptance checks, 8 at a time", await measureBy8(n, (i) => runAcceptanceChecks(ctx, cmds[i]!)));
+  const envelope = (i: number) =>
+    verifyEnvelope(pki.bundle.commandSigningRoots, "command", cmds[i]!.bodyBytes, cmds[i]!.signature, ctx.serverNow());
+  add("  of which the signature envelope, one at a time", await measure(n, envelope));
+  add("  of which the signature envelope, 8 at a time", await measureBy8(n, envelope));
+  add("  Ed25519 alone, thread, one at a time", await measure(n, (i) => verifyEd25519Batched(key, sigs[i]!, msgs[i]!)));
   add(
-    "  of which the signature envelope",
-    await measure(
-      n,
-      (i) =>
-        verifyEnvelope(
-          pki.bundle.commandSigningRoots,
-          "command",
-          cmds[i]!.bodyBytes,
-          cmds[i]!.signature,
-          ctx.serverNow(),
-        ),
-    ),
+    "  Ed25519 alone, thread, 8 at a time",
+    await measureBy8(n, (i) => verifyEd25519Batched(key, sigs[i]!, msgs[i]!)),
   );
-  add("  Ed25519 alone, WebCrypto (off the loop)", await measure(n, (i) => verifyEd25519(key, sigs[i]!, msgs[i]!)));
+  add("  Ed25519 alone, WebCrypto, one at a time", await measure(n, (i) => verifyEd25519(key, sigs[i]!, msgs[i]!)));
+  add("  Ed25519 alone, WebCrypto, 8 at a time", await measureBy8(n, (i) => verifyEd25519(key, sigs[i]!, msgs[i]!)));
   add(
     "  Ed25519 alone, node:crypto (on the loop)",
     await measure(n, (i) => verifyEd25519Sync(key, sigs[i]!, msgs[i]!)),

@@ -8,7 +8,8 @@
  *    behind at `not_after`, `STALE_GENERATION`;
  * 3. `EXPIRED`: past `not_after` in server time, or no `not_after`;
  * 4. `BAD_SIGNATURE`: once the trust bundle holds command-signing roots, a missing, unknown-key or invalid signature
- *    on any command of any kind; the body's flags never decide whether one is required;
+ *    on any command of any kind; the body's flags never decide whether one is required (a verifier that cannot
+ *    decide, its thread having failed, throws instead: the delivery fails, nothing is journaled);
  * 5. `BATCH_UNAPPROVED` / `UNBATCHED_LIMIT`: with approver keys, a destructive kind (by the kinds table, never the
  *    body's word) whose batch does not admit it, or an unbatched one beyond the hourly allowance.
  *
@@ -23,7 +24,7 @@
  * @module
  */
 import { enforcesQuorum, enforcesSignatures, type TrustBundle } from "../pki/trust_bundle.ts";
-import { verifyEnvelope } from "../pki/envelope.ts";
+import { type Ed25519Verify, verifyEnvelope } from "../pki/envelope.ts";
 import { SignatureError } from "../pki/signature_error.ts";
 import { QuorumError, verifyBatch } from "../pki/quorum.ts";
 import type { QuorumLedger, QuorumTicket } from "../pki/quorum_ledger.ts";
@@ -52,6 +53,12 @@ export interface AcceptanceContext {
   readonly ledger?: QuorumLedger;
   /** `unbatched_destructive_per_hour`. */
   unbatchedPerHour(): number;
+  /**
+   * The signature check's Ed25519 verifier; default the process's Ed25519 thread (`verifyEd25519Batched`). It
+   * resolves a verdict or rejects without one (`VerifierThreadError`), which the checks let propagate: a verifier
+   * that cannot decide never admits a command nor refuses it as `BAD_SIGNATURE`.
+   */
+  readonly verifyEd25519?: Ed25519Verify;
 }
 
 /** The checks' verdict. */
@@ -111,7 +118,7 @@ export async function runAcceptanceChecks(ctx: AcceptanceContext, cmd: IncomingC
   const bundle = ctx.trustBundle();
   if (enforcesSignatures(bundle)) {
     try {
-      await verifyEnvelope(bundle.commandSigningRoots, "command", cmd.bodyBytes, cmd.signature, now);
+      await verifyEnvelope(bundle.commandSigningRoots, "command", cmd.bodyBytes, cmd.signature, now, ctx.verifyEd25519);
     } catch (e) {
       if (e instanceof SignatureError) return reject("BAD_SIGNATURE", e.message);
       throw e;

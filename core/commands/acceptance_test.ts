@@ -3,6 +3,7 @@ import { approveScope, buildBatch, encodeBatchApproval } from "../pki/quorum.ts"
 import { type Bench, NODE, NOW, openBench } from "./harness_testing.ts";
 import type { IncomingCommand } from "./command.ts";
 import { JournalBusy } from "../journal/mod.ts";
+import { Ed25519Thread, VerifierThreadError } from "../pki/ed25519_thread.ts";
 
 /** Corrupts the signature (one body byte flipped after signing). */
 function badlySigned(c: IncomingCommand): IncomingCommand {
@@ -321,6 +322,35 @@ Deno.test("BUSY when the journal is full, never journaled, and the credit comes 
   assert.deepEqual(b.trail(cmd.body.id), ["REJECTED:BUSY"]);
   assert.equal(await b.journal.get(cmd.body.id), null);
   assert.equal(b.dispatcher.lanes.control.freeCredits, 8);
+});
+
+Deno.test("a signature verifier that cannot decide (its thread failed) fails the delivery closed: not ACKED, not BAD_SIGNATURE, nothing journaled; delivered again, the command is checked again", async () => {
+  let crashed = true;
+  // A real Ed25519 thread whose thread dies on its first batch, then a working one.
+  const thread = new Ed25519Thread(async (shared) => {
+    if (!crashed) return await (await import("../pki/ed25519_thread.ts")).spawnVerifierThread(shared);
+    crashed = false;
+    const { Worker } = await import("node:worker_threads");
+    return new Worker(`process.exit(3);`, { eval: true, workerData: shared });
+  });
+  try {
+    await using b = await openBench({ verifyEd25519: (k, s, m) => thread.verify(k, s, m) });
+    const cmd = await b.command({ kind: "inventory.refresh" });
+    await assert.rejects(b.dispatcher.deliver(cmd), VerifierThreadError);
+    assert.deepEqual(b.trail(cmd.body.id), []);
+    assert.equal(await b.journal.get(cmd.body.id), null);
+    await b.dispatcher.deliver(cmd);
+    assert.deepEqual(b.trail(cmd.body.id).slice(0, 1), ["ACKED"]);
+    // A bad signature through the same (working) thread is still BAD_SIGNATURE.
+    const bad = await b.command({ kind: "inventory.refresh" });
+    const bytes = bad.bodyBytes.slice();
+    bytes[bytes.length - 2]! ^= 1;
+    await b.dispatcher.deliver({ ...bad, bodyBytes: bytes });
+    assert.deepEqual(b.trail(bad.body.id), ["REJECTED:BAD_SIGNATURE"]);
+    await b.dispatcher.settled();
+  } finally {
+    await thread.close();
+  }
 });
 
 Deno.test("the terminal reasons are exactly the ones the journal stores", async () => {

@@ -16,6 +16,7 @@ import { FakeHandler } from "./fake_handlers.ts";
 import { HandlerRegistry } from "./handlers.ts";
 import type { Role } from "./kinds.ts";
 import type { CommandUpdate } from "./results.ts";
+import type { AcceptanceContext } from "./acceptance.ts";
 import { FakeClock } from "../../fixtures/clock/fake_clock.ts";
 
 export const NOW = Date.UTC(2026, 10, 30, 7, 0, 0);
@@ -77,6 +78,8 @@ export async function openBench(
     role?: Role;
     gated?: boolean;
     wrapJournal?: (j: Journal) => CommandJournal;
+    /** The signature check's Ed25519 verifier (default: the process's Ed25519 thread). */
+    verifyEd25519?: AcceptanceContext["verifyEd25519"];
   } = {},
 ): Promise<Bench> {
   const dir = await Deno.makeTempDir({ dir: "/var/tmp", prefix: "bcd-commands-test-" });
@@ -125,6 +128,7 @@ export async function openBench(
       trustBundle: () => state.bundle,
       ledger,
       unbatchedPerHour: () => state.unbatchedPerHour,
+      ...(opts.verifyEd25519 === undefined ? {} : { verifyEd25519: opts.verifyEd25519 }),
     },
   });
   return {

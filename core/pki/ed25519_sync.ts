@@ -1,6 +1,7 @@
 /**
  * Synchronous Ed25519 verification through `node:crypto`, on the calling thread, for callers that cannot await.
- * `verifyEd25519` in `ed25519.ts` (WebCrypto, off the event loop's thread) is the one the agents use; this one
+ * The agents check command and desired-state signatures on the Ed25519 thread (`ed25519_thread.ts`, the same
+ * `node:crypto` verify on a thread of its own) and others with `verifyEd25519` in `ed25519.ts` (WebCrypto); this one
  * lives apart so that importing `ed25519.ts` never loads `node:crypto` and Node's streams (issue 24: ~20 ms of an
  * agent's start). The Wycheproof vectors (`wycheproof_test.ts`) pin that the two give the same verdicts.
  *

@@ -2,11 +2,14 @@
  * Signature envelopes: `Command.signature` and a signed `DesiredStateBody` carry one. Format (JSON, UTF-8):
  * `{"v":1,"purpose":"command"|"desired-state","cert":<worker certificate>,"sig":<b64 64 bytes>}`, where `sig` is the
  * worker key's Ed25519 signature over `signedMessage(purpose, <exact body bytes>)`. The verifier checks the bytes it
- * received, never a re-encoding, and builds the signed message from the purpose it expects.
+ * received, never a re-encoding, and builds the signed message from the purpose it expects. The worker key's signature
+ * is checked on the process's Ed25519 thread, batched with the other checks of the same turn (`ed25519_thread.ts`):
+ * every delivered command pays for one, and on the event loop that was its largest single cost (issue 24).
  *
  * @module
  */
-import { signEd25519, type SigningKeyPair, verifyEd25519 } from "./ed25519.ts";
+import { signEd25519, type SigningKeyPair } from "./ed25519.ts";
+import { verifyEd25519Batched } from "./ed25519_thread.ts";
 import { decodeBoundedJson, encodeJson, fromBase64, PkiFormatError, toBase64 } from "./codec.ts";
 import {
   certificateFromJson,
@@ -16,6 +19,9 @@ import {
 } from "./certificate.ts";
 import { type Purpose, signedMessage } from "./purpose.ts";
 import { SignatureError } from "./signature_error.ts";
+
+/** An Ed25519 verifier: a verdict, or a rejection when it cannot decide. */
+export type Ed25519Verify = (publicKey: Uint8Array, signature: Uint8Array, message: Uint8Array) => Promise<boolean>;
 
 /** The largest envelope decoded. */
 export const MAX_ENVELOPE_BYTES = 8192;
@@ -36,7 +42,9 @@ export async function signEnvelope(signer: WorkerSigner, purpose: Purpose, bytes
  * Verifies an envelope over exactly `bytes` for `purpose` against `roots` at server time `nowMs`, returning the
  * worker certificate that signed. Throws {@link SignatureError}: `missing` (no or empty envelope), `malformed`,
  * `wrong-purpose` (an envelope or certificate for another purpose), `unknown-key`, `certificate-invalid`,
- * `certificate-expired`, `invalid` (the signature does not verify over these bytes).
+ * `certificate-expired`, `invalid` (the signature does not verify over these bytes). The worker key's signature goes
+ * to `verify` (default: the process's Ed25519 thread); when that rejects (`VerifierThreadError`: the thread failed),
+ * so does this, with no verdict.
  */
 export async function verifyEnvelope(
   roots: readonly Uint8Array[],
@@ -44,6 +52,7 @@ export async function verifyEnvelope(
   bytes: Uint8Array,
   envelope: Uint8Array | undefined,
   nowMs: number,
+  verify: Ed25519Verify = verifyEd25519Batched,
 ): Promise<WorkerCertificate> {
   if (envelope === undefined || envelope.length === 0) throw new SignatureError("missing", "no signature");
   let cert: WorkerCertificate;
@@ -63,7 +72,7 @@ export async function verifyEnvelope(
     throw new SignatureError("wrong-purpose", `envelope for ${JSON.stringify(claimed)}, expected "${purpose}"`);
   }
   await verifyWorkerCertificate(roots, cert, purpose, nowMs);
-  if (!await verifyEd25519(cert.statement.publicKey, sig, signedMessage(purpose, bytes))) {
+  if (!await verify(cert.statement.publicKey, sig, signedMessage(purpose, bytes))) {
     throw new SignatureError("invalid", `the ${purpose} signature does not verify over the bytes received`);
   }
   return cert;

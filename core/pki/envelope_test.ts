@@ -3,6 +3,9 @@ import { signEnvelope, verifyEnvelope } from "./envelope.ts";
 import { SignatureError, type SignatureFailure } from "./signature_error.ts";
 import { makeTestPki } from "./pki_testing.ts";
 import { encodeJson } from "./codec.ts";
+import { verifyEd25519 } from "./ed25519.ts";
+import { VerifierThreadError } from "./ed25519_thread.ts";
+import { signedMessage } from "./purpose.ts";
 
 const BODY = new TextEncoder().encode("\x0a\x1a01HZY0000000000000000000CMD\x12\x05node1");
 const NOW = 1_800_000_000_000;
@@ -119,4 +122,22 @@ Deno.test("verifyEnvelope() refusals, one per failure", async (t) => {
   await t.step("an oversized envelope is refused before it is parsed", async () => {
     assert.equal(await refusal(verifyEnvelope(roots, "command", BODY, new Uint8Array(100_000), NOW)), "malformed");
   });
+});
+
+Deno.test("verifyEnvelope() hands the worker key's check to its verifier and gives no verdict when that cannot decide", async () => {
+  const pki = await makeTestPki();
+  const env = await signEnvelope(pki.worker, "command", BODY);
+  const roots = pki.bundle.commandSigningRoots;
+  const asked: Uint8Array[] = [];
+  const cert = await verifyEnvelope(roots, "command", BODY, env, NOW, (k, s, m) => {
+    asked.push(k, m);
+    return verifyEd25519(k, s, m);
+  });
+  assert.deepEqual(asked, [pki.worker.key.publicKey, signedMessage("command", BODY)]);
+  assert.equal(cert.statement.serial, "test-worker-1");
+  const failed = new VerifierThreadError("the Ed25519 verifier thread failed (test)");
+  await assert.rejects(
+    verifyEnvelope(roots, "command", BODY, env, NOW, () => Promise.reject(failed)),
+    (e) => e === failed,
+  );
 });

@@ -16,6 +16,10 @@
  * | `node_sig` | `CommandUpdate.node_sig` | node key under `command-result` over u16 id ‖ u16 state ‖ SHA-256(result value) |
  * | Attested report | `AttestedReport.node_sig` | node key under `attested-report` over the `ReportBody` bytes |
  *
+ * The worker key's signature on every command (and signed desired state) is checked on a thread of its own, fed in
+ * batches through shared memory (`ed25519_thread.ts`): the event loop pays for packing and one wake-up per batch,
+ * not for the verification. A thread that fails gives no verdict (`VerifierThreadError`), never a pass.
+ *
  * Every decoder bounds its input before parsing (envelope 8 KiB, statement 2 KiB, approval 16 KiB, proof 4 KiB);
  * a root signs worker certificates only (chain length one); a worker certificate's window is judged in server time
  * (the journal's time mark), so a gateway cannot wind the clock back into an old certificate. The quorum threshold is
@@ -36,6 +40,7 @@ export {
   toHex,
   verifyEd25519,
 } from "./ed25519.ts";
+export { Ed25519Thread, VerifierThreadError, verifyEd25519Batched } from "./ed25519_thread.ts";
 export { type Purpose, PURPOSES, signedMessage } from "./purpose.ts";
 export { PkiFormatError } from "./codec.ts";
 export { SignatureError, type SignatureFailure } from "./signature_error.ts";
@@ -54,7 +59,7 @@ export {
   type WorkerCertificate,
   type WorkerCertStatement,
 } from "./certificate.ts";
-export { MAX_ENVELOPE_BYTES, signEnvelope, verifyEnvelope, type WorkerSigner } from "./envelope.ts";
+export { type Ed25519Verify, MAX_ENVELOPE_BYTES, signEnvelope, verifyEnvelope, type WorkerSigner } from "./envelope.ts";
 export {
   resultStatement,
   signAttestedReport,

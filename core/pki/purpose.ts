@@ -47,10 +47,12 @@ export const PURPOSES: readonly Purpose[] = [
 ];
 
 const _enc = new TextEncoder();
+/** Each purpose's prefix, encoded once: every delivered command's check builds one signed message. */
+const _prefixes = new Map<Purpose, Uint8Array>(PURPOSES.map((p) => [p, _enc.encode(`bcd-sig-v1\0${p}\0`)]));
 
 /** The exact bytes signed for `purpose` over `bytes`. */
 export function signedMessage(purpose: Purpose, bytes: Uint8Array): Uint8Array {
-  const prefix = _enc.encode(`bcd-sig-v1\0${purpose}\0`);
+  const prefix = _prefixes.get(purpose) ?? _enc.encode(`bcd-sig-v1\0${purpose}\0`);
   const out = new Uint8Array(prefix.length + bytes.length);
   out.set(prefix, 0);
   out.set(bytes, prefix.length);
