@@ -1,8 +1,13 @@
 /**
  * Wire costs against JSON as the anchor, measured in the same run: a NodeSpec of 64 device holds and 100 instances
  * (the delivery issue's convergence benchmark spec). `deno task bench:proto` (`deno bench bench/wire_bench.ts`) prints each group's ratios.
+ *
+ * The `runtime …` groups run the same generated classes on bcd's protobuf runtime (`proto/runtime/`) and on
+ * protobufjs/minimal (the runtime before issue 24, the anchor), for the NodeSpec and for a Hello frame: bcd's own
+ * runtime must not be slower.
  */
 import { bcd } from "../proto/gen/bcd.js";
+import { onProtobufjs } from "../proto/runtime/_on_protobufjs.ts";
 import { canonicalNodeSpecJson, nodeSpecFromJson, nodeSpecToJson } from "../proto/canonical_json.ts";
 import { checkMessageBudget } from "../proto/message_budget.ts";
 import { decodeMessage, encodeMessage } from "../proto/wire.ts";
@@ -66,3 +71,43 @@ Deno.bench({ name: "canonicalNodeSpecJson", group: "encode" }, () => {
 Deno.bench({ name: "nodeSpecToJson (no key sort)", group: "encode" }, () => {
   nodeSpecToJson(decoded);
 });
+
+type Cls = { encode(m: unknown): { finish(): Uint8Array }; decode(b: Uint8Array): unknown };
+const before = (await onProtobufjs()).bcd as { v1: Record<string, Cls> };
+const hello = bcd.v1.NodeFrame.encode({
+  hello: {
+    node_id: "node-1",
+    role: "node",
+    journal_id: "j-1",
+    boot_id: "b-1",
+    applied_generation: 42,
+    capabilities: ["devices.limits", "binding.kubernetes"],
+    challenge_sig: new Uint8Array(64).fill(7),
+  },
+}).finish();
+const helloDecoded = bcd.v1.NodeFrame.decode(hello);
+for (
+  const [what, ours, theirs, body, value] of [
+    ["NodeSpec", bcd.v1.NodeSpec as unknown as Cls, before.v1.NodeSpec!, bytes, decoded],
+    ["NodeFrame hello", bcd.v1.NodeFrame as unknown as Cls, before.v1.NodeFrame!, hello, helloDecoded],
+  ] as const
+) {
+  Deno.bench(
+    { name: `${what}.decode on protobufjs/minimal (anchor)`, group: `runtime decode ${what}`, baseline: true },
+    () => {
+      theirs.decode(body);
+    },
+  );
+  Deno.bench({ name: `${what}.decode on bcd's runtime`, group: `runtime decode ${what}` }, () => {
+    ours.decode(body);
+  });
+  Deno.bench(
+    { name: `${what}.encode on protobufjs/minimal (anchor)`, group: `runtime encode ${what}`, baseline: true },
+    () => {
+      theirs.encode(value).finish();
+    },
+  );
+  Deno.bench({ name: `${what}.encode on bcd's runtime`, group: `runtime encode ${what}` }, () => {
+    ours.encode(value).finish();
+  });
+}

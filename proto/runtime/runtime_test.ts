@@ -8,6 +8,7 @@ import { bcd, google } from "../gen/bcd.js";
 import { decodeMessage, WireDecodeError } from "../wire.ts";
 import runtime, { Reader, Writer } from "./mod.ts";
 import reference from "./_protobufjs_reference.ts";
+import { onProtobufjs } from "./_on_protobufjs.ts";
 
 type Cls = {
   encode(m: unknown): { finish(): Uint8Array };
@@ -17,22 +18,6 @@ type Cls = {
 };
 
 const GEN = new URL("../gen/bcd.js", import.meta.url);
-const IMPORT = 'import $protobuf from "../runtime/mod.ts";';
-
-/** `proto/gen/bcd.js`, loaded once more on protobufjs' runtime. */
-async function onProtobufjs(): Promise<{ bcd: unknown; google: unknown }> {
-  const code = await Deno.readTextFile(GEN);
-  assert.ok(code.includes(IMPORT), "bcd.js no longer imports ../runtime/mod.ts as this test expects");
-  const ref = new URL("./_protobufjs_reference.ts", import.meta.url).href;
-  const dir = await Deno.makeTempDir({ prefix: "bcd-protort-" });
-  const file = `${dir}/bcd_on_protobufjs.js`;
-  await Deno.writeTextFile(file, code.replace(IMPORT, `import $protobuf from ${JSON.stringify(ref)};`));
-  try {
-    return await import(`file://${file}`);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
 
 const root = reflectionRoot();
 const types = allMessageTypes(root);
@@ -311,13 +296,29 @@ Deno.test("a 64-bit field refuses a bigint rather than write 0 as protobufjs did
   }
 });
 
-Deno.test("a reader refuses what is not bytes, and finish() returns a fresh copy", () => {
+Deno.test("a reader refuses what is not bytes", () => {
   assert.throws(() => Reader.create("abc" as never), /illegal buffer/);
   assert.equal(Reader.create([8, 1]).uint32(), 8);
-  const w = Writer.create().uint32(8).uint32(1);
-  const a = w.finish(), b = w.finish();
-  assert.notEqual(a.buffer, b.buffer);
-  assert.equal(a.buffer.byteLength, 2);
+});
+
+Deno.test("finish() returns bytes no later write changes, and leaves the writer empty", () => {
+  // Small results share a slab and writers share a working buffer: fill both many times over and check the first.
+  const first = Writer.create().uint32(8).uint32(1).string("first").finish();
+  const kept = Array.from(first);
+  const big = "x".repeat(5000);
+  for (let i = 0; i < 3000; i++) {
+    const w = Writer.create().uint32(10).string(i % 2 ? big : `m-${i}`);
+    assert.equal(w.finish().length, i % 2 ? 5003 : 2 + `m-${i}`.length);
+  }
+  assert.deepEqual(Array.from(first), kept);
+  // A writer whose encode threw (never finished) keeps its buffer; the next writer still works.
+  const abandoned = Writer.create().uint32(8).fork();
+  assert.deepEqual(Array.from(Writer.create().uint32(8).uint32(2).finish()), [8, 2]);
+  assert.equal(abandoned.pos, 2);
+  const w = Writer.create().uint32(8).uint32(3);
+  assert.deepEqual(Array.from(w.finish()), [8, 3]);
+  assert.deepEqual(Array.from(w.finish()), []);
+  assert.deepEqual(Array.from(w.uint32(16).uint32(4).finish()), [16, 4]);
   assert.throws(() => Writer.create().ldelim(), /without fork/);
 });
 

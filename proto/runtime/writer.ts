@@ -2,7 +2,15 @@
  * The wire-format writer the generated encoders drive (`$Writer`): the methods `proto/gen/bcd.js` calls, writing the
  * bytes protobufjs 8 writes for the same values (`runtime_test.ts` compares them field type by field type), into one
  * growing buffer. A sub-message reserves one byte for its length (`fork`) and `ldelim` moves the body when the length
- * needs more; `finish` returns a fresh copy of exactly the bytes written, never a view of a shared pool.
+ * needs more.
+ *
+ * Allocation is what a small message costs (a new `ArrayBuffer` takes about as long as encoding a `Hello`), so, as
+ * protobufjs does:
+ *
+ * - the working buffer is reused: `finish` hands it to the next writer (one spare, up to {@link SPARE_MAX} bytes) and
+ *   leaves its own writer empty;
+ * - `finish` returns a copy of exactly the bytes written; up to {@link SLAB_MAX} bytes the copy is a view into a shared
+ *   8 KiB slab (its own bytes, which no later write touches; only `.buffer` is shared), above that its own buffer.
  *
  * @module
  */
@@ -15,6 +23,32 @@ const _F64 = new Float64Array(1);
 const _F64_BYTES = new Uint8Array(_F64.buffer);
 /** Whether this machine stores a double's bytes little-endian (the wire's order). */
 const _LE = new Uint8Array(new Float64Array([-0]).buffer)[7] === 0x80;
+
+/** The largest working buffer `finish` keeps for the next writer. */
+export const SPARE_MAX = 64 * 1024;
+/** The largest result `finish` places in the shared slab. */
+export const SLAB_MAX = 4096;
+const _SLAB_SIZE = 8192;
+const _EMPTY = new Uint8Array(0);
+
+/** A working buffer no writer holds (`finish` returned it), or null. */
+let _spare: Uint8Array | null = null;
+let _slab = new Uint8Array(_SLAB_SIZE);
+let _slabPos = _SLAB_SIZE;
+
+/** A copy of `src`, in the slab when it is small. */
+function _copy(src: Uint8Array): Uint8Array {
+  const size = src.length;
+  if (size > SLAB_MAX || size === 0) return src.slice();
+  if (_slabPos + size > _SLAB_SIZE) {
+    _slab = new Uint8Array(_SLAB_SIZE);
+    _slabPos = 0;
+  }
+  const out = _slab.subarray(_slabPos, _slabPos + size);
+  out.set(src);
+  _slabPos = (_slabPos + size + 7) & ~7; // 8-byte aligned, as protobufjs' pool
+  return out;
+}
 
 function _varint32Size(value: number): number {
   return value < 128 ? 1 : value < 16384 ? 2 : value < 2097152 ? 3 : value < 268435456 ? 4 : 5;
@@ -29,8 +63,32 @@ function _writeVarint32(value: number, buf: Uint8Array, pos: number): number {
   return pos + 1;
 }
 
-function _writeVarint64(bits: LongBits, buf: Uint8Array, pos: number): number {
-  let lo = bits.lo, hi = bits.hi;
+// The halves of the last 64-bit value split by _bits (module state: no object per number written).
+let _lo = 0, _hi = 0;
+
+/** Splits a 64-bit field's value into `_lo`/`_hi`: numbers here, as {@link LongBits.fromNumber}; the rest by it. */
+function _bits(value: unknown): void {
+  if (typeof value !== "number") {
+    const bits = LongBits.from(value);
+    _lo = bits.lo, _hi = bits.hi;
+    return;
+  }
+  const sign = value < 0;
+  if (sign) value = -value;
+  let lo = (value as number) >>> 0;
+  let hi = ((value as number) - lo) / 4294967296 >>> 0;
+  if (sign) {
+    hi = ~hi >>> 0;
+    lo = ~lo >>> 0;
+    if (++lo > 4294967295) {
+      lo = 0;
+      if (++hi > 4294967295) hi = 0;
+    }
+  }
+  _lo = lo, _hi = hi;
+}
+
+function _writeVarint64(lo: number, hi: number, buf: Uint8Array, pos: number): number {
   while (hi) {
     buf[pos++] = lo & 127 | 128;
     lo = (lo >>> 7 | hi << 25) >>> 0;
@@ -51,10 +109,17 @@ export class Writer {
 
   /** The write position: the bytes written so far. */
   pos = 0;
-  /** The buffer, grown by doubling. */
-  buf: Uint8Array = new Uint8Array(Writer.initialBufferSize);
+  /** The buffer, grown by doubling: the spare one when no other writer holds it. */
+  buf: Uint8Array;
   /** Where each open `fork` reserved its length byte. */
   states: number[] | null = null;
+
+  constructor() {
+    if (_spare) {
+      this.buf = _spare;
+      _spare = null;
+    } else this.buf = new Uint8Array(Writer.initialBufferSize);
+  }
 
   /** A new writer. */
   static create(): Writer {
@@ -65,7 +130,7 @@ export class Writer {
   private _reserve(n: number): void {
     const need = this.pos + n;
     if (need > this.buf.length) {
-      let size = this.buf.length * 2;
+      let size = Math.max(this.buf.length * 2, Writer.initialBufferSize);
       if (size < need) size = need;
       const buf = new Uint8Array(size);
       buf.set(this.buf.subarray(0, this.pos));
@@ -93,7 +158,8 @@ export class Writer {
   int32(value: number): this {
     if ((value |= 0) < 0) {
       this._reserve(10);
-      this.pos = _writeVarint64(LongBits.fromNumber(value), this.buf, this.pos);
+      _bits(value);
+      this.pos = _writeVarint64(_lo, _hi, this.buf, this.pos);
       return this;
     }
     return this.uint32(value);
@@ -101,9 +167,9 @@ export class Writer {
 
   /** A 64-bit varint (two's complement when negative); see {@link LongBits.from} for what it accepts. */
   uint64(value: unknown): this {
-    const bits = LongBits.from(value);
+    _bits(value);
     this._reserve(10);
-    this.pos = _writeVarint64(bits, this.buf, this.pos);
+    this.pos = _writeVarint64(_lo, _hi, this.buf, this.pos);
     return this;
   }
 
@@ -200,7 +266,10 @@ export class Writer {
     this._reserve(n * 10 + 5);
     const buf = this.buf, lenPos = this.pos;
     let p = lenPos + 1;
-    for (let i = 0; i < n; ++i) p = _writeVarint64(LongBits.from(values[i]), buf, p);
+    for (let i = 0; i < n; ++i) {
+      _bits(values[i]);
+      p = _writeVarint64(_lo, _hi, buf, p);
+    }
     return this._delim(lenPos, p - lenPos - 1);
   }
 
@@ -227,8 +296,17 @@ export class Writer {
     return this;
   }
 
-  /** A fresh `Uint8Array` of exactly the bytes written. */
+  /**
+   * A copy of exactly the bytes written (see the module doc for where it lives). The writer is left empty: its buffer
+   * goes to the next writer, and what it writes next starts a new message.
+   */
   finish(): Uint8Array {
-    return this.buf.slice(0, this.pos);
+    const buf = this.buf;
+    const out = _copy(buf.subarray(0, this.pos));
+    this.buf = _EMPTY;
+    this.pos = 0;
+    this.states = null;
+    if (buf.length > 0 && buf.length <= SPARE_MAX && (!_spare || _spare.length < buf.length)) _spare = buf;
+    return out;
   }
 }
