@@ -24,7 +24,8 @@
  * open only while a batch is with it (`ref`, then `unref`), so an idle verifier never keeps an agent or a test alive.
  *
  * Failure closes, never opens: a thread that throws, exits or cannot be started, or that stores back anything but
- * the batch's number and one verdict byte (0 or 1) per request, rejects every request in flight and queued with
+ * the batch's number and one verdict byte (0 or 1) per request (each is set to a third value before the batch is
+ * handed over, so a verdict left unwritten never reads as an earlier batch's), rejects every request in flight and queued with
  * {@link VerifierThreadError} — not a verdict, so a caller never reads it as a valid signature, and a command is not
  * refused as `BAD_SIGNATURE` for the verifier's fault (the acceptance checks let it propagate: the delivery fails
  * and the gateway delivers the command again on its next session). The next request starts a fresh thread.
@@ -43,6 +44,8 @@ export const MAX_BATCH = 64;
 export const REQUEST_BYTES = 256 * 1024;
 /** Bytes of a packed request before its message: key, signature, message length (u32, big-endian). */
 const _HEADER = ED25519_PUBLIC_KEY_BYTES + ED25519_SIGNATURE_BYTES + 4;
+/** What a verdict byte holds until the thread writes the verdict (0 or 1). */
+const _UNSET = 0xff;
 /** Slots of the shared control words (`Int32Array`): the batch handed over, the batch answered, its count, its bytes. */
 export const CTRL = { request: 0, answer: 1, count: 2, length: 3 } as const;
 
@@ -235,6 +238,8 @@ export class Ed25519Thread {
       t.data.set(j.message, o + _HEADER);
       o += _HEADER + j.message.length;
     }
+    // No verdict yet: a thread that answers without writing one leaves this, which is refused, never a stale 1.
+    t.data.fill(_UNSET, REQUEST_BYTES, REQUEST_BYTES + n);
     const batch: _Batch = { thread: t, seq: ++t.seq, jobs };
     this.#inFlight = batch;
     Atomics.store(t.ctrl, CTRL.count, n);

@@ -209,6 +209,18 @@ Deno.test("a failing thread fails its checks closed (VerifierThreadError, never 
   }
 });
 
+Deno.test("a verdict the thread did not write never reads as the last batch's: the batch fails closed", async () => {
+  const { thread, ports } = fakeThread();
+  const first = [thread.verify(KEY, SIG, msg(0)), thread.verify(KEY, SIG, msg(1))];
+  await settle();
+  ports[0]!.answer([1, 1]);
+  assert.deepEqual(await Promise.all(first), [true, true]);
+  const second = [thread.verify(KEY, SIG, msg(2)), thread.verify(KEY, SIG, msg(3))];
+  await settle();
+  ports[0]!.answer([0]); // the second request's verdict is left unwritten; the last batch wrote 1 there
+  for (const p of second) await rejection(p);
+});
+
 Deno.test("a thread that does not start, or a closed verifier, fails those checks closed", async (t) => {
   await t.step("the thread cannot be started, and the next request tries again", async () => {
     let spawns = 0;
