@@ -109,6 +109,8 @@ interface Round {
   sessionAcked: number;
   sessionRate: number;
   sessionCommits: number;
+  /** Through the session: the event loop's CPU per settled command, µs. */
+  sessionLoopUs: number;
   /** The SQL floor's settled rate over this round's serial fsync rate. */
   floor: number;
   /** The floor's WAL sync p50 over this round's raw fsync p50. */
@@ -248,6 +250,7 @@ async function main(): Promise<void> {
         sessionAcked: viaSession.ackedP50 / fsyncP50,
         sessionRate: viaSession.rate * fsyncP50 / 1000,
         sessionCommits: viaSession.commitsPerCommand,
+        sessionLoopUs: viaSession.loopUs,
         floor: floor.rate * fsyncP50 / 1000,
         floorSync: floor.syncP50 / fsyncP50,
       });
@@ -291,6 +294,10 @@ async function main(): Promise<void> {
         `${r(med((x) => x.sessionCommits))} group commits per settled command (1 when each accepted syncs alone)`,
     );
     console.log(`CPU per settled command (user + system, all threads): ${med((x) => x.cpuUs).toFixed(0)} µs`);
+    console.log(
+      `event-loop CPU per settled command through the session (frames decoded and encoded as the session client ` +
+        `does; no WebSocket): ${med((x) => x.sessionLoopUs).toFixed(0)} µs`,
+    );
     console.log(
       `event-loop CPU per settled command: ${med((x) => x.loopUs).toFixed(0)} µs (what the rate is bound by: one ` +
         `thread runs every dispatch, statement and commit); its wait for a core: ${

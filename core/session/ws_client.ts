@@ -11,7 +11,11 @@
  * - reads from the socket only when the session asks for the next frame ({@link FrameTransport.receive}), so a
  *   flooding gateway meets TCP backpressure instead of an unbounded queue, and nothing is read after close;
  * - answers pings and close frames itself, and never lets a failure escape as an uncaught error: every failure
- *   closes the transport with a reason.
+ *   closes the transport with a reason;
+ * - writes the frames sent while a write is under way, or in the same turn, as one write (at most
+ *   {@link WRITE_BATCH_BYTES} each), in the order they were sent: a group commit answers several commands at once,
+ *   each with its own frame, and one socket write (one TLS record) per frame was a share of every command's cost on
+ *   the event loop (issue 24).
  *
  * @module
  */
@@ -42,6 +46,9 @@ export interface WsClientOptions {
 export const MAX_UPGRADE_RESPONSE_BYTES = 16 * 1024;
 
 const READ_CHUNK = 64 * 1024;
+
+/** The most bytes of queued frames joined into one write (a larger frame goes alone). */
+export const WRITE_BATCH_BYTES = 64 * 1024;
 
 /** Opens `url` (`ws:` or `wss:`) and completes the upgrade; the returned transport is open. */
 export async function connectWs(url: string, opts: WsClientOptions = {}): Promise<FrameTransport> {
@@ -140,6 +147,9 @@ class WsClientTransport implements FrameTransport {
   #closed: string | undefined;
   #closeSent = false;
   #writes: Promise<void> = Promise.resolve();
+  /** Encoded frames sent and not written yet, in order; {@link #flush} writes them while `#flushing`. */
+  readonly #queued: Uint8Array[] = [];
+  #flushing = false;
   #reading: Promise<Uint8Array | undefined> | undefined;
 
   constructor(conn: Deno.Conn, leftover: Uint8Array, max: number) {
@@ -182,10 +192,37 @@ class WsClientTransport implements FrameTransport {
   }
 
   #write(bytes: Uint8Array): void {
-    this.#writes = this.#writes.then(() => _writeAll(this.#conn, bytes)).catch((e) => {
+    this.#queued.push(bytes);
+    if (this.#flushing) return; // the flush under way writes it after what it writes now
+    this.#flushing = true;
+    this.#writes = this.#writes.then(() => this.#flush()).catch((e) => {
       if (!_isConnError(e)) throw e;
       this.#closed ??= `error: ${e.message}`;
     });
+  }
+
+  /**
+   * Writes the queued frames, as few writes as {@link WRITE_BATCH_BYTES} allows, until none is left. It stops
+   * flushing in the same turn it finds the queue empty, so a frame sent after that starts the next flush.
+   */
+  async #flush(): Promise<void> {
+    try {
+      while (this.#queued.length > 0) {
+        let n = 1;
+        let size = this.#queued[0]!.length;
+        while (n < this.#queued.length && size + this.#queued[n]!.length <= WRITE_BATCH_BYTES) {
+          size += this.#queued[n]!.length;
+          n++;
+        }
+        const batch = this.#queued.splice(0, n);
+        await _writeAll(this.#conn, batch.length === 1 ? batch[0]! : _concat(...batch));
+      }
+    } catch (e) {
+      this.#queued.length = 0;
+      throw e;
+    } finally {
+      this.#flushing = false;
+    }
   }
 
   async #readMessage(): Promise<Uint8Array | undefined> {

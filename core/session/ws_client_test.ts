@@ -203,3 +203,44 @@ Deno.test("connectWs(): a wrong Sec-WebSocket-Accept, or nothing listening, is a
   l.close();
   await assert.rejects(() => connectWs(`ws://127.0.0.1:${port}/`), TransportError);
 });
+
+Deno.test("connectWs(): frames sent in one turn go out in one write, in order, and a close after them follows them", async () => {
+  // Count the client's socket writes: Deno.connect is wrapped for this test only.
+  const connect = Deno.connect;
+  let writes = 0;
+  Deno.connect = (async (o: Deno.ConnectOptions) => {
+    const c = await connect(o);
+    return new Proxy(c, {
+      get(target, prop) {
+        if (prop === "write") return (b: Uint8Array) => (writes++, target.write(b));
+        const v = Reflect.get(target, prop, target);
+        return typeof v === "function" ? v.bind(target) : v;
+      },
+    });
+  }) as typeof Deno.connect;
+  const got: number[] = [];
+  let code: number | undefined;
+  const srv = rawServer(async (c) => {
+    for (;;) {
+      const f = await c.frame();
+      if (!f) return;
+      if (f.opcode === WsOpcode.close) {
+        code = (f.payload[0]! << 8) | f.payload[1]!;
+        return;
+      }
+      got.push(f.payload[0]!);
+    }
+  });
+  try {
+    const t = await connectWs(srv.url);
+    const before = writes;
+    for (let i = 1; i <= 5; i++) assert.ok(t.send(new Uint8Array([i, 0, 0])));
+    t.close(1000, "done");
+    await srv.close();
+    assert.deepEqual(got, [1, 2, 3, 4, 5]);
+    assert.equal(code, 1000);
+    assert.equal(writes - before, 1, "five frames and the close frame sent in one turn: one write");
+  } finally {
+    Deno.connect = connect;
+  }
+});
