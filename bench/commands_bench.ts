@@ -115,6 +115,9 @@ interface Round {
   floor: number;
   /** The floor's WAL sync p50 over this round's raw fsync p50. */
   floorSync: number;
+  /** The floor's SQL alone, event-loop CPU per command, µs; and the loop's CPU per WAL sync round trip, µs. */
+  floorSqlUs: number;
+  floorSyncUs: number;
 }
 
 async function main(): Promise<void> {
@@ -253,6 +256,8 @@ async function main(): Promise<void> {
         sessionLoopUs: viaSession.loopUs,
         floor: floor.rate * fsyncP50 / 1000,
         floorSync: floor.syncP50 / fsyncP50,
+        floorSqlUs: floor.sqlLoopUs,
+        floorSyncUs: floor.syncLoopUs,
       });
     }
     const stats = { ...journal.stats };
@@ -320,6 +325,12 @@ async function main(): Promise<void> {
         `${r(med((x) => 4 / x.floorSync))}x the serial fsync rate with no CPU at all; the floor loop (only the SQL, ` +
         `${FLOOR_GROUPS} groups of 4 INSERT + 4 UPDATE … RETURNING, one COMMIT and one WAL fdatasync each, one after ` +
         `another) settles ${r(med((x) => x.floor))}x`,
+    );
+    console.log(
+      `the journal's floor on the event loop: its SQL alone ${med((x) => x.floorSqlUs).toFixed(0)} µs per command ` +
+        `(the floor loop's statements and COMMIT, no sync); each WAL sync round trip (the hand-off to Deno's blocking ` +
+        `pool and the wake-up when it returns) ${med((x) => x.floorSyncUs).toFixed(0)} µs, ` +
+        `${(med((x) => x.floorSyncUs) / 4).toFixed(0)} µs per command at 4 commands per sync`,
     );
     console.log(
       `SQL statements per settled command (journal, including its share of BEGIN/COMMIT): ` +
