@@ -34,7 +34,7 @@
  * @module
  */
 import process from "node:process";
-import { Journal, openNodeSqlite, type SqlDriver } from "../core/journal/mod.ts";
+import { Journal, openNodeSqlite, type SqlDriver, type SqlValue } from "../core/journal/mod.ts";
 import { signEnvelope } from "../core/pki/envelope.ts";
 import { makeTestPki } from "../core/pki/pki_testing.ts";
 import { bcd, decodeMessage, encodeMessage, packPayload } from "../proto/mod.ts";
@@ -131,7 +131,7 @@ async function main(): Promise<void> {
       bootId: "bench-boot",
       driver: async (path, opts) => {
         const db = await openNodeSqlite(path, opts);
-        const s = db.sync!;
+        const s = db.sync;
         const counted: SqlDriver = {
           name: db.name,
           exec: (sql) => (statements++, db.exec(sql)),
@@ -139,11 +139,13 @@ async function main(): Promise<void> {
           all: (sql, args) => (statements++, db.all(sql, args)),
           close: () => db.close(),
           // The calls the write queue makes inline (`sql_steps.ts`), counted the same way.
-          sync: {
-            exec: (sql) => (statements++, s.exec(sql)),
-            run: (sql, args) => (statements++, s.run(sql, args)),
-            all: (sql, args) => (statements++, s.all(sql, args)),
-          },
+          ...(s === undefined ? {} : {
+            sync: {
+              exec: (sql: string) => (statements++, s.exec(sql)),
+              run: (sql: string, args?: readonly SqlValue[]) => (statements++, s.run(sql, args)),
+              all: (sql: string, args?: readonly SqlValue[]) => (statements++, s.all(sql, args)),
+            },
+          }),
         };
         return counted;
       },
