@@ -64,6 +64,10 @@
  * design card's first choice) loads a native addon, which needs `--allow-ffi`, a permission that lifts Deno's
  * sandbox for the whole process; and `deno task bench:journal` measures both on the same disk (figures in the
  * issue's closing note). `driver_libsql.ts` stays beside it for the benchmark and the driver contract suite.
+ * `node:sqlite` answers on the calling thread, so its driver also offers those calls synchronously
+ * ({@link SqlDriver.sync}): the write queue runs its own statements through them, and the operations on every command's
+ * path (accept, markRunning, finish, get, resolve's read) are written once as SQL steps (`sql_steps.ts`), run inline
+ * there with no promise per statement, and awaited step by step on an async binding.
  *
  * ## Interpretations
  *
