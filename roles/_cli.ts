@@ -1,15 +1,16 @@
 /**
- * The command-line frame every role shares: subcommand dispatch with `node:util` parseArgs, `version` and `help`,
+ * The command-line frame every role shares: subcommand dispatch with `node:util` parseArgs' grammar (bcd's own
+ * `core/util/args.ts`: `node:util` costs an agent's start ~10 ms, issue 24), `version` and `help`,
  * and the exit codes of DESIGN.md (0 ok, 1 internal error, 2 usage, 3 refused).
  *
  * @module
  */
-import { parseArgs, type ParseArgsConfig } from "node:util";
 import { kindsForRole, type Role } from "../core/commands/kinds.ts";
 // The two tables alone: core/helper/mod.ts also loads the argument checks and codec, which a role's CLI never runs.
 import { HELPER_OPS } from "../core/helper/protocol.ts";
 import { HELPER_OPS_BY_ROLE } from "../core/helper/roles.ts";
 import { AGENT_VERSION, BUILD, PROTOCOLS } from "../core/version.ts";
+import { type Options, parseArgs } from "../core/util/args.ts";
 import { argGrants } from "./permissions.ts";
 
 /** An executable's name: a role, or an auxiliary tool beside one (`helper`: the agents' root helper). */
@@ -34,8 +35,8 @@ export class StartRefused extends Error {
 export interface Subcommand {
   /** One line for `help`. */
   readonly summary: string;
-  /** parseArgs options for the subcommand's own flags. */
-  readonly options?: ParseArgsConfig["options"];
+  /** The subcommand's own flags (`node:util` parseArgs' option specs, without defaults). */
+  readonly options?: Options;
   /** Whether positional arguments are allowed. */
   readonly positionals?: boolean;
   /** Nested subcommands (`image check`, `journal inspect`). */

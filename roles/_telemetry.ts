@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { join } from "../core/util/path.ts";
 import type { TelemetrySources } from "../core/telemetry/metrics.ts";
 import type { Journal } from "../core/journal/mod.ts";
 import type { NodeAgent } from "../core/session/node_agent.ts";

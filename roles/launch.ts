@@ -13,7 +13,7 @@
  *
  * @module
  */
-import { fileURLToPath } from "node:url";
+import { fromFileUrl } from "../core/util/path.ts";
 import { argGrants, type Executable, EXECUTABLES, roleEntry, roleFlags } from "./permissions.ts";
 
 const _SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
@@ -45,9 +45,9 @@ export function launchCommand(
     cmd: "deno",
     args: [
       "run",
-      `--config=${fileURLToPath(new URL("deno.json", root))}`,
+      `--config=${fromFileUrl(new URL("deno.json", root))}`,
       ...flags,
-      fileURLToPath(new URL(roleEntry(role), root)),
+      fromFileUrl(new URL(roleEntry(role), root)),
       ...argv,
     ],
   };

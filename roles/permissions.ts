@@ -38,7 +38,7 @@
  *
  * @module
  */
-import { parseArgs } from "node:util";
+import { parseArgs } from "../core/util/args.ts";
 import type { Role } from "../core/commands/kinds.ts";
 import { ROLES } from "../core/commands/kinds.ts";
 import { DEFAULT_HELPER_SOCKET } from "../core/helper/protocol.ts";
@@ -260,7 +260,7 @@ export function argGrantOf(role: Executable, argv: readonly string[]): ArgGrant 
 
 /**
  * The paths `argv` names that its subcommand is granted ({@link ARG_GRANTS}); empty lists for other subcommands.
- * Options are read as `node:util` parseArgs reads them (`--opt V`, `--opt=V`, `--` ends them), so the grant names
+ * Options are read as `node:util` parseArgs reads them (`--opt V`, `--opt=V`, `--` ends them; `core/util/args.ts`), so the grant names
  * exactly what the subcommand will open. A path Deno's comma-separated flags cannot spell (one with a `,`) is a
  * `TypeError`; an empty one is left to the subcommand's own usage check.
  */

@@ -13,28 +13,13 @@ import assert from "node:assert/strict";
 import { dirname, join } from "node:path";
 import { hasQemuImg } from "../core/images/_qemu_img.ts";
 import { TestbedGateway } from "../fixtures/testbed/gateway.ts";
+import { readmeCommands } from "../fixtures/readme_commands.ts";
 import { bundleRole } from "./build.ts";
 import { type Executable, EXECUTABLES } from "./permissions.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const DENO = Deno.execPath();
 const PATH = `${dirname(DENO)}:${Deno.env.get("PATH") ?? ""}`;
-
-/** The command lines of the README's `sh` blocks: comments dropped, `a && b` split into its two commands. */
-export function readmeCommands(markdown: string): string[] {
-  const out: string[] = [];
-  let inSh = false;
-  for (const raw of markdown.split("\n")) {
-    if (raw.startsWith("```")) {
-      inSh = !inSh && raw.trim() === "```sh";
-      continue;
-    }
-    if (!inSh) continue;
-    const line = raw.replace(/(^|\s)#.*$/, "").trim();
-    if (line !== "") out.push(...line.split(" && ").map((c) => c.trim()));
-  }
-  return out;
-}
 
 /** How one README line is proved. */
 type Plan =

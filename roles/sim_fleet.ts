@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { join as joinPath } from "node:path";
+import { join as joinPath } from "../core/util/path.ts";
 import type { ResolvedAgentConfig } from "../core/config/mod.ts";
 import type { Clock } from "../core/clock.ts";
 import type { HandlerRegistry } from "../core/commands/handlers.ts";

@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { createHash } from "node:crypto";
+import { sha256HexSync } from "../util/sha256.ts";
 import type { HelperRequest } from "./protocol.ts";
 
 /** The arguments of `req` as the helper logs them. */
@@ -20,7 +20,7 @@ export function loggedArgs(req: HelperRequest): unknown {
       accounts: f.principals.length,
       principals: f.principals.reduce((n, p) => n + p.principals.length, 0),
       revokedSerials: f.revokedSerials.length,
-      sha256: createHash("sha256").update(JSON.stringify(f)).digest("hex"),
+      sha256: sha256HexSync(JSON.stringify(f)),
     };
   }
   if (req.op === "kube.join") return { ...req.args, token: "<redacted>" };
@@ -29,6 +29,6 @@ export function loggedArgs(req: HelperRequest): unknown {
   return {
     nics: nics.length,
     instances: new Set(nics.map((n) => n.instance)).size,
-    sha256: createHash("sha256").update(JSON.stringify(req.args.policy)).digest("hex"),
+    sha256: sha256HexSync(JSON.stringify(req.args.policy)),
   };
 }

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { join } from "../util/path.ts";
 import { cleanName } from "./bundle_name.ts";
 import { UnsafeBundle } from "./errors.ts";
 import { GunzipReader } from "./gzip_source.ts";

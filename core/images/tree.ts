@@ -18,7 +18,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { join } from "../util/path.ts";
 import type { Logger } from "../log/mod.ts";
 import { silentLogger } from "../log/mod.ts";
 import { type Check, DIR_MODE, FILE_MODE, unpack } from "./bundle_walk.ts";

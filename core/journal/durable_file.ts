@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { dirname } from "node:path";
+import { dirname } from "../util/path.ts";
 
 /** Fsyncs a directory so a rename or create in it is durable. */
 export async function fsyncDir(dir: string): Promise<void> {

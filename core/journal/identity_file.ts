@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { join } from "../util/path.ts";
 import { writeFileDurable } from "./durable_file.ts";
 import { settled } from "../settled.ts";
 

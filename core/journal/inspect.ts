@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { join } from "../util/path.ts";
 import { DEFAULT_BOUNDS, type JournalBounds } from "./bounds.ts";
 import { openNodeSqlite } from "./driver_node_sqlite.ts";
 import { JournalError } from "./errors.ts";

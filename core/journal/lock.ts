@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { join } from "../util/path.ts";
 import { JournalLocked } from "./errors.ts";
 
 /** The lock file's name inside the data directory. */

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { join } from "../util/path.ts";
 import type { Clock } from "../clock.ts";
 import type { Logger } from "../log/mod.ts";
 import { fsyncDir } from "./durable_file.ts";

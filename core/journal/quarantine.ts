@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { join } from "../util/path.ts";
 import { fsyncDir } from "./durable_file.ts";
 
 /** The quarantine folder inside the data directory. */

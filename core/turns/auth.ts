@@ -19,15 +19,14 @@
  *
  * @module
  */
-import { Buffer } from "node:buffer";
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { hexOf, hmacSha256Sync } from "../util/sha256.ts";
+import { CHANNEL_KEY_BYTES, type ChannelKey } from "./channel_key.ts";
 
-/** The length of a channel key, nonce and MAC, in bytes. */
-export const CHANNEL_KEY_BYTES = 32;
+// The key itself (its length, generation and text form) lives in `channel_key.ts`. Neither module loads `node:crypto`
+// (HMAC-SHA256 is `core/util/sha256.ts`'s): it costs an agent's start ~18 ms (issue 24).
+export { CHANNEL_KEY_BYTES, type ChannelKey, formatChannelKey, newChannelKey, parseChannelKey } from "./channel_key.ts";
+
 const HEX64 = /^[0-9a-f]{64}$/;
-
-/** A VM's channel key. */
-export type ChannelKey = Uint8Array;
 
 /** Why a connection was refused authentication; logged with the connection. */
 export type ChannelAuthRefusal =
@@ -50,28 +49,9 @@ export class ChannelAuthError extends Error {
   }
 }
 
-/** A fresh random channel key. */
-export function newChannelKey(): ChannelKey {
-  return new Uint8Array(randomBytes(CHANNEL_KEY_BYTES));
-}
-
 /** A fresh nonce as 64 lowercase hex digits. */
 export function newNonce(): string {
-  return randomBytes(CHANNEL_KEY_BYTES).toString("hex");
-}
-
-/** The key as 64 lowercase hex digits, as it travels on the seed ISO or the kernel command line. */
-export function formatChannelKey(key: ChannelKey): string {
-  return Array.from(key, (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-/** Parses 64 hex digits (surrounding whitespace allowed); throws RangeError on anything else. */
-export function parseChannelKey(text: string): ChannelKey {
-  const t = text.trim().toLowerCase();
-  if (!HEX64.test(t)) throw new RangeError(`a channel key is 64 hex digits (${CHANNEL_KEY_BYTES} bytes)`);
-  const out = new Uint8Array(CHANNEL_KEY_BYTES);
-  for (let i = 0; i < CHANNEL_KEY_BYTES; i++) out[i] = parseInt(t.slice(2 * i, 2 * i + 2), 16);
-  return out;
+  return hexOf(crypto.getRandomValues(new Uint8Array(CHANNEL_KEY_BYTES)));
 }
 
 /** What a MAC binds. */
@@ -87,14 +67,20 @@ export interface ProofInput {
 /** The MAC one side sends: `host` in `AuthProof`, `guest` in `AuthOk`, as 64 lowercase hex digits. */
 export function channelProof(key: ChannelKey, side: "host" | "guest", p: ProofInput): string {
   if (key.length !== CHANNEL_KEY_BYTES) throw new RangeError(`a channel key is ${CHANNEL_KEY_BYTES} bytes`);
-  return createHmac("sha256", key)
-    .update(`bcd-turns-v1|${side}|${p.vmId.toLowerCase()}|${p.guestNonce}|${p.hostNonce}|${p.epoch}|${p.timeNs}`)
-    .digest("hex");
+  return hexOf(
+    hmacSha256Sync(
+      key,
+      `bcd-turns-v1|${side}|${p.vmId.toLowerCase()}|${p.guestNonce}|${p.hostNonce}|${p.epoch}|${p.timeNs}`,
+    ),
+  );
 }
 
 /** Whether `mac` is the proof of `side` for `p`, compared in constant time. */
 export function verifyChannelProof(key: ChannelKey, side: "host" | "guest", p: ProofInput, mac: string): boolean {
   if (!HEX64.test(mac)) return false;
-  const want = Buffer.from(channelProof(key, side, p), "hex");
-  return timingSafeEqual(want, Buffer.from(mac, "hex"));
+  // Both are 64 lowercase hex digits here: every character is compared, whatever differs.
+  const want = channelProof(key, side, p);
+  let d = 0;
+  for (let i = 0; i < want.length; i++) d |= want.charCodeAt(i) ^ mac.charCodeAt(i);
+  return d === 0;
 }

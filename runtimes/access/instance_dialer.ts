@@ -11,7 +11,7 @@
  *
  * @module
  */
-import net from "node:net";
+import type { Socket } from "node:net";
 import { type TunnelConn, type TunnelDialer, TunnelDialError } from "../../core/access/tunnels.ts";
 
 /** A NIC of an instance, as the spec says it. */
@@ -130,27 +130,30 @@ export class InstanceDialer implements TunnelDialer {
 
   dial(instance: string, port: number): Promise<TunnelConn> {
     const { address, from } = this.route(instance);
-    return new Promise((resolve, reject) => {
-      const s = net.connect({ host: address, port, localAddress: from });
-      const timer = setTimeout(() => {
-        s.destroy();
-        reject(new TunnelDialError("dial-failed", `${address}:${port} from ${from}: no connection in time`));
-      }, this.#o.timeoutMs ?? 10_000);
-      s.once("error", (e) => {
-        clearTimeout(timer);
-        reject(new TunnelDialError("dial-failed", `${address}:${port} from ${from}: ${e.message}`, { cause: e }));
-      });
-      s.once("connect", () => {
-        clearTimeout(timer);
-        s.removeAllListeners("error");
-        resolve(_conn(s));
-      });
-    });
+    // node:net, loaded at the first dial, not at the agent's start (issue 24).
+    return import("node:net").then((net) =>
+      new Promise((resolve, reject) => {
+        const s = net.connect({ host: address, port, localAddress: from });
+        const timer = setTimeout(() => {
+          s.destroy();
+          reject(new TunnelDialError("dial-failed", `${address}:${port} from ${from}: no connection in time`));
+        }, this.#o.timeoutMs ?? 10_000);
+        s.once("error", (e) => {
+          clearTimeout(timer);
+          reject(new TunnelDialError("dial-failed", `${address}:${port} from ${from}: ${e.message}`, { cause: e }));
+        });
+        s.once("connect", () => {
+          clearTimeout(timer);
+          s.removeAllListeners("error");
+          resolve(_conn(s));
+        });
+      })
+    );
   }
 }
 
 /** A `node:net` socket as a {@link TunnelConn}. */
-function _conn(s: net.Socket): TunnelConn {
+function _conn(s: Socket): TunnelConn {
   const readable = new ReadableStream<Uint8Array>({
     start(c) {
       let done = false;

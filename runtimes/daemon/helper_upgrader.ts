@@ -10,8 +10,8 @@
  *
  * @module
  */
-import { createHash } from "node:crypto";
-import { join } from "node:path";
+import { join } from "../../core/util/path.ts";
+import { sha256, toHex } from "../../core/pki/ed25519.ts";
 import type { DaemonBackend, InstallAnswer, ReleaseState } from "../../core/daemon/ports.ts";
 import {
   checkReleaseVersion,
@@ -79,7 +79,7 @@ export class HelperUpgrader implements DaemonBackend {
         throw new ReleaseRefused("swap-pending", `release ${pending.version} is swapped in and not yet confirmed`);
       }
       const bytes = await this.#readStaged(req.sha256);
-      const digest = createHash("sha256").update(bytes).digest("hex");
+      const digest = toHex(await sha256(bytes));
       if (digest !== req.sha256) {
         throw new ReleaseRefused("bad-digest", `the staged release hashes to ${digest}, not ${req.sha256}`);
       }

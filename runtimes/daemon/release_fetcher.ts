@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { join } from "../../core/util/path.ts";
 import type { ReleaseFetcher } from "../../core/daemon/ports.ts";
 import { MAX_RELEASE_BYTES, ReleaseRefused, type ReleaseTarget } from "../../core/daemon/release.ts";
 import { DownloadRefused, httpsDownload } from "../host/https_download.ts";

@@ -7,7 +7,6 @@
  *
  * @module
  */
-import { createHash } from "node:crypto";
 import { TRANSFER_LIMITS, type TransferClock, type TransferLimits } from "./https_put.ts";
 import { repeat } from "../../core/clock.ts";
 
@@ -132,6 +131,8 @@ async function _download(
       await res.body?.cancel();
       throw new DownloadRefused("download-failed", `${o.what} ${at}: HTTP ${res.status}`);
     }
+    // node:crypto for its incremental hash, loaded here, not at the agent's start (issue 24).
+    const { createHash } = await import("node:crypto");
     const hash = createHash("sha256");
     let n = 0;
     try {

@@ -7,7 +7,7 @@
  * @module
  */
 import { CHANNEL_KEY_FILE } from "../../core/converge/instances/domain_plan.ts";
-import { type ChannelKey, formatChannelKey, newChannelKey, parseChannelKey } from "../../core/turns/auth.ts";
+import { type ChannelKey, formatChannelKey, newChannelKey, parseChannelKey } from "../../core/turns/channel_key.ts";
 
 /** The instance's key in `dir`, or `undefined` when it has none (an instance defined before keys, or restored). */
 export async function readChannelKey(dir: string): Promise<ChannelKey | undefined> {

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { formatChannelKey } from "../../core/turns/auth.ts";
+import { formatChannelKey } from "../../core/turns/channel_key.ts";
 import { parseQcow2Header, readQcow2Prefix } from "../../core/images/qcow2_header.ts";
 import type { ImageFormat } from "../../core/images/qcow2_header.ts";
 

@@ -11,7 +11,6 @@
  *
  * @module
  */
-import { createHash } from "node:crypto";
 
 const BLOCK = 512;
 /** The largest size the octal size field holds (11 digits). */
@@ -84,6 +83,8 @@ function _size(h: Uint8Array): number {
  * SHA-256.
  */
 export async function writeTar(dest: string, entries: readonly TarInput[]): Promise<{ size: number; sha256: string }> {
+  // node:crypto for its incremental hash, loaded here, not at the agent's start (issue 24).
+  const { createHash } = await import("node:crypto");
   const hash = createHash("sha256");
   const f = await Deno.open(dest, { write: true, createNew: true, mode: 0o600 });
   let size = 0;

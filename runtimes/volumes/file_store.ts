@@ -11,7 +11,6 @@
  *
  * @module
  */
-import { statfs } from "node:fs/promises";
 import { VOLUME_ID } from "../../core/volumes/grammar.ts";
 import type { FsFigures } from "../../core/volumes/space.ts";
 import { shrinkRefusal, type StoredVolume, VolumeRefused, type VolumeStore } from "../../core/volumes/store.ts";
@@ -106,6 +105,8 @@ export class FileVolumeStore implements VolumeStore {
 
   async fs(): Promise<FsFigures> {
     await this.#ensureDir();
+    // node:fs, loaded at the first figures, not at the agent's start (issue 24).
+    const { statfs } = await import("node:fs/promises");
     const s = await statfs(this.dir);
     return { totalBytes: s.blocks * s.bsize, availableBytes: s.bavail * s.bsize };
   }

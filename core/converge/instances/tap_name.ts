@@ -14,7 +14,7 @@
  *
  * @module
  */
-import { createHash } from "node:crypto";
+import { sha256HexSync } from "../../util/sha256.ts";
 
 /** The prefix every instance tap carries (the backstop tables match `bc*`). */
 export const TAP_PREFIX = "bc";
@@ -34,6 +34,6 @@ export function tapName(instance: string, i: number): string {
   if (!Number.isInteger(i) || i < 0 || i >= MAX_NICS) {
     throw new RangeError(`tapName: NIC index ${i} is outside 0..${MAX_NICS - 1}`);
   }
-  const h = createHash("sha256").update(instance, "utf8").digest("hex").slice(0, 10);
+  const h = sha256HexSync(instance).slice(0, 10);
   return `${TAP_PREFIX}${h}${i.toString(36)}`;
 }

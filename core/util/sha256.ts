@@ -1,0 +1,173 @@
+/**
+ * SHA-256 and HMAC-SHA256 on the calling thread without `node:crypto`, for the few callers that need them synchronously
+ * on an agent's start path (a tap's name, the helper's request log, the turn channel's proofs): importing `node:crypto` initialises Deno's Node layer
+ * and Node's streams, ~18 ms of every start (issue 24), and WebCrypto's digest is async. For bulk data (images,
+ * downloads, tarballs) use WebCrypto or `node:crypto` off the start path; this one is FIPS 180-4 in plain JS, checked
+ * against `node:crypto` in `sha256_test.ts`.
+ *
+ * @module
+ */
+
+const K = new Uint32Array([
+  0x428a2f98,
+  0x71374491,
+  0xb5c0fbcf,
+  0xe9b5dba5,
+  0x3956c25b,
+  0x59f111f1,
+  0x923f82a4,
+  0xab1c5ed5,
+  0xd807aa98,
+  0x12835b01,
+  0x243185be,
+  0x550c7dc3,
+  0x72be5d74,
+  0x80deb1fe,
+  0x9bdc06a7,
+  0xc19bf174,
+  0xe49b69c1,
+  0xefbe4786,
+  0x0fc19dc6,
+  0x240ca1cc,
+  0x2de92c6f,
+  0x4a7484aa,
+  0x5cb0a9dc,
+  0x76f988da,
+  0x983e5152,
+  0xa831c66d,
+  0xb00327c8,
+  0xbf597fc7,
+  0xc6e00bf3,
+  0xd5a79147,
+  0x06ca6351,
+  0x14292967,
+  0x27b70a85,
+  0x2e1b2138,
+  0x4d2c6dfc,
+  0x53380d13,
+  0x650a7354,
+  0x766a0abb,
+  0x81c2c92e,
+  0x92722c85,
+  0xa2bfe8a1,
+  0xa81a664b,
+  0xc24b8b70,
+  0xc76c51a3,
+  0xd192e819,
+  0xd6990624,
+  0xf40e3585,
+  0x106aa070,
+  0x19a4c116,
+  0x1e376c08,
+  0x2748774c,
+  0x34b0bcb5,
+  0x391c0cb3,
+  0x4ed8aa4a,
+  0x5b9cca4f,
+  0x682e6ff3,
+  0x748f82ee,
+  0x78a5636f,
+  0x84c87814,
+  0x8cc70208,
+  0x90befffa,
+  0xa4506ceb,
+  0xbef9a3f7,
+  0xc67178f2,
+]);
+
+const _W = new Uint32Array(64);
+
+function _block(h: Uint32Array, m: DataView, off: number): void {
+  const w = _W;
+  for (let i = 0; i < 16; i++) w[i] = m.getUint32(off + i * 4);
+  for (let i = 16; i < 64; i++) {
+    const a = w[i - 15]!, b = w[i - 2]!;
+    const s0 = ((a >>> 7) | (a << 25)) ^ ((a >>> 18) | (a << 14)) ^ (a >>> 3);
+    const s1 = ((b >>> 17) | (b << 15)) ^ ((b >>> 19) | (b << 13)) ^ (b >>> 10);
+    w[i] = (w[i - 16]! + s0 + w[i - 7]! + s1) | 0;
+  }
+  let a = h[0]!, b = h[1]!, c = h[2]!, d = h[3]!, e = h[4]!, f = h[5]!, g = h[6]!, k = h[7]!;
+  for (let i = 0; i < 64; i++) {
+    const S1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7));
+    const t1 = (k + S1 + ((e & f) ^ (~e & g)) + K[i]! + w[i]!) | 0;
+    const S0 = ((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10));
+    const t2 = (S0 + ((a & b) ^ (a & c) ^ (b & c))) | 0;
+    k = g;
+    g = f;
+    f = e;
+    e = (d + t1) | 0;
+    d = c;
+    c = b;
+    b = a;
+    a = (t1 + t2) | 0;
+  }
+  h[0] = h[0]! + a;
+  h[1] = h[1]! + b;
+  h[2] = h[2]! + c;
+  h[3] = h[3]! + d;
+  h[4] = h[4]! + e;
+  h[5] = h[5]! + f;
+  h[6] = h[6]! + g;
+  h[7] = h[7]! + k;
+}
+
+/** The SHA-256 digest of `data` (a string is hashed as its UTF-8 bytes). */
+export function sha256Sync(data: string | Uint8Array): Uint8Array {
+  const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+  const h = new Uint32Array([
+    0x6a09e667,
+    0xbb67ae85,
+    0x3c6ef372,
+    0xa54ff53a,
+    0x510e527f,
+    0x9b05688c,
+    0x1f83d9ab,
+    0x5be0cd19,
+  ]);
+  const full = bytes.length - (bytes.length % 64);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  for (let off = 0; off < full; off += 64) _block(h, view, off);
+  // The tail: the last partial block, 0x80, zeros, and the length in bits as a 64-bit big-endian number.
+  const tail = new Uint8Array(bytes.length % 64 < 56 ? 64 : 128);
+  tail.set(bytes.subarray(full));
+  tail[bytes.length - full] = 0x80;
+  const tv = new DataView(tail.buffer);
+  const bits = bytes.length * 8;
+  tv.setUint32(tail.length - 8, Math.floor(bits / 2 ** 32));
+  tv.setUint32(tail.length - 4, bits >>> 0);
+  for (let off = 0; off < tail.length; off += 64) _block(h, tv, off);
+  const out = new Uint8Array(32);
+  const ov = new DataView(out.buffer);
+  for (let i = 0; i < 8; i++) ov.setUint32(i * 4, h[i]!);
+  return out;
+}
+
+const _HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
+
+/** Lowercase hex of {@link sha256Sync}`(data)`. */
+export function sha256HexSync(data: string | Uint8Array): string {
+  return hexOf(sha256Sync(data));
+}
+
+/** HMAC-SHA256 (RFC 2104) of `message` (a string as UTF-8) under `key`, on the calling thread. */
+export function hmacSha256Sync(key: Uint8Array, message: string | Uint8Array): Uint8Array {
+  const k = new Uint8Array(64);
+  k.set(key.length > 64 ? sha256Sync(key) : key);
+  const msg = typeof message === "string" ? new TextEncoder().encode(message) : message;
+  const inner = new Uint8Array(64 + msg.length);
+  const outer = new Uint8Array(64 + 32);
+  for (let i = 0; i < 64; i++) {
+    inner[i] = k[i]! ^ 0x36;
+    outer[i] = k[i]! ^ 0x5c;
+  }
+  inner.set(msg, 64);
+  outer.set(sha256Sync(inner), 64);
+  return sha256Sync(outer);
+}
+
+/** Lowercase hex of `bytes`. */
+export function hexOf(bytes: Uint8Array): string {
+  let s = "";
+  for (const b of bytes) s += _HEX[b];
+  return s;
+}
