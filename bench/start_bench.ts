@@ -6,10 +6,11 @@
  * - a bare `deno run` of an empty script (the goal's anchor: ≤ 2× it and ≤ 64 MiB);
  * - the floor: a minimal program bundled as the agents are, that opens a `node:sqlite` journal (WAL), writes one bcd
  *   log line to stderr and one encoded `NodeFrame` to stdout: what any agent built on these parts pays;
- * - the sim role from source with its own flags, the node role from source beside a real `bcd-helper`, and the sim as
- *   shipped (`make bundle`'s `dist/bcd-sim/bcd-sim`, when built).
+ * - the sim role from source with its own flags, the node role from source beside a real `bcd-helper`, and both as
+ *   shipped (`make bundle`'s `dist/bcd-sim/bcd-sim`; `dist/bcd-node`'s own Deno on its bundle, with the role's flags
+ *   plus the test helper's socket and fake `nvidia-smi`), when built.
  *
- * `--against DIR` runs the sim, node and shipped-sim rows from another checkout too (a `git worktree` of the base
+ * `--against DIR` runs the sim, node and shipped rows from another checkout too (a `git worktree` of the base
  * commit, with `deno install` and, for the shipped row, `make bundle` done there), in the same interleaved rounds, so a
  * change is measured before and after in one run. Prints figures; asserts nothing about speed.
  *
@@ -18,8 +19,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { decodeNodeFrame, encodeGatewayFrame } from "../proto/mod.ts";
-import { wrapWebSocket } from "../core/session/transport.ts";
+import { helloServer } from "../fixtures/start/hello_server.ts";
 import { roleFlags } from "../roles/permissions.ts";
 import { TestbedGateway } from "../fixtures/testbed/gateway.ts";
 import { SimNode } from "../fixtures/testbed/sim_node.ts";
@@ -81,57 +81,59 @@ function _floorSource(root: string): string {
 }
 
 /**
- * Starts a role's `run` against a gateway that answers with a Challenge; ms to its Hello, CPU and RSS then. From
- * source (`deno run FLAGS <root>roles/ROLE.ts`), or with `launcher` a bundled artifact's launcher (it carries the flags).
+ * Starts an agent's `run` (`cmd args… run --config CONFIG --gateway <stand-in>`) against a gateway stand-in that
+ * answers with a Challenge; ms to its Hello, CPU and RSS then.
  */
 async function _toHello(
-  root: string,
-  role: string,
-  flags: string[],
+  cmd: string,
+  args: string[],
   config: string,
   env: Record<string, string>,
-  launcher?: string,
+  cwd: string,
 ): Promise<Start> {
-  let hello: ((v: void) => void) | undefined;
-  const got = new Promise<void>((r) => hello = r);
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, (req) => {
-    const { socket, response } = Deno.upgradeWebSocket(req);
-    const tr = wrapWebSocket(socket);
-    socket.addEventListener("open", async () => {
-      tr.send(encodeGatewayFrame({ challenge: { nonce: new Uint8Array(32), gateway_id: "bench" } }));
-      const b = await tr.receive();
-      if (b && decodeNodeFrame(b).hello) hello?.();
-    });
-    return response;
-  });
+  const gw = helloServer();
   const t0 = performance.now();
-  const child = new Deno.Command(launcher ?? Deno.execPath(), {
-    args: [
-      ...(launcher ? [] : ["run", ...flags, `${root}roles/${role}.ts`]),
-      "run",
-      "--config",
-      config,
-      "--gateway",
-      `ws://127.0.0.1:${server.addr.port}/v1/session`,
-    ],
-    cwd: root,
+  const child = new Deno.Command(cmd, {
+    args: [...args, "run", "--config", config, "--gateway", gw.url],
+    cwd,
     env: { BCD_LOG_LEVEL: "warn", ...env },
     stdout: "null",
     stderr: "piped",
   }).spawn();
   // An agent that exits before its Hello (a refused start, a broken checkout) fails the bench rather than hang it.
-  const early = await Promise.race([got.then(() => undefined), child.status]);
+  const early = await Promise.race([gw.hello.then(() => undefined), child.status]);
   if (early !== undefined) {
     const said = (await new Response(child.stderr).text()).trim().split("\n").at(-1) ?? "";
-    await server.shutdown();
+    await gw.shutdown();
     throw new Error(`exited ${early.code} before its Hello: ${said.slice(0, 300)}`);
   }
   const start = { ms: performance.now() - t0, cpu: _cpuMs(child.pid), rss: _rssMiB(child.pid) };
   child.kill("SIGKILL");
   await child.status;
   await child.stderr.cancel();
-  await server.shutdown();
+  await gw.shutdown();
   return start;
+}
+
+/** `deno run FLAGS <root>roles/ROLE.ts` from source. */
+function _fromSource(root: string, role: string, flags: string[]): [string, string[]] {
+  return [Deno.execPath(), ["run", ...flags, `${root}roles/${role}.ts`]];
+}
+
+/**
+ * The shipped bundle's own Deno on its entry, with `flags`: what `dist/bcd-ROLE/bcd-ROLE run` execs (its launcher
+ * adds the role's fixed flags; a test's helper socket and fake tools need `flags` of their own).
+ */
+function _shipped(root: string, role: string, flags: string[]): [string, string[]] {
+  const dir = `${root}dist/bcd-${role}`;
+  return [`${dir}/deno`, [
+    "run",
+    "--no-config",
+    "--no-lock",
+    "--node-modules-dir=manual",
+    ...flags,
+    `${dir}/bcd-${role}.js`,
+  ]];
 }
 
 function _isFile(path: string): boolean {
@@ -202,27 +204,34 @@ export async function benchStart(
   ];
   for (const root of roots) {
     const tag = root === ROOT ? "" : ` [against ${root}]`;
+    const simConfig = `${sim.dataDir}/config.toml`;
     rows.push(
       {
         name: `sim role from source${tag}`,
-        run: () => _toHello(root, "sim", roleFlags("sim"), `${sim.dataDir}/config.toml`, simEnv),
+        run: () => _toHello(..._fromSource(root, "sim", roleFlags("sim")), simConfig, simEnv, root),
         xs: [],
       },
       {
         name: `node role from source, beside bcd-helper${tag}`,
-        run: () => _toHello(root, "node", helped.agentFlags(), helped.config, {}),
+        run: () => _toHello(..._fromSource(root, "node", helped.agentFlags()), helped.config, {}, root),
         xs: [],
       },
     );
-    const shipped = `${root}dist/bcd-sim/bcd-sim`;
-    if (_isFile(shipped)) {
+    if (_isFile(`${root}dist/bcd-sim/bcd-sim`)) {
       rows.push({
         name: `sim role as shipped (dist/bcd-sim, make bundle)${tag}`,
-        run: () => _toHello(root, "sim", [], `${sim.dataDir}/config.toml`, simEnv, shipped),
+        run: () => _toHello(`${root}dist/bcd-sim/bcd-sim`, [], simConfig, simEnv, root),
         xs: [],
       });
     } else {
-      out(`  (${shipped} is absent: run make bundle there to measure the shipped sim)`);
+      out(`  (${root}dist/bcd-sim/bcd-sim is absent: run make bundle there to measure the shipped sim)`);
+    }
+    if (_isFile(`${root}dist/bcd-node/bcd-node.js`)) {
+      rows.push({
+        name: `node role as shipped (dist/bcd-node's deno and bundle), beside bcd-helper${tag}`,
+        run: () => _toHello(..._shipped(root, "node", helped.agentFlags()), helped.config, {}, root),
+        xs: [],
+      });
     }
   }
   try {

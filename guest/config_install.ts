@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { join } from "../core/util/path.ts";
 import type { Logger } from "../core/log/mod.ts";
 import {
   BodyError,

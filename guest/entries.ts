@@ -14,7 +14,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { join } from "../core/util/path.ts";
 import type { Facts } from "../core/framing/mod.ts";
 import {
   ALLOWED_CAPABILITIES,

@@ -13,7 +13,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { join } from "../core/util/path.ts";
 import type { Facts } from "../core/framing/mod.ts";
 import { ProbeProblem } from "./root_errors.ts";
 import { memTotal } from "./linux_probes.ts";

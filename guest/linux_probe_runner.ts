@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { join } from "../core/util/path.ts";
 import type { Facts, Probe, RootConfig } from "../core/framing/mod.ts";
 import { type EntriesContext, probeEntries } from "./entries.ts";
 import { firstPartitionFacts } from "./first_partition.ts";

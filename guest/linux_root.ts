@@ -22,7 +22,7 @@
  *
  * @module
  */
-import { join } from "node:path";
+import { join } from "../core/util/path.ts";
 import type { Logger } from "../core/log/mod.ts";
 import type { Facts, Mapping, Probe, RootConfig } from "../core/framing/mod.ts";
 import type { RootOperations } from "./root_ops.ts";

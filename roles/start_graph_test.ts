@@ -40,6 +40,30 @@ async function staticGraph(entry: string): Promise<string[]> {
   return [...seen].map((s) => s.replace(ROOT.href, ""));
 }
 
+/**
+ * The `node:` modules an agent may load before its first `Hello`: its journal's `node:sqlite` (~3 ms). Any other
+ * initialises more of Deno's Node layer at start (issue 24, measured alone against a bare run: `node:path` +7 ms,
+ * `node:util` +10, `node:crypto` +18); bcd's own `core/util/` (path, args, sha256) stands in for what agents used of
+ * them, and what only a command needs later (`node:net` for a tunnel, `node:crypto`'s streaming hash for a download)
+ * is imported where it is used.
+ */
+const START_NODE_MODULES: Record<string, readonly string[]> = {
+  node: ["node:sqlite"],
+  sim: ["node:sqlite"],
+  site: ["node:sqlite"],
+  ramdisk: ["node:sqlite"],
+  // The guest opens its turn device with node:fs (Deno reserves most of /dev to --allow-all); it has no journal.
+  guest: ["node:fs"],
+};
+
+for (const [role, allowed] of Object.entries(START_NODE_MODULES)) {
+  Deno.test(`the ${role} role's start graph loads no node: module but ${allowed.join(", ")}`, async () => {
+    const graph = await staticGraph(`roles/${role}.ts`);
+    assert.ok(graph.includes("roles/_cli.ts"), "the graph was read");
+    assert.deepEqual(graph.filter((m) => m.startsWith("node:")).sort(), [...allowed].sort());
+  });
+}
+
 for (const role of ["node", "sim", "site", "ramdisk"]) {
   Deno.test(`the ${role} role does not load the root helper's server or host backends at start`, async () => {
     const graph = await staticGraph(`roles/${role}.ts`);

@@ -7,8 +7,8 @@
  *
  * @module
  */
-import { Buffer } from "node:buffer";
-import { createHmac, timingSafeEqual } from "node:crypto";
+import { bytesEqual } from "../pki/ed25519.ts";
+import { hexOf, hmacSha256Sync } from "../util/sha256.ts";
 
 /** The size of the guest's nonce and of a MAC. */
 export const FRAMING_AUTH_BYTES = 32;
@@ -20,10 +20,7 @@ export function framingProof(
   hostNonce: Uint8Array,
   guestNonce: Uint8Array,
 ): Uint8Array {
-  const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");
-  return new Uint8Array(
-    createHmac("sha256", key).update(`bcd-framing-v1|${side}|${hex(hostNonce)}|${hex(guestNonce)}`).digest(),
-  );
+  return hmacSha256Sync(key, `bcd-framing-v1|${side}|${hexOf(hostNonce)}|${hexOf(guestNonce)}`);
 }
 
 /** Whether `mac` is `side`'s MAC over the nonces, compared in constant time. */
@@ -35,5 +32,5 @@ export function verifyFramingProof(
   mac: Uint8Array,
 ): boolean {
   if (mac.length !== FRAMING_AUTH_BYTES || guestNonce.length !== FRAMING_AUTH_BYTES) return false;
-  return timingSafeEqual(framingProof(key, side, hostNonce, guestNonce), mac);
+  return bytesEqual(framingProof(key, side, hostNonce, guestNonce), mac);
 }

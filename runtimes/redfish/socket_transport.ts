@@ -18,9 +18,10 @@
  *
  * @module
  */
-import net from "node:net";
-import tls from "node:tls";
-import { createHash, timingSafeEqual } from "node:crypto";
+import type { Socket } from "node:net";
+import type { TLSSocket } from "node:tls";
+import { bytesEqual } from "../../core/pki/ed25519.ts";
+import { sha256HexSync, sha256Sync } from "../../core/util/sha256.ts";
 import type { Clock } from "../../core/clock.ts";
 import { RedfishError } from "./errors.ts";
 import { MAX_HEAD, parseHttp1, requestHead } from "./http1.ts";
@@ -34,7 +35,7 @@ import {
 
 /** Lowercase hex SHA-256 of a DER certificate. */
 export function certSha256(der: Uint8Array): string {
-  return createHash("sha256").update(der).digest("hex");
+  return sha256HexSync(der);
 }
 
 /** How the BMC is verified: by its leaf's SHA-256, by a CA alone, or by the system roots. */
@@ -66,80 +67,86 @@ export class SocketTransport implements RedfishTransport {
     const port = Number(r.url.port || (plain ? 80 : 443));
     const bodyLength = r.body === undefined ? 0 : isStreamed(r.body) ? r.body.size : r.body.length;
     const head = requestHead(r, bodyLength);
-    return new Promise<TransportResponse>((resolve, reject) => {
-      let settled = false;
-      let buf = new Uint8Array(0);
-      const ca = typeof this.#peer === "object" && "caPem" in this.#peer ? [this.#peer.caPem] : undefined;
-      const socket = plain ? net.connect({ host, port }) : tls.connect({
-        host,
-        port,
-        rejectUnauthorized: this.#pin === undefined,
-        ...(ca ? { ca } : {}),
-        ...(_isIp(host) ? {} : { servername: host }),
-      });
-      const finish = (e: Error | undefined, res?: TransportResponse) => {
-        if (settled) return;
-        settled = true;
-        timer.cancel();
-        r.signal?.removeEventListener("abort", onAbort);
-        socket.destroy();
-        if (e) reject(e);
-        else resolve(res!);
-      };
-      const timer = this.#clock.setTimer(r.timeoutMs, () => {
-        finish(new RedfishError("bmc-timeout", `${what}: no answer within ${r.timeoutMs} ms`));
-      });
-      const onAbort = () => finish(new DOMException("the request was aborted", "AbortError"));
-      r.signal?.addEventListener("abort", onAbort, { once: true });
-      socket.once(plain ? "connect" : "secureConnect", () => {
-        if (this.#pin) {
-          const raw = (socket as tls.TLSSocket).getPeerCertificate(true)?.raw as Uint8Array | undefined;
-          const got = raw ? createHash("sha256").update(raw).digest() : new Uint8Array(32);
-          if (!raw || !timingSafeEqual(got, this.#pin)) {
-            const hex = raw ? certSha256(raw) : "none";
-            finish(
-              new RedfishError("bmc-tls", `${what}: the BMC's certificate has SHA-256 ${hex}, not the pinned one`),
-            );
+    // node:net and node:tls, loaded at the first request, not at the agent's start (issue 24).
+    const sockets = Promise.all([import("node:net"), import("node:tls")]);
+    return sockets.then(([net, tls]) =>
+      new Promise<TransportResponse>((resolve, reject) => {
+        let settled = false;
+        let buf = new Uint8Array(0);
+        const ca = typeof this.#peer === "object" && "caPem" in this.#peer ? [this.#peer.caPem] : undefined;
+        const socket = plain ? net.connect({ host, port }) : tls.connect({
+          host,
+          port,
+          rejectUnauthorized: this.#pin === undefined,
+          ...(ca ? { ca } : {}),
+          ...(_isIp(host) ? {} : { servername: host }),
+        });
+        const finish = (e: Error | undefined, res?: TransportResponse) => {
+          if (settled) return;
+          settled = true;
+          timer.cancel();
+          r.signal?.removeEventListener("abort", onAbort);
+          socket.destroy();
+          if (e) reject(e);
+          else resolve(res!);
+        };
+        const timer = this.#clock.setTimer(r.timeoutMs, () => {
+          finish(new RedfishError("bmc-timeout", `${what}: no answer within ${r.timeoutMs} ms`));
+        });
+        const onAbort = () => finish(new DOMException("the request was aborted", "AbortError"));
+        r.signal?.addEventListener("abort", onAbort, { once: true });
+        socket.once(plain ? "connect" : "secureConnect", () => {
+          if (this.#pin) {
+            const raw = (socket as TLSSocket).getPeerCertificate(true)?.raw as Uint8Array | undefined;
+            const got = raw ? sha256Sync(raw) : new Uint8Array(32);
+            if (!raw || !bytesEqual(got, this.#pin)) {
+              const hex = raw ? certSha256(raw) : "none";
+              finish(
+                new RedfishError("bmc-tls", `${what}: the BMC's certificate has SHA-256 ${hex}, not the pinned one`),
+              );
+              return;
+            }
+          }
+          socket.write(head);
+          if (r.body === undefined) return;
+          if (!isStreamed(r.body)) socket.write(r.body);
+          else _pump(r.body, socket, () => settled, what).catch((e) => finish(e as Error));
+        });
+        socket.on("data", (chunk: Uint8Array) => {
+          if (buf.length + chunk.length > MAX_HEAD + r.maxBytes + 64 * 1024) {
+            finish(new RedfishError("bmc-bad-response", `${what}: the answer passed ${r.maxBytes} bytes`));
             return;
           }
-        }
-        socket.write(head);
-        if (r.body === undefined) return;
-        if (!isStreamed(r.body)) socket.write(r.body);
-        else _pump(r.body, socket, () => settled, what).catch((e) => finish(e as Error));
-      });
-      socket.on("data", (chunk: Uint8Array) => {
-        if (buf.length + chunk.length > MAX_HEAD + r.maxBytes + 64 * 1024) {
-          finish(new RedfishError("bmc-bad-response", `${what}: the answer passed ${r.maxBytes} bytes`));
-          return;
-        }
-        const next = new Uint8Array(buf.length + chunk.length);
-        next.set(buf);
-        next.set(chunk, buf.length);
-        buf = next;
-        try {
-          const res = parseHttp1(buf, r.maxBytes, what, false);
-          if (res) finish(undefined, res);
-        } catch (e) {
-          finish(e as Error);
-        }
-      });
-      socket.once("end", () => {
-        try {
-          const res = parseHttp1(buf, r.maxBytes, what, true);
+          const next = new Uint8Array(buf.length + chunk.length);
+          next.set(buf);
+          next.set(chunk, buf.length);
+          buf = next;
+          try {
+            const res = parseHttp1(buf, r.maxBytes, what, false);
+            if (res) finish(undefined, res);
+          } catch (e) {
+            finish(e as Error);
+          }
+        });
+        socket.once("end", () => {
+          try {
+            const res = parseHttp1(buf, r.maxBytes, what, true);
+            finish(
+              res ? undefined : new RedfishError("bmc-bad-response", `${what}: the connection closed mid-answer`),
+              res,
+            );
+          } catch (e) {
+            finish(e as Error);
+          }
+        });
+        socket.once("error", (e: Error) => {
+          const tlsFailure = !plain && /certificate|verify|tls|handshake|self.signed/i.test(e.message);
           finish(
-            res ? undefined : new RedfishError("bmc-bad-response", `${what}: the connection closed mid-answer`),
-            res,
+            new RedfishError(tlsFailure ? "bmc-tls" : "bmc-unreachable", `${what}: ${e.message}`, {}, { cause: e }),
           );
-        } catch (e) {
-          finish(e as Error);
-        }
-      });
-      socket.once("error", (e: Error) => {
-        const tlsFailure = !plain && /certificate|verify|tls|handshake|self.signed/i.test(e.message);
-        finish(new RedfishError(tlsFailure ? "bmc-tls" : "bmc-unreachable", `${what}: ${e.message}`, {}, { cause: e }));
-      });
-    });
+        });
+      })
+    );
   }
 
   close(): void {}
@@ -150,7 +157,7 @@ export class SocketTransport implements RedfishTransport {
  * shorter than declared, rejects (the caller drops the connection before the declared length is reached). Stops when
  * `ended()` (the request settled, e.g. the BMC answered early).
  */
-async function _pump(body: StreamedBody, socket: net.Socket, ended: () => boolean, what: string): Promise<void> {
+async function _pump(body: StreamedBody, socket: Socket, ended: () => boolean, what: string): Promise<void> {
   const reader = body.stream.getReader();
   let sent = 0;
   try {

@@ -18,7 +18,6 @@
  *
  * @module
  */
-import { createHash } from "node:crypto";
 import { DownloadRefused, httpsDownload } from "../host/https_download.ts";
 import type { Logger } from "../../core/log/mod.ts";
 
@@ -144,6 +143,8 @@ export class ImageCache {
    * answers the digest; the file is gone from `path` afterwards.
    */
   async adopt(path: string): Promise<string> {
+    // node:crypto for its incremental hash, loaded here, not at the agent's start (issue 24).
+    const { createHash } = await import("node:crypto");
     const h = createHash("sha256");
     const f = await Deno.open(path, { read: true });
     try {
@@ -176,6 +177,7 @@ export class ImageCache {
     }
     let keep = false;
     try {
+      const { createHash } = await import("node:crypto"); // see adopt
       const h = createHash("sha256");
       const buf = new Uint8Array(1 << 20);
       let size = 0;

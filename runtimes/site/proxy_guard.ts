@@ -23,7 +23,7 @@
  *
  * @module
  */
-import { createHash } from "node:crypto";
+import { sha256HexSync } from "../../core/util/sha256.ts";
 import { CommandFailed } from "../../core/commands/rejection.ts";
 import { type Cidr, contains, formatAddress, parseCidr } from "../../core/netpolicy/addr.ts";
 import type { bcd } from "../../proto/mod.ts";
@@ -78,7 +78,7 @@ export function parseBmcNetworks(list: readonly string[]): Cidr[] {
  * same way; a payload changed by one byte is another leaf, which no approval covers.
  */
 export function proxySubject(targetNodeId: string, payload: Uint8Array): string {
-  return `${targetNodeId}#payload-sha256:${createHash("sha256").update(payload).digest("hex")}`;
+  return `${targetNodeId}#payload-sha256:${sha256HexSync(payload)}`;
 }
 
 /** Runs the guards in order; throws `CommandFailed` (`forbidden-target`, `proxy-unresolved`). */

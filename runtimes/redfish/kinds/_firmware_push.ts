@@ -16,7 +16,7 @@
  *
  * @module
  */
-import { createHash } from "node:crypto";
+import type { Hash } from "node:crypto";
 import type { Logger } from "../../../core/log/mod.ts";
 import { CommandFailed } from "../../../core/commands/rejection.ts";
 import type { RedfishClient, RedfishResource } from "../client.ts";
@@ -97,10 +97,14 @@ export function digestChecked(
   sha256: string,
   what: string,
 ): ReadableStream<Uint8Array> {
-  const h = createHash("sha256");
+  let h: Hash;
   let held: Uint8Array | undefined;
   return src.pipeThrough(
     new TransformStream<Uint8Array, Uint8Array>({
+      // node:crypto for its incremental hash, loaded before the first chunk, not at the agent's start (issue 24).
+      async start() {
+        h = (await import("node:crypto")).createHash("sha256");
+      },
       transform(chunk, ctl) {
         h.update(chunk);
         if (held) ctl.enqueue(held);

@@ -27,7 +27,6 @@
  *
  * @module
  */
-import { createHash } from "node:crypto";
 import type { HandlerContext, HandlerResult, KindHandler } from "../../../core/commands/handlers.ts";
 import { payloadOf, resultOf } from "../../../core/commands/kind_payload.ts";
 import { CommandFailed, InvalidPayload } from "../../../core/commands/rejection.ts";
@@ -219,6 +218,8 @@ async function _verifyImage(url: URL, want: string, o: BmcFirmwareOptions | unde
       await res.body?.cancel();
       throw new CommandFailed("firmware-download-failed", `${url.href} answered ${res.status}`);
     }
+    // node:crypto for its incremental hash, loaded here, not at the agent's start (issue 24).
+    const { createHash } = await import("node:crypto");
     const h = createHash("sha256");
     let n = 0;
     for await (const chunk of res.body) {

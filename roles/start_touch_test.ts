@@ -1,0 +1,110 @@
+/**
+ * The sim and node roles run from start to their first `Hello` without any bcd module touching the globals that wake
+ * Deno's Node compatibility layer (`process`, `Buffer`, `global`, `setImmediate`, `clearImmediate`: ~15-25 ms of a
+ * start, issue 24). Each role runs under its own permission flags behind `fixtures/start/touch_trap.ts`, which reports
+ * every touch with the module that made it; the static graph test (`start_graph_test.ts`) covers the `node:` imports.
+ * Touches by npm packages, and Deno's own (its CommonJS loader reads `process` while it loads one), are listed, not
+ * refused: protobufjs's runtime (CommonJS; it reads `global`, `process` and `Buffer`) leaves the start path
+ * separately, and then nothing should be listed.
+ */
+import assert from "node:assert/strict";
+import { roleFlags } from "./permissions.ts";
+import { helloServer } from "../fixtures/start/hello_server.ts";
+import { TestbedGateway } from "../fixtures/testbed/gateway.ts";
+import { SimNode } from "../fixtures/testbed/sim_node.ts";
+import { AgentWithHelper } from "../fixtures/testbed/node_helper.ts";
+
+const ROOT = new URL("../", import.meta.url).pathname;
+
+type Touch = { name: string; by: string };
+
+function touches(stderr: string): Touch[] {
+  return stderr.split("\n").filter((l) => l.startsWith("BCD-TOUCH ")).map((l) => JSON.parse(l.slice(10)) as Touch);
+}
+
+/** Runs `entry run --config CONFIG --gateway <stand-in>` to its first Hello; the touches it reported by then. */
+async function touchesToHello(
+  entry: string,
+  flags: string[],
+  config: string,
+  env: Record<string, string>,
+): Promise<Touch[]> {
+  const gw = helloServer();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", ...flags, `${ROOT}fixtures/start/${entry}`, "run", "--config", config, "--gateway", gw.url],
+    cwd: ROOT,
+    env: { BCD_LOG_LEVEL: "warn", ...env },
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  const stderr = new Response(child.stderr).text();
+  const first = await Promise.race([gw.hello.then(() => "hello"), child.status.then((s) => `exit ${s.code}`)]);
+  try {
+    child.kill("SIGKILL");
+  } catch (e) {
+    if (!(e instanceof TypeError)) throw e; // it had exited
+  }
+  await child.status;
+  await gw.shutdown();
+  const err = await stderr;
+  assert.equal(first, "hello", `${entry} reached its Hello: ${err.slice(-600)}`);
+  return touches(err);
+}
+
+/** The touches a bcd module made; npm packages' and Deno's own (no module on the stack) are printed. */
+function bcdTouches(ts: Touch[]): Touch[] {
+  const bcd = (t: Touch) => t.by !== "internal" && !t.by.includes("/node_modules/");
+  const other = ts.filter((t) => !bcd(t));
+  if (other.length > 0) {
+    const by = [...new Set(other.map((t) => `${t.name} by ${t.by.replace(/^.*\/node_modules\//, "")}`))];
+    console.error(`  (touches by npm packages or Deno's loader, listed: ${by.join("; ")})`);
+  }
+  return ts.filter(bcd);
+}
+
+Deno.test("the touch trap reports a module's own touches of process and Buffer with that module", async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", `${ROOT}fixtures/start/control_touch.ts`],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.ok(out.success, new TextDecoder().decode(out.stderr));
+  assert.equal(new TextDecoder().decode(out.stdout).trim(), '["object","function"]');
+  const ts = touches(new TextDecoder().decode(out.stderr));
+  assert.deepEqual(ts.map((t) => t.name), ["process", "Buffer"]);
+  for (const t of ts) assert.match(t.by, /fixtures\/start\/control_touch\.ts$/);
+});
+
+Deno.test("the sim role touches no Node global from bcd code before its first Hello", async () => {
+  const gw = await TestbedGateway.start({ heartbeatIntervalMs: 60_000 });
+  const sim = await SimNode.start(gw);
+  try {
+    await gw.until(() => gw.nodes.get(sim.nodeId)?.session, "the sim's first session");
+    await sim.stop(true);
+    const ts = await touchesToHello("sim_touch.ts", roleFlags("sim"), `${sim.dataDir}/config.toml`, {
+      BCD_BOOT_ID_PATH: `${sim.dataDir}/boot_id`,
+    });
+    assert.deepEqual(bcdTouches(ts), []);
+  } finally {
+    await gw.stop();
+    await Deno.remove(sim.dataDir, { recursive: true });
+  }
+});
+
+Deno.test({
+  name: "the node role, beside a real bcd-helper, touches no Node global from bcd code before its first Hello",
+  ignore: Deno.uid() !== 0 && (console.error("  (skipped: bcd-helper needs root)"), true),
+  async fn() {
+    const gw = await TestbedGateway.start({ heartbeatIntervalMs: 60_000 });
+    const node = await AgentWithHelper.start(gw, { role: "node" });
+    try {
+      await gw.until(() => gw.nodes.get(node.nodeId)?.session, "the node's first session");
+      await node.stopAgent();
+      const ts = await touchesToHello("node_touch.ts", node.agentFlags(), node.config, {});
+      assert.deepEqual(bcdTouches(ts), []);
+    } finally {
+      await node.stop();
+      await gw.stop();
+    }
+  },
+});
