@@ -2,7 +2,8 @@
  * The node agent: the session, the journal, the command dispatcher and the convergence engine wired together.
  *
  * - At start the journal is recovered (settled `rebooted`/`interrupted` results go out with the next `Hello`) and the
- *   spec it holds is converged at once, with or without a gateway: desired state is enforced while offline.
+ *   spec it holds is converged at once, with or without a gateway: desired state is enforced while offline. That
+ *   first pass runs beside the session's start, not before it: the first `Hello` does not wait for it.
  * - `Hello` carries the node id, role, journal id, boot id, applied generation, spec hash, capabilities, version,
  *   kinds and the oldest unacked results within {@link MAX_HELLO_RESULTS} and {@link MAX_HELLO_RESULT_BYTES} (the
  *   rest follow `Welcome`, in order); `Welcome` moves the server time mark (refused more than 5 minutes back or
@@ -160,6 +161,8 @@ export class NodeAgent implements SessionDelegate, EventSink {
   #upgradeOnly = false;
   #out: SessionOut | undefined;
   #latestStatus: StatusSnapshot | undefined;
+  /** The held spec's pass started at start (see {@link NodeAgent.start}); it never rejects. */
+  #firstPass: Promise<void> | undefined;
   #sentEventSeq = 0;
   #flushing = false;
   #client: SessionClient | undefined;
@@ -235,7 +238,14 @@ export class NodeAgent implements SessionDelegate, EventSink {
       } else if (a.#held) {
         a.#heldRecord = stored;
         a.#log.info({ generation: a.#held.generation }, "converging the spec the journal holds");
-        await a.loop.onSpec(a.#heldSpec(a.#held));
+        // The pass runs beside the session's start: Hello carries the held generation and hash, not the pass's
+        // outcome, so a pass that waits on the host (a runtime's listing, a domain's start) no longer holds the first
+        // Hello back (issue 24). Its status goes out when it ends, or with the session's first status if that is
+        // later; a Welcome's spec waits for it (the engine runs one pass at a time).
+        a.#firstPass = a.loop.onSpec(a.#heldSpec(a.#held)).then(
+          () => undefined,
+          (e) => a.#log.error({ err: String(e) }, "pass failed"),
+        );
       } else a.#log.warn("the journal's spec is unusable; asking for the full spec once connected");
     }
     return a;
@@ -251,6 +261,14 @@ export class NodeAgent implements SessionDelegate, EventSink {
     const t = Math.max(this.#now() + this.#serverOffset, this.#serverFloor);
     if (this.#welcomed) this.#serverFloor = t;
     return t;
+  }
+
+  /**
+   * Resolves when the pass over the journal's spec that {@link NodeAgent.start} began has ended (at once when the
+   * journal held none): start returns without waiting for it, so the first `Hello` does not either.
+   */
+  get startPass(): Promise<void> {
+    return this.#firstPass ?? Promise.resolve();
   }
 
   /** The spec held now. */
@@ -300,8 +318,9 @@ export class NodeAgent implements SessionDelegate, EventSink {
     }
   }
 
-  /** Stops the dispatcher after running commands finish. */
+  /** Stops the dispatcher after running commands finish (and the held spec's first pass, when it still runs). */
   async stop(): Promise<void> {
+    await this.#firstPass;
     await this.dispatcher.stop();
   }
 

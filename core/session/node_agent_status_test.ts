@@ -25,6 +25,7 @@ async function withAgent(
     await journal.putSpec({ generation, bytes: spec, hash: `h${generation}` });
     const agent = await startOfflineAgent(journal, more);
     try {
+      await agent.startPass; // the held spec's first pass, which start no longer waits for
       await body(agent);
     } finally {
       await agent.stop();
