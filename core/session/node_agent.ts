@@ -211,7 +211,10 @@ export class NodeAgent implements SessionDelegate, EventSink {
     });
   }
 
-  /** Builds the agent, recovers the journal and converges the spec the journal holds (offline enforcement). */
+  /**
+   * Builds the agent, recovers the journal and begins converging the spec the journal holds (offline enforcement;
+   * {@link NodeAgent.startPass} is that pass's end).
+   */
   static async start(o: NodeAgentOptions): Promise<NodeAgent> {
     const ledger = await QuorumLedger.open(o.journal.dataDir);
     const a = new NodeAgent(o, ledger);
