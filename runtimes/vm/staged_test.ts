@@ -72,6 +72,9 @@ Deno.test("checkBinding() holds for the staged file and refuses one changed in p
     checkBinding(fd, p, b);
     fs.closeSync(fd);
     fs.writeSync(fd = fs.openSync(p, "r+"), new Uint8Array([1]), 0, 1, 100);
+    // File times tick with the kernel's coarse clock (a jiffy, ~4 ms): a write in the same tick as the binding's stat
+    // keeps mtime and ctime, so the test moves mtime as any later write would (this failed the suite once on load).
+    fs.futimesSync(fd, 1, 1);
     assert.throws(() => checkBinding(fd, p, b), /changed/);
     fs.closeSync(fd);
     const b2 = bindScratch(p);
