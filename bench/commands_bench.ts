@@ -28,6 +28,9 @@
  * and its wait for a core (the host's load); each stage's event-loop CPU measured alone in the same run; and the
  * bound the disk sets: with 8 in flight and two durable writes per command at most 4 commands settle per WAL sync,
  * so the settled rate cannot pass 4 × (raw fsync ÷ WAL group sync) times the serial fsync rate, whatever the CPU.
+ * `BCD_BENCH_VERIFIER=alternate` runs the direct rounds with WebCrypto and the Ed25519 thread in turn and prints
+ * both, with the thread's mean difference per pair of rounds (`webcrypto` or `thread` runs all rounds with one).
+ *
  * Runs under `--allow-all` because Deno reads `/proc/thread-self/schedstat` (the event loop's CPU in ns) only then;
  * without it the figure falls back to the kernel's 10 ms tick.
  *
@@ -43,7 +46,8 @@ import { Dispatcher } from "../core/commands/dispatcher.ts";
 import { HandlerRegistry } from "../core/commands/handlers.ts";
 import type { CommandUpdate } from "../core/commands/results.ts";
 import { sqlFloor, stageCosts, threadClock } from "./commands_stages.ts";
-import { ed25519ThreadStats } from "../core/pki/ed25519_thread.ts";
+import { ed25519ThreadStats, verifyEd25519Batched } from "../core/pki/ed25519_thread.ts";
+import { verifyEd25519 } from "../core/pki/ed25519.ts";
 import { SessionBench } from "./commands_session.ts";
 import type { AcceptanceContext } from "../core/commands/acceptance.ts";
 
@@ -51,6 +55,12 @@ const DIR = Deno.env.get("BCD_BENCH_DIR") ?? "/var/tmp";
 const ROUNDS = Number(Deno.env.get("BCD_BENCH_ROUNDS") ?? 7);
 const PER_ROUND = Number(Deno.env.get("BCD_BENCH_COMMANDS") ?? 160);
 const IN_FLIGHT = 8;
+/**
+ * The direct rounds' Ed25519 verifier: `thread` (production's, `core/pki/ed25519_thread.ts`), `webcrypto`, or
+ * `alternate` (WebCrypto in even rounds, the thread in odd ones, in this one process: the two compared under the same
+ * load, per pair of rounds).
+ */
+const VERIFIER = Deno.env.get("BCD_BENCH_VERIFIER") ?? "thread";
 const FSYNC_SAMPLES = 60;
 /** Groups of the SQL floor per round (4 settled commands each). */
 const FLOOR_GROUPS = 100;
@@ -118,6 +128,8 @@ interface Round {
   /** The floor's SQL alone, event-loop CPU per command, µs; and the loop's CPU per WAL sync round trip, µs. */
   floorSqlUs: number;
   floorSyncUs: number;
+  /** The direct rounds' Ed25519 verifier. */
+  verifier: "thread" | "webcrypto";
 }
 
 async function main(): Promise<void> {
@@ -163,7 +175,10 @@ async function main(): Promise<void> {
       serverNow: () => Date.now(),
       trustBundle: () => pki.bundle,
       unbatchedPerHour: () => 0,
+      verifyEd25519: (k, sig, m) =>
+        verifier === "webcrypto" ? verifyEd25519(k, sig, m) : verifyEd25519Batched(k, sig, m),
     };
+    let verifier: Round["verifier"] = VERIFIER === "webcrypto" ? "webcrypto" : "thread";
     const session = await SessionBench.open(dir, "bench-node", pki, registry);
     const d = new Dispatcher({
       journal,
@@ -209,6 +224,7 @@ async function main(): Promise<void> {
       return out;
     };
     for (let round = 0; round < ROUNDS; round++) {
+      if (VERIFIER === "alternate") verifier = round % 2 === 0 ? "webcrypto" : "thread";
       const fsyncs = await rawFsync(dir);
       const aloneMs = await journalAccept(alone, round);
       const frames: Uint8Array[] = [];
@@ -260,8 +276,10 @@ async function main(): Promise<void> {
         floorSync: floor.syncP50 / fsyncP50,
         floorSqlUs: floor.sqlLoopUs,
         floorSyncUs: floor.syncLoopUs,
+        verifier,
       });
     }
+    verifier = VERIFIER === "webcrypto" ? "webcrypto" : "thread"; // the stages below check with production's
     const stats = { ...journal.stats };
     const stageFrames: Uint8Array[] = [];
     for (let i = 0; i < STAGE_COMMANDS; i++) stageFrames.push(await make());
@@ -312,6 +330,7 @@ async function main(): Promise<void> {
         } µs ` +
         `(the host's load)`,
     );
+    if (VERIFIER === "alternate") _compareVerifiers(rounds);
     console.log(
       `signature checks per message to the Ed25519 thread: ${
         r(batching.direct.verifies / batching.direct.batches)
@@ -344,6 +363,30 @@ async function main(): Promise<void> {
     );
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** Per verifier, the direct rounds' medians, and the thread's mean difference from WebCrypto over pairs of rounds. */
+function _compareVerifiers(rounds: readonly Round[]): void {
+  const figures: [string, (r: Round) => number][] = [
+    ["ACKED p50 / fsync p50", (r) => r.ackedP50 / r.fsyncP50],
+    ["settled / serial fsync rate", (r) => r.rate * r.fsyncP50 / 1000],
+    ["event-loop CPU per settled command, µs", (r) => r.loopUs],
+  ];
+  const web = rounds.filter((r) => r.verifier === "webcrypto");
+  const thread = rounds.filter((r) => r.verifier === "thread");
+  const pairs = Math.min(web.length, thread.length);
+  console.log(`verifiers alternated over ${rounds.length} direct rounds (${pairs} pairs):`);
+  for (const [name, f] of figures) {
+    const d = Array.from({ length: pairs }, (_, i) => f(thread[i]!) - f(web[i]!));
+    const mean = d.reduce((a, b) => a + b, 0) / pairs;
+    const se = Math.sqrt(d.reduce((a, b) => a + (b - mean) ** 2, 0) / (pairs - 1) / pairs);
+    console.log(
+      `  ${name.padEnd(40)} WebCrypto ${pct(web.map(f), 50).toFixed(2)}, thread ${
+        pct(thread.map(f), 50).toFixed(2)
+      }; ` +
+        `thread - WebCrypto per pair ${mean.toFixed(2)} ± ${se.toFixed(2)} (standard error)`,
+    );
   }
 }
 
