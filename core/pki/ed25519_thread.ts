@@ -30,15 +30,15 @@
  * refused as `BAD_SIGNATURE` for the verifier's fault (the acceptance checks let it propagate: the delivery fails
  * and the gateway delivers the command again on its next session). The next request starts a fresh thread.
  *
- * What it gains and costs, measured (2-core host shared with other work, load 2–4): the event loop's CPU per check
- * is 3 µs eight at a time and 12 µs one at a time, against WebCrypto's 15–19 and 31–39 in the same runs
+ * What it gains and costs, measured (2-core host shared with other work, load 2–8): the event loop's CPU per check
+ * is 3 µs eight at a time and 11–12 µs one at a time, against WebCrypto's 13–19 and 31–43 in the same runs
  * (`bench:commands`' stage lines). End to end the gain is smaller than those figures suggest: with eight commands in
- * flight the loop seldom sleeps, so WebCrypto's wake-ups mostly fall on turns the loop runs anyway, and rounds
- * alternating the two verifiers in one process (40 rounds) put the thread at −6 ± 8 µs of loop CPU per settled
- * command and the same ACKED and settled ratios within their noise. One thread verifies a batch one signature after
- * another (~50 µs each), where the blocking pool spreads WebCrypto's over both cores: a check's own latency is
- * ~75 µs longer at p50 in those rounds. The thread's isolate adds ~18–21 MiB of RSS once started, and a process's
- * first verification waits ~45 ms for it to start.
+ * flight the loop seldom sleeps, so WebCrypto's wake-ups mostly fall on turns the loop runs anyway. Direct rounds
+ * alternating the two verifiers in one process (`BCD_BENCH_VERIFIER=alternate`, three runs of 40 rounds) put the
+ * thread at −6 ± 8, +2 ± 7 and −20 ± 12 µs of loop CPU per settled command, with ACKED and settled ratios equal
+ * within their standard errors. One thread verifies a batch one signature after another (~50 µs each), where the
+ * blocking pool spreads WebCrypto's over both cores: a check's own latency was ~75 µs longer at p50 in those rounds.
+ * The thread's isolate adds ~18–21 MiB of RSS once started, and a process's first verification waits ~45 ms for it.
  *
  * Verdicts equal {@link verifyEd25519}'s and `verifyEd25519Sync`'s: false for a key or signature of the wrong length
  * (decided here, without the thread), for a key that is no curve point and for a signature that does not verify; the
