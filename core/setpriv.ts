@@ -6,8 +6,11 @@
  * @module
  */
 
-/** The options before `--` and the program; the caller checks the ids (e.g. never 0). */
-export function setprivDrop(uid: number, gid: number): string[] {
+/**
+ * The options before `--` and the program; the caller checks the ids (e.g. never 0). An id may be a string: a shell
+ * expansion such as `"$uid"` in a maintainer script (`roles/deb.ts`).
+ */
+export function setprivDrop(uid: number | string, gid: number | string): string[] {
   return [
     `--reuid=${uid}`,
     `--regid=${gid}`,

@@ -22,6 +22,26 @@ Deno.test("each launcher runs the bundle with exactly its role's flags", () => {
   }
 });
 
+Deno.test("a launcher reached through a symlink (the package's /usr/sbin/bcd-helper) runs the Deno and bundle beside its target", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "bcd-launcher-link-" });
+  try {
+    const lib = `${dir}/usr/lib/bcd/bcd-helper`;
+    await Deno.mkdir(lib, { recursive: true });
+    await Deno.mkdir(`${dir}/usr/sbin`, { recursive: true });
+    await Deno.writeTextFile(`${lib}/bcd-helper`, launcherScript("helper"), { mode: 0o755 });
+    // A stand-in for the pinned Deno: it prints what it was asked to run.
+    await Deno.writeTextFile(`${lib}/deno`, '#!/bin/sh\necho "$@"\n', { mode: 0o755 });
+    await Deno.symlink("../lib/bcd/bcd-helper/bcd-helper", `${dir}/usr/sbin/bcd-helper`);
+    for (const exe of [`${dir}/usr/sbin/bcd-helper`, `${lib}/bcd-helper`]) {
+      const out = await new Deno.Command(exe, { args: ["version"], stdout: "piped", stderr: "piped" }).output();
+      assert.ok(out.success, `${exe}: ${new TextDecoder().decode(out.stderr)}`);
+      assert.match(new TextDecoder().decode(out.stdout), new RegExp(` ${lib}/bcd-helper\\.js version\n$`), exe);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("deno compile gets the role's flags and writes bin/bcd-<role>", () => {
   for (const role of EXECUTABLES) {
     const args = compileArgs(role);

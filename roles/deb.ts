@@ -20,6 +20,11 @@
 import { parseArgs } from "node:util";
 import { AGENT_VERSION } from "../core/version.ts";
 import { bundleRole } from "./build.ts";
+import { setprivDrop } from "../core/setpriv.ts";
+import { AGENT_DENO_DIR, AGENT_USER, HELPER_DENO_DIR } from "../runtimes/daemon/code_cache.ts";
+
+/** The postinst's drop to the agent's ids (read from the root's /etc/passwd into $uid and $gid). */
+const SETPRIV_DROP = setprivDrop('"$uid"', '"$gid"').join(" ");
 
 const ROOT = new URL("../", import.meta.url).pathname;
 
@@ -77,6 +82,9 @@ After=network.target
 [Service]
 Type=simple
 ExecStart=/usr/sbin/bcd-helper serve
+Environment=DENO_DIR=${HELPER_DENO_DIR}
+CacheDirectory=bcd-helper
+CacheDirectoryMode=0700
 Restart=on-failure
 RestartSec=2s
 
@@ -97,6 +105,9 @@ Type=simple
 User=bcd
 Group=bcd
 ExecStart=/opt/bcd/current/bcd-${role} run
+Environment=DENO_DIR=${AGENT_DENO_DIR}
+CacheDirectory=bcd
+CacheDirectoryMode=0750
 Restart=always
 RestartSec=2s
 NoNewPrivileges=yes
@@ -152,6 +163,12 @@ function _postinst(pkg: DebPackage, version: string): string {
     chown "$uid:$gid" "$ROOT$d"
   done
   install -d -m 0755 "$ROOT/opt/bcd" "$ROOT/opt/bcd/releases"
+  # The unit's DENO_DIR, warmed by a no-op start through the path the unit runs (runtimes/daemon/code_cache.ts).
+  install -d -m 0700 "$ROOT$(dirname ${HELPER_DENO_DIR})" "$ROOT${HELPER_DENO_DIR}"
+  if ! env -i PATH=/usr/bin:/bin DENO_DIR="$ROOT${HELPER_DENO_DIR}" HOME="$ROOT${HELPER_DENO_DIR}" DENO_NO_UPDATE_CHECK=1 \
+    "$ROOT/usr/sbin/bcd-helper" version >/dev/null; then
+    echo "bcd-helper: warming the code cache failed; the helper compiles at its first start" >&2
+  fi
 ${_SYSTEMD("bcd-helper.service", "systemctl enable --now").replace(/^/gm, "  ").trimEnd()}
 fi
 exit 0
@@ -168,6 +185,15 @@ if [ "$1" = configure ]; then
   fi
   [ -e "$ROOT/opt/bcd/current" ] || ln -s "releases/$VERSION" "$ROOT/opt/bcd/current"
   test -x "$ROOT/opt/bcd/current/bcd-${role}"
+  # The unit's DENO_DIR, warmed by a no-op start through the path the unit runs, as bcd (runtimes/daemon/code_cache.ts).
+  uid=$(awk -F: '$1 == "${AGENT_USER}" { print $3 }' "$ROOT/etc/passwd")
+  gid=$(awk -F: '$1 == "${AGENT_USER}" { print $4 }' "$ROOT/etc/passwd")
+  cache="$ROOT${AGENT_DENO_DIR}"
+  install -d -m 0750 -o "$uid" -g "$gid" "$(dirname "$cache")" "$cache"
+  if ! setpriv ${SETPRIV_DROP} -- env -i PATH=/usr/bin:/bin DENO_DIR="$cache" HOME="$cache" DENO_NO_UPDATE_CHECK=1 \
+    "$ROOT/opt/bcd/current/bcd-${role}" version >/dev/null; then
+    echo "${pkg}: warming the code cache failed; the agent compiles at its first start" >&2
+  fi
 ${_SYSTEMD(`${pkg}.service`, "systemctl enable").replace(/^/gm, "  ").trimEnd()}
 fi
 exit 0

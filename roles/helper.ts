@@ -24,6 +24,8 @@ import { HelperUpgrader } from "../runtimes/daemon/helper_upgrader.ts";
 import { ReleaseStore } from "../runtimes/daemon/release_store.ts";
 import { signalSupervisedAgent, systemdRestart } from "../runtimes/daemon/restart.ts";
 import { supervise } from "../runtimes/daemon/supervisor.ts";
+import { AGENT_DENO_DIR, AGENT_USER, warmCodeCache } from "../runtimes/daemon/code_cache.ts";
+import { passwdIdentity } from "../runtimes/helper/plugin_user.ts";
 import { systemdRuns } from "../runtimes/helper/host_backends.ts";
 import { readIdentity } from "../core/journal/mod.ts";
 import { releaseKeysFromWire } from "../core/session/identity.ts";
@@ -121,6 +123,19 @@ const SERVE: Subcommand = {
       agentDataDir,
       releaseKeys: () => _releaseKeys(config, agentDataDir),
       restart: () => systemdRuns() ? systemdRestart(role) : signalSupervisedAgent(config.daemon.releasesDir),
+      // Under the packaged units the agent runs as bcd with its DENO_DIR in /var/cache/bcd: warm that before the
+      // restart (a supervised agent keeps whatever DENO_DIR its supervisor gives it, and compiles at its start).
+      ...(systemdRuns()
+        ? {
+          warm: async () =>
+            await warmCodeCache({
+              releasesDir: config.daemon.releasesDir,
+              role,
+              ...await passwdIdentity(AGENT_USER),
+              denoDir: AGENT_DENO_DIR,
+            }),
+        }
+        : {}),
       confirmTimeoutMs: config.daemon.confirmTimeoutMs,
       log,
     });

@@ -36,6 +36,11 @@ export interface HelperUpgraderOptions {
   readonly releaseKeys: () => Promise<readonly Uint8Array[]>;
   /** Restarts the agent (systemd's unit, or the supervisor's child). */
   readonly restart: () => Promise<void>;
+  /**
+   * Fills the agent's code cache from the build `current` names now (`code_cache.ts`), after a swap and before the
+   * restart; a failure is logged and the restart goes ahead (the agent then compiles at its start).
+   */
+  readonly warm?: () => Promise<void>;
   readonly confirmTimeoutMs: number;
   readonly now?: () => number;
   readonly log?: Logger;
@@ -102,8 +107,8 @@ export class HelperUpgrader implements DaemonBackend {
     await Deno.remove(join(this.o.agentDataDir, STAGING_DIR, `${req.sha256}.tar.gz`)).catch((e) => {
       if (!(e instanceof Deno.errors.NotFound)) throw e;
     });
-    // The answer goes out first; the restart follows on the next turn of the event loop.
-    setTimeout(() => void this.#restart(`release ${req.version} swapped in`), 0);
+    // The answer goes out first; the warm-up and the restart follow on the next turn of the event loop.
+    setTimeout(() => void this.#warm(req.version).then(() => this.#restart(`release ${req.version} swapped in`)), 0);
     return { installed: true };
   }
 
@@ -145,6 +150,17 @@ export class HelperUpgrader implements DaemonBackend {
       `release ${p.version} did not reach Welcome within ${this.o.confirmTimeoutMs} ms; back on ${p.previous}`,
     );
     await this.#restart(`release ${p.version} rolled back`);
+  }
+
+  async #warm(version: string): Promise<void> {
+    if (this.o.warm === undefined) return;
+    try {
+      await this.o.warm();
+      this.o.log?.info({ version }, "daemon: the agent's code cache is warm for the new release");
+    } catch (e) {
+      if (!(e instanceof Error)) throw e;
+      this.o.log?.warn({ version, err: e.message }, "daemon: the code cache could not be warmed; the agent compiles");
+    }
   }
 
   async #restart(why: string): Promise<void> {

@@ -21,6 +21,14 @@ async function releaseTar(dir: string, name: string, extra?: (root: string) => P
   return out.stdout;
 }
 
+/** Stages `bytes` where the agent downloads releases (under `<dir>/data`); their SHA-256. */
+async function stageRelease(dir: string, bytes: Uint8Array): Promise<string> {
+  const sha = createHash("sha256").update(bytes).digest("hex");
+  await Deno.mkdir(`${dir}/data/${STAGING_DIR}`, { recursive: true });
+  await Deno.writeFile(`${dir}/data/${STAGING_DIR}/${sha}.tar.gz`, bytes);
+  return sha;
+}
+
 Deno.test("release store: unpack through the safety kernel, swap, confirm keeps two, rollback, recover after a crash", async (t) => {
   const dir = await Deno.makeTempDir({ prefix: "bcd-releases-" });
   const store = new ReleaseStore(`${dir}/opt`);
@@ -126,12 +134,7 @@ Deno.test("helper upgrader: reads the staged artifact as root, re-checks digest 
     confirmTimeoutMs: 10_000,
     log: mem.logger,
   });
-  const stage = async (bytes: Uint8Array) => {
-    const sha = createHash("sha256").update(bytes).digest("hex");
-    await Deno.mkdir(`${dir}/data/${STAGING_DIR}`, { recursive: true });
-    await Deno.writeFile(`${dir}/data/${STAGING_DIR}/${sha}.tar.gz`, bytes);
-    return sha;
-  };
+  const stage = (bytes: Uint8Array) => stageRelease(dir, bytes);
   try {
     const tar2 = await releaseTar(dir, "r2");
     const sha2 = await stage(tar2);
@@ -211,6 +214,54 @@ Deno.test("helper upgrader: reads the staged artifact as root, re-checks digest 
       assert.equal(st.failed?.reason, "rolled-back");
       assert.deepEqual(await store.versions(), ["0.1.0", "0.2.0"]);
     });
+  } finally {
+    up.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("helper upgrader: a swapped-in release's code cache is warmed before the agent's restart; a failed warm-up is logged and the restart goes ahead", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "bcd-upgrader-warm-" });
+  const key = await generateSigningKeyPair();
+  const store = new ReleaseStore(`${dir}/opt`);
+  await store.unpack("0.1.0", await releaseTar(dir, "r1"));
+  await store.swap("0.1.0", 0);
+  await store.confirm("0.1.0");
+  const events: string[] = [];
+  let restarted: () => void = () => {};
+  let warmFails = false;
+  const mem = memoryLogger("debug");
+  const up = new HelperUpgrader({
+    store,
+    agentDataDir: `${dir}/data`,
+    releaseKeys: () => Promise.resolve([key.publicKey]),
+    warm: async () => {
+      events.push(`warm ${await store.current()}`);
+      if (warmFails) throw new Error("setpriv: exit 1");
+    },
+    restart: () => (events.push("restart"), restarted(), Promise.resolve()),
+    confirmTimeoutMs: 60_000,
+    log: mem.logger,
+  });
+  try {
+    const install = async (version: string, name: string) => {
+      const sha = await stageRelease(dir, await releaseTar(dir, name));
+      const r = new Promise<void>((res) => restarted = res);
+      assert.deepEqual(await up.install({ version, sha256: sha, signature: await signRelease(key.privateKey, sha) }), {
+        installed: true,
+      });
+      await r;
+      assert.deepEqual(await up.confirm(version), { confirmed: true });
+    };
+    await install("0.2.0", "r2");
+    assert.deepEqual(events, ["warm 0.2.0", "restart"], "warmed from the swapped-in release, then restarted");
+    warmFails = true;
+    await install("0.3.0", "r3");
+    assert.deepEqual(events.slice(2), ["warm 0.3.0", "restart"]);
+    assert.ok(
+      mem.lines.some((l) => String(l.msg).includes("could not be warmed") && l.err === "setpriv: exit 1"),
+      "the failed warm-up is logged",
+    );
   } finally {
     up.stop();
     await Deno.remove(dir, { recursive: true });
