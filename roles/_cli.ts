@@ -75,6 +75,20 @@ export function versionCommand(role: CliName, handled: readonly string[] = []): 
   };
 }
 
+/**
+ * `warm-cache`: loads what every start loads (the role's static module graph) and lets Deno store the compiled code in
+ * `DENO_DIR` before exiting 0; nothing else. Deno writes a module's V8 code cache on a turn of the event loop after
+ * evaluation, which `version` (it exits at once) never reaches. Run where a host gets a new build
+ * (`runtimes/daemon/code_cache.ts`), so the agent's next start compiles nothing (issue 24).
+ */
+const WARM_CACHE: Subcommand = {
+  summary: "load the role's code and store its compiled form in DENO_DIR (the V8 code cache), then exit",
+  run: async () => {
+    await new Promise((r) => setTimeout(r, 0));
+    return EXIT_OK;
+  },
+};
+
 function _write(fd: "out" | "err", text: string): void {
   const bytes = new TextEncoder().encode(text.endsWith("\n") ? text : text + "\n");
   (fd === "out" ? Deno.stdout : Deno.stderr).writeSync(bytes);
@@ -137,6 +151,7 @@ export async function runCli(
 ): Promise<number> {
   const all: Record<string, Subcommand> = {
     version: versionCommand(role),
+    "warm-cache": WARM_CACHE,
     help: {
       summary: "list the subcommands",
       run: () => {

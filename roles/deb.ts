@@ -166,7 +166,7 @@ function _postinst(pkg: DebPackage, version: string): string {
   # The unit's DENO_DIR, warmed by a no-op start through the path the unit runs (runtimes/daemon/code_cache.ts).
   install -d -m 0700 "$ROOT$(dirname ${HELPER_DENO_DIR})" "$ROOT${HELPER_DENO_DIR}"
   if ! env -i PATH=/usr/bin:/bin DENO_DIR="$ROOT${HELPER_DENO_DIR}" HOME="$ROOT${HELPER_DENO_DIR}" DENO_NO_UPDATE_CHECK=1 \
-    "$ROOT/usr/sbin/bcd-helper" version >/dev/null; then
+    "$ROOT/usr/sbin/bcd-helper" warm-cache >/dev/null; then
     echo "bcd-helper: warming the code cache failed; the helper compiles at its first start" >&2
   fi
 ${_SYSTEMD("bcd-helper.service", "systemctl enable --now").replace(/^/gm, "  ").trimEnd()}
@@ -191,7 +191,7 @@ if [ "$1" = configure ]; then
   cache="$ROOT${AGENT_DENO_DIR}"
   install -d -m 0750 -o "$uid" -g "$gid" "$(dirname "$cache")" "$cache"
   if ! setpriv ${SETPRIV_DROP} -- env -i PATH=/usr/bin:/bin DENO_DIR="$cache" HOME="$cache" DENO_NO_UPDATE_CHECK=1 \
-    "$ROOT/opt/bcd/current/bcd-${role}" version >/dev/null; then
+    "$ROOT/opt/bcd/current/bcd-${role}" warm-cache >/dev/null; then
     echo "${pkg}: warming the code cache failed; the agent compiles at its first start" >&2
   fi
 ${_SYSTEMD(`${pkg}.service`, "systemctl enable").replace(/^/gm, "  ").trimEnd()}

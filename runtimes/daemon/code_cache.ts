@@ -4,8 +4,8 @@
  * (measured on the shipped sim: 236 ms CPU and 91 MiB cold, 86 ms and 56.5 MiB warm). The units give each agent an
  * explicit, writable `DENO_DIR` ({@link AGENT_DENO_DIR}; the helper's {@link HELPER_DENO_DIR}), and wherever a host gets
  * a new build the cache is filled before the agent's next start by a no-op start of that build through the same path
- * the unit runs (`/opt/bcd/current/bcd-<role> version`, which loads and compiles everything a start loads before its
- * `Hello`), as the agent's user: in the package's `postinst` (`roles/deb.ts`), and in the helper after a self-update's
+ * the unit runs (`/opt/bcd/current/bcd-<role> warm-cache`, which loads and compiles everything a start loads before
+ * its `Hello`, and lets Deno write the cache), as the agent's user: in the package's `postinst` (`roles/deb.ts`), and in the helper after a self-update's
  * swap, before it restarts the agent ({@link warmCodeCache}, `HelperUpgrader`'s `warm`). A warm-up that fails costs
  * only that: the next start compiles, as without it.
  *
@@ -35,12 +35,12 @@ export interface WarmTarget {
   readonly denoDir: string;
 }
 
-/** The command {@link warmCodeCache} runs: the build's launcher `version`, dropped to the agent's ids, clean env. */
+/** The command {@link warmCodeCache} runs: the build's launcher `warm-cache`, dropped to the agent's ids, clean env. */
 export function warmCommand(t: WarmTarget): { cmd: string; args: string[]; env: Record<string, string> } {
   if (t.uid === 0 || t.gid === 0) throw new RangeError("the code cache is warmed as the agent's user, never root");
   return {
     cmd: "setpriv",
-    args: [...setprivDrop(t.uid, t.gid), "--", join(t.releasesDir, CURRENT_LINK, `bcd-${t.role}`), "version"],
+    args: [...setprivDrop(t.uid, t.gid), "--", join(t.releasesDir, CURRENT_LINK, `bcd-${t.role}`), "warm-cache"],
     env: { PATH: "/usr/bin:/bin", DENO_DIR: t.denoDir, DENO_NO_UPDATE_CHECK: "1", HOME: t.denoDir },
   };
 }

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { warmCodeCache, warmCommand } from "./code_cache.ts";
 
-Deno.test("warmCommand: the unit's path (current/bcd-<role>) with version, as the agent's ids, in a clean env with DENO_DIR; never as root", () => {
+Deno.test("warmCommand: the unit's path (current/bcd-<role>) with warm-cache, as the agent's ids, in a clean env with DENO_DIR; never as root", () => {
   const c = warmCommand({ releasesDir: "/opt/bcd", role: "node", uid: 998, gid: 997, denoDir: "/var/cache/bcd/deno" });
   assert.equal(c.cmd, "setpriv");
   assert.deepEqual(c.args.slice(0, 3), ["--reuid=998", "--regid=997", "--clear-groups"]);
-  assert.deepEqual(c.args.slice(c.args.indexOf("--")), ["--", "/opt/bcd/current/bcd-node", "version"]);
+  assert.deepEqual(c.args.slice(c.args.indexOf("--")), ["--", "/opt/bcd/current/bcd-node", "warm-cache"]);
   assert.equal(c.env.DENO_DIR, "/var/cache/bcd/deno");
   assert.throws(
     () => warmCommand({ releasesDir: "/opt/bcd", role: "node", uid: 0, gid: 997, denoDir: "/x" }),
@@ -31,7 +31,7 @@ Deno.test({
         mode: 0o755,
       });
       await warmCodeCache({ releasesDir: dir, role: "node", uid: 65534, gid: 65534, denoDir: cache });
-      assert.equal(await Deno.readTextFile(`${cache}/ran`), `65534 ${dir}/current/bcd-node version ${cache}\n`);
+      assert.equal(await Deno.readTextFile(`${cache}/ran`), `65534 ${dir}/current/bcd-node warm-cache ${cache}\n`);
       await Deno.writeTextFile(launcher, "#!/bin/sh\necho 'deno: cannot open bcd-node.js' >&2\nexit 3\n");
       await assert.rejects(
         warmCodeCache({ releasesDir: dir, role: "node", uid: 65534, gid: 65534, denoDir: cache }),
