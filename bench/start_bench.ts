@@ -10,11 +10,11 @@
  *   shipped (`make bundle`'s `dist/bcd-sim/bcd-sim`; `dist/bcd-node`'s own Deno on its bundle, with the role's flags
  *   plus the test helper's socket and fake `nvidia-smi`), when built.
  *
- * `--against DIR` runs the sim, node and shipped rows from another checkout too (a `git worktree` of the base
+ * `--against DIR` (repeatable) runs the sim, node and shipped rows from another checkout too (a `git worktree` of the base
  * commit, with `deno install` and, for the shipped row, `make bundle` done there), in the same interleaved rounds, so a
  * change is measured before and after in one run. Prints figures; asserts nothing about speed.
  *
- * usage: start_bench.ts [--against DIR] [--rounds N]
+ * usage: start_bench.ts [--against DIR]... [--rounds N]
  *
  * @module
  */
@@ -145,13 +145,13 @@ function _isFile(path: string): boolean {
   }
 }
 
-/** Measures and prints the rows; `against` adds the sim, node and shipped-sim rows of another checkout. */
+/** Measures and prints the rows; `against` adds the sim, node and shipped rows of other checkouts. */
 export async function benchStart(
   out: (line: string) => void,
-  opts: { rounds?: number; against?: string } = {},
+  opts: { rounds?: number; against?: readonly string[] } = {},
 ): Promise<void> {
   const rounds = opts.rounds ?? 5;
-  const roots = [ROOT, ...(opts.against ? [opts.against.endsWith("/") ? opts.against : `${opts.against}/`] : [])];
+  const roots = [ROOT, ...(opts.against ?? []).map((d) => d.endsWith("/") ? d : `${d}/`)];
   const work = await Deno.makeTempDir({ prefix: "bcd-bench-start-" });
   const bareScript = `${work}/bare.ts`;
   await Deno.writeTextFile(
@@ -232,6 +232,23 @@ export async function benchStart(
         run: () => _toHello(..._shipped(root, "node", helped.agentFlags()), helped.config, {}, root),
         xs: [],
       });
+      if (root === ROOT) {
+        // What warm-cache saves (runtimes/daemon/code_cache.ts): the same start with a DENO_DIR of its own each time.
+        rows.push({
+          name: "node role as shipped, cold: an empty DENO_DIR each start (no V8 code cache)",
+          run: async () => {
+            const denoDir = await Deno.makeTempDir({ dir: work, prefix: "deno-dir-" });
+            try {
+              return await _toHello(..._shipped(root, "node", helped.agentFlags()), helped.config, {
+                DENO_DIR: denoDir,
+              }, root);
+            } finally {
+              await Deno.remove(denoDir, { recursive: true });
+            }
+          },
+          xs: [],
+        });
+      }
     }
   }
   try {
@@ -275,7 +292,7 @@ export async function benchStart(
 if (import.meta.main) {
   const { values } = parseArgs({
     args: Deno.args,
-    options: { against: { type: "string" }, rounds: { type: "string" } },
+    options: { against: { type: "string", multiple: true }, rounds: { type: "string" } },
   });
   await benchStart((s) => Deno.stdout.writeSync(new TextEncoder().encode(s + "\n")), {
     ...(values.rounds ? { rounds: Number(values.rounds) } : {}),
