@@ -111,7 +111,7 @@ Deno.test("importing the Ed25519 module (WebCrypto verifier, signing, hex) loads
 Deno.test("importing the envelope verifier and its Ed25519 thread loads no node: module: node:worker_threads and node:crypto load with the first verification", async () => {
   for (const m of ["core/pki/envelope.ts", "core/pki/ed25519_thread.ts"]) {
     const graph = await staticGraph(m);
-    assert.ok(graph.includes("core/pki/ed25519_thread.ts"), "the graph was read");
+    assert.ok(graph.includes(m), "the graph was read");
     assert.deepEqual(graph.filter((d) => d.startsWith("node:")), [], m);
   }
 });

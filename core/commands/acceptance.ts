@@ -54,7 +54,7 @@ export interface AcceptanceContext {
   /** `unbatched_destructive_per_hour`. */
   unbatchedPerHour(): number;
   /**
-   * The signature check's Ed25519 verifier; default the process's Ed25519 thread (`verifyEd25519Batched`). It
+   * The signature check's Ed25519 verifier; default WebCrypto (`verifyEd25519`; `verifyEd25519Batched` is the thread). It
    * resolves a verdict or rejects without one (`VerifierThreadError`), which the checks let propagate: a verifier
    * that cannot decide never admits a command nor refuses it as `BAD_SIGNATURE`.
    */

@@ -3,13 +3,15 @@
  * `{"v":1,"purpose":"command"|"desired-state","cert":<worker certificate>,"sig":<b64 64 bytes>}`, where `sig` is the
  * worker key's Ed25519 signature over `signedMessage(purpose, <exact body bytes>)`. The verifier checks the bytes it
  * received, never a re-encoding, and builds the signed message from the purpose it expects. The worker key's signature
- * is checked on the process's Ed25519 thread, batched with the other checks of the same turn (`ed25519_thread.ts`):
- * every delivered command pays for one, and on the event loop that was its largest single cost (issue 24).
+ * is checked through WebCrypto by default, which Deno runs off the event loop's thread. The process's Ed25519 thread
+ * (`ed25519_thread.ts`, checks of one turn batched through shared memory) is the measured alternative a caller may
+ * pass: in the same runs it cost the loop no less per settled command (−9 ± 14 µs, 15 alternating pairs on an
+ * idle host), added ~77 µs to a lone check and 18–21 MiB once started, and production deliveries reach it one at a
+ * time (1.2 checks per batch through the session), so it is not the default (issue 24).
  *
  * @module
  */
-import { signEd25519, type SigningKeyPair } from "./ed25519.ts";
-import { verifyEd25519Batched } from "./ed25519_thread.ts";
+import { signEd25519, type SigningKeyPair, verifyEd25519 } from "./ed25519.ts";
 import { decodeBoundedJson, encodeJson, fromBase64, PkiFormatError, toBase64 } from "./codec.ts";
 import {
   certificateFromJson,
@@ -43,8 +45,8 @@ export async function signEnvelope(signer: WorkerSigner, purpose: Purpose, bytes
  * worker certificate that signed. Throws {@link SignatureError}: `missing` (no or empty envelope), `malformed`,
  * `wrong-purpose` (an envelope or certificate for another purpose), `unknown-key`, `certificate-invalid`,
  * `certificate-expired`, `invalid` (the signature does not verify over these bytes). The worker key's signature goes
- * to `verify` (default: the process's Ed25519 thread); when that rejects (`VerifierThreadError`: the thread failed),
- * so does this, with no verdict.
+ * to `verify` (default: WebCrypto); when that rejects (e.g. `VerifierThreadError`: an Ed25519 thread failed), so does
+ * this, with no verdict.
  */
 export async function verifyEnvelope(
   roots: readonly Uint8Array[],
@@ -52,7 +54,7 @@ export async function verifyEnvelope(
   bytes: Uint8Array,
   envelope: Uint8Array | undefined,
   nowMs: number,
-  verify: Ed25519Verify = verifyEd25519Batched,
+  verify: Ed25519Verify = verifyEd25519,
 ): Promise<WorkerCertificate> {
   if (envelope === undefined || envelope.length === 0) throw new SignatureError("missing", "no signature");
   let cert: WorkerCertificate;
