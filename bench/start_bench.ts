@@ -8,7 +8,8 @@
  *   log line to stderr and one encoded `NodeFrame` to stdout: what any agent built on these parts pays;
  * - the sim role from source with its own flags, the node role from source beside a real `bcd-helper`, and both as
  *   shipped (`make bundle`'s `dist/bcd-sim/bcd-sim`; `dist/bcd-node`'s own Deno on its bundle, with the role's flags
- *   plus the test helper's socket and fake `nvidia-smi`), when built.
+ *   plus the test helper's socket and fake `nvidia-smi`), when built; the shipped node's first start in a fresh
+ *   `DENO_DIR` after the launcher's `warm-cache` (every chunk) and after the entry's own (its static graph).
  *
  * `--against DIR` (repeatable) runs the sim, node and shipped rows from another checkout too (a `git worktree` of the base
  * commit, with `deno install` and, for the shipped row, `make bundle` done there), in the same interleaved rounds, so a
@@ -136,6 +137,32 @@ function _shipped(root: string, role: string, flags: string[]): [string, string[
   ]];
 }
 
+/**
+ * The shipped node's first start in a fresh `DENO_DIR` after a warm-up: the launcher's `warm-cache` (the entry and
+ * every chunk, `warm-cache.js`) or the role's own `warm-cache` subcommand run on the entry (its static graph only).
+ */
+async function _afterWarmCache(
+  root: string,
+  flags: string[],
+  config: string,
+  via: "launcher" | "subcommand",
+): Promise<Start> {
+  const denoDir = await Deno.makeTempDir({ prefix: "bcd-bench-deno-dir-" });
+  try {
+    const [cmd, args] = via === "launcher" ? [`${root}dist/bcd-node/bcd-node`, []] : _shipped(root, "node", flags);
+    const warm = await new Deno.Command(cmd, {
+      args: [...args, "warm-cache"],
+      env: { DENO_DIR: denoDir },
+      stdout: "null",
+      stderr: "piped",
+    }).output();
+    if (!warm.success) throw new Error(`exited ${warm.code} in warm-cache: ${new TextDecoder().decode(warm.stderr)}`);
+    return await _toHello(..._shipped(root, "node", flags), config, { DENO_DIR: denoDir }, root);
+  } finally {
+    await Deno.remove(denoDir, { recursive: true });
+  }
+}
+
 function _isFile(path: string): boolean {
   try {
     return Deno.statSync(path).isFile;
@@ -233,6 +260,13 @@ export async function benchStart(
         xs: [],
       });
       if (root === ROOT) {
+        rows.push(...(["subcommand", "launcher"] as const).map((via) => ({
+          name: `node role as shipped, first start in a fresh DENO_DIR after ${
+            via === "launcher" ? "bcd-node warm-cache (every chunk)" : "the entry's warm-cache (static graph)"
+          }`,
+          run: () => _afterWarmCache(root, helped.agentFlags(), helped.config, via),
+          xs: [],
+        })));
         // What warm-cache saves (runtimes/daemon/code_cache.ts): the same start with a DENO_DIR of its own each time.
         rows.push({
           name: "node role as shipped, cold: an empty DENO_DIR each start (no V8 code cache)",
