@@ -24,7 +24,7 @@ import { HelperUpgrader } from "../runtimes/daemon/helper_upgrader.ts";
 import { ReleaseStore } from "../runtimes/daemon/release_store.ts";
 import { signalSupervisedAgent, systemdRestart } from "../runtimes/daemon/restart.ts";
 import { supervise } from "../runtimes/daemon/supervisor.ts";
-import { AGENT_DENO_DIR, AGENT_USER, warmCodeCache } from "../runtimes/daemon/code_cache.ts";
+import { AGENT_DENO_DIR, AGENT_USER, cacheDirOwner, warmCodeCache } from "../runtimes/daemon/code_cache.ts";
 import { passwdIdentity } from "../runtimes/helper/plugin_user.ts";
 import { systemdRuns } from "../runtimes/helper/host_backends.ts";
 import { readIdentity } from "../core/journal/mod.ts";
@@ -124,7 +124,8 @@ const SERVE: Subcommand = {
       releaseKeys: () => _releaseKeys(config, agentDataDir),
       restart: () => systemdRuns() ? systemdRestart(role) : signalSupervisedAgent(config.daemon.releasesDir),
       // Under the packaged units the agent runs as bcd with its DENO_DIR in /var/cache/bcd: warm that before the
-      // restart (a supervised agent keeps whatever DENO_DIR its supervisor gives it, and compiles at its start).
+      // restart. A supervised agent gets the same DENO_DIR from its launcher when it runs as that dir's owner: warm it
+      // as the owner where the dir exists (elsewhere it keeps Deno's default and compiles at its start).
       ...(systemdRuns()
         ? {
           warm: async () =>
@@ -135,7 +136,13 @@ const SERVE: Subcommand = {
               denoDir: AGENT_DENO_DIR,
             }),
         }
-        : {}),
+        : {
+          warm: async () => {
+            const owner = await cacheDirOwner(AGENT_DENO_DIR);
+            if (owner === null) return log.info({ dir: AGENT_DENO_DIR }, "daemon: no agents' cache dir to warm");
+            await warmCodeCache({ releasesDir: config.daemon.releasesDir, role, ...owner, denoDir: AGENT_DENO_DIR });
+          },
+        }),
       confirmTimeoutMs: config.daemon.confirmTimeoutMs,
       log,
     });

@@ -35,6 +35,23 @@ export interface WarmTarget {
   readonly denoDir: string;
 }
 
+/**
+ * The user an agent's launcher gives `denoDir` to when no unit names a `DENO_DIR` (a supervised agent): the owner of
+ * its parent directory (`/var/cache/bcd`; `roles/build.ts` AGENT_CACHE_DIR), or `null` where that is absent, not a
+ * directory, or root's (the cache is never warmed as root).
+ */
+export async function cacheDirOwner(denoDir: string): Promise<{ uid: number; gid: number } | null> {
+  let st: Deno.FileInfo;
+  try {
+    st = await Deno.lstat(denoDir.slice(0, denoDir.lastIndexOf("/")));
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return null;
+    throw e;
+  }
+  if (!st.isDirectory || st.uid === null || st.gid === null || st.uid === 0 || st.gid === 0) return null;
+  return { uid: st.uid, gid: st.gid };
+}
+
 /** The command {@link warmCodeCache} runs: the build's launcher `warm-cache`, dropped to the agent's ids, clean env. */
 export function warmCommand(t: WarmTarget): { cmd: string; args: string[]; env: Record<string, string> } {
   if (t.uid === 0 || t.gid === 0) throw new RangeError("the code cache is warmed as the agent's user, never root");

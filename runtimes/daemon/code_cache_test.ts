@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { warmCodeCache, warmCommand } from "./code_cache.ts";
+import { cacheDirOwner, warmCodeCache, warmCommand } from "./code_cache.ts";
 
 Deno.test("warmCommand: the unit's path (current/bcd-<role>) with warm-cache, as the agent's ids, in a clean env with DENO_DIR; never as root", () => {
   const c = warmCommand({ releasesDir: "/opt/bcd", role: "node", uid: 998, gid: 997, denoDir: "/var/cache/bcd/deno" });
@@ -37,6 +37,26 @@ Deno.test({
         warmCodeCache({ releasesDir: dir, role: "node", uid: 65534, gid: 65534, denoDir: cache }),
         /failed \(exit 3\): deno: cannot open bcd-node\.js/,
       );
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name: "cacheDirOwner: the owner of the DENO_DIR's parent (whom the launcher gives it); none when absent or root's",
+  ignore: Deno.uid() !== 0 && (console.log("  (skipped: chown to another uid needs root)"), true),
+  async fn() {
+    const dir = await Deno.makeTempDir({ prefix: "bcd-cache-owner-" });
+    try {
+      assert.equal(await cacheDirOwner(`${dir}/bcd/deno`), null, "absent");
+      await Deno.mkdir(`${dir}/bcd`);
+      assert.equal(await cacheDirOwner(`${dir}/bcd/deno`), null, "root's: never warmed as root");
+      await Deno.chown(`${dir}/bcd`, 998, 997);
+      assert.deepEqual(await cacheDirOwner(`${dir}/bcd/deno`), { uid: 998, gid: 997 });
+      await Deno.writeTextFile(`${dir}/file`, "");
+      await Deno.chown(`${dir}/file`, 998, 997);
+      assert.equal(await cacheDirOwner(`${dir}/file/deno`), null, "not a directory");
     } finally {
       await Deno.remove(dir, { recursive: true });
     }
