@@ -165,3 +165,28 @@ export function plain(type: protobuf.Type, value: unknown): Record<string, unkno
   }
   return out;
 }
+
+/**
+ * A seeded mutator for the fuzz tests: each call returns `valid` with 1–4 bytes flipped, inserted or removed by an
+ * xorshift PRNG started at `seed`, so a failure reproduces from the same seed.
+ */
+export function byteMutator(seed: number): (valid: Uint8Array) => Uint8Array {
+  let s = seed;
+  const rand = (n: number) => {
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    return (s >>> 0) % n;
+  };
+  return (valid) => {
+    const bytes = Array.from(valid);
+    for (let m = 1 + rand(4); m > 0 && bytes.length > 0; m--) {
+      const at = rand(bytes.length);
+      const op = rand(3);
+      if (op === 0) bytes[at] = rand(256);
+      else if (op === 1) bytes.splice(at, 0, rand(256));
+      else bytes.splice(at, 1);
+    }
+    return new Uint8Array(bytes);
+  };
+}
