@@ -142,6 +142,11 @@ export interface TunnelAgentView {
   serverNow(): Promise<number>;
   /** The instances of the spec held now. */
   instances(): readonly DialInstance[];
+  /**
+   * Resolves once the pass over the journal's spec that the agent's start began has ended: until then the JWKS and the
+   * instances a ticket is checked against are not the held spec's yet (that pass no longer holds the first Hello back).
+   */
+  ready(): Promise<void>;
 }
 
 /**
@@ -475,6 +480,7 @@ export async function startAgent(w: RoleWiring, o: AgentStart): Promise<StartedA
   const tunnels = w.tunnels?.(ctx, {
     serverNow: async () => Math.max(started?.serverNow() ?? clock.now(), (await journal.meta()).serverTimeMark),
     instances: () => started?.held?.spec.instances?.instances ?? [],
+    ready: () => started?.startPass ?? Promise.resolve(),
   });
   const telemetry = await DeferredTelemetry.create({
     role: w.role,

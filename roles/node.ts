@@ -169,6 +169,7 @@ export const COMMANDS: Record<string, Subcommand> = {
         ledger: ctx.journal,
         dialer: new InstanceDialer({ instances: agent.instances }),
         serverNow: agent.serverNow,
+        ready: agent.ready,
         log: ctx.log,
       }),
     handlers(ctx) {

@@ -74,6 +74,12 @@ export interface TunnelsOptions {
   readonly dialer: TunnelDialer;
   /** Server time now, ms, floored at the server time mark. */
   serverNow(): Promise<number>;
+  /**
+   * Resolves when the JWKS and the instances held are the held spec's: after a restart the agent's first pass over
+   * the journal's spec runs beside the session, and a ticket judged before it ends would be refused `unknown-kid`
+   * (or its instance `instance-unknown`) although the spec grants it. Absent: ready at once.
+   */
+  ready?(): Promise<void>;
   readonly log: Logger;
   readonly window?: number;
   /** Called when a tunnel stops reading the instance to wait for acks (tests wait on it). */
@@ -140,6 +146,7 @@ export class Tunnels {
       if (port !== TUNNEL_PORT) {
         throw new TicketRefused("ticket-wrong-port", `tunnels dial port ${TUNNEL_PORT} only, not ${port}`);
       }
+      await this.#o.ready?.();
       const claims = await verifyTicket(m.ticket ?? "", this.#o.jwks, {
         nodeId: this.#o.nodeId,
         instance,

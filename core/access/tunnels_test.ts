@@ -230,3 +230,38 @@ Deno.test("flow control: the node stops reading at a window unacknowledged, and 
     await j.close();
   }
 });
+
+Deno.test("a ticket that arrives before the held spec's first pass has ended waits for it, then is judged by its JWKS", async () => {
+  await using d = await tempDataDir();
+  const j = await openTest(d.dir, clock);
+  const inst = await instance();
+  const out = new Out();
+  // After a restart the JWKS is empty until the pass over the journal's spec takes the spec's.
+  const held = new JwksHolder();
+  let passEnded!: () => void;
+  const firstPass = new Promise<void>((r) => passEnded = r);
+  const tun = new Tunnels({
+    nodeId: "n1",
+    jwks: held,
+    ledger: j,
+    dialer: inst.dialer,
+    serverNow: () => Promise.resolve(clock.now()),
+    ready: () => firstPass,
+    log: silentLogger(),
+  });
+  try {
+    const opened = tun.open(
+      { tunnel_id: "early", ticket: await signTicket(signer, claims), instance_id: "i-1", port: 22 },
+      out,
+    );
+    await held.take(jwksOf([signer]));
+    passEnded();
+    await opened;
+    assert.deepEqual(out.frames.filter((f) => "tunnel_close" in f), [], "not refused unknown-kid");
+    assert.deepEqual(inst.dials, ["i-1:22"]);
+    tun.close({ tunnel_id: "early" });
+  } finally {
+    await inst.close();
+    await j.close();
+  }
+});
