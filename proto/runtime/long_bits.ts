@@ -36,20 +36,8 @@ export class LongBits {
    * truncate, `NaN` is 0.
    */
   static fromNumber(value: number): LongBits {
-    if (value === 0) return new LongBits(0, 0);
-    const sign = value < 0;
-    if (sign) value = -value;
-    let lo = value >>> 0;
-    let hi = (value - lo) / _2_32 >>> 0;
-    if (sign) {
-      hi = ~hi >>> 0;
-      lo = ~lo >>> 0;
-      if (++lo > 4294967295) {
-        lo = 0;
-        if (++hi > 4294967295) hi = 0;
-      }
-    }
-    return new LongBits(lo, hi);
+    splitNumber(value);
+    return new LongBits(SPLIT.lo, SPLIT.hi);
   }
 
   /**
@@ -67,4 +55,28 @@ export class LongBits {
     }
     throw new TypeError(`a 64-bit field takes a number, a decimal string or {low, high}; got ${typeof value}`);
   }
+}
+
+/** The halves {@link splitNumber} computed last (module state: the writer splits every 64-bit number with no object). */
+export const SPLIT = { lo: 0, hi: 0 };
+
+/**
+ * Sets {@link SPLIT} to the halves of a number, as protobufjs computes them: the integer part, two's complement when
+ * negative; fractions truncate, `NaN` is 0.
+ */
+export function splitNumber(value: number): void {
+  const sign = value < 0;
+  if (sign) value = -value;
+  let lo = value >>> 0;
+  let hi = (value - lo) / _2_32 >>> 0;
+  if (sign) {
+    hi = ~hi >>> 0;
+    lo = ~lo >>> 0;
+    if (++lo > 4294967295) {
+      lo = 0;
+      if (++hi > 4294967295) hi = 0;
+    }
+  }
+  SPLIT.lo = lo;
+  SPLIT.hi = hi;
 }

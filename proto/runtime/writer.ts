@@ -15,7 +15,7 @@
  * @module
  */
 
-import { LongBits } from "./long_bits.ts";
+import { LongBits, SPLIT, splitNumber } from "./long_bits.ts";
 import { base64Decode, base64Length } from "./base64.ts";
 import { utf8Length, utf8Write, utf8WriteLong } from "./utf8.ts";
 
@@ -66,26 +66,15 @@ function _writeVarint32(value: number, buf: Uint8Array, pos: number): number {
 // The halves of the last 64-bit value split by _bits (module state: no object per number written).
 let _lo = 0, _hi = 0;
 
-/** Splits a 64-bit field's value into `_lo`/`_hi`: numbers here, as {@link LongBits.fromNumber}; the rest by it. */
+/** Splits a 64-bit field's value into `_lo`/`_hi`: numbers by {@link splitNumber} (no object), the rest by {@link LongBits.from}. */
 function _bits(value: unknown): void {
   if (typeof value !== "number") {
     const bits = LongBits.from(value);
     _lo = bits.lo, _hi = bits.hi;
     return;
   }
-  const sign = value < 0;
-  if (sign) value = -value;
-  let lo = (value as number) >>> 0;
-  let hi = ((value as number) - lo) / 4294967296 >>> 0;
-  if (sign) {
-    hi = ~hi >>> 0;
-    lo = ~lo >>> 0;
-    if (++lo > 4294967295) {
-      lo = 0;
-      if (++hi > 4294967295) hi = 0;
-    }
-  }
-  _lo = lo, _hi = hi;
+  splitNumber(value);
+  _lo = SPLIT.lo, _hi = SPLIT.hi;
 }
 
 function _writeVarint64(lo: number, hi: number, buf: Uint8Array, pos: number): number {
