@@ -42,8 +42,12 @@ export interface ApplyContext {
 /** A section's converger. `plan` must be idempotent: planning a converged section yields no action. */
 export interface SectionConverger<D = unknown, O = unknown, A = unknown> {
   readonly section: SectionName;
-  /** Reads the host's current state for this section. */
-  observe(ctx: ApplyContext): Promise<O>;
+  /**
+   * Reads the host's current state for this section. `desired` is the section the pass then plans (the engine hands
+   * it over as held), so that an observation can leave out what no plan of it could use; an observation made
+   * without it is complete.
+   */
+  observe(ctx: ApplyContext, desired?: D): Promise<O>;
   /** The actions that move `observed` to `desired` (`undefined` when the spec leaves the section empty). */
   plan(desired: D | undefined, observed: O): readonly A[];
   /** Carries out the actions. */
@@ -97,6 +101,11 @@ export class ConvergenceEngine {
   #running: Promise<StatusSnapshot> | undefined;
   #passes = 0;
   #unknownReported = new Set<string>();
+  /**
+   * Each section's child logger, kept while the generation and the engine logger's level are those it was made with
+   * (a child takes its parent's level when made); a child per section and pass was a cost of every idle pass.
+   */
+  readonly #logs = new Map<SectionName, { generation: number; level: string; log: Logger }>();
   readonly #clock: Pick<Clock, "monotonic"> | undefined;
   /** Called with each pass's duration in ms on the engine's monotonic clock (telemetry). */
   onPass: ((ms: number) => void) | undefined;
@@ -205,6 +214,15 @@ export class ConvergenceEngine {
     return out;
   }
 
+  #sectionLog(section: SectionName, generation: number): Logger {
+    const had = this.#logs.get(section);
+    const level = this.#log.level;
+    if (had?.generation === generation && had.level === level) return had.log;
+    const log = this.#log.child({ section, generation });
+    this.#logs.set(section, { generation, level, log });
+    return log;
+  }
+
   async #section(section: SectionName, desired: unknown, generation: number): Promise<SectionStatus> {
     const conv = this.#convergers.get(section);
     const cond = "SectionUnsupported";
@@ -217,11 +235,11 @@ export class ConvergenceEngine {
       this.conditions.set(cond, section, "True", reason, `bcd has no converger for section ${section}`);
       return { section, state: "UNSUPPORTED", generation, reason, message: `no converger for section ${section}` };
     }
-    const log = this.#log.child({ section, generation });
+    const log = this.#sectionLog(section, generation);
     const ctx: ApplyContext = { generation, conditions: this.conditions, log };
     let outcome: ApplyOutcome;
     try {
-      const observed = await conv.observe(ctx);
+      const observed = await conv.observe(ctx, desired);
       const actions = conv.plan(desired, observed);
       outcome = actions.length === 0 ? { kind: "converged" } : await conv.apply(actions, desired, ctx);
     } catch (e) {

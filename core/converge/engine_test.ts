@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { silentLogger } from "../log/mod.ts";
+import { memoryLogger, silentLogger } from "../log/mod.ts";
 import { ConditionSet } from "./conditions.ts";
 import { type ApplyOutcome, ConvergenceEngine, type SectionConverger, TerminalSectionError } from "./engine.ts";
 import { ConvergeLoop, DRIFT_INTERVAL_MS, RETRY_INTERVAL_MS } from "./loop.ts";
@@ -285,4 +285,24 @@ Deno.test("a NodeSpec section number bcd does not know is UNSUPPORTED with the f
   const s4 = await e.pass();
   assert.equal(s4.sections.length, SECTION_ORDER.length);
   assert.ok(!s4.conditions.some((x) => x.type === "SectionUnsupported"), "its condition clears once it is gone");
+});
+
+Deno.test("a section's logger carries the pass's generation and follows the engine logger's level", async () => {
+  const { logger, lines } = memoryLogger("info");
+  const logging: SectionConverger<number, number, number> = {
+    section: "host",
+    observe: (ctx) => (ctx.log.debug({ step: "observe" }, "observing"), Promise.resolve(0)),
+    plan: () => [],
+    apply: () => Promise.resolve(CONVERGED),
+  };
+  const e = new ConvergenceEngine({ convergers: [logging], log: logger });
+  e.hold({ generation: 1, specHash: "a", sections: { host: 1 } });
+  await e.pass();
+  assert.equal(lines.filter((l) => l.step === "observe").length, 0, "debug is below the engine logger's level");
+  logger.level = "debug";
+  await e.pass();
+  e.hold({ generation: 2, specHash: "b", sections: { host: 1 } });
+  await e.pass();
+  const seen = lines.filter((l) => l.step === "observe").map((l) => [l.section, l.generation]);
+  assert.deepEqual(seen, [["host", 1], ["host", 2]]);
 });

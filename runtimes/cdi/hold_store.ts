@@ -79,28 +79,43 @@ export class CdiHoldStore implements HoldStore {
     // Every spec is looked at on every pass: stat'ed, and read and parsed again whenever its inode, size or mtime
     // changed (an atomic rewrite is a new inode). The stats are synchronous: an lstat of a local file takes a few
     // microseconds, while each async one is a round trip through the runtime's blocking pool (~20 µs here, 64 holds
-    // made it most of an idle pass). Reads of changed specs stay async and concurrent.
-    const specs = cdiNames.map((name) => [name, _SPEC.exec(name)] as const)
-      .filter(([, m]) => m !== null && isValidAllocationId(m[1]!));
-    const read = await Promise.all(specs.map(async ([name, m]) => {
+    // made it most of an idle pass). A spec parsed at the same stat key is taken as it was, with no promise of its
+    // own; reads of changed specs stay async and concurrent, and every failure goes through one `Promise.all`.
+    type _Read = { hold?: ObservedHold; bad?: UnreadableHold };
+    const read: (_Read | Promise<_Read>)[] = [];
+    for (const name of cdiNames) {
+      const m = _SPEC.exec(name);
+      if (m === null || !isValidAllocationId(m[1]!)) continue;
       const path = `${this.cdiDir}/${name}`;
-      try {
-        const st = Deno.lstatSync(path);
-        if (!st.isFile) throw new CdiSpecError(`${path} is not a regular file${st.isSymlink ? " (a link)" : ""}`);
-        const key = `${st.ino}:${st.size}:${st.mtime?.getTime()}`;
-        const hit = this.#parsed.get(name);
-        if (hit?.key === key) return { hold: hit.hold };
-        const hold = parseCdiSpec(m![1]!, await _readBounded(path, st));
-        this.#parsed.set(name, { key, hold });
-        return { hold };
-      } catch (e) {
+      const bad = (e: unknown): _Read => {
         if (e instanceof Deno.errors.NotFound) return {}; // removed since the directory was read
         if (!(e instanceof CdiSpecError)) throw e;
         this.#parsed.delete(name);
-        return { bad: { allocationId: m![1]!, path, problem: e.message } };
+        return { bad: { allocationId: m[1]!, path, problem: e.message } };
+      };
+      let st: Deno.FileInfo;
+      try {
+        st = Deno.lstatSync(path);
+        if (!st.isFile) throw new CdiSpecError(`${path} is not a regular file${st.isSymlink ? " (a link)" : ""}`);
+      } catch (e) {
+        read.push(Promise.reject(e).catch(bad));
+        continue;
       }
-    }));
-    for (const r of read) {
+      const key = `${st.ino}:${st.size}:${st.mtime?.getTime()}`;
+      const hit = this.#parsed.get(name);
+      if (hit?.key === key) {
+        read.push({ hold: hit.hold });
+        continue;
+      }
+      read.push(
+        _readBounded(path, st).then((text) => {
+          const hold = parseCdiSpec(m[1]!, text);
+          this.#parsed.set(name, { key, hold });
+          return { hold };
+        }).catch(bad),
+      );
+    }
+    for (const r of await Promise.all(read)) {
       if (r.hold) holds.push(r.hold);
       else if (r.bad) unreadable.push(r.bad);
     }

@@ -6,7 +6,7 @@
  * @module
  */
 import type { Logger } from "../../log/mod.ts";
-import type { DevicesSection } from "./assignment.ts";
+import type { DeviceAssignment, DevicesSection } from "./assignment.ts";
 import { boundHoldsCommittedBytes, type HostMemory } from "./admission.ts";
 import type { GpuInventory } from "./inventory.ts";
 import { applyDevices, type DevicesMemory, type DevicesOutcome } from "./apply.ts";
@@ -60,6 +60,11 @@ export async function dirExists(path: string): Promise<boolean> {
   }
 }
 
+/** Whether an assignment books huge pages (whose faulted usage admission then counts). */
+function _booksHugePages(a: DeviceAssignment): boolean {
+  return (a.limits?.hugepages_2mi ?? 0) > 0 || (a.limits?.hugepages_1gi ?? 0) > 0;
+}
+
 /** The `devices` section converger. */
 export class DevicesConverger {
   readonly section = "devices" as const;
@@ -75,6 +80,8 @@ export class DevicesConverger {
   }
 
   #held = 0;
+  /** The section the last `observe` mapped, for the `plan` that follows it with the same object (mapped once). */
+  #mapped: { readonly from: object; readonly section: DevicesSection } | undefined;
 
   /** The holds the last pass read from the host (telemetry's `bcd.gpu.holds`). */
   heldCount(): number {
@@ -82,57 +89,75 @@ export class DevicesConverger {
   }
 
   /**
-   * Reads the host: holds, slices, inventory, memory. Throws (retryable) when the holds or slices cannot be read; an
-   * unreadable GPU inventory only holds back new holds, so a host without GPUs still converges an empty section.
+   * Reads the host: holds, slices, inventory, memory, all at once (each a helper request or a tool run on a real
+   * host). Throws (retryable) when the holds or slices cannot be read; an unreadable GPU inventory only holds back
+   * new holds, so a host without GPUs still converges an empty section.
+   *
+   * The huge pages a slice faulted in count only for a hold whose assignment books huge pages (admission counts
+   * what such a hold booked and has not faulted in yet): given the `desired` section the pass plans, only those
+   * slices' usage is read; without it, every hold slice's is.
    */
-  async observe(ctx: DevicesContext): Promise<DevicesObserved> {
+  async observe(ctx: DevicesContext, desired?: WireDevicesSection | DevicesSection): Promise<DevicesObserved> {
     const o = this.opts;
-    const [listing, slices] = await Promise.all([o.holds.list(), o.slices.list()]);
-    this.#held = listing.holds.length;
-    let inventory: GpuInventory | undefined;
-    let inventoryProblem: string | undefined;
-    try {
-      inventory = await o.gpu.query();
-    } catch (e) {
-      if (e instanceof NoGpuDriver) {
-        // A CPU-only host: no GPUs at all, not an unreadable inventory. An assignment naming one fails
-        // device-missing (terminal) instead of waiting for an inventory that will never come.
-        inventory = { gpus: [] };
-        ctx.log.debug({ reason: e.reason, err: e.message }, "no NVIDIA driver: no GPUs on this host");
-      } else {
-        inventoryProblem = e instanceof Error ? e.message : String(e);
-        ctx.log.warn({ err: inventoryProblem }, "GPU inventory unreadable; new holds wait for it");
-      }
-    }
-    let host: HostMemory | undefined;
-    let hostProblem: string | undefined;
-    try {
-      host = await o.hostMemory.read();
-    } catch (e) {
-      hostProblem = e instanceof Error ? e.message : String(e);
-      ctx.log.warn({ err: hostProblem }, "host memory unreadable");
-    }
-    const hugetlbUsage = new Map<string, { bytes2MB: number; bytes1GB: number }>();
-    for (const name of slices) {
-      const id = allocationIdOfSlice(name);
-      const u = id === undefined ? undefined : await o.slices.hugetlbUsage(name);
-      if (id !== undefined && u) hugetlbUsage.set(id, u);
-    }
     const mpsDir = o.mpsPipeDirectory ?? MPS_PIPE_DIRECTORY;
-    const mps = await (o.dirExists ?? dirExists)(mpsDir);
+    const [[listing, slices], inv, mem, mps, announced] = await Promise.all([
+      Promise.all([o.holds.list(), o.slices.list()]),
+      this.#inventory(ctx),
+      this.#hostMemory(ctx),
+      (o.dirExists ?? dirExists)(mpsDir),
+      o.announced?.(),
+    ]);
+    this.#held = listing.holds.length;
+    const section = desired === undefined ? undefined : devicesSectionFromWire(desired);
+    const books = section && new Set(section.assignments.filter((a) => _booksHugePages(a)).map((a) => a.allocation_id));
+    const usage = await Promise.all(slices.map(async (name) => {
+      const id = allocationIdOfSlice(name);
+      if (id === undefined || (books && !books.has(id))) return undefined;
+      const u = await o.slices.hugetlbUsage(name);
+      return u && ([id, u] as const);
+    }));
+    const hugetlbUsage = new Map<string, { bytes2MB: number; bytes1GB: number }>();
+    for (const u of usage) if (u) hugetlbUsage.set(u[0], u[1]);
+    this.#mapped = section && { from: desired!, section };
     return {
       listing,
       slices,
-      inventory,
-      inventoryProblem,
-      host,
-      hostProblem,
+      ...inv,
+      ...mem,
       hugetlbUsage,
       mpsPipeDirectory: mps ? mpsDir : undefined,
       passthrough: o.passthrough?.() ?? [],
       domainCommittedBytes: o.domainCommittedBytes?.() ?? 0,
-      announced: o.announced ? await o.announced() : undefined,
+      announced,
     };
+  }
+
+  /** The GPU inventory, or why it is unreadable; a host without the NVIDIA driver has no GPUs. */
+  async #inventory(ctx: DevicesContext): Promise<{ inventory?: GpuInventory; inventoryProblem?: string }> {
+    try {
+      return { inventory: await this.opts.gpu.query() };
+    } catch (e) {
+      if (e instanceof NoGpuDriver) {
+        // A CPU-only host: no GPUs at all, not an unreadable inventory. An assignment naming one fails
+        // device-missing (terminal) instead of waiting for an inventory that will never come.
+        ctx.log.debug({ reason: e.reason, err: e.message }, "no NVIDIA driver: no GPUs on this host");
+        return { inventory: { gpus: [] } };
+      }
+      const inventoryProblem = e instanceof Error ? e.message : String(e);
+      ctx.log.warn({ err: inventoryProblem }, "GPU inventory unreadable; new holds wait for it");
+      return { inventoryProblem };
+    }
+  }
+
+  /** The host's memory, or why it is unreadable. */
+  async #hostMemory(ctx: DevicesContext): Promise<{ host?: HostMemory; hostProblem?: string }> {
+    try {
+      return { host: await this.opts.hostMemory.read() };
+    } catch (e) {
+      const hostProblem = e instanceof Error ? e.message : String(e);
+      ctx.log.warn({ err: hostProblem }, "host memory unreadable");
+      return { hostProblem };
+    }
   }
 
   /**
@@ -140,7 +165,13 @@ export class DevicesConverger {
    * already-mapped {@link DevicesSection}; {@link devicesSectionFromWire} maps either.
    */
   plan(desired: WireDevicesSection | DevicesSection | undefined, observed: DevicesObserved): readonly DevicesAction[] {
-    const section = desired === undefined ? undefined : devicesSectionFromWire(desired);
+    const mapped = this.#mapped;
+    this.#mapped = undefined;
+    const section = desired === undefined
+      ? undefined
+      : mapped?.from === desired
+      ? mapped.section
+      : devicesSectionFromWire(desired);
     const actions = planDevices(section, observed);
     const bound = new Set(observed.listing.holds.map((h) => h.allocationId));
     for (const a of actions) if (a.kind === "bind") bound.add(a.assignment.allocation_id);

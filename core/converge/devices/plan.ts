@@ -187,6 +187,8 @@ export function planDevices(desired: DevicesSection | undefined, o: DevicesObser
   }
   const observed = new Map(o.listing.holds.map((h) => [h.allocationId, h]));
   const unreadable = new Map(o.listing.unreadable.map((u) => [u.allocationId, u]));
+  const slicesPresent = new Set(o.slices);
+  const envFiles = new Set(o.listing.envFiles);
 
   // Releases first: what they held is free for this pass's binds.
   const released = new Set<string>();
@@ -198,7 +200,7 @@ export function planDevices(desired: DevicesSection | undefined, o: DevicesObser
   for (const h of o.listing.holds) {
     if (wanted.has(h.allocationId)) continue;
     const name = sliceName(h.allocationId);
-    const slice = h.cgroupParent ?? (o.slices.includes(name) ? name : undefined);
+    const slice = h.cgroupParent ?? (slicesPresent.has(name) ? name : undefined);
     actions.push({ kind: "release", allocationId: h.allocationId, cdiDevices: holdCdiNames(h.devices), slice });
     released.add(h.allocationId);
   }
@@ -235,7 +237,7 @@ export function planDevices(desired: DevicesSection | undefined, o: DevicesObser
         h.devices.every((d, i) => d.atom === r.record.devices[i]!.atom);
       if (sameDevices) {
         if (r.slice) withSlice.add(r.slice.name);
-        if (r.slice && !o.slices.includes(r.slice.name)) {
+        if (r.slice && !slicesPresent.has(r.slice.name)) {
           actions.push({ kind: "ensure-slice", allocationId: a.allocation_id, slice: r.slice });
         }
         actions.push({ kind: "rewrite", record: r.record });
@@ -255,12 +257,12 @@ export function planDevices(desired: DevicesSection | undefined, o: DevicesObser
     }
     if (h.cgroupParent) {
       withSlice.add(h.cgroupParent);
-      if (!o.slices.includes(h.cgroupParent) && h.binding === "hold" && hasSliceLimits(a.limits)) {
+      if (!slicesPresent.has(h.cgroupParent) && h.binding === "hold" && hasSliceLimits(a.limits)) {
         const slice = { name: h.cgroupParent, settings: sliceSettings(a.limits!) };
         actions.push({ kind: "ensure-slice", allocationId: a.allocation_id, slice });
       }
     }
-    if (!o.listing.envFiles.includes(a.allocation_id) && r) actions.push({ kind: "rewrite", record: r.record });
+    if (!envFiles.has(a.allocation_id) && r) actions.push({ kind: "rewrite", record: r.record });
     if (o.announced && !o.announced.has(a.allocation_id)) {
       actions.push({ kind: "announce-bound", assignment: a, hold: h });
     }
