@@ -14,6 +14,8 @@ export class TakeAborted extends Error {
 export class AsyncQueue<T> {
   readonly #items: T[] = [];
   readonly #takers: { resolve: (v: T) => void; reject: (e: Error) => void }[] = [];
+  /** Set by {@link close}: a take that finds the queue empty rejects with it instead of waiting. */
+  #closed: Error | undefined;
 
   /** The number of items waiting. */
   get length(): number {
@@ -33,9 +35,13 @@ export class AsyncQueue<T> {
     return i < 0 ? undefined : this.#items.splice(i, 1)[0];
   }
 
-  /** The oldest item, waiting for one when empty; rejects with {@link TakeAborted} when `signal` aborts. */
+  /**
+   * The oldest item, waiting for one when empty; rejects with {@link TakeAborted} when `signal` aborts, and with the
+   * reason given to {@link close} once the queue is closed and empty.
+   */
   take(signal?: AbortSignal): Promise<T> {
     if (this.#items.length > 0) return Promise.resolve(this.#items.shift()!);
+    if (this.#closed !== undefined) return Promise.reject(this.#closed);
     return new Promise<T>((resolve, reject) => {
       if (signal?.aborted) return reject(new TakeAborted("aborted"));
       const onAbort = () => {
@@ -55,8 +61,9 @@ export class AsyncQueue<T> {
     });
   }
 
-  /** Rejects every waiting taker (shutdown). */
+  /** Rejects every waiting taker, and every later take that finds the queue empty (shutdown). */
   close(reason: Error): void {
+    this.#closed = reason;
     for (const t of this.#takers.splice(0)) t.reject(reason);
   }
 }

@@ -121,7 +121,9 @@ export class LanePool {
     while (!this.#stop.signal.aborted) {
       let job: LaneJob;
       try {
-        job = await this.#queue.take(this.#stop.signal);
+        // No stop signal here or in the workers' take: stop() closes the queues, which rejects a waiting take with
+        // LaneStopped, and a signal would cost an abort listener added and removed on every command.
+        job = await this.#queue.take();
       } catch (e) {
         if (e instanceof TakeAborted || e instanceof LaneStopped) return;
         throw e;
@@ -138,7 +140,7 @@ export class LanePool {
       }
       let release: () => void;
       try {
-        release = await this.locks.acquire(job.resources, abort.signal);
+        release = this.locks.tryAcquire(job.resources) ?? await this.locks.acquire(job.resources, abort.signal);
       } catch (e) {
         this.#feeding = undefined;
         this.#idle.put(true);
@@ -155,7 +157,7 @@ export class LanePool {
     while (true) {
       let item: { job: LaneJob; release: () => void };
       try {
-        item = await this.#handoff.take(this.#stop.signal);
+        item = await this.#handoff.take();
       } catch (e) {
         if (e instanceof TakeAborted || e instanceof LaneStopped) return;
         throw e;

@@ -109,3 +109,22 @@ Deno.test("LanePool: cancelQueued drops a queued job and one waiting for its loc
   assert.equal(bulk.cancelQueued("zzz"), false);
   await bulk.stop();
 });
+
+Deno.test("LanePool: stop waits for a running job, and its worker then ends instead of waiting for more", async () => {
+  const pool = new LanePool("bulk", new ResourceLocks());
+  const log: string[] = [];
+  const running = gatedJob("b0", log);
+  const queued = gatedJob("b1", log);
+  pool.submit(running);
+  pool.submit(queued);
+  await tick();
+  assert.deepEqual(log, ["start b0"]);
+  let stopped = false;
+  const stop = pool.stop().then(() => stopped = true);
+  await tick();
+  assert.equal(stopped, false, "the running job holds the stop");
+  assert.equal(queued.dropped_, true, "a queued job is dropped at the stop");
+  running.finish();
+  await stop;
+  assert.deepEqual(log, ["start b0", "dropped b1", "end b0"]);
+});

@@ -42,6 +42,28 @@ export class ResourceLocks {
    * first; keys taken so far are given back.
    */
   async acquire(keys: readonly string[], signal?: AbortSignal): Promise<() => void> {
+    return this.tryAcquire(keys) ?? await this.#acquire(keys, signal);
+  }
+
+  /**
+   * {@link acquire} when it need not wait: every key of `keys` free and no host lock held or waited for. Returns the
+   * release then, with the keys taken; otherwise takes nothing and returns undefined. Most commands name no key, or
+   * keys no other command holds: they skip the promise of {@link acquire} and its turns.
+   */
+  tryAcquire(keys: readonly string[]): (() => void) | undefined {
+    if (this.#hostHeld || this.#hostWaiters.length > 0) return undefined;
+    if (keys.length === 0) {
+      this.#holders++;
+      return this.#releaser([]);
+    }
+    const sorted = [...new Set(keys)].sort();
+    if (sorted.includes(HOST_LOCK) || sorted.some((k) => this.#held.has(k))) return undefined;
+    this.#holders++;
+    for (const k of sorted) this.#held.add(k);
+    return this.#releaser(sorted);
+  }
+
+  async #acquire(keys: readonly string[], signal?: AbortSignal): Promise<() => void> {
     const sorted = [...new Set(keys)].sort();
     if (sorted.includes(HOST_LOCK)) return await this.#acquireHost(signal);
     while (this.#hostHeld || this.#hostWaiters.length > 0) await this.#enqueue(this.#gateWaiters, signal);
@@ -59,6 +81,11 @@ export class ResourceLocks {
       this.#leave();
       throw e;
     }
+    return this.#releaser(taken);
+  }
+
+  /** Releases `taken` and leaves the holders, once however often it is called. */
+  #releaser(taken: readonly string[]): () => void {
     let released = false;
     return () => {
       if (released) return;
@@ -140,6 +167,6 @@ export class ResourceLocks {
       }
       return;
     }
-    for (const w of this.#gateWaiters.splice(0)) w.grant();
+    if (this.#gateWaiters.length > 0) { for (const w of this.#gateWaiters.splice(0)) w.grant(); }
   }
 }

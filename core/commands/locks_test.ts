@@ -54,3 +54,38 @@ Deno.test("ResourceLocks: the host lock waits for every holder and blocks newcom
   (await lp)();
   assert.equal(laterGot, true);
 });
+
+Deno.test("ResourceLocks: tryAcquire takes free keys at once and takes nothing when it would have to wait", () => {
+  const locks = new ResourceLocks();
+  const r1 = locks.tryAcquire(["gpu:GPU-1", "disk:/dev/sda", "gpu:GPU-1"]);
+  assert.ok(r1, "free keys are taken without waiting");
+  assert.equal(locks.isHeld("gpu:GPU-1"), true);
+  assert.equal(locks.isHeld("disk:/dev/sda"), true);
+  assert.equal(locks.tryAcquire(["gpu:GPU-2", "gpu:GPU-1"]), undefined, "one held key: nothing is taken");
+  assert.equal(locks.isHeld("gpu:GPU-2"), false);
+  assert.equal(locks.tryAcquire([HOST_LOCK]), undefined, "the host lock always goes through acquire");
+  const none = locks.tryAcquire([]);
+  assert.ok(none, "a command without keys needs no wait");
+  r1();
+  r1(); // a second release changes nothing
+  assert.equal(locks.isHeld("gpu:GPU-1"), false);
+  assert.equal(locks.isHeld("disk:/dev/sda"), false);
+  none();
+});
+
+Deno.test("ResourceLocks: a holder without keys still holds the host lock back, and tryAcquire waits behind it", async () => {
+  const locks = new ResourceLocks();
+  const none = locks.tryAcquire([])!;
+  let hostGot = false;
+  const hp = locks.acquire([HOST_LOCK]).then((r) => (hostGot = true, r));
+  await tick();
+  assert.equal(hostGot, false, "the host lock waits for the keyless holder");
+  assert.equal(locks.tryAcquire([]), undefined, "a host waiter blocks newcomers");
+  none();
+  const hr = await hp;
+  assert.equal(locks.tryAcquire(["gpu:GPU-1"]), undefined, "the host lock is held");
+  hr();
+  const r = locks.tryAcquire(["gpu:GPU-1"]);
+  assert.ok(r);
+  r();
+});
