@@ -178,8 +178,16 @@ function walkMapEntry(s: Scan, end: number, path: readonly string[], node: NodeD
  * @throws {MessageBudgetError} with the reason.
  */
 export function checkMessageBudget(fullName: string, bytes: Uint8Array, maxMessages = DEFAULT_MAX_MESSAGES): void {
-  const path = fullName.split(".");
-  const node = lookup(path);
-  if (!node?.fields) throw new Error(`descriptor: no message ${fullName}`);
-  walk({ buf: bytes, pos: 0, left: maxMessages }, bytes.length, path, node);
+  let top = topLevel.get(fullName);
+  if (top === undefined) {
+    const path = fullName.split(".");
+    const node = lookup(path);
+    if (!node?.fields) throw new Error(`descriptor: no message ${fullName}`);
+    top = { path, node };
+    topLevel.set(fullName, top);
+  }
+  walk({ buf: bytes, pos: 0, left: maxMessages }, bytes.length, top.path, top.node);
 }
+
+/** The messages scanned so far by name: every frame and command body of a session is one of a few. */
+const topLevel = new Map<string, Resolved>();

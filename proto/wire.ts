@@ -112,10 +112,17 @@ export interface DecodeOptions {
   readonly maxMessages?: number;
 }
 
-/** The fully qualified name of a message class, e.g. `bcd.v1.Hello`. */
+const _names = new WeakMap<object, string>();
+
+/** The fully qualified name of a message class, e.g. `bcd.v1.Hello` (worked out once per class). */
 export function messageName(type: { getTypeUrl(prefix?: string): string }): string {
-  const url = type.getTypeUrl("");
-  return url.startsWith("/") ? url.slice(1) : url;
+  let name = _names.get(type);
+  if (name === undefined) {
+    const url = type.getTypeUrl("");
+    name = url.startsWith("/") ? url.slice(1) : url;
+    _names.set(type, name);
+  }
+  return name;
 }
 
 /** Encodes `value` as `type`; the returned bytes are a fresh plain Uint8Array. */

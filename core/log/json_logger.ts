@@ -85,10 +85,28 @@ function _json(v: unknown, key: string): string {
 function _fields(o: Record<string, unknown>): string {
   let s = "";
   for (const [k, v] of Object.entries(o)) {
-    if (v === undefined || typeof v === "function" || typeof v === "symbol") continue;
-    s += `,${JSON.stringify(k)}:${_json(v, k)}`;
+    const t = typeof v;
+    if (v === undefined || t === "function" || t === "symbol") continue;
+    // A string, number or boolean needs none of _json's work (no cycle, bigint or error to look for): most fields
+    // are ids and states, and a line per settled command is written on the event loop (issue 24).
+    s += `,${JSON.stringify(k)}:${
+      t === "string" || t === "number" || t === "boolean" ? JSON.stringify(v) : _json(v, k)
+    }`;
   }
   return s;
+}
+
+let _isoMs = NaN;
+let _iso = "";
+
+/** The ISO time of now; lines written in the same millisecond share one formatting. */
+function _now(): string {
+  const ms = Date.now();
+  if (ms !== _isoMs) {
+    _iso = new Date(ms).toISOString();
+    _isoMs = ms;
+  }
+  return _iso;
 }
 
 function _format(msg: string, args: readonly unknown[]): string {
@@ -165,7 +183,7 @@ class _JsonLogger implements Logger {
       message = String(a);
     }
     const m = message === undefined ? "" : `,"msg":${JSON.stringify(message)}`;
-    this.dest.write(`{"level":"${name}","time":"${new Date().toISOString()}"${this.chain}${fields}${m}}\n`);
+    this.dest.write(`{"level":"${name}","time":"${_now()}"${this.chain}${fields}${m}}\n`);
   }
 }
 
