@@ -44,9 +44,12 @@ export class CommandIntake<C> {
   readonly #deliver: (command: C) => Promise<void>;
   readonly #log: Logger;
   readonly #max: number;
+  /** Deliveries started and not answered yet. */
   readonly #inFlight = new Set<Promise<void>>();
-  /** Starts of the deliveries taken and not started yet, in the order taken. */
-  readonly #toStart: (() => void)[] = [];
+  /** Commands taken and not started yet, in the order taken. */
+  readonly #toStart: C[] = [];
+  /** Resolves once the commands of {@link #toStart} have started; undefined while none waits. */
+  #starting: Promise<void> | undefined;
   #failed: { readonly error: unknown } | null = null;
 
   constructor(deliver: (command: C) => Promise<void>, log: Logger, max = MAX_COMMANDS_IN_ACCEPTANCE) {
@@ -56,9 +59,9 @@ export class CommandIntake<C> {
     this.#max = max;
   }
 
-  /** Deliveries started and not answered yet. */
+  /** Deliveries taken and not answered yet (started, or about to start). */
   get inFlight(): number {
-    return this.#inFlight.size;
+    return this.#inFlight.size + this.#toStart.length;
   }
 
   /**
@@ -68,32 +71,46 @@ export class CommandIntake<C> {
    */
   async take(command: C): Promise<void> {
     this.#rethrow();
-    while (this.#inFlight.size >= this.#max) {
-      await Promise.race(this.#inFlight);
+    while (this.inFlight >= this.#max) {
+      await (this.#starting ?? Promise.race(this.#inFlight));
       this.#rethrow();
     }
-    const { promise: started, resolve: start } = Promise.withResolvers<void>();
-    const p: Promise<void> = started.then(() => this.#deliver(command)).then(
-      () => {},
-      (error: unknown) => {
-        this.#failed ??= { error };
-        this.#log.error({ err: error instanceof Error ? error.message : String(error) }, "delivering a command failed");
-      },
-    ).finally(() => this.#inFlight.delete(p));
-    this.#inFlight.add(p);
-    this.#toStart.push(start);
-    if (this.#toStart.length === 1) void this.#startTogether();
+    this.#toStart.push(command);
+    this.#starting ??= this.#startTogether();
   }
 
-  /** After {@link START_TURNS} promise-job turns, starts every delivery taken meanwhile, in the order taken. */
+  /**
+   * After {@link START_TURNS} promise-job turns, starts every delivery taken meanwhile, in the order taken. One
+   * promise per delivery, which forgets it once answered: the intake is on every command's path (issue 24).
+   */
   async #startTogether(): Promise<void> {
     for (let i = 0; i < START_TURNS; i++) await null;
-    for (const start of this.#toStart.splice(0)) start();
+    this.#starting = undefined;
+    for (const command of this.#toStart.splice(0)) {
+      let delivery: Promise<void>;
+      try {
+        delivery = this.#deliver(command);
+      } catch (e) {
+        delivery = Promise.reject(e); // a deliver that throws before its first await fails like one that rejects
+      }
+      const p: Promise<void> = delivery.then(
+        () => void this.#inFlight.delete(p),
+        (error: unknown) => {
+          this.#inFlight.delete(p);
+          this.#failed ??= { error };
+          this.#log.error(
+            { err: error instanceof Error ? error.message : String(error) },
+            "delivering a command failed",
+          );
+        },
+      );
+      this.#inFlight.add(p);
+    }
   }
 
-  /** Resolves once every delivery started so far is answered; throws the failure of one, if one failed. */
+  /** Resolves once every delivery taken so far is answered; throws the failure of one, if one failed. */
   async settled(): Promise<void> {
-    while (this.#inFlight.size > 0) await Promise.all(this.#inFlight);
+    while (this.inFlight > 0) await (this.#starting ?? Promise.all(this.#inFlight));
     this.#rethrow();
   }
 
