@@ -43,7 +43,14 @@ import { type KindSpec, type Lane, lookupKind } from "./kinds.ts";
 import { LANE_LIMITS, LanePool, LaneStopped } from "./lanes.ts";
 import { ResourceLocks } from "./locks.ts";
 import { CommandFailed, InvalidPayload, LeftForRecovery, type TerminalRejectReason } from "./rejection.ts";
-import { type CommandUpdate, terminalUpdate, updateFromEntry, type UpdateSink } from "./results.ts";
+import {
+  type CommandUpdate,
+  signsResult,
+  terminalUpdate,
+  unsignedUpdate,
+  updateFromEntry,
+  type UpdateSink,
+} from "./results.ts";
 import { encodeAny } from "./any_codec.ts";
 import { type Clock, realClock } from "../clock.ts";
 
@@ -102,8 +109,12 @@ interface Flight {
   readonly abort: AbortController;
   /** Deferred only: clears the not_after timer. */
   clearTimer?: () => void;
-  /** Queued or running only: settles once the terminal result is journaled and sent. */
+  /**
+   * Queued or running only: settles once the terminal result is journaled and sent. Made by {@link
+   * Dispatcher.settled} when it first waits for this flight (a promise per command otherwise nobody awaits).
+   */
   done?: Promise<void>;
+  settle?: () => void;
 }
 
 const DEFAULT_MAX_DEFERRED = 64;
@@ -247,12 +258,10 @@ export class Dispatcher {
       flight.cancelReason = early;
     }
     const accepted = this.#accept(body, input, verdict.quorum);
-    let settle!: () => void;
-    flight.done = new Promise<void>((r) => settle = r);
     const release = () => {
       this.#flights.delete(body.id);
       lane.releaseCredit();
-      settle();
+      flight.settle?.();
     };
     // The next delivery may take its credit now; its `accepted` joins this one's group commit.
     open();
@@ -390,7 +399,13 @@ export class Dispatcher {
 
   async #finish(body: CommandBody, outcome: OutcomeInput): Promise<void> {
     const done: DoneEntry = await this.#o.journal.finish(body.id, outcome);
-    this.#send(await updateFromEntry(done, this.#o.nodeKey));
+    const key = this.#o.nodeKey;
+    // An unsigned result (most kinds) is built at once, without the promise a signature needs.
+    this.#send(
+      signsResult(done.kind, done.result, key)
+        ? await updateFromEntry(done, key)
+        : unsignedUpdate(done.id, done.kind, done.result),
+    );
   }
 
   async #rejectTerminal(body: CommandBody, input: AcceptInput, reason: TerminalRejectReason, message: string) {
@@ -539,7 +554,10 @@ export class Dispatcher {
   /** Resolves once every queued and running command has its terminal result journaled and sent. */
   async settled(): Promise<void> {
     while (true) {
-      const pending = [...this.#flights.values()].filter((f) => f.done !== undefined).map((f) => f.done!);
+      const pending: Promise<void>[] = [];
+      for (const f of this.#flights.values()) {
+        if (f.phase !== "deferred") pending.push(f.done ??= new Promise<void>((r) => f.settle = r));
+      }
       if (pending.length === 0 && this.#delivering.size === 0) return;
       await Promise.all(pending);
       await this.#gate;

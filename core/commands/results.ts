@@ -45,23 +45,34 @@ export async function terminalUpdate(
   result: CommandResult,
   nodeKey: CryptoKey | undefined,
 ): Promise<CommandUpdate> {
-  let any: AnyMessage | undefined;
-  if (result.body !== undefined && result.body.length > 0) any = decodeAny(result.body);
-  else if (result.rebooted) any = nodeRebootResult(result.previousBootId ?? "");
-  const base = {
+  const base = unsignedUpdate(commandId, kind, result);
+  if (nodeKey === undefined || !signsResult(kind, result, nodeKey)) return base;
+  const nodeSig = await signCommandResult(nodeKey, commandId, result.state, base.result?.value ?? new Uint8Array());
+  return { ...base, nodeSig };
+}
+
+/** Whether {@link terminalUpdate} signs `result`: an attested kind, a node key, and a result other than `REJECTED`. */
+export function signsResult(kind: string, result: CommandResult, nodeKey: CryptoKey | undefined): boolean {
+  return nodeKey !== undefined && result.state !== "REJECTED" && (lookupKind(kind)?.attested ?? false);
+}
+
+/**
+ * The terminal update of a journaled result without `node_sig`: {@link terminalUpdate}'s whole answer when
+ * {@link signsResult} is false, built without a promise (a settled command's update is on the event loop's path).
+ */
+export function unsignedUpdate(commandId: string, kind: string, result: CommandResult): CommandUpdate {
+  const u: { -readonly [K in keyof CommandUpdate]: CommandUpdate[K] } = {
     commandId,
     kind,
     state: result.state,
     bootId: result.bootId,
-    ...(result.message ? { message: result.message } : {}),
-    ...(any ? { result: any } : {}),
-    ...(result.state === "FAILED" && result.code ? { errorCode: result.code } : {}),
-    ...(result.state === "REJECTED" && result.code ? { reason: result.code } : {}),
   };
-  const attested = lookupKind(kind)?.attested ?? false;
-  if (!attested || nodeKey === undefined || result.state === "REJECTED") return base;
-  const nodeSig = await signCommandResult(nodeKey, commandId, result.state, any?.value ?? new Uint8Array());
-  return { ...base, nodeSig };
+  if (result.message) u.message = result.message;
+  if (result.body !== undefined && result.body.length > 0) u.result = decodeAny(result.body);
+  else if (result.rebooted) u.result = nodeRebootResult(result.previousBootId ?? "");
+  if (result.state === "FAILED" && result.code) u.errorCode = result.code;
+  if (result.state === "REJECTED" && result.code) u.reason = result.code;
+  return u;
 }
 
 /** The terminal update of a done journal entry. */

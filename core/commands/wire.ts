@@ -5,7 +5,7 @@
  * @module
  */
 import { bcd, decodeMessage, google, type Props, WireDecodeError } from "../../proto/mod.ts";
-import type { AnyMessage, CommandBody, IncomingCommand } from "./command.ts";
+import type { CommandBody, IncomingCommand } from "./command.ts";
 import type { CommandUpdate, UpdateState } from "./results.ts";
 
 /** The largest `CommandBody` decoded. */
@@ -66,10 +66,8 @@ export function incomingFromWire(cmd: Props<typeof bcd.v1.Command>): IncomingCom
   _bounded("step_id", b.step_id, MAX_COMMAND_STRING_BYTES);
   _bounded("batch_id", b.batch_id, MAX_COMMAND_STRING_BYTES);
   const notAfterMs = timestampMs(b.not_after);
-  const payload: AnyMessage | undefined = b.payload
-    ? { typeUrl: b.payload.type_url ?? "", value: b.payload.value ?? new Uint8Array() }
-    : undefined;
-  const body: CommandBody = {
+  // Optional fields are set only when present (as spreads of `{}` did, without their objects: every command).
+  const body: Mutable<CommandBody> = {
     id: b.id,
     nodeId: b.node_id,
     seq: b.seq,
@@ -84,21 +82,20 @@ export function incomingFromWire(cmd: Props<typeof bcd.v1.Command>): IncomingCom
     stepId: b.step_id,
     traceparent: b.traceparent,
     batchId: b.batch_id,
-    ...(payload ? { payload } : {}),
-    ...(notAfterMs !== undefined ? { notAfterMs } : {}),
   };
-  const sig = cmd.signature ?? undefined;
-  const approval = cmd.batch_approval ?? undefined;
-  const proof = cmd.batch_proof ?? undefined;
-  return {
-    bodyBytes,
-    body,
-    attempt: cmd.attempt ?? 0,
-    ...(sig && sig.length > 0 ? { signature: sig } : {}),
-    ...(approval && approval.length > 0 ? { batchApproval: approval } : {}),
-    ...(proof && proof.length > 0 ? { batchProof: proof } : {}),
-  };
+  if (b.payload) body.payload = { typeUrl: b.payload.type_url ?? "", value: b.payload.value ?? new Uint8Array() };
+  if (notAfterMs !== undefined) body.notAfterMs = notAfterMs;
+  const incoming: Mutable<IncomingCommand> = { bodyBytes, body, attempt: cmd.attempt ?? 0 };
+  const sig = cmd.signature;
+  if (sig && sig.length > 0) incoming.signature = sig;
+  const approval = cmd.batch_approval;
+  if (approval && approval.length > 0) incoming.batchApproval = approval;
+  const proof = cmd.batch_proof;
+  if (proof && proof.length > 0) incoming.batchProof = proof;
+  return incoming;
 }
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 const STATES: Record<UpdateState, bcd.v1.CommandUpdate.State> = {
   ACKED: bcd.v1.CommandUpdate.State.ACKED,
