@@ -162,7 +162,8 @@ export class SessionClient {
     const handshakeMs = this.#o.handshakeTimeoutMs ?? HANDSHAKE_TIMEOUT_MS;
     let handshakeExpired = false;
     let t: FrameTransport | undefined;
-    const handshake = this.#clock.setTimer(handshakeMs, () => {
+    // Armed before the first Hello: a rare timer, so that a start does not load Deno's Node timers (clock.ts).
+    const handshake = this.#clock.setRareTimer(handshakeMs, () => {
       handshakeExpired = true;
       t?.close(1000, "handshake timeout");
     });

@@ -264,6 +264,7 @@ Deno.test("the backoff starts again from its base only after a session stayed up
       now: () => now,
       monotonic: () => now,
       setTimer: realClock.setTimer,
+      setRareTimer: realClock.setRareTimer,
       sleep: (ms: number) => {
         waits.push(ms);
         if (waits.length >= 6) stop.abort();

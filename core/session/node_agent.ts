@@ -290,14 +290,16 @@ export class NodeAgent implements SessionDelegate, EventSink {
 
   /** Runs the session (when a gateway is configured) and the drift timer until `signal` aborts. */
   async run(signal: AbortSignal): Promise<void> {
+    // Both run from before the first Hello on: rare timers, so that a start does not load Deno's Node timers (clock.ts).
+    const rare = { setTimer: (ms: number, fn: () => void) => this.#clock.setRareTimer(ms, fn) };
     const ticker = repeat(
-      this.#clock,
+      rare,
       1000,
       () => void this.loop.tick().catch((e) => this.#log.error({ err: String(e) }, "pass failed")),
     );
     // Done entries and orphans older than 7 days go hourly (never the running process's entries).
     const sweeper = repeat(
-      this.#clock,
+      rare,
       SWEEP_INTERVAL_MS,
       () => void this.journal.sweep().catch((e) => this.#log.error({ err: String(e) }, "journal sweep failed")),
     );

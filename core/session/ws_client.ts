@@ -20,6 +20,7 @@
  * @module
  */
 import { boundedString } from "../log/bounded_text.ts";
+import { signalTimer } from "../clock.ts";
 import { type FrameTransport, MAX_TRANSPORT_FRAME_BYTES, TransportError } from "./transport.ts";
 import { checkTransportUrl } from "./url_policy.ts";
 import {
@@ -66,14 +67,15 @@ export async function connectWs(url: string, opts: WsClientOptions = {}): Promis
   const port = u.port ? Number(u.port) : u.protocol === "wss:" ? 443 : 80;
   let conn: Deno.Conn | undefined;
   let timedOut = false;
-  const timer = setTimeout(() => {
+  // A start's connect comes before its first Hello: a signal timer, not Deno's Node-layer setTimeout (clock.ts).
+  const timer = signalTimer(timeoutMs, () => {
     timedOut = true;
     try {
       conn?.close();
     } catch (e) {
       if (!(e instanceof Deno.errors.BadResource)) throw e;
     }
-  }, timeoutMs);
+  });
   try {
     conn = u.protocol === "wss:"
       ? await Deno.connectTls({ hostname, port, ...(opts.caCerts ? { caCerts: [...opts.caCerts] } : {}) })
@@ -81,10 +83,10 @@ export async function connectWs(url: string, opts: WsClientOptions = {}): Promis
     if (timedOut) throw new TransportError(`connect to ${url} timed out after ${timeoutMs} ms`);
     const leftover = await _upgrade(conn, u);
     if (timedOut) throw new TransportError(`connect to ${url} timed out after ${timeoutMs} ms`);
-    clearTimeout(timer);
+    timer.cancel();
     return new WsClientTransport(conn, leftover, opts.maxMessageBytes ?? MAX_TRANSPORT_FRAME_BYTES);
   } catch (e) {
-    clearTimeout(timer);
+    timer.cancel();
     _closeQuietly(conn);
     if (e instanceof TransportError) throw e;
     if (timedOut) throw new TransportError(`connect to ${url} timed out after ${timeoutMs} ms`, { cause: e });
