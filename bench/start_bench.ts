@@ -22,6 +22,7 @@
 import { parseArgs } from "node:util";
 import { helloServer } from "../fixtures/start/hello_server.ts";
 import { roleFlags } from "../roles/permissions.ts";
+import { BUNDLE_FLAGS } from "../roles/build.ts";
 import { TestbedGateway } from "../fixtures/testbed/gateway.ts";
 import { SimNode } from "../fixtures/testbed/sim_node.ts";
 import { AgentWithHelper } from "../fixtures/testbed/node_helper.ts";
@@ -195,6 +196,7 @@ export async function benchStart(
       "deno",
       "--packages",
       "bundle",
+      ...BUNDLE_FLAGS,
       "-o",
       `${work}/floor.js`,
       `${work}/floor.ts`,

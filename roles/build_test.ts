@@ -90,7 +90,7 @@ Deno.test("`make bundle` produces seven launchers (five roles, the helper and bc
       }
       if (["node", "site", "ramdisk", "sim"].includes(role)) {
         const entry = Deno.readTextFileSync(`${dir}/bcd-${role}.js`);
-        assert.ok(entry.includes("// core/journal/"), "the entry holds the agent's own code");
+        assert.ok(entry.includes('"Journal"'), "the entry holds the agent's own code (core/journal/, its name kept)");
         assert.ok(!entry.includes("@opentelemetry"), "the OpenTelemetry SDK is in a chunk loaded on demand");
       }
     });
