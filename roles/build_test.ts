@@ -91,6 +91,8 @@ Deno.test("`make bundle` produces seven launchers (five roles, the helper and bc
       if (["node", "site", "ramdisk", "sim"].includes(role)) {
         const entry = Deno.readTextFileSync(`${dir}/bcd-${role}.js`);
         assert.ok(entry.includes('"Journal"'), "the entry holds the agent's own code (core/journal/, its name kept)");
+        // Minified (BUNDLE_FLAGS): a start pays for every byte it loads; unminified, each module opens with its path.
+        assert.ok(!entry.includes("// core/"), "the entry is minified");
         assert.ok(!entry.includes("@opentelemetry"), "the OpenTelemetry SDK is in a chunk loaded on demand");
       }
     });
