@@ -8,7 +8,8 @@
  * - {@link stageCosts}: the event loop's CPU per command of each stage, each measured alone in the same run:
  *   decoding the wire `Command`, the acceptance checks (with the Ed25519 check, whose work runs on its own thread),
  *   one at a time and eight at a time, the Ed25519 check by itself each way, the dispatcher and lanes over a journal
- *   that answers at once, and the journal alone (accept + finish, 8 in flight, with their group commits and syncs).
+ *   that answers at once, the journal alone (accept + finish, 8 in flight, with their group commits and syncs), and
+ *   the session client's per-command work the rounds leave out (WebSocket frames, the result's log line).
  * - {@link sqlFloor}: the floor of the journal's part: only the statements a settled command needs (its `INSERT`
  *   and its `UPDATE … RETURNING`), four commands' worth per `COMMIT`, and one fdatasync of the WAL per group, in a
  *   plain loop on the journal's own schema. Its settled rate over the serial fsync rate of the same round is the
@@ -27,8 +28,10 @@ import { verifyEd25519Sync } from "../core/pki/ed25519_sync.ts";
 import { verifyEd25519Batched } from "../core/pki/ed25519_thread.ts";
 import { signedMessage } from "../core/pki/purpose.ts";
 import { fromBase64 } from "../core/pki/codec.ts";
-import { bcd, decodeMessage } from "../proto/mod.ts";
-import { incomingFromWire } from "../core/commands/wire.ts";
+import { bcd, decodeMessage, encodeNodeFrame } from "../proto/mod.ts";
+import { incomingFromWire, updateToWire } from "../core/commands/wire.ts";
+import { encodeWsFrame, WsOpcode } from "../core/session/ws_frame.ts";
+import { jsonLogger } from "../core/log/json_logger.ts";
 import { type AcceptanceContext, runAcceptanceChecks } from "../core/commands/acceptance.ts";
 import { type CommandJournal, Dispatcher } from "../core/commands/dispatcher.ts";
 import { HandlerRegistry } from "../core/commands/handlers.ts";
@@ -130,8 +133,24 @@ export async function stageCosts(
     await measure(n, (i) => verifyEd25519Sync(key, sigs[i]!, msgs[i]!)),
   );
   add("dispatcher + lanes (journal answering at once)", await _dispatchOnly(cmds));
+  add("client: 3 WebSocket frames + result log line", await measure(n, (i) => _clientWork(cmds[i]!)));
   add("journal: accept + finish, 8 in flight, with syncs", await _journalOnly(dir, n));
   return out;
+}
+
+const _nullLog = jsonLogger({ write() {} }, "info", { role: "node" });
+
+/**
+ * What production adds per command beyond the session rounds (which encode each update frame but send no WebSocket
+ * frame and log nothing): the three update frames (ACKED, RUNNING, the result) masked as WebSocket frames, and the
+ * result's info line formatted (its write to stderr not included).
+ */
+function _clientWork(c: IncomingCommand): void {
+  for (const state of ["ACKED", "RUNNING", "SUCCEEDED"] as const) {
+    const u: CommandUpdate = { commandId: c.body.id, kind: c.body.kind, state, bootId: "bench-boot" };
+    encodeWsFrame(WsOpcode.binary, encodeNodeFrame({ command_update: updateToWire(u) }), { mask: true });
+  }
+  _nullLog.info({ command_id: c.body.id, kind: c.body.kind, state: "SUCCEEDED", code: undefined }, "command update");
 }
 
 function _sig(c: IncomingCommand): Uint8Array {
