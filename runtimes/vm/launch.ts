@@ -39,6 +39,7 @@ import {
   INITRAMFS_FILE,
   LAUNCH_JOURNAL,
   LAUNCH_RECORD,
+  refuseOthersClaim,
   releaseScratch,
   RUNTIME_RECORD,
   SandboxStore,
@@ -154,6 +155,8 @@ async function prepare(store: SandboxStore, l: LayeredOptions): Promise<Checked>
     const disks: VmmDisk[] = [{ fd: dfd, readOnly: true, address: DISTRO_ADDRESS }];
     if (scratchPath !== null) {
       const sfd = open(scratchPath, "r+");
+      // Another sandbox's running VM first: it writes to the image, so the binding check would refuse it as changed.
+      await refuseOthersClaim(scratchPath, store.dir);
       checkBinding(sfd, scratchPath, staged.scratch!.binding);
       await claimScratch(scratchPath, store.dir, await selfIdentity());
       disks.push({ fd: sfd, readOnly: false, address: SCRATCH_ADDRESS });

@@ -197,17 +197,29 @@ async function _withClaimFile<T>(
   }
 }
 
+async function _refuseOthers(scratch: string, store: string, c: Claim | null): Promise<void> {
+  if (c !== null && c.store !== store && await isAlive(c.holder)) {
+    throw new ScratchClaimed(
+      `${scratch} is claimed by the VM of sandbox ${c.store} (pid ${c.holder.pid}), which still runs`,
+    );
+  }
+}
+
 /** Claims the scratch image for `store`, held by `holder`; refuses a claim of another sandbox whose holder lives. */
 export async function claimScratch(scratch: string, store: string, holder: ProcessIdentity): Promise<void> {
   await _withClaimFile(scratch, async (read, write) => {
-    const c = await read();
-    if (c !== null && c.store !== store && await isAlive(c.holder)) {
-      throw new ScratchClaimed(
-        `${scratch} is claimed by the VM of sandbox ${c.store} (pid ${c.holder.pid}), which still runs`,
-      );
-    }
+    await _refuseOthers(scratch, store, await read());
     await write({ store, holder });
   });
+}
+
+/**
+ * Refuses ({@link ScratchClaimed}) when another sandbox's VM that still runs holds the scratch image, and claims
+ * nothing. A launch asks this before it checks the image's binding: that VM writes to the image, so its binding
+ * (mtime) may have changed too, and the claim is the refusal that says why.
+ */
+export async function refuseOthersClaim(scratch: string, store: string): Promise<void> {
+  await _withClaimFile(scratch, async (read) => await _refuseOthers(scratch, store, await read()));
 }
 
 /** Releases `store`'s claim of the scratch image (another sandbox's is left alone). */
