@@ -50,13 +50,16 @@ export interface DevicesContext {
   readonly log: Logger;
 }
 
-/** Whether `path` is an existing directory. */
-export async function dirExists(path: string): Promise<boolean> {
+/**
+ * Whether `path` is an existing directory. The stat is synchronous: one local stat, asked every pass, where an async
+ * one is a round trip through the runtime's blocking pool that costs several times more.
+ */
+export function dirExists(path: string): Promise<boolean> {
   try {
-    return (await Deno.stat(path)).isDirectory;
+    return Promise.resolve(Deno.statSync(path).isDirectory);
   } catch (e) {
-    if (e instanceof Deno.errors.NotFound || e instanceof Deno.errors.NotADirectory) return false;
-    throw e;
+    if (e instanceof Deno.errors.NotFound || e instanceof Deno.errors.NotADirectory) return Promise.resolve(false);
+    return Promise.reject(e);
   }
 }
 
