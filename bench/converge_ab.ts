@@ -16,6 +16,7 @@
  */
 import { parseArgs } from "node:util";
 import { threadClock } from "./commands_stages.ts";
+import { convergeRig, type RigModules } from "./converge_rig.ts";
 
 interface Figures {
   wall: number[];
@@ -34,52 +35,20 @@ interface Side {
 }
 
 async function side(name: string, root: string, limits: boolean): Promise<Side> {
-  const { bcd } = await import(`${root}/proto/mod.ts`);
-  const { ConvergenceEngine } = await import(`${root}/core/converge/engine.ts`);
-  const { DevicesConverger, DevicesMemory } = await import(`${root}/core/converge/devices/mod.ts`);
-  const { InstancesConverger } = await import(`${root}/core/converge/instances/mod.ts`);
-  const { silentLogger } = await import(`${root}/core/log/mod.ts`);
-  const { CdiHoldStore } = await import(`${root}/runtimes/cdi/mod.ts`);
-  const { SimSliceManager } = await import(`${root}/runtimes/cgroup/mod.ts`);
-  const { FileRuntime } = await import(`${root}/runtimes/fakehw/file_runtime.ts`);
-  const { FakeGpuTool, hgxInventory } = await import(`${root}/runtimes/nvidia/mod.ts`);
-  const dir = await Deno.makeTempDir({ prefix: `bcd-bench-converge-${name}-` });
-  const gpu = await FakeGpuTool.create(`${dir}/gpus.json`, hgxInventory({}));
-  const gpus: string[] = hgxInventory({}).gpus.map((g: { uuid: string }) => g.uuid);
-  const devices = new DevicesConverger({
-    gpu,
-    holds: new CdiHoldStore({ cdiDir: `${dir}/cdi`, envDir: `${dir}/env` }),
-    slices: new SimSliceManager(`${dir}/cgroup`),
-    hostMemory: { read: () => Promise.resolve({ memTotalBytes: 2048 * 2 ** 30, hugetlbBytes: 0 }) },
-    events: { emit: () => Promise.resolve() },
-    memory: new DevicesMemory(),
-    mpsPipeDirectory: `${dir}/mps`,
-  });
-  const instances = new InstancesConverger([new FileRuntime(`${dir}/runtime`)]);
-  const log = silentLogger();
-  const engine = new ConvergenceEngine({ convergers: [devices, instances], log });
-  const assignments = Array.from({ length: 64 }, (_, i) => ({
-    allocation_id: `alloc-${i}`,
-    reservation_id: `res-${i}`,
-    binding: bcd.v1.DeviceAssignment.Binding.BINDING_HOLD,
-    devices: [{ class: "gpu.slot", id: `${gpus[i % 8]}/s${Math.floor(i / 8)}` }],
-    ...(limits ? { limits: { cpu_millis: 2000, memory_bytes: 8 * 2 ** 30 } } : {}),
-  }));
-  const vms = Array.from({ length: 100 }, (_, i) => ({
-    id: `vm-${i}`,
-    runtime: "sim",
-    state: bcd.v1.InstanceSpec.State.RUNNING,
-    vcpus: 2,
-    memory_bytes: 2 ** 30,
-  }));
-  engine.hold({
-    generation: 1,
-    specHash: "bench",
-    sections: { devices: { assignments }, instances: { instances: vms } },
-  });
-  const first = await engine.pass();
-  const bad = first.sections.filter((s: { state: string }) => s.state !== "CONVERGED");
-  if (bad.length > 0) throw new Error(`${name}: first pass did not converge: ${JSON.stringify(bad)}`);
+  const mods: RigModules = {
+    ...await import(`${root}/proto/mod.ts`),
+    ...await import(`${root}/core/converge/engine.ts`),
+    ...await import(`${root}/core/converge/devices/mod.ts`),
+    ...await import(`${root}/core/converge/instances/mod.ts`),
+    ...await import(`${root}/core/log/mod.ts`),
+    ...await import(`${root}/runtimes/cdi/mod.ts`),
+    ...await import(`${root}/runtimes/cgroup/mod.ts`),
+    ...await import(`${root}/runtimes/fakehw/file_runtime.ts`),
+    ...await import(`${root}/runtimes/nvidia/mod.ts`),
+  };
+  const rig = await convergeRig(mods, { limits, prefix: `bcd-bench-converge-${name}-` });
+  const { engine, devices, instances, assignments, vms } = rig;
+  const log = mods.silentLogger();
   return {
     name,
     async passes(n, into) {
@@ -105,7 +74,7 @@ async function side(name: string, root: string, limits: boolean): Promise<Side> 
         if (actions.length !== 0 || acts.length !== 0) throw new Error(`${name}: an idle plan has actions`);
       }
     },
-    close: () => Deno.remove(dir, { recursive: true }),
+    close: () => Deno.remove(rig.dir, { recursive: true }),
   };
 }
 
