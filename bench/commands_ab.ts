@@ -7,10 +7,15 @@
  * - the direct path: 8 closed-loop clients, each decoding a signed wire `Command` and delivering it to the
  *   dispatcher over a real journal, waiting for its result, then sending the next;
  * - the session path: the same through the node agent's frame handling (`commands_session.ts` of each checkout);
- * - the journal alone: 8 clients each doing accept then finish.
+ * - the journal alone: 8 clients each doing accept then finish;
+ * - a lone accept while a sync is in flight: one client keeps the journal busy with accept and finish while accepts
+ *   arrive one at a time after pauses, the case of a command that arrives while another group's sync runs (with
+ *   overlapping syncs it waits for one sync, its own; with one sync at a time, for the rest of the one in progress
+ *   and then its own).
  *
  * Per round and path it takes the event loop's CPU per settled command (`/proc/thread-self/schedstat`: what the
- * settled rate is bound by, and far less disturbed by load than wall time) and the wall time per command, and prints
+ * settled rate is bound by, and far less disturbed by load than wall time) and the wall time per command (with 8 in
+ * flight, the inverse of the settled rate), and on the direct path the accept → `ACKED` p50, and prints
  * each checkout's medians and the median over rounds of this checkout's figure divided by the other's in the same
  * round; the order alternates (ABBA). The other checkout's modules resolve their bare imports through this checkout's import map; it needs
  * `bench/commands_session.ts` (any version with `SessionBench.open` and `round`).
@@ -24,22 +29,32 @@ import { threadClock } from "./commands_stages.ts";
 
 interface Side {
   readonly name: string;
-  direct(frames: readonly Uint8Array[]): Promise<void>;
+  /** The direct path; resolves to its accept → `ACKED` p50, µs. */
+  direct(frames: readonly Uint8Array[]): Promise<number>;
   session(frames: readonly Uint8Array[]): Promise<unknown>;
   /** The journal alone: `n` commands' accept and finish on a fresh journal; the loop CPU of those calls only. */
   journal(n: number): Promise<number>;
+  /**
+   * A lone call while another's sync is in flight: on a fresh journal, one client keeps accept and finish going (a
+   * sync in flight most of the time) while `n` accepts come one at a time, each after a pause; their p50, µs.
+   */
+  lone(n: number): Promise<number>;
   close(): Promise<void>;
 }
 
 interface Figures {
   directCpu: number[];
   directWall: number[];
+  directAcked: number[];
   sessionCpu: number[];
   sessionWall: number[];
   journalCpu: number[];
+  lone: number[];
 }
 
 const NODE = "bench-node";
+/** Lone accepts per round and side (see {@link Side.lone}). */
+const LONE_CALLS = 100;
 
 async function side(root: string, dir: string, trustBundle: unknown): Promise<Side> {
   const J = (await import(`${root}/core/journal/mod.ts`)).Journal;
@@ -50,13 +65,20 @@ async function side(root: string, dir: string, trustBundle: unknown): Promise<Si
   const S = (await import(`${root}/bench/commands_session.ts`)).SessionBench;
   const journal = await J.open({ dataDir: `${dir}/direct`, bootId: "bench-boot" });
   const waiters = new Map<string, () => void>();
+  /** When each command of the direct path was delivered, until its `ACKED`. */
+  const delivered = new Map<string, number>();
+  const acked: number[] = [];
   const registry = new H().register({ kind: "inventory.refresh", run: () => Promise.resolve({}) });
   const d = new D({
     journal,
     bootId: "bench-boot",
     sink: {
       send(u: { state: string; commandId: string }) {
-        if (u.state !== "ACKED" && u.state !== "RUNNING") waiters.get(u.commandId)?.();
+        if (u.state === "ACKED") {
+          const t0 = delivered.get(u.commandId);
+          if (t0 !== undefined) acked.push((performance.now() - t0) * 1000);
+          delivered.delete(u.commandId);
+        } else if (u.state !== "RUNNING") waiters.get(u.commandId)?.();
       },
     },
     specs: { requestSpec: () => {} },
@@ -78,15 +100,19 @@ async function side(root: string, dir: string, trustBundle: unknown): Promise<Si
     name: root,
     async direct(frames) {
       let next = 0;
+      acked.length = 0;
       const client = async () => {
         while (next < frames.length) {
+          const t0 = performance.now();
           const cmd = W.incomingFromWire(P.decodeMessage(P.bcd.v1.Command, frames[next++]!));
+          delivered.set(cmd.body.id, t0);
           const done = new Promise<void>((r) => waiters.set(cmd.body.id, r));
           await d.deliver(cmd);
           await done;
         }
       };
       await Promise.all(Array.from({ length: 8 }, client));
+      return median(acked);
     },
     session: (frames) => session.round(frames),
     async journal(n) {
@@ -106,6 +132,34 @@ async function side(root: string, dir: string, trustBundle: unknown): Promise<Si
         await j.close();
       }
     },
+    async lone(n) {
+      const j = await J.open({ dataDir: `${dir}/stage-${stage++}`, bootId: "bench-boot" });
+      const flags = { kind: "inventory.refresh", retrySafe: true, selfTerminating: false };
+      let stop = false;
+      let k = 0;
+      const busy = (async () => {
+        while (!stop) {
+          const id = `01BZ${k++}`;
+          await j.accept(id, flags);
+          await j.finish(id, { state: "SUCCEEDED" });
+        }
+      })();
+      const out: number[] = [];
+      try {
+        for (let i = 0; i < n; i++) {
+          // Pauses spread over 0-2 ms (a WAL sync's order here), the same sequence on both sides.
+          await new Promise((r) => setTimeout(r, (i * 7919) % 2000 / 1000));
+          const t0 = performance.now();
+          await j.accept(`01LN${i}`, flags);
+          out.push((performance.now() - t0) * 1000);
+        }
+      } finally {
+        stop = true;
+        await busy;
+        await j.close();
+      }
+      return median(out);
+    },
     async close() {
       await d.stop();
       await session.close();
@@ -114,12 +168,12 @@ async function side(root: string, dir: string, trustBundle: unknown): Promise<Si
   };
 }
 
-async function clocked(per: number, f: () => Promise<unknown>): Promise<{ cpu: number; wall: number }> {
+async function clocked<T>(per: number, f: () => Promise<T>): Promise<{ cpu: number; wall: number; value: T }> {
   const c0 = threadClock();
   const t0 = performance.now();
-  await f();
+  const value = await f();
   const wall = (performance.now() - t0) * 1000 / per;
-  return { cpu: (threadClock().cpu - c0.cpu) / per, wall };
+  return { cpu: (threadClock().cpu - c0.cpu) / per, wall, value };
 }
 
 function median(xs: readonly number[]): number {
@@ -174,9 +228,11 @@ async function main(): Promise<void> {
     const figs: Figures[] = sides.map(() => ({
       directCpu: [],
       directWall: [],
+      directAcked: [],
       sessionCpu: [],
       sessionWall: [],
       journalCpu: [],
+      lone: [],
     }));
     for (let round = -1; round < rounds; round++) { // round -1 warms both up
       // ABBA: each side goes first in every other round, so what one leaves behind (a checkpoint, garbage) does not
@@ -188,13 +244,16 @@ async function main(): Promise<void> {
         const direct = await clocked(n, () => s.direct(f1));
         const session = await clocked(n, () => s.session(f2));
         const journal = await s.journal(n);
+        const lone = await s.lone(LONE_CALLS);
         if (round < 0) continue;
         const f = figs[k]!;
         f.directCpu.push(direct.cpu);
         f.directWall.push(direct.wall);
+        f.directAcked.push(direct.value);
         f.sessionCpu.push(session.cpu);
         f.sessionWall.push(session.wall);
         f.journalCpu.push(journal);
+        f.lone.push(lone);
       }
     }
     for (const s of sides) await s.close();
@@ -213,9 +272,11 @@ async function main(): Promise<void> {
     console.log(`other = ${roots[0]}, this = ${roots[1]}`);
     row("direct path, event-loop CPU per command, µs", (f) => f.directCpu);
     row("direct path, wall per command, µs", (f) => f.directWall);
+    row("direct path, accept -> ACKED p50, µs", (f) => f.directAcked);
     row("session path, event-loop CPU per command, µs", (f) => f.sessionCpu);
     row("session path, wall per command, µs", (f) => f.sessionWall);
     row("journal alone (accept + finish), loop CPU, µs", (f) => f.journalCpu);
+    row("a lone accept while a sync is in flight, p50, µs", (f) => f.lone);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -28,7 +28,7 @@ import { threadClock } from "./commands_stages.ts";
 export interface SessionRound {
   readonly ackedP50: number;
   readonly rate: number;
-  /** Group commits per settled command: 1 when every `accepted` had a sync of its own, 0.25 at best with 8. */
+  /** Group commits per settled command: 0.25 when 8 commands' two writes share every commit. */
   readonly commitsPerCommand: number;
   /** The event loop's CPU per settled command, µs (`threadClock`). */
   readonly loopUs: number;

@@ -97,7 +97,7 @@ export class Journal {
   readonly opened: OpenReport;
   readonly #db: SqlDriver;
   readonly #wal: WalSync;
-  /** `total_changes()` at the last WAL sync (what the open synced counts as synced). */
+  /** `total_changes()` when the last WAL sync started (what the open synced counts as synced). */
   #syncedChanges = -1;
   readonly #queue: WriteQueue;
   readonly #lock: DataDirLock;
@@ -159,17 +159,18 @@ export class Journal {
   /**
    * Right after a group's COMMIT: the fdatasync of the WAL when the group changed a row. Every journal write is an
    * INSERT, UPDATE or DELETE, which `total_changes()` counts (triggers included); a group that only read wrote no WAL
-   * frame, and costs no fsync (as with `synchronous=FULL`, where a read-only commit synced nothing). The count is read
-   * here, before the next group's operations run on the connection; the sync runs while they do.
+   * frame, and costs no fsync (as with `synchronous=FULL`, where a read-only commit synced nothing): the sync that
+   * started last covers what it read, and the queue answers it after the groups before it. The count is read here,
+   * before the next group's operations run on the connection; the sync runs while they do.
    */
   async #commitSync(): Promise<(() => Promise<void>) | null> {
     const row = (await this.#db.all("SELECT total_changes() AS n"))[0];
     const changes = row === undefined ? NaN : colNum(row, "n");
     if (changes === this.#syncedChanges) return null;
-    return async () => {
-      await this.#wal.sync();
-      this.#syncedChanges = changes;
-    };
+    // Counted as synced once the sync starts: a later group with no change of its own is covered by it, and a sync
+    // that fails stops the journal.
+    this.#syncedChanges = changes;
+    return () => this.#wal.sync();
   }
 
   /**

@@ -21,10 +21,12 @@
  * `synchronous=FULL`, with the fsync run off the event loop instead of inside `COMMIT` on it), so `accepted` is on
  * disk before any side effect. Concurrent calls are committed together (group commit, one fsync); calls made while
  * a sync runs form the next group, and their statements run at once, inside its open transaction, while the sync is
- * in flight (`write_queue.ts`); it commits when that sync returned. A caller whose call comes after work off the
- * event loop (the dispatcher, while a command's signature is checked on another thread) announces it with
- * `expectWrite()`, and the commit waits once for the callers announced when it could commit, so that call joins the
- * group rather than the next. A failed write or fsync stops the journal (fail-stop, {@link JournalStopped}): no
+ * in flight (`write_queue.ts`); it commits and starts its own sync without waiting for that one to end while fewer
+ * than {@link MAX_SYNCS_IN_FLIGHT} run (overlapping syncs, each on a file description of its own: `wal_sync.ts`), and
+ * groups are answered in commit order, each once a sync that started after its commit returned. A caller whose call
+ * comes after work off the event loop (the dispatcher, while a command's signature is checked on another thread)
+ * announces it with `expectWrite()`, and the commit waits once for the callers announced when it could commit, so
+ * that call joins the group rather than the next. A failed write or fsync stops the journal (fail-stop, {@link JournalStopped}): no
  * retry, every later call rejects, `onStop` lets the daemon exit. `resolve` of a command never journaled reads
  * outside the queue (no group, no fsync): acting on "no entry" needs no durability.
  *
@@ -140,5 +142,6 @@ export { LOCK_FILE, lockHolder } from "./lock.ts";
 export { QUARANTINE_DIR, type Quarantined } from "./quarantine.ts";
 export type { SqlDriver, SqlDriverFactory, SqlRow, SqlValue } from "./sql_driver.ts";
 export { openNodeSqlite } from "./driver_node_sqlite.ts";
+export { MAX_SYNCS_IN_FLIGHT, type QueueStats } from "./write_queue.ts";
 export { inspectJournal, type InspectOptions, type JournalHealth, journalHealth } from "./inspect.ts";
 export { fsyncDir, writeFileDurable } from "./durable_file.ts";

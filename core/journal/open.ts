@@ -15,6 +15,7 @@ import { getMeta, setMeta } from "./meta.ts";
 import { type Quarantined, quarantineJournal } from "./quarantine.ts";
 import { checkIntegrity, enforceDurability, ensureSchema } from "./schema.ts";
 import { WalSync } from "./wal_sync.ts";
+import { MAX_SYNCS_IN_FLIGHT } from "./write_queue.ts";
 import type { SqlDriver, SqlDriverFactory } from "./sql_driver.ts";
 
 /** The database file's name inside the data directory. */
@@ -96,7 +97,7 @@ export async function openStore(opts: StoreOptions): Promise<OpenStore> {
           meta = await getMeta(db);
         }
         await db.exec("COMMIT");
-        const wal = await WalSync.open(dbPath);
+        const wal = await WalSync.open(dbPath, MAX_SYNCS_IN_FLIGHT);
         try {
           await wal.sync(); // what this open wrote (a new schema, the time mark) is durable before it returns
           if (fresh) await fsyncDir(dataDir);

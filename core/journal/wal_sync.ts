@@ -19,58 +19,96 @@
  * - The WAL is the file SQLite writes only while it is the file at its path: SQLite never replaces it while a
  *   connection is open, but each sync checks the inode at the path against the one held and syncs the file at the
  *   path if they differ, so a replaced WAL can never make a sync land on a file nobody reads.
+ * - Syncs overlap (`write_queue.ts`), each on a file description of its own, all opened with the journal: Linux
+ *   reports a writeback error once per open file description, to the first fsync on it that checks, so two syncs in
+ *   flight on one description could see one report the error and the other succeed over frames the kernel dropped.
+ *   With one description per sync in flight, every sync reports every writeback error recorded since its
+ *   description's previous check, and a success means none was recorded before it, whichever sync wrote the pages.
+ *   Opened with the journal, not on demand: a description opened after another file's fsync (SQLite's own, at a
+ *   checkpoint, whose error an automatic checkpoint ignores) saw an error would never report it.
  *
  * @module
  */
 
-/** An open handle on `<journal>-wal`, synced after each commit. */
+/** One open file description of the WAL, used by at most one sync at a time. */
+interface _Handle {
+  file: Deno.FsFile;
+  ino: number | null;
+}
+
+/** Open handles on `<journal>-wal`, one per sync that may be in flight, synced after each commit. */
 export class WalSync {
   readonly path: string;
-  #file: Deno.FsFile;
-  #ino: number | null;
+  /** Handles no sync is using. */
+  #free: _Handle[];
+  readonly #all: _Handle[];
 
-  private constructor(path: string, file: Deno.FsFile, ino: number | null) {
+  private constructor(path: string, handles: _Handle[]) {
     this.path = path;
-    this.#file = file;
-    this.#ino = ino;
+    this.#all = handles;
+    this.#free = [...handles];
   }
 
-  /** Opens the WAL of the database at `dbPath` (it exists once the database is open in WAL mode and written). */
-  static async open(dbPath: string): Promise<WalSync> {
+  /**
+   * Opens the WAL of the database at `dbPath` (it exists once the database is open in WAL mode and written), once per
+   * sync that may run at the same time (`handles`, the write queue's cap).
+   */
+  static async open(dbPath: string, handles = 1): Promise<WalSync> {
+    if (!Number.isSafeInteger(handles) || handles < 1) {
+      throw new RangeError(`handles is ${handles}; a WAL sync needs at least one`);
+    }
     const path = `${dbPath}-wal`;
-    const file = await Deno.open(path, { read: true });
+    const opened: _Handle[] = [];
     try {
-      return new WalSync(path, file, (await file.stat()).ino);
+      for (let i = 0; i < handles; i++) {
+        const h: _Handle = { file: await Deno.open(path, { read: true }), ino: null };
+        opened.push(h);
+        h.ino = (await h.file.stat()).ino;
+      }
+      return new WalSync(path, opened);
     } catch (e) {
-      file.close();
+      for (const h of opened) h.file.close();
       throw e;
     }
   }
 
   /** The inode of the file the next sync flushes. */
   get inode(): number | null {
-    return this.#ino;
+    return this.#all[0]!.ino;
   }
 
-  /** Makes every byte written to the WAL so far durable (fdatasync), off the event loop's thread. */
+  /**
+   * Makes every byte written to the WAL before the call durable (fdatasync), off the event loop's thread, on a handle
+   * no other sync in flight uses. Throws when more syncs are in flight than {@link open} opened handles for.
+   */
   async sync(): Promise<void> {
-    const now = Deno.statSync(this.path).ino;
-    if (now !== this.#ino) {
-      // Not expected while SQLite holds the database open; sync the file SQLite reads from now on.
-      const file = await Deno.open(this.path, { read: true });
-      this.#file.close();
-      this.#file = file;
-      this.#ino = (await file.stat()).ino;
+    const h = this.#free.pop();
+    if (h === undefined) {
+      throw new RangeError(`${this.#all.length} WAL syncs are in flight already, one per handle; no handle is free`);
     }
-    await this.#file.syncData();
+    try {
+      const now = Deno.statSync(this.path).ino;
+      if (now !== h.ino) {
+        // Not expected while SQLite holds the database open; sync the file SQLite reads from now on.
+        const file = await Deno.open(this.path, { read: true });
+        h.file.close();
+        h.file = file;
+        h.ino = (await file.stat()).ino;
+      }
+      await h.file.syncData();
+    } finally {
+      this.#free.push(h);
+    }
   }
 
-  /** Closes the handle; idempotent. */
+  /** Closes the handles; idempotent. */
   close(): void {
-    try {
-      this.#file.close();
-    } catch (e) {
-      if (!(e instanceof Deno.errors.BadResource)) throw e;
+    for (const h of this.#all) {
+      try {
+        h.file.close();
+      } catch (e) {
+        if (!(e instanceof Deno.errors.BadResource)) throw e;
+      }
     }
   }
 }

@@ -28,3 +28,34 @@ Deno.test("WalSync refuses to open when the database has no WAL", async () => {
   await using tmp = await tempDataDir();
   await assert.rejects(WalSync.open(join(tmp.dir, "journal.db")), Deno.errors.NotFound);
 });
+
+/** The open file descriptions of this process on `path` (one per descriptor here: none is duplicated). */
+async function descriptorsOn(path: string): Promise<number> {
+  let n = 0;
+  for await (const e of Deno.readDir("/proc/self/fd")) {
+    try {
+      if (await Deno.readLink(`/proc/self/fd/${e.name}`) === path) n++;
+    } catch (err) {
+      if (!(err instanceof Deno.errors.NotFound)) throw err; // the descriptor readDir itself used, closed since
+    }
+  }
+  return n;
+}
+
+Deno.test("WalSync opens one file description per sync that may be in flight and runs each sync on a free one", async () => {
+  await using tmp = await tempDataDir();
+  const db = join(tmp.dir, "journal.db");
+  await Deno.writeTextFile(`${db}-wal`, "frames");
+  const wal = await WalSync.open(db, 2);
+  try {
+    assert.equal(await descriptorsOn(await Deno.realPath(`${db}-wal`)), 2, "two descriptions, opened with the journal");
+    const running = [wal.sync(), wal.sync()];
+    await assert.rejects(wal.sync(), RangeError, "a third sync at once has no description of its own");
+    await Promise.all(running);
+    await wal.sync();
+    await Promise.all([wal.sync(), wal.sync()]);
+  } finally {
+    wal.close();
+  }
+  assert.equal(await descriptorsOn(await Deno.realPath(`${db}-wal`)), 0, "close closes them all");
+});

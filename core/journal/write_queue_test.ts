@@ -16,20 +16,31 @@ function recorder(): SqlDriver & { log: string[] } {
   };
 }
 
-/** An afterCommit the test releases by hand, one sync at a time. */
+/** A CommitSync whose syncs the test ends by hand: the oldest still running, or any one by its number (from 1). */
 function heldSyncs() {
-  const waiting: (() => void)[] = [];
+  const running = new Map<number, { resolve(): void; reject(e: Error): void }>();
   let started = 0;
   return {
     get started() {
       return started;
     },
+    /** How many syncs run now. */
+    get inFlight() {
+      return running.size;
+    },
     sync: () =>
       Promise.resolve(() => {
-        started++;
-        return new Promise<void>((r) => waiting.push(r));
+        const n = ++started;
+        return new Promise<void>((resolve, reject) => running.set(n, { resolve, reject }));
       }),
-    release: () => waiting.shift()?.(),
+    release(n = Math.min(...running.keys())) {
+      running.get(n)?.resolve();
+      running.delete(n);
+    },
+    fail(n: number, e: Error) {
+      running.get(n)?.reject(e);
+      running.delete(n);
+    },
   };
 }
 
@@ -54,10 +65,10 @@ Deno.test("no operation resolves before the sync after its group's COMMIT return
   assert.equal(done, true);
 });
 
-Deno.test("while a group's sync runs, the next group's operations run in a new transaction that commits after it", async () => {
+Deno.test("with one sync allowed, the next group's operations run in a new transaction that commits after it", async () => {
   const db = recorder();
   const syncs = heldSyncs();
-  const q = new WriteQueue(db, () => {}, syncs.sync);
+  const q = new WriteQueue(db, () => {}, syncs.sync, 1);
   const first = q.submit((d) => d.run("INSERT a"));
   await until(() => syncs.started === 1);
   let laterDone = false;
@@ -140,6 +151,7 @@ Deno.test("a sync that fails while the next group runs stops the journal: both g
     db,
     (e) => stopped = e,
     () => Promise.resolve(() => new Promise<void>((_, reject) => fail = reject)),
+    1,
   );
   const first = q.submit((d) => d.run("INSERT a"));
   await until(() => fail !== undefined);
@@ -258,4 +270,190 @@ Deno.test("a commit waits once, for the callers expected when it could commit, n
   await until(() => syncs.started === 3);
   syncs.release();
   await d;
+});
+
+/** Lets every promise job and timer the queue queued run (no real I/O here, so a few timer turns settle it). */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 3; i++) await tick();
+}
+
+Deno.test("with two syncs allowed, a group commits and starts its sync while the previous group's sync is in flight", async () => {
+  const db = recorder();
+  const syncs = heldSyncs();
+  const q = new WriteQueue(db, () => {}, syncs.sync, 2);
+  let aDone = false;
+  const a = q.submit((d) => d.run("INSERT a")).then(() => aDone = true);
+  await until(() => syncs.started === 1);
+  const b = q.submit((d) => d.run("INSERT b"));
+  await settle();
+  assert.deepEqual(
+    db.log.filter((s) => !s.includes("op")),
+    ["BEGIN IMMEDIATE", "INSERT a", "COMMIT", "BEGIN IMMEDIATE", "INSERT b", "COMMIT"],
+  );
+  assert.equal(syncs.started, 2, "b's sync started while a's ran");
+  assert.equal(syncs.inFlight, 2);
+  assert.equal(aDone, false, "a waits for a sync that started after its COMMIT");
+  syncs.release(1);
+  await a;
+  syncs.release(2);
+  await b;
+  assert.equal(q.stats.commits, 2);
+  assert.equal(q.stats.syncs, 2);
+  assert.equal(q.stats.overlapped, 1);
+});
+
+type Step =
+  | { readonly write: string }
+  | { readonly read: string }
+  | { readonly release: number };
+
+/**
+ * Who is answered when, with syncs in flight. Each row: the steps (a write, a read-only call, the end of sync N) and,
+ * after each, the calls answered so far and the syncs started; the queue settles between steps.
+ */
+const ORDER_ROWS: {
+  name: string;
+  maxSyncs: number;
+  steps: readonly [Step, readonly string[], number][];
+}[] = [
+  {
+    name: "a sync answers its own group",
+    maxSyncs: 2,
+    steps: [[{ write: "a" }, [], 1], [{ release: 1 }, ["a"], 1]],
+  },
+  {
+    name: "the earlier sync returning first answers only its own group",
+    maxSyncs: 2,
+    steps: [[{ write: "a" }, [], 1], [{ write: "b" }, [], 2], [{ release: 1 }, ["a"], 2], [
+      { release: 2 },
+      ["a", "b"],
+      2,
+    ]],
+  },
+  {
+    name: "the later sync returning first answers its group and the earlier one, committed before it started",
+    maxSyncs: 2,
+    steps: [[{ write: "a" }, [], 1], [{ write: "b" }, [], 2], [{ release: 2 }, ["a", "b"], 2], [
+      { release: 1 },
+      ["a", "b"],
+      2,
+    ]],
+  },
+  {
+    name:
+      "a call run while the cap is reached is answered by its own group's sync, not by one started before its COMMIT",
+    maxSyncs: 2,
+    steps: [
+      [{ write: "a" }, [], 1],
+      [{ write: "b" }, [], 2],
+      [{ write: "c" }, [], 2],
+      [{ release: 2 }, ["a", "b"], 3],
+      [{ release: 1 }, ["a", "b"], 3],
+      [{ release: 3 }, ["a", "b", "c"], 3],
+    ],
+  },
+  {
+    name: "a group that wrote nothing is answered only once the groups before it are durable",
+    maxSyncs: 2,
+    steps: [[{ write: "a" }, [], 1], [{ read: "r" }, [], 1], [{ release: 1 }, ["a", "r"], 1]],
+  },
+  {
+    name: "three syncs in flight: the last one answers all three groups",
+    maxSyncs: 3,
+    steps: [
+      [{ write: "a" }, [], 1],
+      [{ write: "b" }, [], 2],
+      [{ write: "c" }, [], 3],
+      [{ release: 3 }, ["a", "b", "c"], 3],
+    ],
+  },
+  {
+    name: "one sync allowed: a call run during a sync commits after it",
+    maxSyncs: 1,
+    steps: [[{ write: "a" }, [], 1], [{ write: "b" }, [], 1], [{ release: 1 }, ["a"], 2], [
+      { release: 2 },
+      ["a", "b"],
+      2,
+    ]],
+  },
+];
+
+Deno.test("calls are answered in commit order, each only after a sync that started after its COMMIT returned", async (t) => {
+  for (const row of ORDER_ROWS) {
+    await t.step(row.name, async () => {
+      const db = recorder();
+      const syncs = heldSyncs();
+      let dirty = false;
+      const q = new WriteQueue(db, () => {}, () => {
+        const wrote = dirty;
+        dirty = false;
+        return wrote ? syncs.sync() : Promise.resolve(null);
+      }, row.maxSyncs);
+      const answered: string[] = [];
+      const calls: Promise<unknown>[] = [];
+      for (const [step, want, started] of row.steps) {
+        if ("write" in step) {
+          calls.push(
+            q.submit((d) => (dirty = true, d.run(`INSERT ${step.write}`))).then(() => answered.push(step.write)),
+          );
+        } else if ("read" in step) {
+          calls.push(q.submit((d) => d.all(`SELECT ${step.read}`)).then(() => answered.push(step.read)));
+        } else syncs.release(step.release);
+        await settle();
+        assert.deepEqual(answered, want, `after ${JSON.stringify(step)}`);
+        assert.equal(syncs.started, started, `syncs started after ${JSON.stringify(step)}`);
+      }
+      await Promise.all(calls);
+      assert.equal(q.stats.ops, answered.length);
+    });
+  }
+});
+
+Deno.test("one of two syncs in flight fails: every call not answered rejects, and the other sync answers nobody", async () => {
+  const db = recorder();
+  const syncs = heldSyncs();
+  let stopped: JournalStopped | undefined;
+  const q = new WriteQueue(db, (e) => stopped = e, syncs.sync, 2);
+  const a = q.submit((d) => d.run("INSERT a"));
+  await until(() => syncs.started === 1);
+  const b = q.submit((d) => d.run("INSERT b"));
+  await until(() => syncs.started === 2);
+  const c = q.submit((d) => d.run("INSERT c"));
+  await until(() => db.log.includes("INSERT c"));
+  syncs.fail(1, new Error("EIO"));
+  await assert.rejects(a, JournalStopped);
+  await assert.rejects(b, JournalStopped, "b's own sync had not returned");
+  await assert.rejects(c, JournalStopped);
+  syncs.release(2);
+  await settle();
+  assert.equal(q.stats.commits, 0, "the sync that returned after the failure answered nobody");
+  await assert.rejects(q.submit((d) => d.run("INSERT d")), JournalStopped);
+  assert.equal(db.log.filter((s) => s === "COMMIT").length, 2, "c was never committed");
+  assert.ok(stopped instanceof JournalStopped);
+  await q.drain();
+});
+
+Deno.test("an earlier sync that fails after a later one answered its group stops the journal; what was answered stays", async () => {
+  const db = recorder();
+  const syncs = heldSyncs();
+  const q = new WriteQueue(db, () => {}, syncs.sync, 2);
+  const a = q.submit((d) => d.run("INSERT a"));
+  await until(() => syncs.started === 1);
+  const b = q.submit((d) => d.run("INSERT b"));
+  await until(() => syncs.started === 2);
+  const c = q.submit((d) => d.run("INSERT c"));
+  syncs.release(2);
+  await Promise.all([a, b]); // b's sync started after a's COMMIT: both durable
+  await until(() => syncs.started === 3);
+  syncs.fail(1, new Error("EIO"));
+  await assert.rejects(c, JournalStopped, "c's sync had not returned when the journal stopped");
+  syncs.release(3);
+  await settle();
+  assert.equal(q.stats.commits, 2);
+  assert.match(q.stopped?.message ?? "", /EIO/);
+  await q.drain();
+});
+
+Deno.test("WriteQueue refuses a cap of syncs below one", () => {
+  assert.throws(() => new WriteQueue(recorder(), () => {}, undefined, 0), RangeError);
 });
