@@ -27,6 +27,7 @@ import { parse as parseToml } from "smol-toml";
 import { IdentityError, join, loadIdentity, type NodeIdentity } from "../core/session/identity.ts";
 import { type EventSink, NodeAgent } from "../core/session/node_agent.ts";
 import { connectWebSocket } from "../core/session/ws_client.ts";
+import { preconnect, type Preconnected } from "../core/session/preconnect.ts";
 import { checkTransportUrl, type TransportUse, UrlRefused } from "../core/session/url_policy.ts";
 import type { TunnelPort } from "../core/session/tunnel_frames.ts";
 import { SessionSecrets } from "../core/session/secrets.ts";
@@ -91,6 +92,9 @@ export interface InstanceWiring {
   readonly balloons?: () => readonly { instance: string; bytes: number }[];
 }
 
+/** What {@link RoleWiring.instanceConverger}'s probe resolves to: the wiring step that needs the open journal. */
+export type InstanceWiringStep = (ctx: WiringContext, peers: InstancePeers) => Promise<InstanceWiring>;
+
 /** A role's wiring. */
 export interface RoleWiring {
   readonly role: Role;
@@ -112,14 +116,13 @@ export interface RoleWiring {
   /** Every VM the host runtimes know, and whether the listing is complete, for status reports. */
   instances?(ctx: WiringContext): () => InstanceListing;
   /**
-   * The `instances` section's converger over the host's runtimes, decided at start (the node asks its helper whether
-   * libvirt is there); its runtimes are advertised in `Hello` with the `instance.*` capabilities they enforce. `stop`
-   * ends what it started beside the converger (the network rules' integrity timer) before the helper closes.
+   * The `instances` section's converger over the host's runtimes, decided at start in two steps: this probe runs
+   * while the journal opens (the node asks its helper which runtimes it has: it needs only the helper and the log),
+   * and the wiring it resolves to builds the converger once the journal is open. Its runtimes are advertised in
+   * `Hello` with the `instance.*` capabilities they enforce. `stop` ends what it started beside the converger (the
+   * network rules' integrity timer) before the helper closes.
    */
-  instanceConverger?(
-    ctx: WiringContext,
-    peers: InstancePeers,
-  ): Promise<InstanceWiring>;
+  instanceConverger?(early: Pick<WiringContext, "helper" | "log">): Promise<InstanceWiringStep>;
   /** The devices section's host ports; with them the role converges holds and runs `gpu.reset` and `diag.nvml`. */
   devices?(ctx: WiringContext): DevicePorts;
   /** Where the boot id comes from when `BCD_BOOT_ID_PATH` is unset (the sim's simulated boot); the kernel's if absent. */
@@ -186,7 +189,7 @@ async function _openHelper(
 }
 
 /** The helper's client of a role wired with {@link RoleWiring.helperSocket}; a wiring bug throws. */
-export function helperOf(ctx: WiringContext): HelperClient {
+export function helperOf(ctx: Pick<WiringContext, "helper">): HelperClient {
   if (!ctx.helper) throw new Error("this role runs with the root helper; its client is missing");
   return ctx.helper;
 }
@@ -343,11 +346,20 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
           base: { role: w.role },
           destination: logRing.tee(stderrDestination()),
         });
-        const identity = await loadIdentity(dataDir);
-        if (!identity) throw new UsageError(`${dataDir} holds no identity; run "join" first`);
-        const opened = w.helperSocket
-          ? await _openHelper(w.role, config, w.helperSocket(config), log, _bootIdPath())
-          : undefined;
+        // The identity is read while the helper connection opens and answers the boot id; a missing identity is the
+        // error reported, and closes the helper's connection.
+        const [loaded, helper] = await Promise.allSettled([
+          loadIdentity(dataDir),
+          w.helperSocket ? _openHelper(w.role, config, w.helperSocket(config), log, _bootIdPath()) : undefined,
+        ]);
+        const identity = loaded.status === "fulfilled" ? loaded.value : undefined;
+        if (!identity) {
+          if (helper.status === "fulfilled") helper.value?.helper.close();
+          if (loaded.status === "rejected") throw loaded.reason;
+          throw new UsageError(`${dataDir} holds no identity; run "join" first`);
+        }
+        if (helper.status === "rejected") throw helper.reason;
+        const opened = helper.value;
         const bootId = opened?.bootId ?? await readBootId(_bootIdPath() ?? await w.bootIdFile?.(dataDir));
         const url = (values.gateway as string | undefined) ?? config.gateway.url ?? identity.gatewayUrl;
         if (url) _checkUrl(url, "session");
@@ -431,18 +443,37 @@ export interface StartedAgent {
  * backoff) comes in {@link AgentStart}.
  */
 export async function startAgent(w: RoleWiring, o: AgentStart): Promise<StartedAgent> {
+  // The session's first connection opens now, beside the journal's open, the runtime probes and the agent's start;
+  // its Hello still waits for them (the agent's run reads the Challenge).
+  const pre = o.connect ? preconnect(o.connect) : undefined;
+  try {
+    return await _startAgent(w, { ...o, connect: pre?.connect }, pre);
+  } catch (e) {
+    pre?.discard();
+    throw e;
+  }
+}
+
+async function _startAgent(w: RoleWiring, o: AgentStart, pre: Preconnected | undefined): Promise<StartedAgent> {
   const { config, dataDir, bootId, identity, log, logRing } = o;
   const clock = o.clock ?? realClock;
-  const journal = await Journal.open({
-    dataDir,
-    bootId,
-    bounds: boundsFromConfig(config.journal),
-    logger: log,
-    nodeId: identity.nodeId,
-    onStop: o.onJournalStop,
-    clock,
-    ...(o.driver ? { driver: o.driver } : {}),
-  });
+  // The role's runtime probes (through the helper) run while the journal opens; a failed open is the error reported.
+  const [opened, probed] = await Promise.allSettled([
+    Journal.open({
+      dataDir,
+      bootId,
+      bounds: boundsFromConfig(config.journal),
+      logger: log,
+      nodeId: identity.nodeId,
+      onStop: o.onJournalStop,
+      clock,
+      ...(o.driver ? { driver: o.driver } : {}),
+    }),
+    w.instanceConverger?.({ log, ...(o.helper ? { helper: o.helper } : {}) }),
+  ]);
+  if (opened.status === "rejected") throw opened.reason;
+  if (probed.status === "rejected") throw probed.reason;
+  const journal = opened.value;
   const conditions = new ConditionSet(clock);
   const secrets = new SessionSecrets({ log });
   let started: NodeAgent | undefined;
@@ -471,7 +502,7 @@ export async function startAgent(w: RoleWiring, o: AgentStart): Promise<StartedA
     registerGpuKinds(handlers, devices, () => conditions, () => late.instances?.passthrough() ?? []);
   }
   checkHandledKinds(w, handlers);
-  const inst = await w.instanceConverger?.(ctx, {
+  const inst = await probed.value?.(ctx, {
     secrets,
     holdsCommittedBytes: () => Promise.resolve(late.devices?.boundCommittedBytes() ?? 0),
     wake: () => started?.loop.expedite(),
@@ -520,6 +551,7 @@ export async function startAgent(w: RoleWiring, o: AgentStart): Promise<StartedA
     agent,
     journal,
     async close() {
+      pre?.discard();
       await agent.stop();
       await telemetry.stop();
       await inst?.stop?.();

@@ -58,7 +58,7 @@ import { instanceMigrateHandler } from "../core/commands/kind_handlers/instance_
 import type { LibvirtMigrator } from "../runtimes/migration/libvirt_migrator.ts";
 import { HttpsUploader } from "../runtimes/host/https_put.ts";
 import type { DevicePorts } from "./_devices.ts";
-import { nodeInstances } from "./node_instances.ts";
+import { nodeInstances, probeRuntimes, type RuntimesFound } from "./node_instances.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
 import { agentCommands, helperOf, type InstancePeers, type InstanceWiring, type WiringContext } from "./_agent_cli.ts";
 import { IMAGE_COMMAND } from "./node_image_cli.ts";
@@ -123,11 +123,12 @@ function _host(ctx: WiringContext, peers: Pick<InstancePeers, "secrets" | "wake"
 }
 
 /**
- * The `instances` converger over the host's runtimes (`roles/node_instances.ts`, one wiring for every mix); its
- * snapshot taker and migrator serve `instance.snapshot` and `instance.migrate`.
+ * The `instances` converger over the host's runtimes (`roles/node_instances.ts`, one wiring for every mix), from what
+ * the probes sent while the journal opened found; its snapshot taker and migrator serve `instance.snapshot` and
+ * `instance.migrate`.
  */
-async function _instances(ctx: WiringContext, peers: InstancePeers): Promise<InstanceWiring> {
-  const w = await nodeInstances(ctx, peers);
+async function _instances(ctx: WiringContext, peers: InstancePeers, found: RuntimesFound): Promise<InstanceWiring> {
+  const w = await nodeInstances(ctx, peers, { found });
   if (w.snapshotter) _snapshotsByCtx.set(ctx, w.snapshotter);
   if (w.migrator) _migratorsByCtx.set(ctx, w.migrator);
   return w;
@@ -161,7 +162,10 @@ export const COMMANDS: Record<string, Subcommand> = {
       daemonConverger(ctx),
     ],
     onWelcome: confirmRelease,
-    instanceConverger: _instances,
+    instanceConverger: async (early) => {
+      const found = await probeRuntimes(helperOf(early), early.log);
+      return (ctx, peers) => _instances(ctx, peers, found);
+    },
     tunnels: (ctx, agent) =>
       new Tunnels({
         nodeId: ctx.identity.nodeId,

@@ -98,9 +98,10 @@ import type { BalloonReading } from "../../core/balloon/port.ts";
 import { ownBalloon, readChBalloon, setChBalloon } from "./ch_balloon.ts";
 import { chRebind } from "./ch_rebind.ts";
 import { unplugDevice } from "./ch_unplug.ts";
+import { CH_RUNTIME } from "../runtime_names.ts";
 
 /** The runtime's name in `InstanceSpec.runtime`. */
-export const CH_RUNTIME = "cloud-hypervisor";
+export { CH_RUNTIME };
 
 /** A stop that left the VMM's unit running. */
 export class VmmSurvived extends Error {

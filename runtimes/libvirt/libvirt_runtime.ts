@@ -46,9 +46,10 @@ import type { SnapshotStore } from "./snapshot_store.ts";
 import { type Clock, realClock } from "../../core/clock.ts";
 import { type BalloonReading, NoBalloon } from "../../core/balloon/port.ts";
 import { rebindFileDisk, runRebind } from "../../core/rebind/mod.ts";
+import { LIBVIRT_RUNTIME } from "../runtime_names.ts";
 
 /** The runtime's name in `InstanceSpec.runtime`. */
-export const LIBVIRT_RUNTIME = "libvirt-kvm";
+export { LIBVIRT_RUNTIME };
 
 /** Options of {@link LibvirtRuntime}. */
 export interface LibvirtRuntimeOptions {
