@@ -60,7 +60,14 @@ import { HttpsUploader } from "../runtimes/host/https_put.ts";
 import type { DevicePorts } from "./_devices.ts";
 import { nodeInstances, probeRuntimes, type RuntimesFound } from "./node_instances.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
-import { agentCommands, helperOf, type InstancePeers, type InstanceWiring, type WiringContext } from "./_agent_cli.ts";
+import {
+  agentCommands,
+  helperOf,
+  type InstancePeers,
+  type InstanceWiring,
+  type RoleWiring,
+  type WiringContext,
+} from "./_agent_cli.ts";
 import { IMAGE_COMMAND } from "./node_image_cli.ts";
 import { driverInvoke } from "./_plugins.ts";
 import { JOURNAL_COMMAND } from "./node_journal_cli.ts";
@@ -134,75 +141,78 @@ async function _instances(ctx: WiringContext, peers: InstancePeers, found: Runti
   return w;
 }
 
+/** The `node` role's daemon wiring (`run`, `join`, `version`). */
+export const NODE_WIRING: RoleWiring = {
+  role: "node",
+  // host kinds, diag.dcgm (dcgmi through the helper) and instance.snapshot, plus gpu.reset and diag.nvml where the role has devices
+  // (registerGpuKinds)
+  handles: [
+    "inventory.refresh",
+    "logs.collect",
+    "node.reboot",
+    "diag.dcgm",
+    "gpu.reset",
+    "diag.nvml",
+    "instance.snapshot",
+    "instance.migrate",
+    "daemon.upgrade",
+    "driver.invoke",
+  ],
+  defaultDataDir: "/var/lib/bcd",
+  capabilities: ["devices.limits", "binding.kubernetes"],
+  helperSocket: (config) => config.helper.socket ?? DEFAULT_HELPER_SOCKET,
+  devices: _devices,
+  convergers: (ctx, _events, _conditions, peers) => [
+    _host(ctx, peers),
+    new AccessConverger({ host: new HelperAccessHost(helperOf(ctx)), nodeId: ctx.identity.nodeId, jwks: _jwks(ctx) }),
+    daemonConverger(ctx),
+  ],
+  onWelcome: confirmRelease,
+  instanceConverger: async (early) => {
+    const found = await probeRuntimes(helperOf(early), early.log);
+    return (ctx, peers) => _instances(ctx, peers, found);
+  },
+  tunnels: (ctx, agent) =>
+    new Tunnels({
+      nodeId: ctx.identity.nodeId,
+      jwks: _jwks(ctx),
+      ledger: ctx.journal,
+      dialer: new InstanceDialer({ instances: agent.instances }),
+      serverNow: agent.serverNow,
+      ready: agent.ready,
+      log: ctx.log,
+    }),
+  handlers(ctx) {
+    const helper = helperOf(ctx);
+    const reg = new HandlerRegistry();
+    for (
+      const h of hostKindHandlers({
+        journal: ctx.journal,
+        logRing: ctx.logRing,
+        gpus: _gpu(ctx),
+        host: new HelperHostInventory(helper),
+        rebooter: new HelperRebooter(helper),
+      })
+    ) reg.register(h);
+    reg.register(daemonUpgrade(ctx));
+    reg.register(
+      instanceSnapshotHandler({ snapshotter: () => _snapshotsByCtx.get(ctx), uploader: new HttpsUploader() }),
+    );
+    reg.register(instanceMigrateHandler({ migrator: () => _migratorsByCtx.get(ctx), nodeId: ctx.identity.nodeId }));
+    // From level 2 a GPU a live hold names is busy; VM pass-through is not tracked here yet, as for gpu.reset.
+    reg.register(driverInvoke(ctx));
+    reg.register(diagDcgmHandler({
+      dcgm: new HelperDcgm(helper),
+      holds: () => new HelperHoldStore(helper).list(),
+      passthrough: () => [],
+    }));
+    return reg;
+  },
+};
+
 /** The `node` role's subcommands beyond `version` and `help`. */
 export const COMMANDS: Record<string, Subcommand> = {
-  ...agentCommands({
-    role: "node",
-    // host kinds, diag.dcgm (dcgmi through the helper) and instance.snapshot, plus gpu.reset and diag.nvml where the role has devices
-    // (registerGpuKinds)
-    handles: [
-      "inventory.refresh",
-      "logs.collect",
-      "node.reboot",
-      "diag.dcgm",
-      "gpu.reset",
-      "diag.nvml",
-      "instance.snapshot",
-      "instance.migrate",
-      "daemon.upgrade",
-      "driver.invoke",
-    ],
-    defaultDataDir: "/var/lib/bcd",
-    capabilities: ["devices.limits", "binding.kubernetes"],
-    helperSocket: (config) => config.helper.socket ?? DEFAULT_HELPER_SOCKET,
-    devices: _devices,
-    convergers: (ctx, _events, _conditions, peers) => [
-      _host(ctx, peers),
-      new AccessConverger({ host: new HelperAccessHost(helperOf(ctx)), nodeId: ctx.identity.nodeId, jwks: _jwks(ctx) }),
-      daemonConverger(ctx),
-    ],
-    onWelcome: confirmRelease,
-    instanceConverger: async (early) => {
-      const found = await probeRuntimes(helperOf(early), early.log);
-      return (ctx, peers) => _instances(ctx, peers, found);
-    },
-    tunnels: (ctx, agent) =>
-      new Tunnels({
-        nodeId: ctx.identity.nodeId,
-        jwks: _jwks(ctx),
-        ledger: ctx.journal,
-        dialer: new InstanceDialer({ instances: agent.instances }),
-        serverNow: agent.serverNow,
-        ready: agent.ready,
-        log: ctx.log,
-      }),
-    handlers(ctx) {
-      const helper = helperOf(ctx);
-      const reg = new HandlerRegistry();
-      for (
-        const h of hostKindHandlers({
-          journal: ctx.journal,
-          logRing: ctx.logRing,
-          gpus: _gpu(ctx),
-          host: new HelperHostInventory(helper),
-          rebooter: new HelperRebooter(helper),
-        })
-      ) reg.register(h);
-      reg.register(daemonUpgrade(ctx));
-      reg.register(
-        instanceSnapshotHandler({ snapshotter: () => _snapshotsByCtx.get(ctx), uploader: new HttpsUploader() }),
-      );
-      reg.register(instanceMigrateHandler({ migrator: () => _migratorsByCtx.get(ctx), nodeId: ctx.identity.nodeId }));
-      // From level 2 a GPU a live hold names is busy; VM pass-through is not tracked here yet, as for gpu.reset.
-      reg.register(driverInvoke(ctx));
-      reg.register(diagDcgmHandler({
-        dcgm: new HelperDcgm(helper),
-        holds: () => new HelperHoldStore(helper).list(),
-        passthrough: () => [],
-      }));
-      return reg;
-    },
-  }),
+  ...agentCommands(NODE_WIRING),
   image: IMAGE_COMMAND,
   journal: JOURNAL_COMMAND,
   doctor: doctorCommand("node", "/var/lib/bcd"),

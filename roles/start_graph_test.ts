@@ -101,6 +101,16 @@ Deno.test("the node role loads the instance config delivery only when [instances
   assert.deepEqual(delivery.filter((m) => graph.includes(m)), []);
 });
 
+Deno.test("the node role loads no instance runtime's code at start: it loads when the helper's probe finds a runtime", async () => {
+  const graph = await staticGraph("roles/node.ts");
+  assert.ok(graph.includes("roles/node_instances.ts"), "the graph was read");
+  const runtimes = graph.filter((m) =>
+    /^runtimes\/(libvirt|cloudhypervisor|migration|nft|volumes|guest)\//.test(m) ||
+    /^core\/(balloon|turns|migration)\//.test(m) || m === "roles/node_runtimes.ts"
+  );
+  assert.deepEqual(runtimes, []);
+});
+
 Deno.test("importing the Ed25519 module (WebCrypto verifier, signing, hex) loads no node: module; the node:crypto verifier is its own module", async () => {
   const graph = await staticGraph("core/pki/ed25519.ts");
   assert.ok(graph.includes("core/pki/ed25519.ts"), "the graph was read");
