@@ -6,8 +6,14 @@
  *
  * @module
  */
-import { checkImage, checkOverlay, type ImageFormat, ImageRefused, type Qcow2Header } from "../core/images/mod.ts";
+import type { ImageFormat, Qcow2Header } from "../core/images/mod.ts";
 import { EXIT_INTERNAL, EXIT_OK, EXIT_REFUSED, printOut, type Subcommand, UsageError } from "./_cli.ts";
+
+/**
+ * The image checks, loaded when a command runs: this file is in the node's entry graph, and the daemon's start never
+ * needs the checks' ~20 modules (a runtime that does loads them itself; issue 24).
+ */
+type _Images = typeof import("../core/images/mod.ts");
 
 const _FORMATS: readonly ImageFormat[] = ["qcow2", "raw", "iso"];
 
@@ -21,12 +27,13 @@ function _header(h: Qcow2Header): Record<string, unknown> {
   };
 }
 
-async function _judge(fn: () => Promise<Record<string, unknown>>): Promise<number> {
+async function _judge(fn: (images: _Images) => Promise<Record<string, unknown>>): Promise<number> {
+  const images = await import("../core/images/mod.ts");
   try {
-    printOut(JSON.stringify({ ok: true, ...(await fn()) }));
+    printOut(JSON.stringify({ ok: true, ...(await fn(images)) }));
     return EXIT_OK;
   } catch (e) {
-    if (e instanceof ImageRefused) {
+    if (e instanceof images.ImageRefused) {
       printOut(JSON.stringify({ ok: false, reason: e.reason, message: e.message }));
       return EXIT_REFUSED;
     }
@@ -55,7 +62,7 @@ export const IMAGE_COMMAND: Subcommand = {
           throw new UsageError("image check: --format must be qcow2, raw or iso");
         }
         const path = _one(positionals, "image check");
-        return _judge(async () => {
+        return _judge(async ({ checkImage }) => {
           const r = await checkImage(path, format as ImageFormat);
           return { format: r.format, probed: r.probed, ...(r.header ? _header(r.header) : {}) };
         });
@@ -83,7 +90,7 @@ export const IMAGE_COMMAND: Subcommand = {
         }
         const path = _one(positionals, "image check-overlay");
         const expected = none ? null : { path: backing as string, format: fmt as "qcow2" | "raw" };
-        return _judge(async () => _header(await checkOverlay(path, expected)));
+        return _judge(async ({ checkOverlay }) => _header(await checkOverlay(path, expected)));
       },
     },
   },

@@ -96,7 +96,7 @@ Deno.test("the sim role loads no helper client, protocol codec or argument table
 
 Deno.test("the node role loads the instance config delivery only when [instances] agent_config_url is set", async () => {
   const graph = await staticGraph("roles/node.ts");
-  assert.ok(graph.includes("runtimes/helper/client.ts"), "the graph was read");
+  assert.ok(graph.includes("roles/node_instances.ts"), "the graph was read");
   const delivery = ["runtimes/agent_config/instance_delivery.ts", "runtimes/guest/framing_client.ts"];
   assert.deepEqual(delivery.filter((m) => graph.includes(m)), []);
 });
@@ -110,6 +110,17 @@ Deno.test("the node role loads no instance runtime's code at start: it loads whe
   );
   assert.deepEqual(runtimes, []);
 });
+
+for (const role of ["node", "site"]) {
+  Deno.test(`the ${role} role loads its doctor's checks and the image checks only when those subcommands run`, async () => {
+    const graph = await staticGraph(`roles/${role}.ts`);
+    assert.ok(graph.includes("roles/doctor_cli.ts"), "the graph was read");
+    const subcommandOnly = graph.filter((m) =>
+      /^(core|runtimes)\/doctor\//.test(m) || m === "roles/doctor_run.ts" || m === "core/images/mod.ts"
+    );
+    assert.deepEqual(subcommandOnly, []);
+  });
+}
 
 Deno.test("importing the Ed25519 module (WebCrypto verifier, signing, hex) loads no node: module; the node:crypto verifier is its own module", async () => {
   const graph = await staticGraph("core/pki/ed25519.ts");

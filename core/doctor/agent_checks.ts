@@ -1,7 +1,7 @@
 /**
  * The checks of what the agent itself holds: its config, identity and trust bundle, the helper and the role it
  * serves, the journal (integrity, lock, bounds), the clock against the server time mark, and the gateway. Each takes
- * what was found (gathered by `roles/doctor_cli.ts`) and gives one line; none does I/O.
+ * what was found (gathered by `roles/doctor_run.ts`) and gives one line; none does I/O.
  *
  * @module
  */
