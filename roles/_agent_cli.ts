@@ -346,20 +346,11 @@ export function agentCommands(w: RoleWiring): Record<string, Subcommand> {
           base: { role: w.role },
           destination: logRing.tee(stderrDestination()),
         });
-        // The identity is read while the helper connection opens and answers the boot id; a missing identity is the
-        // error reported, and closes the helper's connection.
-        const [loaded, helper] = await Promise.allSettled([
-          loadIdentity(dataDir),
-          w.helperSocket ? _openHelper(w.role, config, w.helperSocket(config), log, _bootIdPath()) : undefined,
-        ]);
-        const identity = loaded.status === "fulfilled" ? loaded.value : undefined;
-        if (!identity) {
-          if (helper.status === "fulfilled") helper.value?.helper.close();
-          if (loaded.status === "rejected") throw loaded.reason;
-          throw new UsageError(`${dataDir} holds no identity; run "join" first`);
-        }
-        if (helper.status === "rejected") throw helper.reason;
-        const opened = helper.value;
+        const identity = await loadIdentity(dataDir);
+        if (!identity) throw new UsageError(`${dataDir} holds no identity; run "join" first`);
+        const opened = w.helperSocket
+          ? await _openHelper(w.role, config, w.helperSocket(config), log, _bootIdPath())
+          : undefined;
         const bootId = opened?.bootId ?? await readBootId(_bootIdPath() ?? await w.bootIdFile?.(dataDir));
         const url = (values.gateway as string | undefined) ?? config.gateway.url ?? identity.gatewayUrl;
         if (url) _checkUrl(url, "session");

@@ -58,7 +58,7 @@ import { instanceMigrateHandler } from "../core/commands/kind_handlers/instance_
 import type { LibvirtMigrator } from "../runtimes/migration/libvirt_migrator.ts";
 import { HttpsUploader } from "../runtimes/host/https_put.ts";
 import type { DevicePorts } from "./_devices.ts";
-import { nodeInstances, probeRuntimes, type RuntimesFound } from "./node_instances.ts";
+import { earlyInstances, type InstancesEarly, nodeInstances } from "./node_instances.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
 import {
   agentCommands,
@@ -131,11 +131,11 @@ function _host(ctx: WiringContext, peers: Pick<InstancePeers, "secrets" | "wake"
 
 /**
  * The `instances` converger over the host's runtimes (`roles/node_instances.ts`, one wiring for every mix), from what
- * the probes sent while the journal opened found; its snapshot taker and migrator serve `instance.snapshot` and
+ * was probed and prepared while the journal opened; its snapshot taker and migrator serve `instance.snapshot` and
  * `instance.migrate`.
  */
-async function _instances(ctx: WiringContext, peers: InstancePeers, found: RuntimesFound): Promise<InstanceWiring> {
-  const w = await nodeInstances(ctx, peers, { found });
+async function _instances(ctx: WiringContext, peers: InstancePeers, early: InstancesEarly): Promise<InstanceWiring> {
+  const w = await nodeInstances(ctx, peers, { early });
   if (w.snapshotter) _snapshotsByCtx.set(ctx, w.snapshotter);
   if (w.migrator) _migratorsByCtx.set(ctx, w.migrator);
   return w;
@@ -168,9 +168,9 @@ export const NODE_WIRING: RoleWiring = {
     daemonConverger(ctx),
   ],
   onWelcome: confirmRelease,
-  instanceConverger: async (early) => {
-    const found = await probeRuntimes(helperOf(early), early.log);
-    return (ctx, peers) => _instances(ctx, peers, found);
+  instanceConverger: async (start) => {
+    const early = await earlyInstances(helperOf(start), start.log);
+    return (ctx, peers) => _instances(ctx, peers, early);
   },
   tunnels: (ctx, agent) =>
     new Tunnels({

@@ -19,10 +19,11 @@
  * fleet config delivery (seed 004; it lists the running domains through virsh). A host with no runtime gets the
  * converger over its plugins alone: no capability, no volume store, so no `volume_storage`.
  *
- * This file is the part every start loads: the two probes ({@link probeRuntimes}, sent together, and by the daemon
- * while its journal opens) and the converger of a host without a runtime. The runtimes' code and the parts above
- * (`roles/node_runtimes.ts`: libvirt, cloud-hypervisor, migration, snapshots, volumes, nftables, balloon, rebind;
- * about 60 modules) load only when a probe finds a runtime (issue 24).
+ * This file is the part every start loads: the two probes ({@link probeRuntimes}, sent together) and the converger
+ * of a host without a runtime. The runtimes' code and the parts above (`roles/node_runtimes.ts`: libvirt,
+ * cloud-hypervisor, migration, snapshots, volumes, nftables, balloon, rebind; about 60 modules) load only when a
+ * probe finds a runtime. The daemon runs the probes, that load and the network rules' preparation
+ * ({@link earlyInstances}) while its journal opens (issue 24).
  *
  * @module
  */
@@ -38,6 +39,7 @@ import type { ChRuntime } from "../runtimes/cloudhypervisor/ch_runtime.ts";
 import type { InstanceSnapshotter } from "../core/commands/kind_handlers/instance_snapshot.ts";
 import type { LibvirtMigrator } from "../runtimes/migration/libvirt_migrator.ts";
 import type { HelperClient } from "../runtimes/helper/client.ts";
+import type { PreparedNetwork } from "./node_runtimes.ts";
 import { helperOf, type InstancePeers, type InstanceWiring, type WiringContext } from "./_agent_cli.ts";
 import { pluginRuntimes } from "./_plugins.ts";
 import { CH_RUNTIME, LIBVIRT_RUNTIME } from "../runtimes/runtime_names.ts";
@@ -51,12 +53,24 @@ export interface RuntimesFound {
   readonly ch: boolean;
 }
 
+/**
+ * What {@link earlyInstances} found and began before the journal is open: the probes' answers and, with a runtime,
+ * the runtimes' code, loaded, and bcd's nftables tables made sure of (the `Hello` capabilities they allow).
+ */
+export interface InstancesEarly {
+  readonly found: RuntimesFound;
+  readonly runtimes?: {
+    readonly module: typeof import("./node_runtimes.ts");
+    readonly network: PreparedNetwork;
+  };
+}
+
 /** Options of {@link nodeInstances}. */
 export interface NodeInstancesOptions {
   /** The clock the balloon loop and the rebinder's retries run on (default the real clock). */
   readonly clock?: Pick<Clock, "monotonic" | "setTimer">;
-  /** What {@link probeRuntimes} found, when it ran earlier (the daemon probes while its journal opens). */
-  readonly found?: RuntimesFound;
+  /** What {@link earlyInstances} found and began, when it ran earlier (the daemon's, while its journal opens). */
+  readonly early?: InstancesEarly;
 }
 
 /** What {@link nodeInstances} wired, beyond what the agent takes. */
@@ -73,23 +87,34 @@ export interface NodeInstances extends InstanceWiring {
 }
 
 /**
- * The host's runtimes and their wiring: the probes' answers ({@link NodeInstancesOptions.found}, else probed now),
- * then the runtimes' code, loaded only when one was found.
+ * The host's runtimes and their wiring, from what {@link earlyInstances} found and began
+ * ({@link NodeInstancesOptions.early}, else run now).
  */
 export async function nodeInstances(
   ctx: WiringContext,
   peers: InstancePeers,
   opts: NodeInstancesOptions = {},
 ): Promise<NodeInstances> {
-  const found = opts.found ?? await probeRuntimes(helperOf(ctx), ctx.log);
+  const { found, runtimes } = opts.early ?? await earlyInstances(helperOf(ctx), ctx.log);
   const plugins = await pluginRuntimes(ctx, [LIBVIRT_RUNTIME, CH_RUNTIME]);
-  if (!found.libvirt && !found.ch) {
+  if (!runtimes) {
     ctx.log.info({}, "instances: the helper has neither virsh nor cloud-hypervisor; no instance runtime");
     const memory = new HelperHostMemory(helperOf(ctx));
     return { converger: new InstancesConverger(plugins, { memory }), capabilities: [], runtimes: [] };
   }
-  const { wireRuntimes } = await import("./node_runtimes.ts");
-  return await wireRuntimes(ctx, peers, found, plugins, opts.clock);
+  return await runtimes.module.wireRuntimes(ctx, peers, found, plugins, runtimes.network, opts.clock);
+}
+
+/**
+ * What needs only the helper, done before the journal is open: the probes ({@link probeRuntimes}); with a runtime,
+ * its code loads (`roles/node_runtimes.ts`) and bcd's nftables tables are made sure of, since `Hello` advertises
+ * the network capabilities only when they loaded. A host without a runtime loads none of it.
+ */
+export async function earlyInstances(helper: HelperClient, log: Logger): Promise<InstancesEarly> {
+  const found = await probeRuntimes(helper, log);
+  if (!found.libvirt && !found.ch) return { found };
+  const module = await import("./node_runtimes.ts");
+  return { found, runtimes: { module, network: await module.prepareNetwork(helper, log) } };
 }
 
 /**

@@ -34,21 +34,40 @@ import { MigrationPhaseBoard } from "../runtimes/migration/phase_board.ts";
 import { CH_RUNTIME } from "../runtimes/runtime_names.ts";
 import { helperOf, type InstancePeers, type InstanceWiring, type WiringContext } from "./_agent_cli.ts";
 import type { HostRuntime, NodeInstances, RuntimesFound } from "./node_instances.ts";
+import type { HelperClient } from "../runtimes/helper/client.ts";
+import type { Logger } from "../core/log/mod.ts";
 
 /** The `libvirt-kvm` runtime and its helper port, when found. */
 interface _Found {
   readonly libvirt?: { readonly runtime: LibvirtRuntime; readonly host: HelperLibvirtHost };
 }
 
+/** bcd's nftables tables, made sure of, and the `Hello` capabilities that allows. */
+export interface PreparedNetwork {
+  readonly net: NodeNetwork;
+  readonly capabilities: readonly string[];
+}
+
+/**
+ * Makes sure of bcd's nftables tables through the helper (`NodeNetwork.prepare`): needs nothing the journal holds, so
+ * the daemon does it while the journal opens; the integrity timer starts with the wiring.
+ */
+export async function prepareNetwork(helper: HelperClient, log: Logger): Promise<PreparedNetwork> {
+  const net = new NodeNetwork(new HelperNft(helper), log);
+  return { net, capabilities: await net.prepare() };
+}
+
 /**
  * The runtimes {@link RuntimesFound} names (at least one) and their parts: see `roles/node_instances.ts` for the table.
- * `plugins` are the helper's runtime plugins, converged after the built-in runtimes.
+ * `plugins` are the helper's runtime plugins, converged after the built-in runtimes; `network` is
+ * {@link prepareNetwork}'s.
  */
 export async function wireRuntimes(
   ctx: WiringContext,
   peers: InstancePeers,
   found: RuntimesFound,
   plugins: readonly PluginRuntime[],
+  network: PreparedNetwork,
   clock: Pick<Clock, "monotonic" | "setTimer"> = realClock,
 ): Promise<NodeInstances> {
   const helper = helperOf(ctx);
@@ -71,7 +90,7 @@ export async function wireRuntimes(
   ];
   const removed = (await Promise.all(stages.map((d) => cleanStaging(d)))).flat();
   if (removed.length > 0) ctx.log.info({ removed }, "instances: snapshot stages a crash left behind removed");
-  const net = new NodeNetwork(new HelperNft(helper), ctx.log);
+  const { net } = network;
   const volumes = new VolumeKeeper(new FileVolumeStore({ dir: volumesDir(ctx.dataDir), log: ctx.log }), ctx.log);
   const rebinder = new IdentityRebinder({
     store: new ReboundFile(ctx.dataDir),
@@ -117,12 +136,11 @@ export async function wireRuntimes(
     log: ctx.log,
   });
   balloonLoop.start();
-  const network = await net.prepare();
   net.start();
   const libvirtOnly = lv ? await _libvirtParts(ctx, lv) : undefined;
   return {
     converger,
-    capabilities: ["instance.placement", "instance.volumes", ...network],
+    capabilities: ["instance.placement", "instance.volumes", ...network.capabilities],
     runtimes,
     ...(snapshotter ? { snapshotter } : {}),
     ...(libvirtOnly ? { migrator: libvirtOnly.migrator, migrations: libvirtOnly.migrations } : {}),

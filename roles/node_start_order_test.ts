@@ -14,6 +14,8 @@ import { generateSigningKeyPair } from "../core/pki/ed25519.ts";
 import type { FrameTransport } from "../core/session/transport.ts";
 import { decodeNodeFrame, encodeGatewayFrame } from "../proto/mod.ts";
 import { startTestHelper, TEST_BOOT_ID } from "../runtimes/helper/helper_testing.ts";
+import { FakeVirsh } from "../runtimes/libvirt/fake_virsh.ts";
+import { LibvirtHost } from "../runtimes/libvirt/libvirt_host.ts";
 import { startAgent } from "./_agent_cli.ts";
 import { NODE_WIRING } from "./node.ts";
 
@@ -56,21 +58,56 @@ function challengeTransport(events: string[]): FrameTransport & { hello: Promise
   };
 }
 
-Deno.test("the node opens its session's connection and probes its runtimes while the journal opens; Hello follows the agent's start", async () => {
-  const helper = await startTestHelper({ role: "node" });
+/** One row per host: without a runtime, and with `libvirt-kvm` (whose code loads and whose network rules load early). */
+const HOSTS = [
+  { name: "a host without a runtime", libvirt: false, early: ["helper ch.state", "helper libvirt.list"] },
+  {
+    name: "a libvirt-kvm host",
+    libvirt: true,
+    early: ["helper ch.state", "helper libvirt.list", "helper nft.list", "helper nft.apply"],
+  },
+];
+
+for (const host of HOSTS) {
+  Deno.test(`${host.name}: the node opens its session's connection and probes (and prepares) its runtimes while the journal opens; Hello follows the agent's start`, async () => {
+    await startOrder(host);
+  });
+}
+
+async function startOrder(host: (typeof HOSTS)[number]): Promise<void> {
   const dataDir = await Deno.makeTempDir({ prefix: "bcd-node-start-order-" });
+  const helper = await startTestHelper({
+    role: "node",
+    ...(host.libvirt
+      ? {
+        libvirt: new LibvirtHost({
+          virsh: new FakeVirsh(),
+          dataDir: `${dataDir}/root-side`,
+          domainType: "qemu",
+          owner: "node-a",
+          bridges: [],
+        }),
+      }
+      : {}),
+  });
   const events: string[] = [];
+  // The journal's open reaches its storage, then waits until the connect and every early helper op went out (which
+  // the old order sent only after the open: a fallback timer, which only bounds that failure, opens it then).
+  const early = new Set(["connect", ...host.early]);
+  const gate = deferred();
+  const fallback = setTimeout(() => gate.resolve(), 30_000);
+  const seen = (e: string) => {
+    events.push(e);
+    if (early.delete(e) && early.size === 0) gate.resolve();
+  };
   const call = helper.client.call.bind(helper.client);
   helper.client.call = (op, args) => {
-    events.push(`helper ${op}`);
+    seen(`helper ${op}`);
     return call(op, args);
   };
-  // The journal's open reaches its storage, then waits until the test lets it go on.
-  const reached = deferred();
-  const gate = deferred();
   const driver: SqlDriverFactory = async (path, opts) => {
-    reached.resolve();
     await gate.promise;
+    events.push("journal gate opened");
     const db = await openNodeSqlite(path, opts);
     events.push("journal open");
     return db;
@@ -78,7 +115,7 @@ Deno.test("the node opens its session's connection and probes its runtimes while
   const transport = challengeTransport(events);
   const stop = new AbortController();
   try {
-    const starting = startAgent(NODE_WIRING, {
+    const { agent, journal, close } = await startAgent(NODE_WIRING, {
       config: loadAgentConfig(""),
       dataDir,
       bootId: TEST_BOOT_ID,
@@ -94,16 +131,12 @@ Deno.test("the node opens its session's connection and probes its runtimes while
       logRing: new LogRing(),
       helper: helper.client,
       connect: () => {
-        events.push("connect");
+        seen("connect");
         return Promise.resolve(transport);
       },
       onJournalStop: (e) => events.push(`journal stopped: ${e.message}`),
       driver,
     });
-    await reached.promise;
-    events.push("journal storage reached");
-    gate.resolve();
-    const { agent, journal, close } = await starting;
     events.push("agent started");
     const running = agent.run(stop.signal);
     const hello = await transport.hello;
@@ -117,18 +150,20 @@ Deno.test("the node opens its session's connection and probes its runtimes while
       return i;
     };
     const open = at("journal open");
-    for (const e of ["connect", "helper ch.state", "helper libvirt.list"]) {
-      assert.ok(at(e) < at("journal storage reached"), `${e} went out while the journal opened: ${events.join(", ")}`);
+    for (const e of ["connect", ...host.early]) {
+      assert.ok(at(e) < at("journal gate opened"), `${e} went out while the journal opened: ${events.join(", ")}`);
     }
     assert.ok(open < at("agent started") && at("agent started") < at("sent hello"), events.join(", "));
     assert.equal(events.filter((e) => e === "connect").length, 1, "one connection: the one opened early");
-    // What Hello carries came from the open journal and the probes' answers (this helper has neither runtime).
+    // What Hello carries came from the open journal, the probes' answers and the network rules that loaded.
     assert.equal(hello.journal_id, journal.journalId);
     assert.equal(hello.boot_id, TEST_BOOT_ID);
-    assert.deepEqual(hello.runtimes ?? [], []);
+    assert.deepEqual(hello.runtimes ?? [], host.libvirt ? ["libvirt-kvm"] : []);
+    assert.equal(hello.capabilities?.includes("instance.network-policy"), host.libvirt);
   } finally {
+    clearTimeout(fallback);
     stop.abort();
     await helper.close();
     await Deno.remove(dataDir, { recursive: true });
   }
-});
+}
