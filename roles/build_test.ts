@@ -89,7 +89,9 @@ Deno.test("`make bundle` produces seven launchers (five roles, the helper and bc
         }
       }
       if (["node", "site", "ramdisk", "sim"].includes(role)) {
-        const entry = Deno.readTextFileSync(`${dir}/bcd-${role}.js`);
+        // What a start parses: the entry and the chunks it imports statically (code an on-demand chunk shares with
+        // the entry goes to such a chunk), never one only an import() names.
+        const entry = _staticClosure(dir, `bcd-${role}.js`);
         assert.ok(entry.includes('"Journal"'), "the entry holds the agent's own code (core/journal/, its name kept)");
         // Minified (BUNDLE_FLAGS): a start pays for every byte it loads; unminified, each module opens with its path.
         assert.ok(!entry.includes("// core/"), "the entry is minified");
@@ -98,3 +100,15 @@ Deno.test("`make bundle` produces seven launchers (five roles, the helper and bc
     });
   }
 });
+
+/** The text of `file` and of every chunk it imports statically, transitively (`import…from"./x.js"`, not `import()`). */
+function _staticClosure(dir: string, file: string, seen = new Set<string>()): string {
+  if (seen.has(file)) return "";
+  seen.add(file);
+  const text = Deno.readTextFileSync(`${dir}/${file}`);
+  let out = text;
+  for (const m of text.matchAll(/\bimport\s*(?:[^"'()]*?\bfrom\s*)?"\.\/([^"]+\.js)"/g)) {
+    out += _staticClosure(dir, m[1]!, seen);
+  }
+  return out;
+}

@@ -29,29 +29,18 @@
  */
 import { HelperHostMemory } from "../runtimes/helper/ports.ts";
 import { InstancesConverger } from "../core/converge/instances/mod.ts";
-import type { BalloonLoop } from "../core/balloon/mod.ts";
-import type { IdentityRebinder } from "../core/converge/instances/identity_rebind.ts";
 import type { Clock } from "../core/clock.ts";
 import { HelperError } from "../core/helper/mod.ts";
 import type { Logger } from "../core/log/mod.ts";
-import type { LibvirtRuntime } from "../runtimes/libvirt/libvirt_runtime.ts";
-import type { ChRuntime } from "../runtimes/cloudhypervisor/ch_runtime.ts";
-import type { InstanceSnapshotter } from "../core/commands/kind_handlers/instance_snapshot.ts";
-import type { LibvirtMigrator } from "../runtimes/migration/libvirt_migrator.ts";
 import type { HelperClient } from "../runtimes/helper/client.ts";
-import type { PreparedNetwork } from "./node_runtimes.ts";
-import { helperOf, type InstancePeers, type InstanceWiring, type WiringContext } from "./_agent_cli.ts";
+import type { NodeInstances, PreparedNetwork, RuntimesFound } from "./node_runtimes.ts";
+
+import { helperOf, type InstancePeers, type WiringContext } from "./_agent_cli.ts";
 import { pluginRuntimes } from "./_plugins.ts";
 import { CH_RUNTIME, LIBVIRT_RUNTIME } from "../runtimes/runtime_names.ts";
 
-/** A runtime the node runs itself (a plugin runtime is not one: no rebind, no balloon, no volumes of its own). */
-export type HostRuntime = LibvirtRuntime | ChRuntime;
-
-/** What the probes found: the built-in runtimes this host runs. */
-export interface RuntimesFound {
-  readonly libvirt: boolean;
-  readonly ch: boolean;
-}
+/** The runtimes' types live with their wiring; importing them loads none of it. */
+export type { HostRuntime, NodeInstances, RuntimesFound } from "./node_runtimes.ts";
 
 /**
  * What {@link earlyInstances} found and began before the journal is open: the probes' answers and, with a runtime,
@@ -71,19 +60,6 @@ export interface NodeInstancesOptions {
   readonly clock?: Pick<Clock, "monotonic" | "setTimer">;
   /** What {@link earlyInstances} found and began, when it ran earlier (the daemon's, while its journal opens). */
   readonly early?: InstancesEarly;
-}
-
-/** What {@link nodeInstances} wired, beyond what the agent takes. */
-export interface NodeInstances extends InstanceWiring {
-  /** The host's runtimes, in the converger's order (`libvirt-kvm`, then `cloud-hypervisor`). */
-  readonly runtimes: readonly HostRuntime[];
-  /** `instance.snapshot`'s taker, with a runtime. */
-  readonly snapshotter?: InstanceSnapshotter;
-  /** `instance.migrate`'s mover, with `libvirt-kvm`. */
-  readonly migrator?: LibvirtMigrator;
-  /** The identity rebinder and the balloon loop, with a runtime. */
-  readonly rebinder?: IdentityRebinder;
-  readonly balloonLoop?: BalloonLoop;
 }
 
 /**

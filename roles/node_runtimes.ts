@@ -33,13 +33,35 @@ import {
 import { MigrationPhaseBoard } from "../runtimes/migration/phase_board.ts";
 import { CH_RUNTIME } from "../runtimes/runtime_names.ts";
 import { helperOf, type InstancePeers, type InstanceWiring, type WiringContext } from "./_agent_cli.ts";
-import type { HostRuntime, NodeInstances, RuntimesFound } from "./node_instances.ts";
+import type { InstanceSnapshotter } from "../core/commands/kind_handlers/instance_snapshot.ts";
 import type { HelperClient } from "../runtimes/helper/client.ts";
 import type { Logger } from "../core/log/mod.ts";
 
 /** The `libvirt-kvm` runtime and its helper port, when found. */
 interface _Found {
   readonly libvirt?: { readonly runtime: LibvirtRuntime; readonly host: HelperLibvirtHost };
+}
+
+/** A runtime the node runs itself (a plugin runtime is not one: no rebind, no balloon, no volumes of its own). */
+export type HostRuntime = LibvirtRuntime | ChRuntime;
+
+/** What the probes found: the built-in runtimes this host runs. */
+export interface RuntimesFound {
+  readonly libvirt: boolean;
+  readonly ch: boolean;
+}
+
+/** What `nodeInstances` (`roles/node_instances.ts`) wired, beyond what the agent takes. */
+export interface NodeInstances extends InstanceWiring {
+  /** The host's runtimes, in the converger's order (`libvirt-kvm`, then `cloud-hypervisor`). */
+  readonly runtimes: readonly HostRuntime[];
+  /** `instance.snapshot`'s taker, with a runtime. */
+  readonly snapshotter?: InstanceSnapshotter;
+  /** `instance.migrate`'s mover, with `libvirt-kvm`. */
+  readonly migrator?: LibvirtMigrator;
+  /** The identity rebinder and the balloon loop, with a runtime. */
+  readonly rebinder?: IdentityRebinder;
+  readonly balloonLoop?: BalloonLoop;
 }
 
 /** bcd's nftables tables, made sure of, and the `Hello` capabilities that allows. */
