@@ -64,6 +64,11 @@ export class SessionBench {
     };
   }
 
+  /** The agent's journal (`<dir>/session`). */
+  get journal(): Journal {
+    return this.#journal;
+  }
+
   /** A node agent on its own journal in `dir`, trusting `pki`'s command-signing roots. */
   static async open(dir: string, nodeId: string, pki: TestPki, handlers: HandlerRegistry): Promise<SessionBench> {
     const journal = await Journal.open({ dataDir: `${dir}/session`, bootId: "bench-boot", nodeId });

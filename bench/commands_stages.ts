@@ -14,7 +14,10 @@
  *   and its `UPDATE … RETURNING`), four commands' worth per `COMMIT`, and one fdatasync of the WAL per group, in a
  *   plain loop on the journal's own schema. Its settled rate over the serial fsync rate of the same round is the
  *   most the whole path could reach on this disk with 8 commands in flight (two durable writes each, so four
- *   commands per sync at best).
+ *   commands per sync at best). Run twice per round: on a new WAL, which each group's frames extend (as the rounds'
+ *   fresh journals do until their first checkpoint), and on a WAL restarted over frames written before (`inPlace`:
+ *   as a running journal's is after its first checkpoint, SQLite keeping the file at its largest size), where
+ *   fdatasync commits no file system metadata.
  *
  * @module
  */
@@ -134,7 +137,7 @@ export async function stageCosts(
   );
   add("dispatcher + lanes (journal answering at once)", await _dispatchOnly(cmds));
   add("client: 3 WebSocket frames + result log line", await measure(n, (i) => _clientWork(cmds[i]!)));
-  add("journal: accept + finish, 8 in flight, with syncs", await _journalOnly(dir, n));
+  add("journal: accept + finish, 8 in flight, with syncs, WAL in place", await _journalOnly(dir, n));
   return out;
 }
 
@@ -224,27 +227,51 @@ async function _dispatchOnly(cmds: readonly IncomingCommand[]): Promise<{ loop: 
   }
 }
 
-/** 8 clients each doing accept then finish on a real journal: the journal's share of a command. */
+/**
+ * 8 clients each doing accept then finish on a real journal whose WAL restarted (as the rounds' journals): the
+ * journal's share of a command.
+ */
 async function _journalOnly(dir: string, n: number): Promise<{ loop: number; all: number }> {
   const j = await Journal.open({ dataDir: `${dir}/stage-journal`, bootId: "bench-boot" });
-  let next = 0;
-  const run = async (end: number) => {
-    const client = async () => {
-      while (next < end) {
-        const id = `01STAGE${next++}`;
-        await j.accept(id, { kind: "inventory.refresh", retrySafe: true, selfTerminating: false });
-        await j.finish(id, { state: "SUCCEEDED" });
-      }
-    };
-    await Promise.all(Array.from({ length: 8 }, client));
-  };
   try {
-    await run(n >> 3);
-    return await clocked(n, () => run(n + (n >> 3)));
+    let warm = 0;
+    await warmPastWalRestart(`${dir}/stage-journal/journal.db-wal`, () => acceptAndFinish(j, 64, `01WARM${warm++}-`));
+    return await clocked(n, () => acceptAndFinish(j, n, "01STAGE"));
   } finally {
     await j.close();
   }
 }
+
+/**
+ * Runs `batch` until a whole batch left the WAL at `walPath` at its size: SQLite checkpointed it (at 1000 frames)
+ * and restarted it, and the frames written since overwrite earlier ones in place, as in a journal that has run for a
+ * while (a new journal's WAL grows by every commit until then, and each of those syncs commits file system metadata
+ * too). Returns the batches run; throws after `max`.
+ */
+export async function warmPastWalRestart(walPath: string, batch: () => Promise<unknown>, max = 200): Promise<number> {
+  for (let i = 1; i <= max; i++) {
+    const before = (await Deno.stat(walPath)).size;
+    await batch();
+    if ((await Deno.stat(walPath)).size === before) return i;
+  }
+  throw new Error(`${walPath} still grew after ${max} batches`);
+}
+
+/** `n` commands' accept and finish on `j`, 8 clients at a time, with ids that start with `prefix`. */
+export async function acceptAndFinish(j: Journal, n: number, prefix: string): Promise<void> {
+  let next = 0;
+  const client = async () => {
+    while (next < n) {
+      const id = `${prefix}${next++}`;
+      await j.accept(id, { kind: "inventory.refresh", retrySafe: true, selfTerminating: false });
+      await j.finish(id, { state: "SUCCEEDED" });
+    }
+  };
+  await Promise.all(Array.from({ length: 8 }, client));
+}
+
+/** A WAL frame of the journal's 4 KiB pages: the page and its 24-byte header. */
+const _FRAME_BYTES = 4096 + 24;
 
 /** One round of the SQL floor against the anchor measured right before it. */
 export interface FloorRound {
@@ -256,14 +283,18 @@ export interface FloorRound {
   readonly sqlLoopUs: number;
   /** The event loop's CPU per WAL sync round trip (`await syncData()`: the hand-off and the wake-up), µs. */
   readonly syncLoopUs: number;
+  /** WAL frames per group the measured groups appended to the file (0: every frame overwrote an older one). */
+  readonly framesAppended: number;
 }
 
 /**
  * The SQL floor: `groups` groups of four accepts (`INSERT … ON CONFLICT DO NOTHING`) and the previous group's four
- * finishes (`UPDATE … RETURNING`), one `COMMIT` and one fdatasync of the WAL each, on a fresh journal's schema.
+ * finishes (`UPDATE … RETURNING`), one `COMMIT` and one fdatasync of the WAL each, on a fresh journal's schema. With
+ * `inPlace`, the WAL is first grown past what the measured groups write (the same groups, no sync) and restarted by a
+ * `RESTART` checkpoint, so the measured groups overwrite it in place.
  */
-export async function sqlFloor(dir: string, groups: number, round: number): Promise<FloorRound> {
-  const dataDir = `${dir}/floor-${round}`;
+export async function sqlFloor(dir: string, groups: number, round: number, inPlace = false): Promise<FloorRound> {
+  const dataDir = `${dir}/floor-${round}${inPlace ? "-in-place" : ""}`;
   await (await Journal.open({ dataDir, bootId: "bench-boot" })).close(); // the journal's own schema and pragmas
   const db = new DatabaseSync(`${dataDir}/journal.db`);
   try {
@@ -283,7 +314,8 @@ export async function sqlFloor(dir: string, groups: number, round: number): Prom
     begin.run();
     accept.run("warm", 0, 0);
     commit.run();
-    const wal = await Deno.open(`${dataDir}/journal.db-wal`, { read: true });
+    const walPath = `${dataDir}/journal.db-wal`;
+    const wal = await Deno.open(walPath, { read: true });
     try {
       const syncs: number[] = [];
       let prev: string[] = [];
@@ -301,6 +333,20 @@ export async function sqlFloor(dir: string, groups: number, round: number): Prom
         commit.run();
         prev = ids;
       };
+      if (inPlace) {
+        // Twice the frames the measured groups write (below SQLite's 1000-page autocheckpoint), then a restart: the
+        // next writer starts again at the WAL's first frame.
+        const size0 = (await wal.stat()).size;
+        for (let g = 0; g < groups; g++) group();
+        const perGroup = ((await wal.stat()).size - size0) / groups;
+        for (let g = 0; g < groups; g++) group();
+        if ((await wal.stat()).size < size0 + 2 * groups * perGroup) {
+          throw new Error("the WAL did not grow as expected");
+        }
+        db.exec("PRAGMA wal_checkpoint(RESTART)");
+        await wal.syncData();
+      }
+      const size = (await wal.stat()).size;
       const t0 = performance.now();
       const c0 = threadClock();
       for (let g = 0; g < groups; g++) {
@@ -310,6 +356,7 @@ export async function sqlFloor(dir: string, groups: number, round: number): Prom
         syncs.push(performance.now() - s0);
       }
       const c1 = threadClock();
+      const appended = (await wal.stat()).size - size;
       const seconds = (performance.now() - t0) / 1000;
       // The same groups again without the syncs: the SQL's own share, and by difference each sync's.
       for (let g = 0; g < groups; g++) group();
@@ -321,6 +368,7 @@ export async function sqlFloor(dir: string, groups: number, round: number): Prom
         syncP50: syncs[syncs.length >> 1]!,
         sqlLoopUs: sqlGroup / 4,
         syncLoopUs: (c1.cpu - c0.cpu) / groups - sqlGroup,
+        framesAppended: appended / groups / _FRAME_BYTES,
       };
     } finally {
       wal.close();

@@ -60,7 +60,7 @@ import type {
 import { colBytesOrNull, colNum, colStr } from "./sql_driver.ts";
 import { type OpOptions, type QueueStats, WriteQueue } from "./write_queue.ts";
 import type { SqlSteps } from "./sql_steps.ts";
-import type { WalSync } from "./wal_sync.ts";
+import type { WalSync, WalSyncStats } from "./wal_sync.ts";
 
 export { JOURNAL_FILE, type JournalLogger, type OpenReport } from "./open.ts";
 
@@ -226,6 +226,11 @@ export class Journal {
   /** Group-commit figures. */
   get stats(): Readonly<QueueStats> {
     return this.#queue.stats;
+  }
+
+  /** The WAL syncs, and those that found the WAL grown since the previous one (`wal_sync.ts`). */
+  get walStats(): Readonly<WalSyncStats> {
+    return this.#wal.stats;
   }
 
   // ---- commands -------------------------------------------------------------------------------------------------

@@ -143,5 +143,6 @@ export { QUARANTINE_DIR, type Quarantined } from "./quarantine.ts";
 export type { SqlDriver, SqlDriverFactory, SqlRow, SqlValue } from "./sql_driver.ts";
 export { openNodeSqlite } from "./driver_node_sqlite.ts";
 export { MAX_SYNCS_IN_FLIGHT, type QueueStats } from "./write_queue.ts";
+export type { WalSyncStats } from "./wal_sync.ts";
 export { inspectJournal, type InspectOptions, type JournalHealth, journalHealth } from "./inspect.ts";
 export { fsyncDir, writeFileDurable } from "./durable_file.ts";

@@ -27,6 +27,12 @@
  *   Opened with the journal, not on demand: a description opened after another file's fsync (SQLite's own, at a
  *   checkpoint, whose error an automatic checkpoint ignores) saw an error would never report it.
  *
+ * What a sync costs depends on whether the WAL grew since the previous one (measured on this ext4 disk, issue 24): a
+ * write that extends the file makes fdatasync commit the file system's journal too (the new size, the blocks
+ * allocated), and costs the event loop the kernel's block reservation in SQLite's write calls, while a WAL restarted
+ * after a checkpoint is overwritten in place. SQLite keeps the WAL at its largest size (no `journal_size_limit`), so a
+ * running journal grows it only until its first checkpoint; {@link WalSync.stats} counts the syncs that found it grown.
+ *
  * @module
  */
 
@@ -36,9 +42,23 @@ interface _Handle {
   ino: number | null;
 }
 
+/** What the syncs found at the WAL's path (read from the stat each sync makes anyway). */
+export interface WalSyncStats {
+  /** Syncs started. */
+  syncs: number;
+  /** Syncs that found the WAL larger than the previous sync did (the file grew: appended frames). */
+  grown: number;
+  /** The bytes the WAL grew by over those syncs. */
+  grownBytes: number;
+}
+
 /** Open handles on `<journal>-wal`, one per sync that may be in flight, synced after each commit. */
 export class WalSync {
   readonly path: string;
+  /** Syncs, and those that found the WAL grown since the previous sync. */
+  readonly stats: WalSyncStats = { syncs: 0, grown: 0, grownBytes: 0 };
+  /** The WAL's size at the previous sync (at open: none yet). */
+  #size = -1;
   /** Handles no sync is using. */
   #free: _Handle[];
   readonly #all: _Handle[];
@@ -87,7 +107,9 @@ export class WalSync {
       throw new RangeError(`${this.#all.length} WAL syncs are in flight already, one per handle; no handle is free`);
     }
     try {
-      const now = Deno.statSync(this.path).ino;
+      const st = Deno.statSync(this.path);
+      this.#count(st.size);
+      const now = st.ino;
       if (now !== h.ino) {
         // Not expected while SQLite holds the database open; sync the file SQLite reads from now on.
         const file = await Deno.open(this.path, { read: true });
@@ -99,6 +121,15 @@ export class WalSync {
     } finally {
       this.#free.push(h);
     }
+  }
+
+  #count(size: number): void {
+    this.stats.syncs++;
+    if (this.#size >= 0 && size > this.#size) {
+      this.stats.grown++;
+      this.stats.grownBytes += size - this.#size;
+    }
+    this.#size = size;
   }
 
   /** Closes the handles; idempotent. */

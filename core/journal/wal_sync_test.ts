@@ -59,3 +59,26 @@ Deno.test("WalSync opens one file description per sync that may be in flight and
   }
   assert.equal(await descriptorsOn(await Deno.realPath(`${db}-wal`)), 0, "close closes them all");
 });
+
+Deno.test("WalSync counts the syncs that found the WAL grown since the previous sync, not those after writes in place", async () => {
+  await using tmp = await tempDataDir();
+  const db = join(tmp.dir, "journal.db");
+  await Deno.writeFile(`${db}-wal`, new Uint8Array(100));
+  const wal = await WalSync.open(db);
+  const writer = await Deno.open(`${db}-wal`, { write: true });
+  try {
+    await wal.sync();
+    assert.deepEqual(wal.stats, { syncs: 1, grown: 0, grownBytes: 0 }, "the first sync has nothing to compare with");
+    await writer.seek(0, Deno.SeekMode.End);
+    await writer.write(new Uint8Array(40));
+    await wal.sync();
+    assert.deepEqual(wal.stats, { syncs: 2, grown: 1, grownBytes: 40 }, "appended: grown by 40 bytes");
+    await writer.seek(10, Deno.SeekMode.Start);
+    await writer.write(new Uint8Array(60).fill(1));
+    await wal.sync();
+    assert.deepEqual(wal.stats, { syncs: 3, grown: 1, grownBytes: 40 }, "overwritten in place: not grown");
+  } finally {
+    writer.close();
+    wal.close();
+  }
+});
