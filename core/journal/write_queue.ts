@@ -469,9 +469,16 @@ export class WriteQueue {
  * about 1% of syncs overlapped and are within the noise of 1 (wall per command 0.80-1.22x, ACKED 0.89-1.07x, cap 1
  * measured 0.84-1.15x against the same code). Committing at once without waiting for expected callers (groups of
  * 3.4 calls instead of 7.8, 80% of syncs overlapped) cost 1.4-1.9x the event loop's CPU per command and 2.4-3x the
- * ACKED p50, each sync's hand-off to the blocking pool and wake-up being 210-340 µs of loop CPU here; so the callers
- * expected still hold the commit. Beyond two, concurrent fdatasyncs of one file gained nothing more on this disk
- * (python threads, 4 KiB each: 2 at once 1.25-1.3x the serial rate, 4 at once 1.0-1.4x): 2.
+ * ACKED p50; so the callers expected still hold the commit. Measured again with the WAL in place (its steady state,
+ * later the same day, load 1.7-2.9): committing without waiting while at least as many calls ran as callers are
+ * expected (two cohorts of ~4 that could alternate) cost 1.21x the loop CPU per command on the direct path, 1.36x
+ * through the session, 1.10-1.34x the wall per command and 1.43x the ACKED p50. What a sync costs the loop is mostly
+ * the loop's idling while it runs, not the hand-off: a WAL-sized fdatasync round trip charged the loop 60-150 µs when
+ * it idled meanwhile (Deno's `syncData` and a worker thread woken through `Atomics.waitAsync` alike: 99 and 62 µs at
+ * load 1, 139 and 139 at load 4) and nothing measurable when it ran 3 ms of other work meanwhile; this VM charges any
+ * idle wait (a 2 ms `setTimeout` 190-240 µs of the loop's CPU, a 2 ms sleep in python 34-45 µs). Beyond two,
+ * concurrent fdatasyncs of one file gained nothing more on this disk (python threads, 4 KiB each: 2 at once
+ * 1.25-1.3x the serial rate, 4 at once 1.0-1.4x): 2.
  */
 export const MAX_SYNCS_IN_FLIGHT = 2;
 
