@@ -11,6 +11,8 @@
  */
 
 import { bcd } from "./gen/bcd.js";
+// NodeSpec.fromObject: the generated classes get it only from this module (from_object_split.ts).
+import "./gen/bcd_from_object.js";
 import { checkMessageJson, JsonShapeError } from "./json_check.ts";
 import { type Decoded, type DecodeOptions, DEFAULT_MAX_FRAME_BYTES, WireDecodeError } from "./wire.ts";
 

@@ -10,8 +10,9 @@
  *   `Decoded<typeof bcd.v1.X>` (short names in `types.ts`) types a decoded message the way the decoder builds it.
  * - {@link packAny} / {@link unpackAny} for command payloads and results, and {@link KIND_MESSAGES}, the payload and
  *   result message of every kind.
- * - {@link canonicalNodeSpecJson}, the canonical (sorted-key) JSON of a NodeSpec, and {@link nodeSpecFromJson} /
- *   {@link parseNodeSpecJson}, which read it strictly (unknown fields and wrong types refused with their path).
+ * - Not here: `canonical_json.ts` (the canonical, sorted-key JSON of a NodeSpec and its strict reader) and the
+ *   generated classes' `fromObject`, which only it and tests use: `gen/bcd_from_object.js` installs them when
+ *   imported, so an agent's bundle does not carry them (`from_object_split.ts`).
  *
  * Field names keep the `.proto` (and the seed's) snake_case spelling. 64-bit integers are numbers; a value beyond
  * `Number.MAX_SAFE_INTEGER` on the wire is refused (`unsafe-integer`), never rounded. Strings must be valid UTF-8.
@@ -65,14 +66,5 @@ export {
   unpackResult,
   type WireKind,
 } from "./kinds_map.ts";
-export {
-  canonicalJson,
-  canonicalNodeSpecJson,
-  type Json,
-  type NodeSpec,
-  nodeSpecFromJson,
-  nodeSpecToJson,
-  parseNodeSpecJson,
-} from "./canonical_json.ts";
 export { checkMessageJson, JsonShapeError } from "./json_check.ts";
 export type * from "./types.ts";

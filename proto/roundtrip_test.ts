@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { allMessageTypes, fillVariants, plain, reflectionRoot, staticClassOf } from "./_reflect_fill.ts";
 import { checkMessageJson } from "./json_check.ts";
 import { decodeMessage, encodeMessage } from "./wire.ts";
+import "./gen/bcd_from_object.js";
 
 const root = reflectionRoot();
 const types = allMessageTypes(root);

@@ -75,6 +75,13 @@ for (const role of ["node", "sim", "site", "ramdisk"]) {
     assert.ok(graph.some((m) => m.startsWith("npm:")), "the graph's npm packages were read");
     assert.deepEqual(graph.filter((m) => m.includes("@opentelemetry/")), []);
   });
+  Deno.test(`the ${role} role's start graph leaves out the canonical NodeSpec JSON and the classes' fromObject`, async () => {
+    const graph = await staticGraph(`roles/${role}.ts`);
+    assert.ok(graph.includes("proto/gen/bcd.js"), "the graph was read");
+    // ~230 KB of generated code no agent runs (proto/from_object_split.ts): every byte costs a start CPU (issue 24).
+    const convert = ["proto/canonical_json.ts", "proto/gen/bcd_from_object.js"];
+    assert.deepEqual(convert.filter((m) => graph.includes(m)), []);
+  });
   Deno.test(`the ${role} role's logger is bcd's own: no pino, whose entry loads Node's module loader and worker_threads`, async () => {
     const graph = await staticGraph(`roles/${role}.ts`);
     assert.ok(graph.includes("core/log/json_logger.ts"), "the graph was read");

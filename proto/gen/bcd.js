@@ -172,36 +172,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BmcTarget.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.BmcTarget)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.BmcTarget: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.BmcTarget();
-                if (object.host != null)
-                    if (typeof object.host !== "string" || object.host.length)
-                        message.host = $String(object.host);
-                if (object.port != null)
-                    if ($Number(object.port) !== 0)
-                        message.port = object.port >>> 0;
-                if (object.credential_ref != null)
-                    if (typeof object.credential_ref !== "string" || object.credential_ref.length)
-                        message.credential_ref = $String(object.credential_ref);
-                if (object.system_id != null)
-                    if (typeof object.system_id !== "string" || object.system_id.length)
-                        message.system_id = $String(object.system_id);
-                if (object.ca_pem != null)
-                    if (typeof object.ca_pem !== "string" || object.ca_pem.length)
-                        message.ca_pem = $String(object.ca_pem);
-                if (object.cert_sha256 != null)
-                    if (typeof object.cert_sha256 !== "string" || object.cert_sha256.length)
-                        message.cert_sha256 = $String(object.cert_sha256);
-                return message;
-            };
 
             BmcTarget.toObject = function (message, options, _depth) {
                 if (!options)
@@ -327,23 +297,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BmcQueryPayload.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.BmcQueryPayload)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.BmcQueryPayload: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.BmcQueryPayload();
-                if (object.target != null) {
-                    if (!$util.isObject(object.target))
-                        throw $TypeError(".bcd.v1.BmcQueryPayload.target: object expected");
-                    message.target = $root.bcd.v1.BmcTarget.fromObject(object.target, _depth + 1);
-                }
-                return message;
-            };
 
             BmcQueryPayload.toObject = function (message, options, _depth) {
                 if (!options)
@@ -553,49 +506,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BmcQueryResult.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.BmcQueryResult)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.BmcQueryResult: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.BmcQueryResult();
-                if (object.power_state != null)
-                    if (typeof object.power_state !== "string" || object.power_state.length)
-                        message.power_state = $String(object.power_state);
-                if (object.manufacturer != null)
-                    if (typeof object.manufacturer !== "string" || object.manufacturer.length)
-                        message.manufacturer = $String(object.manufacturer);
-                if (object.model != null)
-                    if (typeof object.model !== "string" || object.model.length)
-                        message.model = $String(object.model);
-                if (object.serial != null)
-                    if (typeof object.serial !== "string" || object.serial.length)
-                        message.serial = $String(object.serial);
-                if (object.bios_version != null)
-                    if (typeof object.bios_version !== "string" || object.bios_version.length)
-                        message.bios_version = $String(object.bios_version);
-                if (object.bmc_firmware_version != null)
-                    if (typeof object.bmc_firmware_version !== "string" || object.bmc_firmware_version.length)
-                        message.bmc_firmware_version = $String(object.bmc_firmware_version);
-                if (object.health != null)
-                    if (typeof object.health !== "string" || object.health.length)
-                        message.health = $String(object.health);
-                if (object.nic_macs) {
-                    if (!$Array.isArray(object.nic_macs))
-                        throw $TypeError(".bcd.v1.BmcQueryResult.nic_macs: array expected");
-                    message.nic_macs = $Array(object.nic_macs.length);
-                    for (let i = 0; i < object.nic_macs.length; ++i)
-                        message.nic_macs[i] = $String(object.nic_macs[i]);
-                }
-                if (object.boot_override != null)
-                    if (typeof object.boot_override !== "string" || object.boot_override.length)
-                        message.boot_override = $String(object.boot_override);
-                return message;
-            };
 
             BmcQueryResult.toObject = function (message, options, _depth) {
                 if (!options)
@@ -806,41 +716,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BmcBootPayload.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.BmcBootPayload)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.BmcBootPayload: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.BmcBootPayload();
-                if (object.target != null) {
-                    if (!$util.isObject(object.target))
-                        throw $TypeError(".bcd.v1.BmcBootPayload.target: object expected");
-                    message.target = $root.bcd.v1.BmcTarget.fromObject(object.target, _depth + 1);
-                }
-                if (object.device != null)
-                    if (typeof object.device !== "string" || object.device.length)
-                        message.device = $String(object.device);
-                if (object.persistent != null)
-                    if (object.persistent)
-                        message.persistent = $Boolean(object.persistent);
-                if (object.uefi != null)
-                    if (object.uefi)
-                        message.uefi = $Boolean(object.uefi);
-                if (object.http_boot_uri != null)
-                    if (typeof object.http_boot_uri !== "string" || object.http_boot_uri.length)
-                        message.http_boot_uri = $String(object.http_boot_uri);
-                if (object.virtual_media_url != null)
-                    if (typeof object.virtual_media_url !== "string" || object.virtual_media_url.length)
-                        message.virtual_media_url = $String(object.virtual_media_url);
-                if (object.eject_virtual_media != null)
-                    if (object.eject_virtual_media)
-                        message.eject_virtual_media = $Boolean(object.eject_virtual_media);
-                return message;
-            };
 
             BmcBootPayload.toObject = function (message, options, _depth) {
                 if (!options)
@@ -996,27 +871,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BmcBootResult.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.BmcBootResult)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.BmcBootResult: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.BmcBootResult();
-                if (object.device != null)
-                    if (typeof object.device !== "string" || object.device.length)
-                        message.device = $String(object.device);
-                if (object.persistent != null)
-                    if (object.persistent)
-                        message.persistent = $Boolean(object.persistent);
-                if (object.virtual_media_url != null)
-                    if (typeof object.virtual_media_url !== "string" || object.virtual_media_url.length)
-                        message.virtual_media_url = $String(object.virtual_media_url);
-                return message;
-            };
 
             BmcBootResult.toObject = function (message, options, _depth) {
                 if (!options)
@@ -1145,26 +999,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BmcPowerPayload.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.BmcPowerPayload)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.BmcPowerPayload: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.BmcPowerPayload();
-                if (object.target != null) {
-                    if (!$util.isObject(object.target))
-                        throw $TypeError(".bcd.v1.BmcPowerPayload.target: object expected");
-                    message.target = $root.bcd.v1.BmcTarget.fromObject(object.target, _depth + 1);
-                }
-                if (object.action != null)
-                    if (typeof object.action !== "string" || object.action.length)
-                        message.action = $String(object.action);
-                return message;
-            };
 
             BmcPowerPayload.toObject = function (message, options, _depth) {
                 if (!options)
@@ -1293,24 +1127,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BmcPowerResult.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.BmcPowerResult)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.BmcPowerResult: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.BmcPowerResult();
-                if (object.previous_power_state != null)
-                    if (typeof object.previous_power_state !== "string" || object.previous_power_state.length)
-                        message.previous_power_state = $String(object.previous_power_state);
-                if (object.power_state != null)
-                    if (typeof object.power_state !== "string" || object.power_state.length)
-                        message.power_state = $String(object.power_state);
-                return message;
-            };
 
             BmcPowerResult.toObject = function (message, options, _depth) {
                 if (!options)
@@ -1472,50 +1288,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BmcFirmwarePayload.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.BmcFirmwarePayload)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.BmcFirmwarePayload: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.BmcFirmwarePayload();
-                if (object.target != null) {
-                    if (!$util.isObject(object.target))
-                        throw $TypeError(".bcd.v1.BmcFirmwarePayload.target: object expected");
-                    message.target = $root.bcd.v1.BmcTarget.fromObject(object.target, _depth + 1);
-                }
-                if (object.image_url != null)
-                    if (typeof object.image_url !== "string" || object.image_url.length)
-                        message.image_url = $String(object.image_url);
-                if (object.sha256 != null)
-                    if (typeof object.sha256 !== "string" || object.sha256.length)
-                        message.sha256 = $String(object.sha256);
-                if (object.component != null)
-                    if (typeof object.component !== "string" || object.component.length)
-                        message.component = $String(object.component);
-                if (object.transfer !== 0 && (typeof object.transfer !== "string" || $root.bcd.v1.BmcFirmwarePayload.Transfer[object.transfer] !== 0))
-                    switch (object.transfer) {
-                    case "TRANSFER_UNSPECIFIED":
-                    case 0:
-                        message.transfer = 0;
-                        break;
-                    case "SIMPLE_UPDATE":
-                    case 1:
-                        message.transfer = 1;
-                        break;
-                    case "HTTP_PUSH":
-                    case 2:
-                        message.transfer = 2;
-                        break;
-                    default:
-                        if (typeof object.transfer === "number" && (object.transfer | 0) === object.transfer)
-                            message.transfer = object.transfer;
-                    }
-                return message;
-            };
 
             BmcFirmwarePayload.toObject = function (message, options, _depth) {
                 if (!options)
@@ -1697,33 +1469,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BmcFirmwareResult.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.BmcFirmwareResult)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.BmcFirmwareResult: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.BmcFirmwareResult();
-                if (object.previous_version != null)
-                    if (typeof object.previous_version !== "string" || object.previous_version.length)
-                        message.previous_version = $String(object.previous_version);
-                if (object.version != null)
-                    if (typeof object.version !== "string" || object.version.length)
-                        message.version = $String(object.version);
-                if (object.task_id != null)
-                    if (typeof object.task_id !== "string" || object.task_id.length)
-                        message.task_id = $String(object.task_id);
-                if (object.message != null)
-                    if (typeof object.message !== "string" || object.message.length)
-                        message.message = $String(object.message);
-                if (object.transfer != null)
-                    if (typeof object.transfer !== "string" || object.transfer.length)
-                        message.transfer = $String(object.transfer);
-                return message;
-            };
 
             BmcFirmwareResult.toObject = function (message, options, _depth) {
                 if (!options)
@@ -1931,74 +1676,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BmcStoragePayload.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.BmcStoragePayload)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.BmcStoragePayload: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.BmcStoragePayload();
-                if (object.target != null) {
-                    if (!$util.isObject(object.target))
-                        throw $TypeError(".bcd.v1.BmcStoragePayload.target: object expected");
-                    message.target = $root.bcd.v1.BmcTarget.fromObject(object.target, _depth + 1);
-                }
-                if (object.operation !== 0 && (typeof object.operation !== "string" || $root.bcd.v1.BmcStoragePayload.Operation[object.operation] !== 0))
-                    switch (object.operation) {
-                    case "OPERATION_UNSPECIFIED":
-                    case 0:
-                        message.operation = 0;
-                        break;
-                    case "CREATE_VOLUME":
-                    case 1:
-                        message.operation = 1;
-                        break;
-                    case "DELETE_VOLUME":
-                    case 2:
-                        message.operation = 2;
-                        break;
-                    case "RESET_CONFIGURATION":
-                    case 3:
-                        message.operation = 3;
-                        break;
-                    default:
-                        if (typeof object.operation === "number" && (object.operation | 0) === object.operation)
-                            message.operation = object.operation;
-                    }
-                if (object.controller_id != null)
-                    if (typeof object.controller_id !== "string" || object.controller_id.length)
-                        message.controller_id = $String(object.controller_id);
-                if (object.volume_name != null)
-                    if (typeof object.volume_name !== "string" || object.volume_name.length)
-                        message.volume_name = $String(object.volume_name);
-                if (object.raid_type != null)
-                    if (typeof object.raid_type !== "string" || object.raid_type.length)
-                        message.raid_type = $String(object.raid_type);
-                if (object.drive_ids) {
-                    if (!$Array.isArray(object.drive_ids))
-                        throw $TypeError(".bcd.v1.BmcStoragePayload.drive_ids: array expected");
-                    message.drive_ids = $Array(object.drive_ids.length);
-                    for (let i = 0; i < object.drive_ids.length; ++i)
-                        message.drive_ids[i] = $String(object.drive_ids[i]);
-                }
-                if (object.capacity_bytes != null)
-                    if (typeof object.capacity_bytes === "object" ? object.capacity_bytes.low || object.capacity_bytes.high : $Number(object.capacity_bytes) !== 0)
-                        if ($util.Long)
-                            message.capacity_bytes = $util.Long.fromValue(object.capacity_bytes, true);
-                        else if (typeof object.capacity_bytes === "string")
-                            message.capacity_bytes = $parseInt(object.capacity_bytes, 10);
-                        else if (typeof object.capacity_bytes === "number")
-                            message.capacity_bytes = object.capacity_bytes;
-                        else if (typeof object.capacity_bytes === "object")
-                            message.capacity_bytes = new $util.LongBits(object.capacity_bytes.low >>> 0, object.capacity_bytes.high >>> 0).toNumber(true);
-                if (object.volume_id != null)
-                    if (typeof object.volume_id !== "string" || object.volume_id.length)
-                        message.volume_id = $String(object.volume_id);
-                return message;
-            };
 
             BmcStoragePayload.toObject = function (message, options, _depth) {
                 if (!options)
@@ -2180,31 +1857,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BmcStorageResult.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.BmcStorageResult)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.BmcStorageResult: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.BmcStorageResult();
-                if (object.volume_ids) {
-                    if (!$Array.isArray(object.volume_ids))
-                        throw $TypeError(".bcd.v1.BmcStorageResult.volume_ids: array expected");
-                    message.volume_ids = $Array(object.volume_ids.length);
-                    for (let i = 0; i < object.volume_ids.length; ++i)
-                        message.volume_ids[i] = $String(object.volume_ids[i]);
-                }
-                if (object.task_id != null)
-                    if (typeof object.task_id !== "string" || object.task_id.length)
-                        message.task_id = $String(object.task_id);
-                if (object.message != null)
-                    if (typeof object.message !== "string" || object.message.length)
-                        message.message = $String(object.message);
-                return message;
-            };
 
             BmcStorageResult.toObject = function (message, options, _depth) {
                 if (!options)
@@ -2349,29 +2001,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BmcRotatePayload.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.BmcRotatePayload)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.BmcRotatePayload: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.BmcRotatePayload();
-                if (object.target != null) {
-                    if (!$util.isObject(object.target))
-                        throw $TypeError(".bcd.v1.BmcRotatePayload.target: object expected");
-                    message.target = $root.bcd.v1.BmcTarget.fromObject(object.target, _depth + 1);
-                }
-                if (object.username != null)
-                    if (typeof object.username !== "string" || object.username.length)
-                        message.username = $String(object.username);
-                if (object.new_credential_ref != null)
-                    if (typeof object.new_credential_ref !== "string" || object.new_credential_ref.length)
-                        message.new_credential_ref = $String(object.new_credential_ref);
-                return message;
-            };
 
             BmcRotatePayload.toObject = function (message, options, _depth) {
                 if (!options)
@@ -2515,27 +2144,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BmcRotateResult.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.BmcRotateResult)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.BmcRotateResult: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.BmcRotateResult();
-                if (object.username != null)
-                    if (typeof object.username !== "string" || object.username.length)
-                        message.username = $String(object.username);
-                if (object.credential_ref != null)
-                    if (typeof object.credential_ref !== "string" || object.credential_ref.length)
-                        message.credential_ref = $String(object.credential_ref);
-                if (object.rotated != null)
-                    if (object.rotated)
-                        message.rotated = $Boolean(object.rotated);
-                return message;
-            };
 
             BmcRotateResult.toObject = function (message, options, _depth) {
                 if (!options)
@@ -2703,45 +2311,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            Command.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.Command)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.Command: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.Command();
-                if (object.body != null)
-                    if (object.body.length)
-                        if (typeof object.body === "string")
-                            $util.base64.decode(object.body, message.body = $util.newBuffer($util.base64.length(object.body)), 0);
-                        else if (object.body.length >= 0)
-                            message.body = object.body;
-                if (object.signature != null)
-                    if (object.signature.length)
-                        if (typeof object.signature === "string")
-                            $util.base64.decode(object.signature, message.signature = $util.newBuffer($util.base64.length(object.signature)), 0);
-                        else if (object.signature.length >= 0)
-                            message.signature = object.signature;
-                if (object.attempt != null)
-                    if ($Number(object.attempt) !== 0)
-                        message.attempt = object.attempt >>> 0;
-                if (object.batch_approval != null)
-                    if (object.batch_approval.length)
-                        if (typeof object.batch_approval === "string")
-                            $util.base64.decode(object.batch_approval, message.batch_approval = $util.newBuffer($util.base64.length(object.batch_approval)), 0);
-                        else if (object.batch_approval.length >= 0)
-                            message.batch_approval = object.batch_approval;
-                if (object.batch_proof != null)
-                    if (object.batch_proof.length)
-                        if (typeof object.batch_proof === "string")
-                            $util.base64.decode(object.batch_proof, message.batch_proof = $util.newBuffer($util.base64.length(object.batch_proof)), 0);
-                        else if (object.batch_proof.length >= 0)
-                            message.batch_proof = object.batch_proof;
-                return message;
-            };
 
             Command.toObject = function (message, options, _depth) {
                 if (!options)
@@ -3065,84 +2634,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            CommandBody.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.CommandBody)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.CommandBody: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.CommandBody();
-                if (object.id != null)
-                    if (typeof object.id !== "string" || object.id.length)
-                        message.id = $String(object.id);
-                if (object.node_id != null)
-                    if (typeof object.node_id !== "string" || object.node_id.length)
-                        message.node_id = $String(object.node_id);
-                if (object.seq != null)
-                    if (typeof object.seq === "object" ? object.seq.low || object.seq.high : $Number(object.seq) !== 0)
-                        if ($util.Long)
-                            message.seq = $util.Long.fromValue(object.seq, true);
-                        else if (typeof object.seq === "string")
-                            message.seq = $parseInt(object.seq, 10);
-                        else if (typeof object.seq === "number")
-                            message.seq = object.seq;
-                        else if (typeof object.seq === "object")
-                            message.seq = new $util.LongBits(object.seq.low >>> 0, object.seq.high >>> 0).toNumber(true);
-                if (object.kind != null)
-                    if (typeof object.kind !== "string" || object.kind.length)
-                        message.kind = $String(object.kind);
-                if (object.payload != null) {
-                    if (!$util.isObject(object.payload))
-                        throw $TypeError(".bcd.v1.CommandBody.payload: object expected");
-                    message.payload = $root.google.protobuf.Any.fromObject(object.payload, _depth + 1);
-                }
-                if (object.lane != null)
-                    if (typeof object.lane !== "string" || object.lane.length)
-                        message.lane = $String(object.lane);
-                if (object.not_after != null) {
-                    if (!$util.isObject(object.not_after))
-                        throw $TypeError(".bcd.v1.CommandBody.not_after: object expected");
-                    message.not_after = $root.google.protobuf.Timestamp.fromObject(object.not_after, _depth + 1);
-                }
-                if (object.min_generation != null)
-                    if (typeof object.min_generation === "object" ? object.min_generation.low || object.min_generation.high : $Number(object.min_generation) !== 0)
-                        if ($util.Long)
-                            message.min_generation = $util.Long.fromValue(object.min_generation, true);
-                        else if (typeof object.min_generation === "string")
-                            message.min_generation = $parseInt(object.min_generation, 10);
-                        else if (typeof object.min_generation === "number")
-                            message.min_generation = object.min_generation;
-                        else if (typeof object.min_generation === "object")
-                            message.min_generation = new $util.LongBits(object.min_generation.low >>> 0, object.min_generation.high >>> 0).toNumber(true);
-                if (object.retry_safe != null)
-                    if (object.retry_safe)
-                        message.retry_safe = $Boolean(object.retry_safe);
-                if (object.idempotency_key != null)
-                    if (typeof object.idempotency_key !== "string" || object.idempotency_key.length)
-                        message.idempotency_key = $String(object.idempotency_key);
-                if (object.self_terminating != null)
-                    if (object.self_terminating)
-                        message.self_terminating = $Boolean(object.self_terminating);
-                if (object.attested != null)
-                    if (object.attested)
-                        message.attested = $Boolean(object.attested);
-                if (object.workflow_id != null)
-                    if (typeof object.workflow_id !== "string" || object.workflow_id.length)
-                        message.workflow_id = $String(object.workflow_id);
-                if (object.step_id != null)
-                    if (typeof object.step_id !== "string" || object.step_id.length)
-                        message.step_id = $String(object.step_id);
-                if (object.traceparent != null)
-                    if (typeof object.traceparent !== "string" || object.traceparent.length)
-                        message.traceparent = $String(object.traceparent);
-                if (object.batch_id != null)
-                    if (typeof object.batch_id !== "string" || object.batch_id.length)
-                        message.batch_id = $String(object.batch_id);
-                return message;
-            };
 
             CommandBody.toObject = function (message, options, _depth) {
                 if (!options)
@@ -3412,81 +2903,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            CommandUpdate.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.CommandUpdate)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.CommandUpdate: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.CommandUpdate();
-                if (object.command_id != null)
-                    if (typeof object.command_id !== "string" || object.command_id.length)
-                        message.command_id = $String(object.command_id);
-                if (object.state !== 0 && (typeof object.state !== "string" || $root.bcd.v1.CommandUpdate.State[object.state] !== 0))
-                    switch (object.state) {
-                    case "STATE_UNSPECIFIED":
-                    case 0:
-                        message.state = 0;
-                        break;
-                    case "ACKED":
-                    case 1:
-                        message.state = 1;
-                        break;
-                    case "RUNNING":
-                    case 2:
-                        message.state = 2;
-                        break;
-                    case "SUCCEEDED":
-                    case 3:
-                        message.state = 3;
-                        break;
-                    case "FAILED":
-                    case 4:
-                        message.state = 4;
-                        break;
-                    case "REJECTED":
-                    case 5:
-                        message.state = 5;
-                        break;
-                    case "CANCELLED":
-                    case 6:
-                        message.state = 6;
-                        break;
-                    default:
-                        if (typeof object.state === "number" && (object.state | 0) === object.state)
-                            message.state = object.state;
-                    }
-                if (object.error_code != null)
-                    if (typeof object.error_code !== "string" || object.error_code.length)
-                        message.error_code = $String(object.error_code);
-                if (object.reason != null)
-                    if (typeof object.reason !== "string" || object.reason.length)
-                        message.reason = $String(object.reason);
-                if (object.message != null)
-                    if (typeof object.message !== "string" || object.message.length)
-                        message.message = $String(object.message);
-                if (object.boot_id != null)
-                    if (typeof object.boot_id !== "string" || object.boot_id.length)
-                        message.boot_id = $String(object.boot_id);
-                if (object.result != null) {
-                    if (!$util.isObject(object.result))
-                        throw $TypeError(".bcd.v1.CommandUpdate.result: object expected");
-                    message.result = $root.google.protobuf.Any.fromObject(object.result, _depth + 1);
-                }
-                if (object.node_sig != null)
-                    if (object.node_sig.length)
-                        if (typeof object.node_sig === "string")
-                            $util.base64.decode(object.node_sig, message.node_sig = $util.newBuffer($util.base64.length(object.node_sig)), 0);
-                        else if (object.node_sig.length >= 0)
-                            message.node_sig = object.node_sig;
-                if (object.kind != null)
-                    if (typeof object.kind !== "string" || object.kind.length)
-                        message.kind = $String(object.kind);
-                return message;
-            };
 
             CommandUpdate.toObject = function (message, options, _depth) {
                 if (!options)
@@ -3654,24 +3070,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            Cancel.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.Cancel)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.Cancel: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.Cancel();
-                if (object.command_id != null)
-                    if (typeof object.command_id !== "string" || object.command_id.length)
-                        message.command_id = $String(object.command_id);
-                if (object.reason != null)
-                    if (typeof object.reason !== "string" || object.reason.length)
-                        message.reason = $String(object.reason);
-                return message;
-            };
 
             Cancel.toObject = function (message, options, _depth) {
                 if (!options)
@@ -3813,38 +3211,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            Ack.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.Ack)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.Ack: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.Ack();
-                if (object.command_ids) {
-                    if (!$Array.isArray(object.command_ids))
-                        throw $TypeError(".bcd.v1.Ack.command_ids: array expected");
-                    message.command_ids = $Array(object.command_ids.length);
-                    for (let i = 0; i < object.command_ids.length; ++i)
-                        message.command_ids[i] = $String(object.command_ids[i]);
-                }
-                if (object.journal_id != null)
-                    if (typeof object.journal_id !== "string" || object.journal_id.length)
-                        message.journal_id = $String(object.journal_id);
-                if (object.event_seq != null)
-                    if (typeof object.event_seq === "object" ? object.event_seq.low || object.event_seq.high : $Number(object.event_seq) !== 0)
-                        if ($util.Long)
-                            message.event_seq = $util.Long.fromValue(object.event_seq, true);
-                        else if (typeof object.event_seq === "string")
-                            message.event_seq = $parseInt(object.event_seq, 10);
-                        else if (typeof object.event_seq === "number")
-                            message.event_seq = object.event_seq;
-                        else if (typeof object.event_seq === "object")
-                            message.event_seq = new $util.LongBits(object.event_seq.low >>> 0, object.event_seq.high >>> 0).toNumber(true);
-                return message;
-            };
 
             Ack.toObject = function (message, options, _depth) {
                 if (!options)
@@ -3989,30 +3355,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            DesiredState.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.DesiredState)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.DesiredState: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.DesiredState();
-                if (object.body != null)
-                    if (object.body.length)
-                        if (typeof object.body === "string")
-                            $util.base64.decode(object.body, message.body = $util.newBuffer($util.base64.length(object.body)), 0);
-                        else if (object.body.length >= 0)
-                            message.body = object.body;
-                if (object.signature != null)
-                    if (object.signature.length)
-                        if (typeof object.signature === "string")
-                            $util.base64.decode(object.signature, message.signature = $util.newBuffer($util.base64.length(object.signature)), 0);
-                        else if (object.signature.length >= 0)
-                            message.signature = object.signature;
-                return message;
-            };
 
             DesiredState.toObject = function (message, options, _depth) {
                 if (!options)
@@ -4204,54 +3546,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            DesiredStateBody.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.DesiredStateBody)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.DesiredStateBody: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.DesiredStateBody();
-                if (object.node_id != null)
-                    if (typeof object.node_id !== "string" || object.node_id.length)
-                        message.node_id = $String(object.node_id);
-                if (object.generation != null)
-                    if (typeof object.generation === "object" ? object.generation.low || object.generation.high : $Number(object.generation) !== 0)
-                        if ($util.Long)
-                            message.generation = $util.Long.fromValue(object.generation, true);
-                        else if (typeof object.generation === "string")
-                            message.generation = $parseInt(object.generation, 10);
-                        else if (typeof object.generation === "number")
-                            message.generation = object.generation;
-                        else if (typeof object.generation === "object")
-                            message.generation = new $util.LongBits(object.generation.low >>> 0, object.generation.high >>> 0).toNumber(true);
-                if (object.spec_hash != null)
-                    if (typeof object.spec_hash !== "string" || object.spec_hash.length)
-                        message.spec_hash = $String(object.spec_hash);
-                if (object.full != null) {
-                    if (!$util.isObject(object.full))
-                        throw $TypeError(".bcd.v1.DesiredStateBody.full: object expected");
-                    message.full = $root.bcd.v1.NodeSpec.fromObject(object.full, _depth + 1);
-                }
-                if (object.patch != null) {
-                    if (!$util.isObject(object.patch))
-                        throw $TypeError(".bcd.v1.DesiredStateBody.patch: object expected");
-                    message.patch = $root.bcd.v1.NodeSpec.fromObject(object.patch, _depth + 1);
-                }
-                if (object.base_generation != null)
-                    if (typeof object.base_generation === "object" ? object.base_generation.low || object.base_generation.high : $Number(object.base_generation) !== 0)
-                        if ($util.Long)
-                            message.base_generation = $util.Long.fromValue(object.base_generation, true);
-                        else if (typeof object.base_generation === "string")
-                            message.base_generation = $parseInt(object.base_generation, 10);
-                        else if (typeof object.base_generation === "number")
-                            message.base_generation = object.base_generation;
-                        else if (typeof object.base_generation === "object")
-                            message.base_generation = new $util.LongBits(object.base_generation.low >>> 0, object.base_generation.high >>> 0).toNumber(true);
-                return message;
-            };
 
             DesiredStateBody.toObject = function (message, options, _depth) {
                 if (!options)
@@ -4426,53 +3720,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            SpecRequest.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.SpecRequest)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.SpecRequest: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.SpecRequest();
-                if (object.have_generation != null)
-                    if (typeof object.have_generation === "object" ? object.have_generation.low || object.have_generation.high : $Number(object.have_generation) !== 0)
-                        if ($util.Long)
-                            message.have_generation = $util.Long.fromValue(object.have_generation, true);
-                        else if (typeof object.have_generation === "string")
-                            message.have_generation = $parseInt(object.have_generation, 10);
-                        else if (typeof object.have_generation === "number")
-                            message.have_generation = object.have_generation;
-                        else if (typeof object.have_generation === "object")
-                            message.have_generation = new $util.LongBits(object.have_generation.low >>> 0, object.have_generation.high >>> 0).toNumber(true);
-                if (object.reason !== 0 && (typeof object.reason !== "string" || $root.bcd.v1.SpecRequest.Reason[object.reason] !== 0))
-                    switch (object.reason) {
-                    case "REASON_UNSPECIFIED":
-                    case 0:
-                        message.reason = 0;
-                        break;
-                    case "PATCH_BASE_MISMATCH":
-                    case 1:
-                        message.reason = 1;
-                        break;
-                    case "MIN_GENERATION":
-                    case 2:
-                        message.reason = 2;
-                        break;
-                    case "NO_SPEC":
-                    case 3:
-                        message.reason = 3;
-                        break;
-                    default:
-                        if (typeof object.reason === "number" && (object.reason | 0) === object.reason)
-                            message.reason = object.reason;
-                    }
-                if (object.message != null)
-                    if (typeof object.message !== "string" || object.message.length)
-                        message.message = $String(object.message);
-                return message;
-            };
 
             SpecRequest.toObject = function (message, options, _depth) {
                 if (!options)
@@ -4661,53 +3908,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            NodeSpec.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.NodeSpec)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.NodeSpec: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.NodeSpec();
-                if (object.host != null) {
-                    if (!$util.isObject(object.host))
-                        throw $TypeError(".bcd.v1.NodeSpec.host: object expected");
-                    message.host = $root.bcd.v1.HostSection.fromObject(object.host, _depth + 1);
-                }
-                if (object.devices != null) {
-                    if (!$util.isObject(object.devices))
-                        throw $TypeError(".bcd.v1.NodeSpec.devices: object expected");
-                    message.devices = $root.bcd.v1.DevicesSection.fromObject(object.devices, _depth + 1);
-                }
-                if (object.instances != null) {
-                    if (!$util.isObject(object.instances))
-                        throw $TypeError(".bcd.v1.NodeSpec.instances: object expected");
-                    message.instances = $root.bcd.v1.InstancesSection.fromObject(object.instances, _depth + 1);
-                }
-                if (object.access != null) {
-                    if (!$util.isObject(object.access))
-                        throw $TypeError(".bcd.v1.NodeSpec.access: object expected");
-                    message.access = $root.bcd.v1.AccessSection.fromObject(object.access, _depth + 1);
-                }
-                if (object.telemetry != null) {
-                    if (!$util.isObject(object.telemetry))
-                        throw $TypeError(".bcd.v1.NodeSpec.telemetry: object expected");
-                    message.telemetry = $root.bcd.v1.TelemetrySection.fromObject(object.telemetry, _depth + 1);
-                }
-                if (object.daemon != null) {
-                    if (!$util.isObject(object.daemon))
-                        throw $TypeError(".bcd.v1.NodeSpec.daemon: object expected");
-                    message.daemon = $root.bcd.v1.DaemonSection.fromObject(object.daemon, _depth + 1);
-                }
-                if (object.site != null) {
-                    if (!$util.isObject(object.site))
-                        throw $TypeError(".bcd.v1.NodeSpec.site: object expected");
-                    message.site = $root.bcd.v1.SiteSection.fromObject(object.site, _depth + 1);
-                }
-                return message;
-            };
 
             NodeSpec.toObject = function (message, options, _depth) {
                 if (!options)
@@ -4840,28 +4040,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            HostSection.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.HostSection)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.HostSection: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.HostSection();
-                if (object.units) {
-                    if (!$Array.isArray(object.units))
-                        throw $TypeError(".bcd.v1.HostSection.units: array expected");
-                    message.units = $Array(object.units.length);
-                    for (let i = 0; i < object.units.length; ++i) {
-                        if (!$util.isObject(object.units[i]))
-                            throw $TypeError(".bcd.v1.HostSection.units: object expected");
-                        message.units[i] = $root.bcd.v1.HostUnit.fromObject(object.units[i], _depth + 1);
-                    }
-                }
-                return message;
-            };
 
             HostSection.toObject = function (message, options, _depth) {
                 if (!options)
@@ -4989,24 +4167,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            HostUnit.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.HostUnit)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.HostUnit: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.HostUnit();
-                if (object.name != null)
-                    if (typeof object.name !== "string" || object.name.length)
-                        message.name = $String(object.name);
-                if (object.settings_json != null)
-                    if (typeof object.settings_json !== "string" || object.settings_json.length)
-                        message.settings_json = $String(object.settings_json);
-                return message;
-            };
 
             HostUnit.toObject = function (message, options, _depth) {
                 if (!options)
@@ -5124,28 +4284,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            DevicesSection.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.DevicesSection)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.DevicesSection: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.DevicesSection();
-                if (object.assignments) {
-                    if (!$Array.isArray(object.assignments))
-                        throw $TypeError(".bcd.v1.DevicesSection.assignments: array expected");
-                    message.assignments = $Array(object.assignments.length);
-                    for (let i = 0; i < object.assignments.length; ++i) {
-                        if (!$util.isObject(object.assignments[i]))
-                            throw $TypeError(".bcd.v1.DevicesSection.assignments: object expected");
-                        message.assignments[i] = $root.bcd.v1.DeviceAssignment.fromObject(object.assignments[i], _depth + 1);
-                    }
-                }
-                return message;
-            };
 
             DevicesSection.toObject = function (message, options, _depth) {
                 if (!options)
@@ -5320,64 +4458,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            DeviceAssignment.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.DeviceAssignment)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.DeviceAssignment: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.DeviceAssignment();
-                if (object.allocation_id != null)
-                    if (typeof object.allocation_id !== "string" || object.allocation_id.length)
-                        message.allocation_id = $String(object.allocation_id);
-                if (object.reservation_id != null)
-                    if (typeof object.reservation_id !== "string" || object.reservation_id.length)
-                        message.reservation_id = $String(object.reservation_id);
-                if (object.binding !== 0 && (typeof object.binding !== "string" || $root.bcd.v1.DeviceAssignment.Binding[object.binding] !== 0))
-                    switch (object.binding) {
-                    case "BINDING_UNSPECIFIED":
-                    case 0:
-                        message.binding = 0;
-                        break;
-                    case "BINDING_HOLD":
-                    case 1:
-                        message.binding = 1;
-                        break;
-                    case "BINDING_KUBERNETES":
-                    case 2:
-                        message.binding = 2;
-                        break;
-                    default:
-                        if (typeof object.binding === "number" && (object.binding | 0) === object.binding)
-                            message.binding = object.binding;
-                    }
-                if (object.devices) {
-                    if (!$Array.isArray(object.devices))
-                        throw $TypeError(".bcd.v1.DeviceAssignment.devices: array expected");
-                    message.devices = $Array(object.devices.length);
-                    for (let i = 0; i < object.devices.length; ++i) {
-                        if (!$util.isObject(object.devices[i]))
-                            throw $TypeError(".bcd.v1.DeviceAssignment.devices: object expected");
-                        message.devices[i] = $root.bcd.v1.Device.fromObject(object.devices[i], _depth + 1);
-                    }
-                }
-                if (object.env) {
-                    if (!$Array.isArray(object.env))
-                        throw $TypeError(".bcd.v1.DeviceAssignment.env: array expected");
-                    message.env = $Array(object.env.length);
-                    for (let i = 0; i < object.env.length; ++i)
-                        message.env[i] = $String(object.env[i]);
-                }
-                if (object.limits != null) {
-                    if (!$util.isObject(object.limits))
-                        throw $TypeError(".bcd.v1.DeviceAssignment.limits: object expected");
-                    message.limits = $root.bcd.v1.ResourceLimits.fromObject(object.limits, _depth + 1);
-                }
-                return message;
-            };
 
             DeviceAssignment.toObject = function (message, options, _depth) {
                 if (!options)
@@ -5534,24 +4614,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            Device.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.Device)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.Device: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.Device();
-                if (object["class"] != null)
-                    if (typeof object["class"] !== "string" || object["class"].length)
-                        message["class"] = $String(object["class"]);
-                if (object.id != null)
-                    if (typeof object.id !== "string" || object.id.length)
-                        message.id = $String(object.id);
-                return message;
-            };
 
             Device.toObject = function (message, options, _depth) {
                 if (!options)
@@ -5728,64 +4790,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            ResourceLimits.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.ResourceLimits)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.ResourceLimits: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.ResourceLimits();
-                if (object.cpu_millis != null)
-                    if (typeof object.cpu_millis === "object" ? object.cpu_millis.low || object.cpu_millis.high : $Number(object.cpu_millis) !== 0)
-                        if ($util.Long)
-                            message.cpu_millis = $util.Long.fromValue(object.cpu_millis, true);
-                        else if (typeof object.cpu_millis === "string")
-                            message.cpu_millis = $parseInt(object.cpu_millis, 10);
-                        else if (typeof object.cpu_millis === "number")
-                            message.cpu_millis = object.cpu_millis;
-                        else if (typeof object.cpu_millis === "object")
-                            message.cpu_millis = new $util.LongBits(object.cpu_millis.low >>> 0, object.cpu_millis.high >>> 0).toNumber(true);
-                if (object.memory_bytes != null)
-                    if (typeof object.memory_bytes === "object" ? object.memory_bytes.low || object.memory_bytes.high : $Number(object.memory_bytes) !== 0)
-                        if ($util.Long)
-                            message.memory_bytes = $util.Long.fromValue(object.memory_bytes, true);
-                        else if (typeof object.memory_bytes === "string")
-                            message.memory_bytes = $parseInt(object.memory_bytes, 10);
-                        else if (typeof object.memory_bytes === "number")
-                            message.memory_bytes = object.memory_bytes;
-                        else if (typeof object.memory_bytes === "object")
-                            message.memory_bytes = new $util.LongBits(object.memory_bytes.low >>> 0, object.memory_bytes.high >>> 0).toNumber(true);
-                if (object.hugepages_1gi != null)
-                    if (typeof object.hugepages_1gi === "object" ? object.hugepages_1gi.low || object.hugepages_1gi.high : $Number(object.hugepages_1gi) !== 0)
-                        if ($util.Long)
-                            message.hugepages_1gi = $util.Long.fromValue(object.hugepages_1gi, true);
-                        else if (typeof object.hugepages_1gi === "string")
-                            message.hugepages_1gi = $parseInt(object.hugepages_1gi, 10);
-                        else if (typeof object.hugepages_1gi === "number")
-                            message.hugepages_1gi = object.hugepages_1gi;
-                        else if (typeof object.hugepages_1gi === "object")
-                            message.hugepages_1gi = new $util.LongBits(object.hugepages_1gi.low >>> 0, object.hugepages_1gi.high >>> 0).toNumber(true);
-                if (object.hugepages_2mi != null)
-                    if (typeof object.hugepages_2mi === "object" ? object.hugepages_2mi.low || object.hugepages_2mi.high : $Number(object.hugepages_2mi) !== 0)
-                        if ($util.Long)
-                            message.hugepages_2mi = $util.Long.fromValue(object.hugepages_2mi, true);
-                        else if (typeof object.hugepages_2mi === "string")
-                            message.hugepages_2mi = $parseInt(object.hugepages_2mi, 10);
-                        else if (typeof object.hugepages_2mi === "number")
-                            message.hugepages_2mi = object.hugepages_2mi;
-                        else if (typeof object.hugepages_2mi === "object")
-                            message.hugepages_2mi = new $util.LongBits(object.hugepages_2mi.low >>> 0, object.hugepages_2mi.high >>> 0).toNumber(true);
-                if (object.cpus != null)
-                    if (typeof object.cpus !== "string" || object.cpus.length)
-                        message.cpus = $String(object.cpus);
-                if (object.mems != null)
-                    if (typeof object.mems !== "string" || object.mems.length)
-                        message.mems = $String(object.mems);
-                return message;
-            };
 
             ResourceLimits.toObject = function (message, options, _depth) {
                 if (!options)
@@ -5964,38 +4968,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            InstancesSection.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.InstancesSection)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.InstancesSection: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.InstancesSection();
-                if (object.instances) {
-                    if (!$Array.isArray(object.instances))
-                        throw $TypeError(".bcd.v1.InstancesSection.instances: array expected");
-                    message.instances = $Array(object.instances.length);
-                    for (let i = 0; i < object.instances.length; ++i) {
-                        if (!$util.isObject(object.instances[i]))
-                            throw $TypeError(".bcd.v1.InstancesSection.instances: object expected");
-                        message.instances[i] = $root.bcd.v1.InstanceSpec.fromObject(object.instances[i], _depth + 1);
-                    }
-                }
-                if (object.volumes) {
-                    if (!$Array.isArray(object.volumes))
-                        throw $TypeError(".bcd.v1.InstancesSection.volumes: array expected");
-                    message.volumes = $Array(object.volumes.length);
-                    for (let i = 0; i < object.volumes.length; ++i) {
-                        if (!$util.isObject(object.volumes[i]))
-                            throw $TypeError(".bcd.v1.InstancesSection.volumes: object expected");
-                        message.volumes[i] = $root.bcd.v1.VolumeSpec.fromObject(object.volumes[i], _depth + 1);
-                    }
-                }
-                return message;
-            };
 
             InstancesSection.toObject = function (message, options, _depth) {
                 if (!options)
@@ -6316,151 +5288,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            InstanceSpec.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.InstanceSpec)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.InstanceSpec: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.InstanceSpec();
-                if (object.id != null)
-                    if (typeof object.id !== "string" || object.id.length)
-                        message.id = $String(object.id);
-                if (object.allocation_id != null)
-                    if (typeof object.allocation_id !== "string" || object.allocation_id.length)
-                        message.allocation_id = $String(object.allocation_id);
-                if (object.runtime != null)
-                    if (typeof object.runtime !== "string" || object.runtime.length)
-                        message.runtime = $String(object.runtime);
-                if (object.state !== 0 && (typeof object.state !== "string" || $root.bcd.v1.InstanceSpec.State[object.state] !== 0))
-                    switch (object.state) {
-                    case "STATE_UNSPECIFIED":
-                    case 0:
-                        message.state = 0;
-                        break;
-                    case "RUNNING":
-                    case 1:
-                        message.state = 1;
-                        break;
-                    case "PAUSED":
-                    case 2:
-                        message.state = 2;
-                        break;
-                    case "STOPPED":
-                    case 3:
-                        message.state = 3;
-                        break;
-                    case "DELETED":
-                    case 4:
-                        message.state = 4;
-                        break;
-                    default:
-                        if (typeof object.state === "number" && (object.state | 0) === object.state)
-                            message.state = object.state;
-                    }
-                if (object.vcpus != null)
-                    if ($Number(object.vcpus) !== 0)
-                        message.vcpus = object.vcpus >>> 0;
-                if (object.memory_bytes != null)
-                    if (typeof object.memory_bytes === "object" ? object.memory_bytes.low || object.memory_bytes.high : $Number(object.memory_bytes) !== 0)
-                        if ($util.Long)
-                            message.memory_bytes = $util.Long.fromValue(object.memory_bytes, true);
-                        else if (typeof object.memory_bytes === "string")
-                            message.memory_bytes = $parseInt(object.memory_bytes, 10);
-                        else if (typeof object.memory_bytes === "number")
-                            message.memory_bytes = object.memory_bytes;
-                        else if (typeof object.memory_bytes === "object")
-                            message.memory_bytes = new $util.LongBits(object.memory_bytes.low >>> 0, object.memory_bytes.high >>> 0).toNumber(true);
-                if (object.disk_bytes != null)
-                    if (typeof object.disk_bytes === "object" ? object.disk_bytes.low || object.disk_bytes.high : $Number(object.disk_bytes) !== 0)
-                        if ($util.Long)
-                            message.disk_bytes = $util.Long.fromValue(object.disk_bytes, true);
-                        else if (typeof object.disk_bytes === "string")
-                            message.disk_bytes = $parseInt(object.disk_bytes, 10);
-                        else if (typeof object.disk_bytes === "number")
-                            message.disk_bytes = object.disk_bytes;
-                        else if (typeof object.disk_bytes === "object")
-                            message.disk_bytes = new $util.LongBits(object.disk_bytes.low >>> 0, object.disk_bytes.high >>> 0).toNumber(true);
-                if (object.image != null) {
-                    if (!$util.isObject(object.image))
-                        throw $TypeError(".bcd.v1.InstanceSpec.image: object expected");
-                    message.image = $root.bcd.v1.ImageRef.fromObject(object.image, _depth + 1);
-                }
-                if (object.nics) {
-                    if (!$Array.isArray(object.nics))
-                        throw $TypeError(".bcd.v1.InstanceSpec.nics: array expected");
-                    message.nics = $Array(object.nics.length);
-                    for (let i = 0; i < object.nics.length; ++i) {
-                        if (!$util.isObject(object.nics[i]))
-                            throw $TypeError(".bcd.v1.InstanceSpec.nics: object expected");
-                        message.nics[i] = $root.bcd.v1.NicSpec.fromObject(object.nics[i], _depth + 1);
-                    }
-                }
-                if (object.gpus) {
-                    if (!$Array.isArray(object.gpus))
-                        throw $TypeError(".bcd.v1.InstanceSpec.gpus: array expected");
-                    message.gpus = $Array(object.gpus.length);
-                    for (let i = 0; i < object.gpus.length; ++i) {
-                        if (!$util.isObject(object.gpus[i]))
-                            throw $TypeError(".bcd.v1.InstanceSpec.gpus: object expected");
-                        message.gpus[i] = $root.bcd.v1.InstanceGpu.fromObject(object.gpus[i], _depth + 1);
-                    }
-                }
-                if (object.placement != null) {
-                    if (!$util.isObject(object.placement))
-                        throw $TypeError(".bcd.v1.InstanceSpec.placement: object expected");
-                    message.placement = $root.bcd.v1.Placement.fromObject(object.placement, _depth + 1);
-                }
-                if (object.volumes) {
-                    if (!$Array.isArray(object.volumes))
-                        throw $TypeError(".bcd.v1.InstanceSpec.volumes: array expected");
-                    message.volumes = $Array(object.volumes.length);
-                    for (let i = 0; i < object.volumes.length; ++i) {
-                        if (!$util.isObject(object.volumes[i]))
-                            throw $TypeError(".bcd.v1.InstanceSpec.volumes: object expected");
-                        message.volumes[i] = $root.bcd.v1.VolumeAttachment.fromObject(object.volumes[i], _depth + 1);
-                    }
-                }
-                if (object.restore_from != null) {
-                    if (!$util.isObject(object.restore_from))
-                        throw $TypeError(".bcd.v1.InstanceSpec.restore_from: object expected");
-                    message.restore_from = $root.bcd.v1.SnapshotRef.fromObject(object.restore_from, _depth + 1);
-                }
-                if (object.identity_rebind_ref != null)
-                    if (typeof object.identity_rebind_ref !== "string" || object.identity_rebind_ref.length)
-                        message.identity_rebind_ref = $String(object.identity_rebind_ref);
-                if (object.network_policy !== 0 && (typeof object.network_policy !== "string" || $root.bcd.v1.InstanceSpec.NetworkPolicy[object.network_policy] !== 0))
-                    switch (object.network_policy) {
-                    case "EGRESS":
-                    case 0:
-                        message.network_policy = 0;
-                        break;
-                    case "PRIVATE":
-                    case 1:
-                        message.network_policy = 1;
-                        break;
-                    case "NONE":
-                    case 2:
-                        message.network_policy = 2;
-                        break;
-                    default:
-                        if (typeof object.network_policy === "number" && (object.network_policy | 0) === object.network_policy)
-                            message.network_policy = object.network_policy;
-                    }
-                if (object.ssh_from_host_only != null)
-                    if (object.ssh_from_host_only)
-                        message.ssh_from_host_only = $Boolean(object.ssh_from_host_only);
-                if (object.user_data_ref != null)
-                    if (typeof object.user_data_ref !== "string" || object.user_data_ref.length)
-                        message.user_data_ref = $String(object.user_data_ref);
-                if (object.hostname != null)
-                    if (typeof object.hostname !== "string" || object.hostname.length)
-                        message.hostname = $String(object.hostname);
-                return message;
-            };
 
             InstanceSpec.toObject = function (message, options, _depth) {
                 if (!options)
@@ -6696,27 +5523,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            ImageRef.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.ImageRef)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.ImageRef: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.ImageRef();
-                if (object.url != null)
-                    if (typeof object.url !== "string" || object.url.length)
-                        message.url = $String(object.url);
-                if (object.sha256 != null)
-                    if (typeof object.sha256 !== "string" || object.sha256.length)
-                        message.sha256 = $String(object.sha256);
-                if (object.format != null)
-                    if (typeof object.format !== "string" || object.format.length)
-                        message.format = $String(object.format);
-                return message;
-            };
 
             ImageRef.toObject = function (message, options, _depth) {
                 if (!options)
@@ -6873,34 +5679,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            NicSpec.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.NicSpec)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.NicSpec: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.NicSpec();
-                if (object.mac != null)
-                    if (typeof object.mac !== "string" || object.mac.length)
-                        message.mac = $String(object.mac);
-                if (object.bridge != null)
-                    if (typeof object.bridge !== "string" || object.bridge.length)
-                        message.bridge = $String(object.bridge);
-                if (object.ipam_addresses) {
-                    if (!$Array.isArray(object.ipam_addresses))
-                        throw $TypeError(".bcd.v1.NicSpec.ipam_addresses: array expected");
-                    message.ipam_addresses = $Array(object.ipam_addresses.length);
-                    for (let i = 0; i < object.ipam_addresses.length; ++i)
-                        message.ipam_addresses[i] = $String(object.ipam_addresses[i]);
-                }
-                if (object.mtu != null)
-                    if ($Number(object.mtu) !== 0)
-                        message.mtu = object.mtu >>> 0;
-                return message;
-            };
 
             NicSpec.toObject = function (message, options, _depth) {
                 if (!options)
@@ -7039,24 +5817,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            InstanceGpu.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.InstanceGpu)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.InstanceGpu: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.InstanceGpu();
-                if (object.uuid != null)
-                    if (typeof object.uuid !== "string" || object.uuid.length)
-                        message.uuid = $String(object.uuid);
-                if (object.pci_bus_id != null)
-                    if (typeof object.pci_bus_id !== "string" || object.pci_bus_id.length)
-                        message.pci_bus_id = $String(object.pci_bus_id);
-                return message;
-            };
 
             InstanceGpu.toObject = function (message, options, _depth) {
                 if (!options)
@@ -7209,45 +5969,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            Placement.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.Placement)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.Placement: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.Placement();
-                if (object.cpus != null)
-                    if (typeof object.cpus !== "string" || object.cpus.length)
-                        message.cpus = $String(object.cpus);
-                if (object.mems != null)
-                    if (typeof object.mems !== "string" || object.mems.length)
-                        message.mems = $String(object.mems);
-                if (object.hugepages !== 0 && (typeof object.hugepages !== "string" || $root.bcd.v1.Placement.HugePages[object.hugepages] !== 0))
-                    switch (object.hugepages) {
-                    case "HUGE_PAGES_NONE":
-                    case 0:
-                        message.hugepages = 0;
-                        break;
-                    case "HUGE_PAGES_2MI":
-                    case 1:
-                        message.hugepages = 1;
-                        break;
-                    case "HUGE_PAGES_1GI":
-                    case 2:
-                        message.hugepages = 2;
-                        break;
-                    default:
-                        if (typeof object.hugepages === "number" && (object.hugepages | 0) === object.hugepages)
-                            message.hugepages = object.hugepages;
-                    }
-                if (object.balloon != null)
-                    if (object.balloon)
-                        message.balloon = $Boolean(object.balloon);
-                return message;
-            };
 
             Placement.toObject = function (message, options, _depth) {
                 if (!options)
@@ -7402,34 +6123,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            VolumeSpec.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.VolumeSpec)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.VolumeSpec: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.VolumeSpec();
-                if (object.id != null)
-                    if (typeof object.id !== "string" || object.id.length)
-                        message.id = $String(object.id);
-                if (object.size_bytes != null)
-                    if (typeof object.size_bytes === "object" ? object.size_bytes.low || object.size_bytes.high : $Number(object.size_bytes) !== 0)
-                        if ($util.Long)
-                            message.size_bytes = $util.Long.fromValue(object.size_bytes, true);
-                        else if (typeof object.size_bytes === "string")
-                            message.size_bytes = $parseInt(object.size_bytes, 10);
-                        else if (typeof object.size_bytes === "number")
-                            message.size_bytes = object.size_bytes;
-                        else if (typeof object.size_bytes === "object")
-                            message.size_bytes = new $util.LongBits(object.size_bytes.low >>> 0, object.size_bytes.high >>> 0).toNumber(true);
-                if (object.serial != null)
-                    if (typeof object.serial !== "string" || object.serial.length)
-                        message.serial = $String(object.serial);
-                return message;
-            };
 
             VolumeSpec.toObject = function (message, options, _depth) {
                 if (!options)
@@ -7570,24 +6263,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            VolumeAttachment.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.VolumeAttachment)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.VolumeAttachment: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.VolumeAttachment();
-                if (object.volume_id != null)
-                    if (typeof object.volume_id !== "string" || object.volume_id.length)
-                        message.volume_id = $String(object.volume_id);
-                if (object.read_only != null)
-                    if (object.read_only)
-                        message.read_only = $Boolean(object.read_only);
-                return message;
-            };
 
             VolumeAttachment.toObject = function (message, options, _depth) {
                 if (!options)
@@ -7764,43 +6439,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            SnapshotRef.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.SnapshotRef)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.SnapshotRef: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.SnapshotRef();
-                if (object.url != null)
-                    if (typeof object.url !== "string" || object.url.length)
-                        message.url = $String(object.url);
-                if (object.sha256 != null)
-                    if (typeof object.sha256 !== "string" || object.sha256.length)
-                        message.sha256 = $String(object.sha256);
-                if (object.runtime != null)
-                    if (typeof object.runtime !== "string" || object.runtime.length)
-                        message.runtime = $String(object.runtime);
-                if (object.include_memory != null)
-                    if (object.include_memory)
-                        message.include_memory = $Boolean(object.include_memory);
-                if (object.cpu_model != null)
-                    if (typeof object.cpu_model !== "string" || object.cpu_model.length)
-                        message.cpu_model = $String(object.cpu_model);
-                if (object.size_bytes != null)
-                    if (typeof object.size_bytes === "object" ? object.size_bytes.low || object.size_bytes.high : $Number(object.size_bytes) !== 0)
-                        if ($util.Long)
-                            message.size_bytes = $util.Long.fromValue(object.size_bytes, true);
-                        else if (typeof object.size_bytes === "string")
-                            message.size_bytes = $parseInt(object.size_bytes, 10);
-                        else if (typeof object.size_bytes === "number")
-                            message.size_bytes = object.size_bytes;
-                        else if (typeof object.size_bytes === "object")
-                            message.size_bytes = new $util.LongBits(object.size_bytes.low >>> 0, object.size_bytes.high >>> 0).toNumber(true);
-                return message;
-            };
 
             SnapshotRef.toObject = function (message, options, _depth) {
                 if (!options)
@@ -7982,49 +6620,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            AccessSection.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.AccessSection)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.AccessSection: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.AccessSection();
-                if (object.exec_ticket_jwks != null)
-                    if (typeof object.exec_ticket_jwks !== "string" || object.exec_ticket_jwks.length)
-                        message.exec_ticket_jwks = $String(object.exec_ticket_jwks);
-                if (object.ssh_ca_keys) {
-                    if (!$Array.isArray(object.ssh_ca_keys))
-                        throw $TypeError(".bcd.v1.AccessSection.ssh_ca_keys: array expected");
-                    message.ssh_ca_keys = $Array(object.ssh_ca_keys.length);
-                    for (let i = 0; i < object.ssh_ca_keys.length; ++i)
-                        message.ssh_ca_keys[i] = $String(object.ssh_ca_keys[i]);
-                }
-                if (object.principals) {
-                    if (!$Array.isArray(object.principals))
-                        throw $TypeError(".bcd.v1.AccessSection.principals: array expected");
-                    message.principals = $Array(object.principals.length);
-                    for (let i = 0; i < object.principals.length; ++i)
-                        message.principals[i] = $String(object.principals[i]);
-                }
-                if (object.revoked_serials) {
-                    if (!$Array.isArray(object.revoked_serials))
-                        throw $TypeError(".bcd.v1.AccessSection.revoked_serials: array expected");
-                    message.revoked_serials = $Array(object.revoked_serials.length);
-                    for (let i = 0; i < object.revoked_serials.length; ++i)
-                        if ($util.Long)
-                            message.revoked_serials[i] = $util.Long.fromValue(object.revoked_serials[i], true);
-                        else if (typeof object.revoked_serials[i] === "string")
-                            message.revoked_serials[i] = $parseInt(object.revoked_serials[i], 10);
-                        else if (typeof object.revoked_serials[i] === "number")
-                            message.revoked_serials[i] = object.revoked_serials[i];
-                        else if (typeof object.revoked_serials[i] === "object")
-                            message.revoked_serials[i] = new $util.LongBits(object.revoked_serials[i].low >>> 0, object.revoked_serials[i].high >>> 0).toNumber(true);
-                }
-                return message;
-            };
 
             AccessSection.toObject = function (message, options, _depth) {
                 if (!options)
@@ -8227,37 +6822,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            TelemetrySection.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.TelemetrySection)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.TelemetrySection: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.TelemetrySection();
-                if (object.otlp_endpoint != null)
-                    if (typeof object.otlp_endpoint !== "string" || object.otlp_endpoint.length)
-                        message.otlp_endpoint = $String(object.otlp_endpoint);
-                if (object.export_interval_ms != null)
-                    if ($Number(object.export_interval_ms) !== 0)
-                        message.export_interval_ms = object.export_interval_ms >>> 0;
-                if (object.resource_attributes) {
-                    if (!$util.isObject(object.resource_attributes))
-                        throw $TypeError(".bcd.v1.TelemetrySection.resource_attributes: object expected");
-                    message.resource_attributes = {};
-                    for (let keys = $Object.keys(object.resource_attributes), i = 0; i < keys.length; ++i) {
-                        if (keys[i] === "__proto__")
-                            $util.makeProp(message.resource_attributes, keys[i]);
-                        message.resource_attributes[keys[i]] = $String(object.resource_attributes[keys[i]]);
-                    }
-                }
-                if (object.headers_secret_ref != null)
-                    if (typeof object.headers_secret_ref !== "string" || object.headers_secret_ref.length)
-                        message.headers_secret_ref = $String(object.headers_secret_ref);
-                return message;
-            };
 
             TelemetrySection.toObject = function (message, options, _depth) {
                 if (!options)
@@ -8424,33 +6988,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            DaemonSection.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.DaemonSection)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.DaemonSection: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.DaemonSection();
-                if (object.version != null)
-                    if (typeof object.version !== "string" || object.version.length)
-                        message.version = $String(object.version);
-                if (object.url != null)
-                    if (typeof object.url !== "string" || object.url.length)
-                        message.url = $String(object.url);
-                if (object.sha256 != null)
-                    if (typeof object.sha256 !== "string" || object.sha256.length)
-                        message.sha256 = $String(object.sha256);
-                if (object.signature != null)
-                    if (object.signature.length)
-                        if (typeof object.signature === "string")
-                            $util.base64.decode(object.signature, message.signature = $util.newBuffer($util.base64.length(object.signature)), 0);
-                        else if (object.signature.length >= 0)
-                            message.signature = object.signature;
-                return message;
-            };
 
             DaemonSection.toObject = function (message, options, _depth) {
                 if (!options)
@@ -8606,48 +7143,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            SiteSection.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.SiteSection)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.SiteSection: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.SiteSection();
-                if (object.boot_leases) {
-                    if (!$Array.isArray(object.boot_leases))
-                        throw $TypeError(".bcd.v1.SiteSection.boot_leases: array expected");
-                    message.boot_leases = $Array(object.boot_leases.length);
-                    for (let i = 0; i < object.boot_leases.length; ++i) {
-                        if (!$util.isObject(object.boot_leases[i]))
-                            throw $TypeError(".bcd.v1.SiteSection.boot_leases: object expected");
-                        message.boot_leases[i] = $root.bcd.v1.BootLease.fromObject(object.boot_leases[i], _depth + 1);
-                    }
-                }
-                if (object.cache_images) {
-                    if (!$Array.isArray(object.cache_images))
-                        throw $TypeError(".bcd.v1.SiteSection.cache_images: array expected");
-                    message.cache_images = $Array(object.cache_images.length);
-                    for (let i = 0; i < object.cache_images.length; ++i) {
-                        if (!$util.isObject(object.cache_images[i]))
-                            throw $TypeError(".bcd.v1.SiteSection.cache_images: object expected");
-                        message.cache_images[i] = $root.bcd.v1.CacheImage.fromObject(object.cache_images[i], _depth + 1);
-                    }
-                }
-                if (object.proxy_targets) {
-                    if (!$Array.isArray(object.proxy_targets))
-                        throw $TypeError(".bcd.v1.SiteSection.proxy_targets: array expected");
-                    message.proxy_targets = $Array(object.proxy_targets.length);
-                    for (let i = 0; i < object.proxy_targets.length; ++i) {
-                        if (!$util.isObject(object.proxy_targets[i]))
-                            throw $TypeError(".bcd.v1.SiteSection.proxy_targets: object expected");
-                        message.proxy_targets[i] = $root.bcd.v1.ProxyTarget.fromObject(object.proxy_targets[i], _depth + 1);
-                    }
-                }
-                return message;
-            };
 
             SiteSection.toObject = function (message, options, _depth) {
                 if (!options)
@@ -8886,74 +7381,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BootLease.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.BootLease)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.BootLease: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.BootLease();
-                if (object.node_id != null)
-                    if (typeof object.node_id !== "string" || object.node_id.length)
-                        message.node_id = $String(object.node_id);
-                if (object.macs) {
-                    if (!$Array.isArray(object.macs))
-                        throw $TypeError(".bcd.v1.BootLease.macs: array expected");
-                    message.macs = $Array(object.macs.length);
-                    for (let i = 0; i < object.macs.length; ++i)
-                        message.macs[i] = $String(object.macs[i]);
-                }
-                if (object.mode !== 0 && (typeof object.mode !== "string" || $root.bcd.v1.BootLease.Mode[object.mode] !== 0))
-                    switch (object.mode) {
-                    case "LOCAL":
-                    case 0:
-                        message.mode = 0;
-                        break;
-                    case "RAMDISK":
-                    case 1:
-                        message.mode = 1;
-                        break;
-                    default:
-                        if (typeof object.mode === "number" && (object.mode | 0) === object.mode)
-                            message.mode = object.mode;
-                    }
-                if (object.kernel_url != null)
-                    if (typeof object.kernel_url !== "string" || object.kernel_url.length)
-                        message.kernel_url = $String(object.kernel_url);
-                if (object.kernel_sha256 != null)
-                    if (typeof object.kernel_sha256 !== "string" || object.kernel_sha256.length)
-                        message.kernel_sha256 = $String(object.kernel_sha256);
-                if (object.initrd_url != null)
-                    if (typeof object.initrd_url !== "string" || object.initrd_url.length)
-                        message.initrd_url = $String(object.initrd_url);
-                if (object.initrd_sha256 != null)
-                    if (typeof object.initrd_sha256 !== "string" || object.initrd_sha256.length)
-                        message.initrd_sha256 = $String(object.initrd_sha256);
-                if (object.cmdline != null)
-                    if (typeof object.cmdline !== "string" || object.cmdline.length)
-                        message.cmdline = $String(object.cmdline);
-                if (object.expires_at_ms != null)
-                    if (typeof object.expires_at_ms === "object" ? object.expires_at_ms.low || object.expires_at_ms.high : $Number(object.expires_at_ms) !== 0)
-                        if ($util.Long)
-                            message.expires_at_ms = $util.Long.fromValue(object.expires_at_ms, true);
-                        else if (typeof object.expires_at_ms === "string")
-                            message.expires_at_ms = $parseInt(object.expires_at_ms, 10);
-                        else if (typeof object.expires_at_ms === "number")
-                            message.expires_at_ms = object.expires_at_ms;
-                        else if (typeof object.expires_at_ms === "object")
-                            message.expires_at_ms = new $util.LongBits(object.expires_at_ms.low >>> 0, object.expires_at_ms.high >>> 0).toNumber(true);
-                if (object.system_ids) {
-                    if (!$Array.isArray(object.system_ids))
-                        throw $TypeError(".bcd.v1.BootLease.system_ids: array expected");
-                    message.system_ids = $Array(object.system_ids.length);
-                    for (let i = 0; i < object.system_ids.length; ++i)
-                        message.system_ids[i] = $String(object.system_ids[i]);
-                }
-                return message;
-            };
 
             BootLease.toObject = function (message, options, _depth) {
                 if (!options)
@@ -9142,27 +7569,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            CacheImage.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.CacheImage)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.CacheImage: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.CacheImage();
-                if (object.url != null)
-                    if (typeof object.url !== "string" || object.url.length)
-                        message.url = $String(object.url);
-                if (object.sha256 != null)
-                    if (typeof object.sha256 !== "string" || object.sha256.length)
-                        message.sha256 = $String(object.sha256);
-                if (object.format != null)
-                    if (typeof object.format !== "string" || object.format.length)
-                        message.format = $String(object.format);
-                return message;
-            };
 
             CacheImage.toObject = function (message, options, _depth) {
                 if (!options)
@@ -9308,35 +7714,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            ProxyTarget.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.ProxyTarget)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.ProxyTarget: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.ProxyTarget();
-                if (object.node_id != null)
-                    if (typeof object.node_id !== "string" || object.node_id.length)
-                        message.node_id = $String(object.node_id);
-                if (object.addresses) {
-                    if (!$Array.isArray(object.addresses))
-                        throw $TypeError(".bcd.v1.ProxyTarget.addresses: array expected");
-                    message.addresses = $Array(object.addresses.length);
-                    for (let i = 0; i < object.addresses.length; ++i)
-                        message.addresses[i] = $String(object.addresses[i]);
-                }
-                if (object.names) {
-                    if (!$Array.isArray(object.names))
-                        throw $TypeError(".bcd.v1.ProxyTarget.names: array expected");
-                    message.names = $Array(object.names.length);
-                    for (let i = 0; i < object.names.length; ++i)
-                        message.names[i] = $String(object.names[i]);
-                }
-                return message;
-            };
 
             ProxyTarget.toObject = function (message, options, _depth) {
                 if (!options)
@@ -9476,31 +7853,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            EventBatch.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.EventBatch)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.EventBatch: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.EventBatch();
-                if (object.journal_id != null)
-                    if (typeof object.journal_id !== "string" || object.journal_id.length)
-                        message.journal_id = $String(object.journal_id);
-                if (object.events) {
-                    if (!$Array.isArray(object.events))
-                        throw $TypeError(".bcd.v1.EventBatch.events: array expected");
-                    message.events = $Array(object.events.length);
-                    for (let i = 0; i < object.events.length; ++i) {
-                        if (!$util.isObject(object.events[i]))
-                            throw $TypeError(".bcd.v1.EventBatch.events: object expected");
-                        message.events[i] = $root.bcd.v1.Event.fromObject(object.events[i], _depth + 1);
-                    }
-                }
-                return message;
-            };
 
             EventBatch.toObject = function (message, options, _depth) {
                 if (!options)
@@ -9693,78 +8045,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            Event.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.Event)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.Event: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.Event();
-                if (object.seq != null)
-                    if (typeof object.seq === "object" ? object.seq.low || object.seq.high : $Number(object.seq) !== 0)
-                        if ($util.Long)
-                            message.seq = $util.Long.fromValue(object.seq, true);
-                        else if (typeof object.seq === "string")
-                            message.seq = $parseInt(object.seq, 10);
-                        else if (typeof object.seq === "number")
-                            message.seq = object.seq;
-                        else if (typeof object.seq === "object")
-                            message.seq = new $util.LongBits(object.seq.low >>> 0, object.seq.high >>> 0).toNumber(true);
-                if (object.event_class !== 0 && (typeof object.event_class !== "string" || $root.bcd.v1.Event.Class[object.event_class] !== 0))
-                    switch (object.event_class) {
-                    case "CLASS_UNSPECIFIED":
-                    case 0:
-                        message.event_class = 0;
-                        break;
-                    case "METRIC":
-                    case 1:
-                        message.event_class = 1;
-                        break;
-                    case "TRANSITION":
-                    case 2:
-                        message.event_class = 2;
-                        break;
-                    case "RESULT":
-                    case 3:
-                        message.event_class = 3;
-                        break;
-                    default:
-                        if (typeof object.event_class === "number" && (object.event_class | 0) === object.event_class)
-                            message.event_class = object.event_class;
-                    }
-                if (object.type != null)
-                    if (typeof object.type !== "string" || object.type.length)
-                        message.type = $String(object.type);
-                if (object.age_ms != null)
-                    if (typeof object.age_ms === "object" ? object.age_ms.low || object.age_ms.high : $Number(object.age_ms) !== 0)
-                        if ($util.Long)
-                            message.age_ms = $util.Long.fromValue(object.age_ms, true);
-                        else if (typeof object.age_ms === "string")
-                            message.age_ms = $parseInt(object.age_ms, 10);
-                        else if (typeof object.age_ms === "number")
-                            message.age_ms = object.age_ms;
-                        else if (typeof object.age_ms === "object")
-                            message.age_ms = new $util.LongBits(object.age_ms.low >>> 0, object.age_ms.high >>> 0).toNumber(true);
-                if (object.attested_report != null) {
-                    if (!$util.isObject(object.attested_report))
-                        throw $TypeError(".bcd.v1.Event.attested_report: object expected");
-                    message.attested_report = $root.bcd.v1.AttestedReport.fromObject(object.attested_report, _depth + 1);
-                }
-                if (object.metric != null) {
-                    if (!$util.isObject(object.metric))
-                        throw $TypeError(".bcd.v1.Event.metric: object expected");
-                    message.metric = $root.bcd.v1.MetricSample.fromObject(object.metric, _depth + 1);
-                }
-                if (object.transition != null) {
-                    if (!$util.isObject(object.transition))
-                        throw $TypeError(".bcd.v1.Event.transition: object expected");
-                    message.transition = $root.bcd.v1.Transition.fromObject(object.transition, _depth + 1);
-                }
-                return message;
-            };
 
             Event.toObject = function (message, options, _depth) {
                 if (!options)
@@ -9941,30 +8221,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            AttestedReport.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.AttestedReport)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.AttestedReport: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.AttestedReport();
-                if (object.body != null)
-                    if (object.body.length)
-                        if (typeof object.body === "string")
-                            $util.base64.decode(object.body, message.body = $util.newBuffer($util.base64.length(object.body)), 0);
-                        else if (object.body.length >= 0)
-                            message.body = object.body;
-                if (object.node_sig != null)
-                    if (object.node_sig.length)
-                        if (typeof object.node_sig === "string")
-                            $util.base64.decode(object.node_sig, message.node_sig = $util.newBuffer($util.base64.length(object.node_sig)), 0);
-                        else if (object.node_sig.length >= 0)
-                            message.node_sig = object.node_sig;
-                return message;
-            };
 
             AttestedReport.toObject = function (message, options, _depth) {
                 if (!options)
@@ -10142,46 +8398,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            ReportBody.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.ReportBody)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.ReportBody: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.ReportBody();
-                if (object.node_id != null)
-                    if (typeof object.node_id !== "string" || object.node_id.length)
-                        message.node_id = $String(object.node_id);
-                if (object.generation != null)
-                    if (typeof object.generation === "object" ? object.generation.low || object.generation.high : $Number(object.generation) !== 0)
-                        if ($util.Long)
-                            message.generation = $util.Long.fromValue(object.generation, true);
-                        else if (typeof object.generation === "string")
-                            message.generation = $parseInt(object.generation, 10);
-                        else if (typeof object.generation === "number")
-                            message.generation = object.generation;
-                        else if (typeof object.generation === "object")
-                            message.generation = new $util.LongBits(object.generation.low >>> 0, object.generation.high >>> 0).toNumber(true);
-                if (object.allocation_bound != null) {
-                    if (!$util.isObject(object.allocation_bound))
-                        throw $TypeError(".bcd.v1.ReportBody.allocation_bound: object expected");
-                    message.allocation_bound = $root.bcd.v1.AllocationBound.fromObject(object.allocation_bound, _depth + 1);
-                }
-                if (object.allocation_released != null) {
-                    if (!$util.isObject(object.allocation_released))
-                        throw $TypeError(".bcd.v1.ReportBody.allocation_released: object expected");
-                    message.allocation_released = $root.bcd.v1.AllocationReleased.fromObject(object.allocation_released, _depth + 1);
-                }
-                if (object.allocation_failed != null) {
-                    if (!$util.isObject(object.allocation_failed))
-                        throw $TypeError(".bcd.v1.ReportBody.allocation_failed: object expected");
-                    message.allocation_failed = $root.bcd.v1.AllocationFailed.fromObject(object.allocation_failed, _depth + 1);
-                }
-                return message;
-            };
 
             ReportBody.toObject = function (message, options, _depth) {
                 if (!options)
@@ -10360,41 +8576,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            AllocationBound.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.AllocationBound)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.AllocationBound: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.AllocationBound();
-                if (object.allocation_id != null)
-                    if (typeof object.allocation_id !== "string" || object.allocation_id.length)
-                        message.allocation_id = $String(object.allocation_id);
-                if (object.cdi_devices) {
-                    if (!$Array.isArray(object.cdi_devices))
-                        throw $TypeError(".bcd.v1.AllocationBound.cdi_devices: array expected");
-                    message.cdi_devices = $Array(object.cdi_devices.length);
-                    for (let i = 0; i < object.cdi_devices.length; ++i)
-                        message.cdi_devices[i] = $String(object.cdi_devices[i]);
-                }
-                if (object.devices) {
-                    if (!$Array.isArray(object.devices))
-                        throw $TypeError(".bcd.v1.AllocationBound.devices: array expected");
-                    message.devices = $Array(object.devices.length);
-                    for (let i = 0; i < object.devices.length; ++i) {
-                        if (!$util.isObject(object.devices[i]))
-                            throw $TypeError(".bcd.v1.AllocationBound.devices: object expected");
-                        message.devices[i] = $root.bcd.v1.Device.fromObject(object.devices[i], _depth + 1);
-                    }
-                }
-                if (object.cgroup_parent != null)
-                    if (typeof object.cgroup_parent !== "string" || object.cgroup_parent.length)
-                        message.cgroup_parent = $String(object.cgroup_parent);
-                return message;
-            };
 
             AllocationBound.toObject = function (message, options, _depth) {
                 if (!options)
@@ -10525,21 +8706,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            AllocationReleased.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.AllocationReleased)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.AllocationReleased: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.AllocationReleased();
-                if (object.allocation_id != null)
-                    if (typeof object.allocation_id !== "string" || object.allocation_id.length)
-                        message.allocation_id = $String(object.allocation_id);
-                return message;
-            };
 
             AllocationReleased.toObject = function (message, options, _depth) {
                 if (!options)
@@ -10676,27 +8842,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            AllocationFailed.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.AllocationFailed)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.AllocationFailed: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.AllocationFailed();
-                if (object.allocation_id != null)
-                    if (typeof object.allocation_id !== "string" || object.allocation_id.length)
-                        message.allocation_id = $String(object.allocation_id);
-                if (object.reason != null)
-                    if (typeof object.reason !== "string" || object.reason.length)
-                        message.reason = $String(object.reason);
-                if (object.message != null)
-                    if (typeof object.message !== "string" || object.message.length)
-                        message.message = $String(object.message);
-                return message;
-            };
 
             AllocationFailed.toObject = function (message, options, _depth) {
                 if (!options)
@@ -10869,34 +9014,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            MetricSample.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.MetricSample)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.MetricSample: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.MetricSample();
-                if (object.name != null)
-                    if (typeof object.name !== "string" || object.name.length)
-                        message.name = $String(object.name);
-                if (object.value != null)
-                    if (!$Object.is($Number(object.value), 0))
-                        message.value = $Number(object.value);
-                if (object.attributes) {
-                    if (!$util.isObject(object.attributes))
-                        throw $TypeError(".bcd.v1.MetricSample.attributes: object expected");
-                    message.attributes = {};
-                    for (let keys = $Object.keys(object.attributes), i = 0; i < keys.length; ++i) {
-                        if (keys[i] === "__proto__")
-                            $util.makeProp(message.attributes, keys[i]);
-                        message.attributes[keys[i]] = $String(object.attributes[keys[i]]);
-                    }
-                }
-                return message;
-            };
 
             MetricSample.toObject = function (message, options, _depth) {
                 if (!options)
@@ -11072,33 +9189,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            Transition.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.Transition)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.Transition: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.Transition();
-                if (object.subject != null)
-                    if (typeof object.subject !== "string" || object.subject.length)
-                        message.subject = $String(object.subject);
-                if (object.from != null)
-                    if (typeof object.from !== "string" || object.from.length)
-                        message.from = $String(object.from);
-                if (object.to != null)
-                    if (typeof object.to !== "string" || object.to.length)
-                        message.to = $String(object.to);
-                if (object.reason != null)
-                    if (typeof object.reason !== "string" || object.reason.length)
-                        message.reason = $String(object.reason);
-                if (object.message != null)
-                    if (typeof object.message !== "string" || object.message.length)
-                        message.message = $String(object.message);
-                return message;
-            };
 
             Transition.toObject = function (message, options, _depth) {
                 if (!options)
@@ -11225,25 +9315,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            GpuResetPayload.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.GpuResetPayload)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.GpuResetPayload: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.GpuResetPayload();
-                if (object.gpu_uuids) {
-                    if (!$Array.isArray(object.gpu_uuids))
-                        throw $TypeError(".bcd.v1.GpuResetPayload.gpu_uuids: array expected");
-                    message.gpu_uuids = $Array(object.gpu_uuids.length);
-                    for (let i = 0; i < object.gpu_uuids.length; ++i)
-                        message.gpu_uuids[i] = $String(object.gpu_uuids[i]);
-                }
-                return message;
-            };
 
             GpuResetPayload.toObject = function (message, options, _depth) {
                 if (!options)
@@ -11360,28 +9431,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            GpuResetResult.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.GpuResetResult)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.GpuResetResult: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.GpuResetResult();
-                if (object.gpus) {
-                    if (!$Array.isArray(object.gpus))
-                        throw $TypeError(".bcd.v1.GpuResetResult.gpus: array expected");
-                    message.gpus = $Array(object.gpus.length);
-                    for (let i = 0; i < object.gpus.length; ++i) {
-                        if (!$util.isObject(object.gpus[i]))
-                            throw $TypeError(".bcd.v1.GpuResetResult.gpus: object expected");
-                        message.gpus[i] = $root.bcd.v1.GpuResetOutcome.fromObject(object.gpus[i], _depth + 1);
-                    }
-                }
-                return message;
-            };
 
             GpuResetResult.toObject = function (message, options, _depth) {
                 if (!options)
@@ -11533,30 +9582,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            GpuResetOutcome.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.GpuResetOutcome)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.GpuResetOutcome: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.GpuResetOutcome();
-                if (object.gpu_uuid != null)
-                    if (typeof object.gpu_uuid !== "string" || object.gpu_uuid.length)
-                        message.gpu_uuid = $String(object.gpu_uuid);
-                if (object.reset != null)
-                    if (object.reset)
-                        message.reset = $Boolean(object.reset);
-                if (object.message != null)
-                    if (typeof object.message !== "string" || object.message.length)
-                        message.message = $String(object.message);
-                if (object.healthy != null)
-                    if (object.healthy)
-                        message.healthy = $Boolean(object.healthy);
-                return message;
-            };
 
             GpuResetOutcome.toObject = function (message, options, _depth) {
                 if (!options)
@@ -11680,25 +9705,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            DiagNvmlPayload.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.DiagNvmlPayload)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.DiagNvmlPayload: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.DiagNvmlPayload();
-                if (object.gpu_uuids) {
-                    if (!$Array.isArray(object.gpu_uuids))
-                        throw $TypeError(".bcd.v1.DiagNvmlPayload.gpu_uuids: array expected");
-                    message.gpu_uuids = $Array(object.gpu_uuids.length);
-                    for (let i = 0; i < object.gpu_uuids.length; ++i)
-                        message.gpu_uuids[i] = $String(object.gpu_uuids[i]);
-                }
-                return message;
-            };
 
             DiagNvmlPayload.toObject = function (message, options, _depth) {
                 if (!options)
@@ -11815,28 +9821,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            DiagNvmlResult.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.DiagNvmlResult)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.DiagNvmlResult: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.DiagNvmlResult();
-                if (object.gpus) {
-                    if (!$Array.isArray(object.gpus))
-                        throw $TypeError(".bcd.v1.DiagNvmlResult.gpus: array expected");
-                    message.gpus = $Array(object.gpus.length);
-                    for (let i = 0; i < object.gpus.length; ++i) {
-                        if (!$util.isObject(object.gpus[i]))
-                            throw $TypeError(".bcd.v1.DiagNvmlResult.gpus: object expected");
-                        message.gpus[i] = $root.bcd.v1.GpuDiagnosis.fromObject(object.gpus[i], _depth + 1);
-                    }
-                }
-                return message;
-            };
 
             DiagNvmlResult.toObject = function (message, options, _depth) {
                 if (!options)
@@ -12049,57 +10033,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            GpuDiagnosis.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.GpuDiagnosis)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.GpuDiagnosis: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.GpuDiagnosis();
-                if (object.gpu_uuid != null)
-                    if (typeof object.gpu_uuid !== "string" || object.gpu_uuid.length)
-                        message.gpu_uuid = $String(object.gpu_uuid);
-                if (object.healthy != null)
-                    if (object.healthy)
-                        message.healthy = $Boolean(object.healthy);
-                if (object.problems) {
-                    if (!$Array.isArray(object.problems))
-                        throw $TypeError(".bcd.v1.GpuDiagnosis.problems: array expected");
-                    message.problems = $Array(object.problems.length);
-                    for (let i = 0; i < object.problems.length; ++i)
-                        message.problems[i] = $String(object.problems[i]);
-                }
-                if (object.temperature_c != null)
-                    if ($Number(object.temperature_c) !== 0)
-                        message.temperature_c = object.temperature_c >>> 0;
-                if (object.power_w != null)
-                    if (!$Object.is($Number(object.power_w), 0))
-                        message.power_w = $Number(object.power_w);
-                if (object.ecc != null) {
-                    if (!$util.isObject(object.ecc))
-                        throw $TypeError(".bcd.v1.GpuDiagnosis.ecc: object expected");
-                    message.ecc = $root.bcd.v1.EccHealth.fromObject(object.ecc, _depth + 1);
-                }
-                if (object.remap != null) {
-                    if (!$util.isObject(object.remap))
-                        throw $TypeError(".bcd.v1.GpuDiagnosis.remap: object expected");
-                    message.remap = $root.bcd.v1.RemapHealth.fromObject(object.remap, _depth + 1);
-                }
-                if (object.xids) {
-                    if (!$Array.isArray(object.xids))
-                        throw $TypeError(".bcd.v1.GpuDiagnosis.xids: array expected");
-                    message.xids = $Array(object.xids.length);
-                    for (let i = 0; i < object.xids.length; ++i)
-                        message.xids[i] = object.xids[i] >>> 0;
-                }
-                if (object.pci_bus_id != null)
-                    if (typeof object.pci_bus_id !== "string" || object.pci_bus_id.length)
-                        message.pci_bus_id = $String(object.pci_bus_id);
-                return message;
-            };
 
             GpuDiagnosis.toObject = function (message, options, _depth) {
                 if (!options)
@@ -12258,28 +10191,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            DiagDcgmPayload.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.DiagDcgmPayload)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.DiagDcgmPayload: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.DiagDcgmPayload();
-                if (object.gpu_uuids) {
-                    if (!$Array.isArray(object.gpu_uuids))
-                        throw $TypeError(".bcd.v1.DiagDcgmPayload.gpu_uuids: array expected");
-                    message.gpu_uuids = $Array(object.gpu_uuids.length);
-                    for (let i = 0; i < object.gpu_uuids.length; ++i)
-                        message.gpu_uuids[i] = $String(object.gpu_uuids[i]);
-                }
-                if (object.level != null)
-                    if ($Number(object.level) !== 0)
-                        message.level = object.level >>> 0;
-                return message;
-            };
 
             DiagDcgmPayload.toObject = function (message, options, _depth) {
                 if (!options)
@@ -12424,34 +10335,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            DiagDcgmResult.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.DiagDcgmResult)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.DiagDcgmResult: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.DiagDcgmResult();
-                if (object.passed != null)
-                    if (object.passed)
-                        message.passed = $Boolean(object.passed);
-                if (object.tests) {
-                    if (!$Array.isArray(object.tests))
-                        throw $TypeError(".bcd.v1.DiagDcgmResult.tests: array expected");
-                    message.tests = $Array(object.tests.length);
-                    for (let i = 0; i < object.tests.length; ++i) {
-                        if (!$util.isObject(object.tests[i]))
-                            throw $TypeError(".bcd.v1.DiagDcgmResult.tests: object expected");
-                        message.tests[i] = $root.bcd.v1.DcgmTestResult.fromObject(object.tests[i], _depth + 1);
-                    }
-                }
-                if (object.raw_json != null)
-                    if (typeof object.raw_json !== "string" || object.raw_json.length)
-                        message.raw_json = $String(object.raw_json);
-                return message;
-            };
 
             DiagDcgmResult.toObject = function (message, options, _depth) {
                 if (!options)
@@ -12611,30 +10494,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            DcgmTestResult.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.DcgmTestResult)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.DcgmTestResult: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.DcgmTestResult();
-                if (object.name != null)
-                    if (typeof object.name !== "string" || object.name.length)
-                        message.name = $String(object.name);
-                if (object.gpu_uuid != null)
-                    if (typeof object.gpu_uuid !== "string" || object.gpu_uuid.length)
-                        message.gpu_uuid = $String(object.gpu_uuid);
-                if (object.result != null)
-                    if (typeof object.result !== "string" || object.result.length)
-                        message.result = $String(object.result);
-                if (object.message != null)
-                    if (typeof object.message !== "string" || object.message.length)
-                        message.message = $String(object.message);
-                return message;
-            };
 
             DcgmTestResult.toObject = function (message, options, _depth) {
                 if (!options)
@@ -12757,21 +10616,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            InventoryRefreshPayload.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.InventoryRefreshPayload)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.InventoryRefreshPayload: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.InventoryRefreshPayload();
-                if (object.include_health != null)
-                    if (object.include_health)
-                        message.include_health = $Boolean(object.include_health);
-                return message;
-            };
 
             InventoryRefreshPayload.toObject = function (message, options, _depth) {
                 if (!options)
@@ -12881,23 +10725,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            InventoryRefreshResult.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.InventoryRefreshResult)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.InventoryRefreshResult: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.InventoryRefreshResult();
-                if (object.inventory != null) {
-                    if (!$util.isObject(object.inventory))
-                        throw $TypeError(".bcd.v1.InventoryRefreshResult.inventory: object expected");
-                    message.inventory = $root.bcd.v1.Inventory.fromObject(object.inventory, _depth + 1);
-                }
-                return message;
-            };
 
             InventoryRefreshResult.toObject = function (message, options, _depth) {
                 if (!options)
@@ -13167,97 +10994,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            Inventory.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.Inventory)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.Inventory: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.Inventory();
-                if (object.hostname != null)
-                    if (typeof object.hostname !== "string" || object.hostname.length)
-                        message.hostname = $String(object.hostname);
-                if (object.boot_id != null)
-                    if (typeof object.boot_id !== "string" || object.boot_id.length)
-                        message.boot_id = $String(object.boot_id);
-                if (object.kernel != null)
-                    if (typeof object.kernel !== "string" || object.kernel.length)
-                        message.kernel = $String(object.kernel);
-                if (object.os_release != null)
-                    if (typeof object.os_release !== "string" || object.os_release.length)
-                        message.os_release = $String(object.os_release);
-                if (object.system_vendor != null)
-                    if (typeof object.system_vendor !== "string" || object.system_vendor.length)
-                        message.system_vendor = $String(object.system_vendor);
-                if (object.system_product != null)
-                    if (typeof object.system_product !== "string" || object.system_product.length)
-                        message.system_product = $String(object.system_product);
-                if (object.system_serial != null)
-                    if (typeof object.system_serial !== "string" || object.system_serial.length)
-                        message.system_serial = $String(object.system_serial);
-                if (object.cpu != null) {
-                    if (!$util.isObject(object.cpu))
-                        throw $TypeError(".bcd.v1.Inventory.cpu: object expected");
-                    message.cpu = $root.bcd.v1.CpuInventory.fromObject(object.cpu, _depth + 1);
-                }
-                if (object.memory_bytes != null)
-                    if (typeof object.memory_bytes === "object" ? object.memory_bytes.low || object.memory_bytes.high : $Number(object.memory_bytes) !== 0)
-                        if ($util.Long)
-                            message.memory_bytes = $util.Long.fromValue(object.memory_bytes, true);
-                        else if (typeof object.memory_bytes === "string")
-                            message.memory_bytes = $parseInt(object.memory_bytes, 10);
-                        else if (typeof object.memory_bytes === "number")
-                            message.memory_bytes = object.memory_bytes;
-                        else if (typeof object.memory_bytes === "object")
-                            message.memory_bytes = new $util.LongBits(object.memory_bytes.low >>> 0, object.memory_bytes.high >>> 0).toNumber(true);
-                if (object.numa_nodes) {
-                    if (!$Array.isArray(object.numa_nodes))
-                        throw $TypeError(".bcd.v1.Inventory.numa_nodes: array expected");
-                    message.numa_nodes = $Array(object.numa_nodes.length);
-                    for (let i = 0; i < object.numa_nodes.length; ++i) {
-                        if (!$util.isObject(object.numa_nodes[i]))
-                            throw $TypeError(".bcd.v1.Inventory.numa_nodes: object expected");
-                        message.numa_nodes[i] = $root.bcd.v1.NumaNode.fromObject(object.numa_nodes[i], _depth + 1);
-                    }
-                }
-                if (object.disks) {
-                    if (!$Array.isArray(object.disks))
-                        throw $TypeError(".bcd.v1.Inventory.disks: array expected");
-                    message.disks = $Array(object.disks.length);
-                    for (let i = 0; i < object.disks.length; ++i) {
-                        if (!$util.isObject(object.disks[i]))
-                            throw $TypeError(".bcd.v1.Inventory.disks: object expected");
-                        message.disks[i] = $root.bcd.v1.DiskInfo.fromObject(object.disks[i], _depth + 1);
-                    }
-                }
-                if (object.nics) {
-                    if (!$Array.isArray(object.nics))
-                        throw $TypeError(".bcd.v1.Inventory.nics: array expected");
-                    message.nics = $Array(object.nics.length);
-                    for (let i = 0; i < object.nics.length; ++i) {
-                        if (!$util.isObject(object.nics[i]))
-                            throw $TypeError(".bcd.v1.Inventory.nics: object expected");
-                        message.nics[i] = $root.bcd.v1.NicInfo.fromObject(object.nics[i], _depth + 1);
-                    }
-                }
-                if (object.gpus) {
-                    if (!$Array.isArray(object.gpus))
-                        throw $TypeError(".bcd.v1.Inventory.gpus: array expected");
-                    message.gpus = $Array(object.gpus.length);
-                    for (let i = 0; i < object.gpus.length; ++i) {
-                        if (!$util.isObject(object.gpus[i]))
-                            throw $TypeError(".bcd.v1.Inventory.gpus: object expected");
-                        message.gpus[i] = $root.bcd.v1.GpuInfo.fromObject(object.gpus[i], _depth + 1);
-                    }
-                }
-                if (object.gpu_driver_version != null)
-                    if (typeof object.gpu_driver_version !== "string" || object.gpu_driver_version.length)
-                        message.gpu_driver_version = $String(object.gpu_driver_version);
-                return message;
-            };
 
             Inventory.toObject = function (message, options, _depth) {
                 if (!options)
@@ -13482,37 +11218,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            CpuInventory.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.CpuInventory)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.CpuInventory: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.CpuInventory();
-                if (object.model != null)
-                    if (typeof object.model !== "string" || object.model.length)
-                        message.model = $String(object.model);
-                if (object.sockets != null)
-                    if ($Number(object.sockets) !== 0)
-                        message.sockets = object.sockets >>> 0;
-                if (object.cores != null)
-                    if ($Number(object.cores) !== 0)
-                        message.cores = object.cores >>> 0;
-                if (object.threads != null)
-                    if ($Number(object.threads) !== 0)
-                        message.threads = object.threads >>> 0;
-                if (object.flags) {
-                    if (!$Array.isArray(object.flags))
-                        throw $TypeError(".bcd.v1.CpuInventory.flags: array expected");
-                    message.flags = $Array(object.flags.length);
-                    for (let i = 0; i < object.flags.length; ++i)
-                        message.flags[i] = $String(object.flags[i]);
-                }
-                return message;
-            };
 
             CpuInventory.toObject = function (message, options, _depth) {
                 if (!options)
@@ -13714,74 +11419,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            NumaNode.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.NumaNode)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.NumaNode: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.NumaNode();
-                if (object.id != null)
-                    if ($Number(object.id) !== 0)
-                        message.id = object.id >>> 0;
-                if (object.cpus != null)
-                    if (typeof object.cpus !== "string" || object.cpus.length)
-                        message.cpus = $String(object.cpus);
-                if (object.memory_bytes != null)
-                    if (typeof object.memory_bytes === "object" ? object.memory_bytes.low || object.memory_bytes.high : $Number(object.memory_bytes) !== 0)
-                        if ($util.Long)
-                            message.memory_bytes = $util.Long.fromValue(object.memory_bytes, true);
-                        else if (typeof object.memory_bytes === "string")
-                            message.memory_bytes = $parseInt(object.memory_bytes, 10);
-                        else if (typeof object.memory_bytes === "number")
-                            message.memory_bytes = object.memory_bytes;
-                        else if (typeof object.memory_bytes === "object")
-                            message.memory_bytes = new $util.LongBits(object.memory_bytes.low >>> 0, object.memory_bytes.high >>> 0).toNumber(true);
-                if (object.hugepages_2mi_total != null)
-                    if (typeof object.hugepages_2mi_total === "object" ? object.hugepages_2mi_total.low || object.hugepages_2mi_total.high : $Number(object.hugepages_2mi_total) !== 0)
-                        if ($util.Long)
-                            message.hugepages_2mi_total = $util.Long.fromValue(object.hugepages_2mi_total, true);
-                        else if (typeof object.hugepages_2mi_total === "string")
-                            message.hugepages_2mi_total = $parseInt(object.hugepages_2mi_total, 10);
-                        else if (typeof object.hugepages_2mi_total === "number")
-                            message.hugepages_2mi_total = object.hugepages_2mi_total;
-                        else if (typeof object.hugepages_2mi_total === "object")
-                            message.hugepages_2mi_total = new $util.LongBits(object.hugepages_2mi_total.low >>> 0, object.hugepages_2mi_total.high >>> 0).toNumber(true);
-                if (object.hugepages_2mi_free != null)
-                    if (typeof object.hugepages_2mi_free === "object" ? object.hugepages_2mi_free.low || object.hugepages_2mi_free.high : $Number(object.hugepages_2mi_free) !== 0)
-                        if ($util.Long)
-                            message.hugepages_2mi_free = $util.Long.fromValue(object.hugepages_2mi_free, true);
-                        else if (typeof object.hugepages_2mi_free === "string")
-                            message.hugepages_2mi_free = $parseInt(object.hugepages_2mi_free, 10);
-                        else if (typeof object.hugepages_2mi_free === "number")
-                            message.hugepages_2mi_free = object.hugepages_2mi_free;
-                        else if (typeof object.hugepages_2mi_free === "object")
-                            message.hugepages_2mi_free = new $util.LongBits(object.hugepages_2mi_free.low >>> 0, object.hugepages_2mi_free.high >>> 0).toNumber(true);
-                if (object.hugepages_1gi_total != null)
-                    if (typeof object.hugepages_1gi_total === "object" ? object.hugepages_1gi_total.low || object.hugepages_1gi_total.high : $Number(object.hugepages_1gi_total) !== 0)
-                        if ($util.Long)
-                            message.hugepages_1gi_total = $util.Long.fromValue(object.hugepages_1gi_total, true);
-                        else if (typeof object.hugepages_1gi_total === "string")
-                            message.hugepages_1gi_total = $parseInt(object.hugepages_1gi_total, 10);
-                        else if (typeof object.hugepages_1gi_total === "number")
-                            message.hugepages_1gi_total = object.hugepages_1gi_total;
-                        else if (typeof object.hugepages_1gi_total === "object")
-                            message.hugepages_1gi_total = new $util.LongBits(object.hugepages_1gi_total.low >>> 0, object.hugepages_1gi_total.high >>> 0).toNumber(true);
-                if (object.hugepages_1gi_free != null)
-                    if (typeof object.hugepages_1gi_free === "object" ? object.hugepages_1gi_free.low || object.hugepages_1gi_free.high : $Number(object.hugepages_1gi_free) !== 0)
-                        if ($util.Long)
-                            message.hugepages_1gi_free = $util.Long.fromValue(object.hugepages_1gi_free, true);
-                        else if (typeof object.hugepages_1gi_free === "string")
-                            message.hugepages_1gi_free = $parseInt(object.hugepages_1gi_free, 10);
-                        else if (typeof object.hugepages_1gi_free === "number")
-                            message.hugepages_1gi_free = object.hugepages_1gi_free;
-                        else if (typeof object.hugepages_1gi_free === "object")
-                            message.hugepages_1gi_free = new $util.LongBits(object.hugepages_1gi_free.low >>> 0, object.hugepages_1gi_free.high >>> 0).toNumber(true);
-                return message;
-            };
 
             NumaNode.toObject = function (message, options, _depth) {
                 if (!options)
@@ -14042,49 +11679,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            DiskInfo.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.DiskInfo)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.DiskInfo: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.DiskInfo();
-                if (object.name != null)
-                    if (typeof object.name !== "string" || object.name.length)
-                        message.name = $String(object.name);
-                if (object.by_id != null)
-                    if (typeof object.by_id !== "string" || object.by_id.length)
-                        message.by_id = $String(object.by_id);
-                if (object.model != null)
-                    if (typeof object.model !== "string" || object.model.length)
-                        message.model = $String(object.model);
-                if (object.serial != null)
-                    if (typeof object.serial !== "string" || object.serial.length)
-                        message.serial = $String(object.serial);
-                if (object.size_bytes != null)
-                    if (typeof object.size_bytes === "object" ? object.size_bytes.low || object.size_bytes.high : $Number(object.size_bytes) !== 0)
-                        if ($util.Long)
-                            message.size_bytes = $util.Long.fromValue(object.size_bytes, true);
-                        else if (typeof object.size_bytes === "string")
-                            message.size_bytes = $parseInt(object.size_bytes, 10);
-                        else if (typeof object.size_bytes === "number")
-                            message.size_bytes = object.size_bytes;
-                        else if (typeof object.size_bytes === "object")
-                            message.size_bytes = new $util.LongBits(object.size_bytes.low >>> 0, object.size_bytes.high >>> 0).toNumber(true);
-                if (object.rotational != null)
-                    if (object.rotational)
-                        message.rotational = $Boolean(object.rotational);
-                if (object.transport != null)
-                    if (typeof object.transport !== "string" || object.transport.length)
-                        message.transport = $String(object.transport);
-                if (object.numa_node != null)
-                    if ($Number(object.numa_node) !== 0)
-                        message.numa_node = object.numa_node | 0;
-                return message;
-            };
 
             DiskInfo.toObject = function (message, options, _depth) {
                 if (!options)
@@ -14313,46 +11907,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            NicInfo.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.NicInfo)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.NicInfo: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.NicInfo();
-                if (object.name != null)
-                    if (typeof object.name !== "string" || object.name.length)
-                        message.name = $String(object.name);
-                if (object.mac != null)
-                    if (typeof object.mac !== "string" || object.mac.length)
-                        message.mac = $String(object.mac);
-                if (object.speed_mbps != null)
-                    if ($Number(object.speed_mbps) !== 0)
-                        message.speed_mbps = object.speed_mbps >>> 0;
-                if (object.pci_bus_id != null)
-                    if (typeof object.pci_bus_id !== "string" || object.pci_bus_id.length)
-                        message.pci_bus_id = $String(object.pci_bus_id);
-                if (object.numa_node != null)
-                    if ($Number(object.numa_node) !== 0)
-                        message.numa_node = object.numa_node | 0;
-                if (object.driver != null)
-                    if (typeof object.driver !== "string" || object.driver.length)
-                        message.driver = $String(object.driver);
-                if (object.addresses) {
-                    if (!$Array.isArray(object.addresses))
-                        throw $TypeError(".bcd.v1.NicInfo.addresses: array expected");
-                    message.addresses = $Array(object.addresses.length);
-                    for (let i = 0; i < object.addresses.length; ++i)
-                        message.addresses[i] = $String(object.addresses[i]);
-                }
-                if (object.link_up != null)
-                    if (object.link_up)
-                        message.link_up = $Boolean(object.link_up);
-                return message;
-            };
 
             NicInfo.toObject = function (message, options, _depth) {
                 if (!options)
@@ -14606,69 +12160,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            GpuInfo.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.GpuInfo)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.GpuInfo: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.GpuInfo();
-                if (object.uuid != null)
-                    if (typeof object.uuid !== "string" || object.uuid.length)
-                        message.uuid = $String(object.uuid);
-                if (object.name != null)
-                    if (typeof object.name !== "string" || object.name.length)
-                        message.name = $String(object.name);
-                if (object.pci_bus_id != null)
-                    if (typeof object.pci_bus_id !== "string" || object.pci_bus_id.length)
-                        message.pci_bus_id = $String(object.pci_bus_id);
-                if (object.numa_node != null)
-                    if ($Number(object.numa_node) !== 0)
-                        message.numa_node = object.numa_node | 0;
-                if (object.memory_bytes != null)
-                    if (typeof object.memory_bytes === "object" ? object.memory_bytes.low || object.memory_bytes.high : $Number(object.memory_bytes) !== 0)
-                        if ($util.Long)
-                            message.memory_bytes = $util.Long.fromValue(object.memory_bytes, true);
-                        else if (typeof object.memory_bytes === "string")
-                            message.memory_bytes = $parseInt(object.memory_bytes, 10);
-                        else if (typeof object.memory_bytes === "number")
-                            message.memory_bytes = object.memory_bytes;
-                        else if (typeof object.memory_bytes === "object")
-                            message.memory_bytes = new $util.LongBits(object.memory_bytes.low >>> 0, object.memory_bytes.high >>> 0).toNumber(true);
-                if (object.vbios_version != null)
-                    if (typeof object.vbios_version !== "string" || object.vbios_version.length)
-                        message.vbios_version = $String(object.vbios_version);
-                if (object.mig_enabled != null)
-                    if (object.mig_enabled)
-                        message.mig_enabled = $Boolean(object.mig_enabled);
-                if (object.mig_instances) {
-                    if (!$Array.isArray(object.mig_instances))
-                        throw $TypeError(".bcd.v1.GpuInfo.mig_instances: array expected");
-                    message.mig_instances = $Array(object.mig_instances.length);
-                    for (let i = 0; i < object.mig_instances.length; ++i) {
-                        if (!$util.isObject(object.mig_instances[i]))
-                            throw $TypeError(".bcd.v1.GpuInfo.mig_instances: object expected");
-                        message.mig_instances[i] = $root.bcd.v1.MigInstance.fromObject(object.mig_instances[i], _depth + 1);
-                    }
-                }
-                if (object.ecc != null) {
-                    if (!$util.isObject(object.ecc))
-                        throw $TypeError(".bcd.v1.GpuInfo.ecc: object expected");
-                    message.ecc = $root.bcd.v1.EccHealth.fromObject(object.ecc, _depth + 1);
-                }
-                if (object.remap != null) {
-                    if (!$util.isObject(object.remap))
-                        throw $TypeError(".bcd.v1.GpuInfo.remap: object expected");
-                    message.remap = $root.bcd.v1.RemapHealth.fromObject(object.remap, _depth + 1);
-                }
-                if (object.index != null)
-                    if ($Number(object.index) !== 0)
-                        message.index = object.index >>> 0;
-                return message;
-            };
 
             GpuInfo.toObject = function (message, options, _depth) {
                 if (!options)
@@ -14873,40 +12364,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            MigInstance.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.MigInstance)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.MigInstance: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.MigInstance();
-                if (object.uuid != null)
-                    if (typeof object.uuid !== "string" || object.uuid.length)
-                        message.uuid = $String(object.uuid);
-                if (object.gpu_instance != null)
-                    if ($Number(object.gpu_instance) !== 0)
-                        message.gpu_instance = object.gpu_instance >>> 0;
-                if (object.compute_instance != null)
-                    if ($Number(object.compute_instance) !== 0)
-                        message.compute_instance = object.compute_instance >>> 0;
-                if (object.profile != null)
-                    if (typeof object.profile !== "string" || object.profile.length)
-                        message.profile = $String(object.profile);
-                if (object.memory_bytes != null)
-                    if (typeof object.memory_bytes === "object" ? object.memory_bytes.low || object.memory_bytes.high : $Number(object.memory_bytes) !== 0)
-                        if ($util.Long)
-                            message.memory_bytes = $util.Long.fromValue(object.memory_bytes, true);
-                        else if (typeof object.memory_bytes === "string")
-                            message.memory_bytes = $parseInt(object.memory_bytes, 10);
-                        else if (typeof object.memory_bytes === "number")
-                            message.memory_bytes = object.memory_bytes;
-                        else if (typeof object.memory_bytes === "object")
-                            message.memory_bytes = new $util.LongBits(object.memory_bytes.low >>> 0, object.memory_bytes.high >>> 0).toNumber(true);
-                return message;
-            };
 
             MigInstance.toObject = function (message, options, _depth) {
                 if (!options)
@@ -15089,61 +12546,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            EccHealth.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.EccHealth)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.EccHealth: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.EccHealth();
-                if (object.enabled != null)
-                    if (object.enabled)
-                        message.enabled = $Boolean(object.enabled);
-                if (object.volatile_correctable != null)
-                    if (typeof object.volatile_correctable === "object" ? object.volatile_correctable.low || object.volatile_correctable.high : $Number(object.volatile_correctable) !== 0)
-                        if ($util.Long)
-                            message.volatile_correctable = $util.Long.fromValue(object.volatile_correctable, true);
-                        else if (typeof object.volatile_correctable === "string")
-                            message.volatile_correctable = $parseInt(object.volatile_correctable, 10);
-                        else if (typeof object.volatile_correctable === "number")
-                            message.volatile_correctable = object.volatile_correctable;
-                        else if (typeof object.volatile_correctable === "object")
-                            message.volatile_correctable = new $util.LongBits(object.volatile_correctable.low >>> 0, object.volatile_correctable.high >>> 0).toNumber(true);
-                if (object.volatile_uncorrectable != null)
-                    if (typeof object.volatile_uncorrectable === "object" ? object.volatile_uncorrectable.low || object.volatile_uncorrectable.high : $Number(object.volatile_uncorrectable) !== 0)
-                        if ($util.Long)
-                            message.volatile_uncorrectable = $util.Long.fromValue(object.volatile_uncorrectable, true);
-                        else if (typeof object.volatile_uncorrectable === "string")
-                            message.volatile_uncorrectable = $parseInt(object.volatile_uncorrectable, 10);
-                        else if (typeof object.volatile_uncorrectable === "number")
-                            message.volatile_uncorrectable = object.volatile_uncorrectable;
-                        else if (typeof object.volatile_uncorrectable === "object")
-                            message.volatile_uncorrectable = new $util.LongBits(object.volatile_uncorrectable.low >>> 0, object.volatile_uncorrectable.high >>> 0).toNumber(true);
-                if (object.aggregate_correctable != null)
-                    if (typeof object.aggregate_correctable === "object" ? object.aggregate_correctable.low || object.aggregate_correctable.high : $Number(object.aggregate_correctable) !== 0)
-                        if ($util.Long)
-                            message.aggregate_correctable = $util.Long.fromValue(object.aggregate_correctable, true);
-                        else if (typeof object.aggregate_correctable === "string")
-                            message.aggregate_correctable = $parseInt(object.aggregate_correctable, 10);
-                        else if (typeof object.aggregate_correctable === "number")
-                            message.aggregate_correctable = object.aggregate_correctable;
-                        else if (typeof object.aggregate_correctable === "object")
-                            message.aggregate_correctable = new $util.LongBits(object.aggregate_correctable.low >>> 0, object.aggregate_correctable.high >>> 0).toNumber(true);
-                if (object.aggregate_uncorrectable != null)
-                    if (typeof object.aggregate_uncorrectable === "object" ? object.aggregate_uncorrectable.low || object.aggregate_uncorrectable.high : $Number(object.aggregate_uncorrectable) !== 0)
-                        if ($util.Long)
-                            message.aggregate_uncorrectable = $util.Long.fromValue(object.aggregate_uncorrectable, true);
-                        else if (typeof object.aggregate_uncorrectable === "string")
-                            message.aggregate_uncorrectable = $parseInt(object.aggregate_uncorrectable, 10);
-                        else if (typeof object.aggregate_uncorrectable === "number")
-                            message.aggregate_uncorrectable = object.aggregate_uncorrectable;
-                        else if (typeof object.aggregate_uncorrectable === "object")
-                            message.aggregate_uncorrectable = new $util.LongBits(object.aggregate_uncorrectable.low >>> 0, object.aggregate_uncorrectable.high >>> 0).toNumber(true);
-                return message;
-            };
 
             EccHealth.toObject = function (message, options, _depth) {
                 if (!options)
@@ -15341,44 +12743,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            RemapHealth.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.RemapHealth)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.RemapHealth: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.RemapHealth();
-                if (object.correctable_rows != null)
-                    if (typeof object.correctable_rows === "object" ? object.correctable_rows.low || object.correctable_rows.high : $Number(object.correctable_rows) !== 0)
-                        if ($util.Long)
-                            message.correctable_rows = $util.Long.fromValue(object.correctable_rows, true);
-                        else if (typeof object.correctable_rows === "string")
-                            message.correctable_rows = $parseInt(object.correctable_rows, 10);
-                        else if (typeof object.correctable_rows === "number")
-                            message.correctable_rows = object.correctable_rows;
-                        else if (typeof object.correctable_rows === "object")
-                            message.correctable_rows = new $util.LongBits(object.correctable_rows.low >>> 0, object.correctable_rows.high >>> 0).toNumber(true);
-                if (object.uncorrectable_rows != null)
-                    if (typeof object.uncorrectable_rows === "object" ? object.uncorrectable_rows.low || object.uncorrectable_rows.high : $Number(object.uncorrectable_rows) !== 0)
-                        if ($util.Long)
-                            message.uncorrectable_rows = $util.Long.fromValue(object.uncorrectable_rows, true);
-                        else if (typeof object.uncorrectable_rows === "string")
-                            message.uncorrectable_rows = $parseInt(object.uncorrectable_rows, 10);
-                        else if (typeof object.uncorrectable_rows === "number")
-                            message.uncorrectable_rows = object.uncorrectable_rows;
-                        else if (typeof object.uncorrectable_rows === "object")
-                            message.uncorrectable_rows = new $util.LongBits(object.uncorrectable_rows.low >>> 0, object.uncorrectable_rows.high >>> 0).toNumber(true);
-                if (object.pending != null)
-                    if (object.pending)
-                        message.pending = $Boolean(object.pending);
-                if (object.failed != null)
-                    if (object.failed)
-                        message.failed = $Boolean(object.failed);
-                return message;
-            };
 
             RemapHealth.toObject = function (message, options, _depth) {
                 if (!options)
@@ -15519,21 +12883,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            NodeRebootPayload.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.NodeRebootPayload)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.NodeRebootPayload: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.NodeRebootPayload();
-                if (object.reason != null)
-                    if (typeof object.reason !== "string" || object.reason.length)
-                        message.reason = $String(object.reason);
-                return message;
-            };
 
             NodeRebootPayload.toObject = function (message, options, _depth) {
                 if (!options)
@@ -15658,24 +13007,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            NodeRebootResult.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.NodeRebootResult)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.NodeRebootResult: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.NodeRebootResult();
-                if (object.previous_boot_id != null)
-                    if (typeof object.previous_boot_id !== "string" || object.previous_boot_id.length)
-                        message.previous_boot_id = $String(object.previous_boot_id);
-                if (object.rebooted != null)
-                    if (object.rebooted)
-                        message.rebooted = $Boolean(object.rebooted);
-                return message;
-            };
 
             NodeRebootResult.toObject = function (message, options, _depth) {
                 if (!options)
@@ -15826,43 +13157,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            LogsCollectPayload.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.LogsCollectPayload)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.LogsCollectPayload: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.LogsCollectPayload();
-                if (object.upload_url != null)
-                    if (typeof object.upload_url !== "string" || object.upload_url.length)
-                        message.upload_url = $String(object.upload_url);
-                if (object.sources) {
-                    if (!$Array.isArray(object.sources))
-                        throw $TypeError(".bcd.v1.LogsCollectPayload.sources: array expected");
-                    message.sources = $Array(object.sources.length);
-                    for (let i = 0; i < object.sources.length; ++i)
-                        message.sources[i] = $String(object.sources[i]);
-                }
-                if (object.since != null) {
-                    if (!$util.isObject(object.since))
-                        throw $TypeError(".bcd.v1.LogsCollectPayload.since: object expected");
-                    message.since = $root.google.protobuf.Timestamp.fromObject(object.since, _depth + 1);
-                }
-                if (object.max_bytes != null)
-                    if (typeof object.max_bytes === "object" ? object.max_bytes.low || object.max_bytes.high : $Number(object.max_bytes) !== 0)
-                        if ($util.Long)
-                            message.max_bytes = $util.Long.fromValue(object.max_bytes, true);
-                        else if (typeof object.max_bytes === "string")
-                            message.max_bytes = $parseInt(object.max_bytes, 10);
-                        else if (typeof object.max_bytes === "number")
-                            message.max_bytes = object.max_bytes;
-                        else if (typeof object.max_bytes === "object")
-                            message.max_bytes = new $util.LongBits(object.max_bytes.low >>> 0, object.max_bytes.high >>> 0).toNumber(true);
-                return message;
-            };
 
             LogsCollectPayload.toObject = function (message, options, _depth) {
                 if (!options)
@@ -16035,41 +13329,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            LogsCollectResult.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.LogsCollectResult)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.LogsCollectResult: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.LogsCollectResult();
-                if (object.uploaded_bytes != null)
-                    if (typeof object.uploaded_bytes === "object" ? object.uploaded_bytes.low || object.uploaded_bytes.high : $Number(object.uploaded_bytes) !== 0)
-                        if ($util.Long)
-                            message.uploaded_bytes = $util.Long.fromValue(object.uploaded_bytes, true);
-                        else if (typeof object.uploaded_bytes === "string")
-                            message.uploaded_bytes = $parseInt(object.uploaded_bytes, 10);
-                        else if (typeof object.uploaded_bytes === "number")
-                            message.uploaded_bytes = object.uploaded_bytes;
-                        else if (typeof object.uploaded_bytes === "object")
-                            message.uploaded_bytes = new $util.LongBits(object.uploaded_bytes.low >>> 0, object.uploaded_bytes.high >>> 0).toNumber(true);
-                if (object.sha256 != null)
-                    if (typeof object.sha256 !== "string" || object.sha256.length)
-                        message.sha256 = $String(object.sha256);
-                if (object.included) {
-                    if (!$Array.isArray(object.included))
-                        throw $TypeError(".bcd.v1.LogsCollectResult.included: array expected");
-                    message.included = $Array(object.included.length);
-                    for (let i = 0; i < object.included.length; ++i)
-                        message.included[i] = $String(object.included[i]);
-                }
-                if (object.truncated != null)
-                    if (object.truncated)
-                        message.truncated = $Boolean(object.truncated);
-                return message;
-            };
 
             LogsCollectResult.toObject = function (message, options, _depth) {
                 if (!options)
@@ -16229,27 +13488,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            InstanceSnapshotPayload.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.InstanceSnapshotPayload)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.InstanceSnapshotPayload: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.InstanceSnapshotPayload();
-                if (object.instance_id != null)
-                    if (typeof object.instance_id !== "string" || object.instance_id.length)
-                        message.instance_id = $String(object.instance_id);
-                if (object.include_memory != null)
-                    if (object.include_memory)
-                        message.include_memory = $Boolean(object.include_memory);
-                if (object.upload_url != null)
-                    if (typeof object.upload_url !== "string" || object.upload_url.length)
-                        message.upload_url = $String(object.upload_url);
-                return message;
-            };
 
             InstanceSnapshotPayload.toObject = function (message, options, _depth) {
                 if (!options)
@@ -16417,40 +13655,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            InstanceSnapshotResult.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.InstanceSnapshotResult)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.InstanceSnapshotResult: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.InstanceSnapshotResult();
-                if (object.sha256 != null)
-                    if (typeof object.sha256 !== "string" || object.sha256.length)
-                        message.sha256 = $String(object.sha256);
-                if (object.size_bytes != null)
-                    if (typeof object.size_bytes === "object" ? object.size_bytes.low || object.size_bytes.high : $Number(object.size_bytes) !== 0)
-                        if ($util.Long)
-                            message.size_bytes = $util.Long.fromValue(object.size_bytes, true);
-                        else if (typeof object.size_bytes === "string")
-                            message.size_bytes = $parseInt(object.size_bytes, 10);
-                        else if (typeof object.size_bytes === "number")
-                            message.size_bytes = object.size_bytes;
-                        else if (typeof object.size_bytes === "object")
-                            message.size_bytes = new $util.LongBits(object.size_bytes.low >>> 0, object.size_bytes.high >>> 0).toNumber(true);
-                if (object.runtime != null)
-                    if (typeof object.runtime !== "string" || object.runtime.length)
-                        message.runtime = $String(object.runtime);
-                if (object.include_memory != null)
-                    if (object.include_memory)
-                        message.include_memory = $Boolean(object.include_memory);
-                if (object.cpu_model != null)
-                    if (typeof object.cpu_model !== "string" || object.cpu_model.length)
-                        message.cpu_model = $String(object.cpu_model);
-                return message;
-            };
 
             InstanceSnapshotResult.toObject = function (message, options, _depth) {
                 if (!options)
@@ -16609,27 +13813,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            InstanceMigratePayload.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.InstanceMigratePayload)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.InstanceMigratePayload: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.InstanceMigratePayload();
-                if (object.instance_id != null)
-                    if (typeof object.instance_id !== "string" || object.instance_id.length)
-                        message.instance_id = $String(object.instance_id);
-                if (object.drain_deadline_ms != null)
-                    if ($Number(object.drain_deadline_ms) !== 0)
-                        message.drain_deadline_ms = object.drain_deadline_ms >>> 0;
-                if (object.target_node_id != null)
-                    if (typeof object.target_node_id !== "string" || object.target_node_id.length)
-                        message.target_node_id = $String(object.target_node_id);
-                return message;
-            };
 
             InstanceMigratePayload.toObject = function (message, options, _depth) {
                 if (!options)
@@ -16785,30 +13968,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            InstanceMigrateStep.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.InstanceMigrateStep)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.InstanceMigrateStep: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.InstanceMigrateStep();
-                if (object.phase != null)
-                    if (typeof object.phase !== "string" || object.phase.length)
-                        message.phase = $String(object.phase);
-                if (object.action != null)
-                    if (typeof object.action !== "string" || object.action.length)
-                        message.action = $String(object.action);
-                if (object.ok != null)
-                    if (object.ok)
-                        message.ok = $Boolean(object.ok);
-                if (object.detail != null)
-                    if (typeof object.detail !== "string" || object.detail.length)
-                        message.detail = $String(object.detail);
-                return message;
-            };
 
             InstanceMigrateStep.toObject = function (message, options, _depth) {
                 if (!options)
@@ -16956,34 +14115,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            InstanceMigrateResult.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.InstanceMigrateResult)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.InstanceMigrateResult: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.InstanceMigrateResult();
-                if (object.outcome != null)
-                    if (typeof object.outcome !== "string" || object.outcome.length)
-                        message.outcome = $String(object.outcome);
-                if (object.steps) {
-                    if (!$Array.isArray(object.steps))
-                        throw $TypeError(".bcd.v1.InstanceMigrateResult.steps: array expected");
-                    message.steps = $Array(object.steps.length);
-                    for (let i = 0; i < object.steps.length; ++i) {
-                        if (!$util.isObject(object.steps[i]))
-                            throw $TypeError(".bcd.v1.InstanceMigrateResult.steps: object expected");
-                        message.steps[i] = $root.bcd.v1.InstanceMigrateStep.fromObject(object.steps[i], _depth + 1);
-                    }
-                }
-                if (object.cleanup_failed != null)
-                    if (object.cleanup_failed)
-                        message.cleanup_failed = $Boolean(object.cleanup_failed);
-                return message;
-            };
 
             InstanceMigrateResult.toObject = function (message, options, _depth) {
                 if (!options)
@@ -17131,27 +14262,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            DriverInvokePayload.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.DriverInvokePayload)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.DriverInvokePayload: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.DriverInvokePayload();
-                if (object.driver != null)
-                    if (typeof object.driver !== "string" || object.driver.length)
-                        message.driver = $String(object.driver);
-                if (object.operation != null)
-                    if (typeof object.operation !== "string" || object.operation.length)
-                        message.operation = $String(object.operation);
-                if (object.input_json != null)
-                    if (typeof object.input_json !== "string" || object.input_json.length)
-                        message.input_json = $String(object.input_json);
-                return message;
-            };
 
             DriverInvokePayload.toObject = function (message, options, _depth) {
                 if (!options)
@@ -17271,21 +14381,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            DriverInvokeResult.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.DriverInvokeResult)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.DriverInvokeResult: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.DriverInvokeResult();
-                if (object.output_json != null)
-                    if (typeof object.output_json !== "string" || object.output_json.length)
-                        message.output_json = $String(object.output_json);
-                return message;
-            };
 
             DriverInvokeResult.toObject = function (message, options, _depth) {
                 if (!options)
@@ -17434,33 +14529,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            DaemonUpgradePayload.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.DaemonUpgradePayload)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.DaemonUpgradePayload: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.DaemonUpgradePayload();
-                if (object.version != null)
-                    if (typeof object.version !== "string" || object.version.length)
-                        message.version = $String(object.version);
-                if (object.url != null)
-                    if (typeof object.url !== "string" || object.url.length)
-                        message.url = $String(object.url);
-                if (object.sha256 != null)
-                    if (typeof object.sha256 !== "string" || object.sha256.length)
-                        message.sha256 = $String(object.sha256);
-                if (object.signature != null)
-                    if (object.signature.length)
-                        if (typeof object.signature === "string")
-                            $util.base64.decode(object.signature, message.signature = $util.newBuffer($util.base64.length(object.signature)), 0);
-                        else if (object.signature.length >= 0)
-                            message.signature = object.signature;
-                return message;
-            };
 
             DaemonUpgradePayload.toObject = function (message, options, _depth) {
                 if (!options)
@@ -17601,24 +14669,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            DaemonUpgradeResult.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.DaemonUpgradeResult)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.DaemonUpgradeResult: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.DaemonUpgradeResult();
-                if (object.previous_version != null)
-                    if (typeof object.previous_version !== "string" || object.previous_version.length)
-                        message.previous_version = $String(object.previous_version);
-                if (object.version != null)
-                    if (typeof object.version !== "string" || object.version.length)
-                        message.version = $String(object.version);
-                return message;
-            };
 
             DaemonUpgradeResult.toObject = function (message, options, _depth) {
                 if (!options)
@@ -17827,67 +14877,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            Certificate.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.Certificate)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.Certificate: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.Certificate();
-                if (object.serial != null)
-                    if (typeof object.serial === "object" ? object.serial.low || object.serial.high : $Number(object.serial) !== 0)
-                        if ($util.Long)
-                            message.serial = $util.Long.fromValue(object.serial, true);
-                        else if (typeof object.serial === "string")
-                            message.serial = $parseInt(object.serial, 10);
-                        else if (typeof object.serial === "number")
-                            message.serial = object.serial;
-                        else if (typeof object.serial === "object")
-                            message.serial = new $util.LongBits(object.serial.low >>> 0, object.serial.high >>> 0).toNumber(true);
-                if (object.subject != null)
-                    if (typeof object.subject !== "string" || object.subject.length)
-                        message.subject = $String(object.subject);
-                if (object.public_key != null)
-                    if (object.public_key.length)
-                        if (typeof object.public_key === "string")
-                            $util.base64.decode(object.public_key, message.public_key = $util.newBuffer($util.base64.length(object.public_key)), 0);
-                        else if (object.public_key.length >= 0)
-                            message.public_key = object.public_key;
-                if (object.issuer_key_id != null)
-                    if (typeof object.issuer_key_id !== "string" || object.issuer_key_id.length)
-                        message.issuer_key_id = $String(object.issuer_key_id);
-                if (object.not_before != null) {
-                    if (!$util.isObject(object.not_before))
-                        throw $TypeError(".bcd.v1.Certificate.not_before: object expected");
-                    message.not_before = $root.google.protobuf.Timestamp.fromObject(object.not_before, _depth + 1);
-                }
-                if (object.not_after != null) {
-                    if (!$util.isObject(object.not_after))
-                        throw $TypeError(".bcd.v1.Certificate.not_after: object expected");
-                    message.not_after = $root.google.protobuf.Timestamp.fromObject(object.not_after, _depth + 1);
-                }
-                if (object.purposes) {
-                    if (!$Array.isArray(object.purposes))
-                        throw $TypeError(".bcd.v1.Certificate.purposes: array expected");
-                    message.purposes = $Array(object.purposes.length);
-                    for (let i = 0; i < object.purposes.length; ++i)
-                        message.purposes[i] = $String(object.purposes[i]);
-                }
-                if (object.role != null)
-                    if (typeof object.role !== "string" || object.role.length)
-                        message.role = $String(object.role);
-                if (object.allowed_kinds) {
-                    if (!$Array.isArray(object.allowed_kinds))
-                        throw $TypeError(".bcd.v1.Certificate.allowed_kinds: array expected");
-                    message.allowed_kinds = $Array(object.allowed_kinds.length);
-                    for (let i = 0; i < object.allowed_kinds.length; ++i)
-                        message.allowed_kinds[i] = $String(object.allowed_kinds[i]);
-                }
-                return message;
-            };
 
             Certificate.toObject = function (message, options, _depth) {
                 if (!options)
@@ -18060,30 +15049,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            SignedCertificate.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.SignedCertificate)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.SignedCertificate: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.SignedCertificate();
-                if (object.body != null)
-                    if (object.body.length)
-                        if (typeof object.body === "string")
-                            $util.base64.decode(object.body, message.body = $util.newBuffer($util.base64.length(object.body)), 0);
-                        else if (object.body.length >= 0)
-                            message.body = object.body;
-                if (object.signature != null)
-                    if (object.signature.length)
-                        if (typeof object.signature === "string")
-                            $util.base64.decode(object.signature, message.signature = $util.newBuffer($util.base64.length(object.signature)), 0);
-                        else if (object.signature.length >= 0)
-                            message.signature = object.signature;
-                return message;
-            };
 
             SignedCertificate.toObject = function (message, options, _depth) {
                 if (!options)
@@ -18236,30 +15201,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            PublicKey.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.PublicKey)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.PublicKey: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.PublicKey();
-                if (object.key_id != null)
-                    if (typeof object.key_id !== "string" || object.key_id.length)
-                        message.key_id = $String(object.key_id);
-                if (object.public_key != null)
-                    if (object.public_key.length)
-                        if (typeof object.public_key === "string")
-                            $util.base64.decode(object.public_key, message.public_key = $util.newBuffer($util.base64.length(object.public_key)), 0);
-                        else if (object.public_key.length >= 0)
-                            message.public_key = object.public_key;
-                if (object.name != null)
-                    if (typeof object.name !== "string" || object.name.length)
-                        message.name = $String(object.name);
-                return message;
-            };
 
             PublicKey.toObject = function (message, options, _depth) {
                 if (!options)
@@ -18474,84 +15415,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            TrustBundle.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.TrustBundle)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.TrustBundle: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.TrustBundle();
-                if (object.version != null)
-                    if (typeof object.version === "object" ? object.version.low || object.version.high : $Number(object.version) !== 0)
-                        if ($util.Long)
-                            message.version = $util.Long.fromValue(object.version, true);
-                        else if (typeof object.version === "string")
-                            message.version = $parseInt(object.version, 10);
-                        else if (typeof object.version === "number")
-                            message.version = object.version;
-                        else if (typeof object.version === "object")
-                            message.version = new $util.LongBits(object.version.low >>> 0, object.version.high >>> 0).toNumber(true);
-                if (object.node_ca_roots) {
-                    if (!$Array.isArray(object.node_ca_roots))
-                        throw $TypeError(".bcd.v1.TrustBundle.node_ca_roots: array expected");
-                    message.node_ca_roots = $Array(object.node_ca_roots.length);
-                    for (let i = 0; i < object.node_ca_roots.length; ++i) {
-                        if (!$util.isObject(object.node_ca_roots[i]))
-                            throw $TypeError(".bcd.v1.TrustBundle.node_ca_roots: object expected");
-                        message.node_ca_roots[i] = $root.bcd.v1.PublicKey.fromObject(object.node_ca_roots[i], _depth + 1);
-                    }
-                }
-                if (object.command_signing_roots) {
-                    if (!$Array.isArray(object.command_signing_roots))
-                        throw $TypeError(".bcd.v1.TrustBundle.command_signing_roots: array expected");
-                    message.command_signing_roots = $Array(object.command_signing_roots.length);
-                    for (let i = 0; i < object.command_signing_roots.length; ++i) {
-                        if (!$util.isObject(object.command_signing_roots[i]))
-                            throw $TypeError(".bcd.v1.TrustBundle.command_signing_roots: object expected");
-                        message.command_signing_roots[i] = $root.bcd.v1.PublicKey.fromObject(object.command_signing_roots[i], _depth + 1);
-                    }
-                }
-                if (object.approver_keys) {
-                    if (!$Array.isArray(object.approver_keys))
-                        throw $TypeError(".bcd.v1.TrustBundle.approver_keys: array expected");
-                    message.approver_keys = $Array(object.approver_keys.length);
-                    for (let i = 0; i < object.approver_keys.length; ++i) {
-                        if (!$util.isObject(object.approver_keys[i]))
-                            throw $TypeError(".bcd.v1.TrustBundle.approver_keys: object expected");
-                        message.approver_keys[i] = $root.bcd.v1.PublicKey.fromObject(object.approver_keys[i], _depth + 1);
-                    }
-                }
-                if (object.approver_threshold != null)
-                    if ($Number(object.approver_threshold) !== 0)
-                        message.approver_threshold = object.approver_threshold >>> 0;
-                if (object.unbatched_destructive_per_hour != null)
-                    if ($Number(object.unbatched_destructive_per_hour) !== 0)
-                        message.unbatched_destructive_per_hour = object.unbatched_destructive_per_hour >>> 0;
-                if (object.node_certs) {
-                    if (!$Array.isArray(object.node_certs))
-                        throw $TypeError(".bcd.v1.TrustBundle.node_certs: array expected");
-                    message.node_certs = $Array(object.node_certs.length);
-                    for (let i = 0; i < object.node_certs.length; ++i) {
-                        if (!$util.isObject(object.node_certs[i]))
-                            throw $TypeError(".bcd.v1.TrustBundle.node_certs: object expected");
-                        message.node_certs[i] = $root.bcd.v1.SignedCertificate.fromObject(object.node_certs[i], _depth + 1);
-                    }
-                }
-                if (object.release_keys) {
-                    if (!$Array.isArray(object.release_keys))
-                        throw $TypeError(".bcd.v1.TrustBundle.release_keys: array expected");
-                    message.release_keys = $Array(object.release_keys.length);
-                    for (let i = 0; i < object.release_keys.length; ++i) {
-                        if (!$util.isObject(object.release_keys[i]))
-                            throw $TypeError(".bcd.v1.TrustBundle.release_keys: object expected");
-                        message.release_keys[i] = $root.bcd.v1.PublicKey.fromObject(object.release_keys[i], _depth + 1);
-                    }
-                }
-                return message;
-            };
 
             TrustBundle.toObject = function (message, options, _depth) {
                 if (!options)
@@ -18724,30 +15587,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            SignedTrustBundle.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.SignedTrustBundle)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.SignedTrustBundle: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.SignedTrustBundle();
-                if (object.bundle != null)
-                    if (object.bundle.length)
-                        if (typeof object.bundle === "string")
-                            $util.base64.decode(object.bundle, message.bundle = $util.newBuffer($util.base64.length(object.bundle)), 0);
-                        else if (object.bundle.length >= 0)
-                            message.bundle = object.bundle;
-                if (object.signature != null)
-                    if (object.signature.length)
-                        if (typeof object.signature === "string")
-                            $util.base64.decode(object.signature, message.signature = $util.newBuffer($util.base64.length(object.signature)), 0);
-                        else if (object.signature.length >= 0)
-                            message.signature = object.signature;
-                return message;
-            };
 
             SignedTrustBundle.toObject = function (message, options, _depth) {
                 if (!options)
@@ -18971,68 +15810,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            NodeFrame.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.NodeFrame)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.NodeFrame: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.NodeFrame();
-                if (object.hello != null) {
-                    if (!$util.isObject(object.hello))
-                        throw $TypeError(".bcd.v1.NodeFrame.hello: object expected");
-                    message.hello = $root.bcd.v1.Hello.fromObject(object.hello, _depth + 1);
-                }
-                if (object.heartbeat != null) {
-                    if (!$util.isObject(object.heartbeat))
-                        throw $TypeError(".bcd.v1.NodeFrame.heartbeat: object expected");
-                    message.heartbeat = $root.bcd.v1.Heartbeat.fromObject(object.heartbeat, _depth + 1);
-                }
-                if (object.status != null) {
-                    if (!$util.isObject(object.status))
-                        throw $TypeError(".bcd.v1.NodeFrame.status: object expected");
-                    message.status = $root.bcd.v1.StatusReport.fromObject(object.status, _depth + 1);
-                }
-                if (object.command_update != null) {
-                    if (!$util.isObject(object.command_update))
-                        throw $TypeError(".bcd.v1.NodeFrame.command_update: object expected");
-                    message.command_update = $root.bcd.v1.CommandUpdate.fromObject(object.command_update, _depth + 1);
-                }
-                if (object.event_batch != null) {
-                    if (!$util.isObject(object.event_batch))
-                        throw $TypeError(".bcd.v1.NodeFrame.event_batch: object expected");
-                    message.event_batch = $root.bcd.v1.EventBatch.fromObject(object.event_batch, _depth + 1);
-                }
-                if (object.spec_request != null) {
-                    if (!$util.isObject(object.spec_request))
-                        throw $TypeError(".bcd.v1.NodeFrame.spec_request: object expected");
-                    message.spec_request = $root.bcd.v1.SpecRequest.fromObject(object.spec_request, _depth + 1);
-                }
-                if (object.secret_request != null) {
-                    if (!$util.isObject(object.secret_request))
-                        throw $TypeError(".bcd.v1.NodeFrame.secret_request: object expected");
-                    message.secret_request = $root.bcd.v1.SecretRequest.fromObject(object.secret_request, _depth + 1);
-                }
-                if (object.close != null) {
-                    if (!$util.isObject(object.close))
-                        throw $TypeError(".bcd.v1.NodeFrame.close: object expected");
-                    message.close = $root.bcd.v1.SessionClose.fromObject(object.close, _depth + 1);
-                }
-                if (object.tunnel_data != null) {
-                    if (!$util.isObject(object.tunnel_data))
-                        throw $TypeError(".bcd.v1.NodeFrame.tunnel_data: object expected");
-                    message.tunnel_data = $root.bcd.v1.TunnelData.fromObject(object.tunnel_data, _depth + 1);
-                }
-                if (object.tunnel_close != null) {
-                    if (!$util.isObject(object.tunnel_close))
-                        throw $TypeError(".bcd.v1.NodeFrame.tunnel_close: object expected");
-                    message.tunnel_close = $root.bcd.v1.TunnelClose.fromObject(object.tunnel_close, _depth + 1);
-                }
-                return message;
-            };
 
             NodeFrame.toObject = function (message, options, _depth) {
                 if (!options)
@@ -19306,78 +16083,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            GatewayFrame.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.GatewayFrame)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.GatewayFrame: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.GatewayFrame();
-                if (object.challenge != null) {
-                    if (!$util.isObject(object.challenge))
-                        throw $TypeError(".bcd.v1.GatewayFrame.challenge: object expected");
-                    message.challenge = $root.bcd.v1.Challenge.fromObject(object.challenge, _depth + 1);
-                }
-                if (object.welcome != null) {
-                    if (!$util.isObject(object.welcome))
-                        throw $TypeError(".bcd.v1.GatewayFrame.welcome: object expected");
-                    message.welcome = $root.bcd.v1.Welcome.fromObject(object.welcome, _depth + 1);
-                }
-                if (object.heartbeat != null) {
-                    if (!$util.isObject(object.heartbeat))
-                        throw $TypeError(".bcd.v1.GatewayFrame.heartbeat: object expected");
-                    message.heartbeat = $root.bcd.v1.Heartbeat.fromObject(object.heartbeat, _depth + 1);
-                }
-                if (object.desired_state != null) {
-                    if (!$util.isObject(object.desired_state))
-                        throw $TypeError(".bcd.v1.GatewayFrame.desired_state: object expected");
-                    message.desired_state = $root.bcd.v1.DesiredState.fromObject(object.desired_state, _depth + 1);
-                }
-                if (object.command != null) {
-                    if (!$util.isObject(object.command))
-                        throw $TypeError(".bcd.v1.GatewayFrame.command: object expected");
-                    message.command = $root.bcd.v1.Command.fromObject(object.command, _depth + 1);
-                }
-                if (object.cancel != null) {
-                    if (!$util.isObject(object.cancel))
-                        throw $TypeError(".bcd.v1.GatewayFrame.cancel: object expected");
-                    message.cancel = $root.bcd.v1.Cancel.fromObject(object.cancel, _depth + 1);
-                }
-                if (object.ack != null) {
-                    if (!$util.isObject(object.ack))
-                        throw $TypeError(".bcd.v1.GatewayFrame.ack: object expected");
-                    message.ack = $root.bcd.v1.Ack.fromObject(object.ack, _depth + 1);
-                }
-                if (object.secret_response != null) {
-                    if (!$util.isObject(object.secret_response))
-                        throw $TypeError(".bcd.v1.GatewayFrame.secret_response: object expected");
-                    message.secret_response = $root.bcd.v1.SecretResponse.fromObject(object.secret_response, _depth + 1);
-                }
-                if (object.close != null) {
-                    if (!$util.isObject(object.close))
-                        throw $TypeError(".bcd.v1.GatewayFrame.close: object expected");
-                    message.close = $root.bcd.v1.SessionClose.fromObject(object.close, _depth + 1);
-                }
-                if (object.open_tunnel != null) {
-                    if (!$util.isObject(object.open_tunnel))
-                        throw $TypeError(".bcd.v1.GatewayFrame.open_tunnel: object expected");
-                    message.open_tunnel = $root.bcd.v1.OpenTunnel.fromObject(object.open_tunnel, _depth + 1);
-                }
-                if (object.tunnel_data != null) {
-                    if (!$util.isObject(object.tunnel_data))
-                        throw $TypeError(".bcd.v1.GatewayFrame.tunnel_data: object expected");
-                    message.tunnel_data = $root.bcd.v1.TunnelData.fromObject(object.tunnel_data, _depth + 1);
-                }
-                if (object.tunnel_close != null) {
-                    if (!$util.isObject(object.tunnel_close))
-                        throw $TypeError(".bcd.v1.GatewayFrame.tunnel_close: object expected");
-                    message.tunnel_close = $root.bcd.v1.TunnelClose.fromObject(object.tunnel_close, _depth + 1);
-                }
-                return message;
-            };
 
             GatewayFrame.toObject = function (message, options, _depth) {
                 if (!options)
@@ -19567,32 +16272,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            Challenge.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.Challenge)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.Challenge: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.Challenge();
-                if (object.nonce != null)
-                    if (object.nonce.length)
-                        if (typeof object.nonce === "string")
-                            $util.base64.decode(object.nonce, message.nonce = $util.newBuffer($util.base64.length(object.nonce)), 0);
-                        else if (object.nonce.length >= 0)
-                            message.nonce = object.nonce;
-                if (object.gateway_id != null)
-                    if (typeof object.gateway_id !== "string" || object.gateway_id.length)
-                        message.gateway_id = $String(object.gateway_id);
-                if (object.server_time != null) {
-                    if (!$util.isObject(object.server_time))
-                        throw $TypeError(".bcd.v1.Challenge.server_time: object expected");
-                    message.server_time = $root.google.protobuf.Timestamp.fromObject(object.server_time, _depth + 1);
-                }
-                return message;
-            };
 
             Challenge.toObject = function (message, options, _depth) {
                 if (!options)
@@ -19915,112 +16594,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            Hello.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.Hello)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.Hello: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.Hello();
-                if (object.node_id != null)
-                    if (typeof object.node_id !== "string" || object.node_id.length)
-                        message.node_id = $String(object.node_id);
-                if (object.role != null)
-                    if (typeof object.role !== "string" || object.role.length)
-                        message.role = $String(object.role);
-                if (object.journal_id != null)
-                    if (typeof object.journal_id !== "string" || object.journal_id.length)
-                        message.journal_id = $String(object.journal_id);
-                if (object.boot_id != null)
-                    if (typeof object.boot_id !== "string" || object.boot_id.length)
-                        message.boot_id = $String(object.boot_id);
-                if (object.incarnation_id != null)
-                    if (typeof object.incarnation_id !== "string" || object.incarnation_id.length)
-                        message.incarnation_id = $String(object.incarnation_id);
-                if (object.applied_generation != null)
-                    if (typeof object.applied_generation === "object" ? object.applied_generation.low || object.applied_generation.high : $Number(object.applied_generation) !== 0)
-                        if ($util.Long)
-                            message.applied_generation = $util.Long.fromValue(object.applied_generation, true);
-                        else if (typeof object.applied_generation === "string")
-                            message.applied_generation = $parseInt(object.applied_generation, 10);
-                        else if (typeof object.applied_generation === "number")
-                            message.applied_generation = object.applied_generation;
-                        else if (typeof object.applied_generation === "object")
-                            message.applied_generation = new $util.LongBits(object.applied_generation.low >>> 0, object.applied_generation.high >>> 0).toNumber(true);
-                if (object.applied_spec_hash != null)
-                    if (typeof object.applied_spec_hash !== "string" || object.applied_spec_hash.length)
-                        message.applied_spec_hash = $String(object.applied_spec_hash);
-                if (object.capabilities) {
-                    if (!$Array.isArray(object.capabilities))
-                        throw $TypeError(".bcd.v1.Hello.capabilities: array expected");
-                    message.capabilities = $Array(object.capabilities.length);
-                    for (let i = 0; i < object.capabilities.length; ++i)
-                        message.capabilities[i] = $String(object.capabilities[i]);
-                }
-                if (object.runtimes) {
-                    if (!$Array.isArray(object.runtimes))
-                        throw $TypeError(".bcd.v1.Hello.runtimes: array expected");
-                    message.runtimes = $Array(object.runtimes.length);
-                    for (let i = 0; i < object.runtimes.length; ++i)
-                        message.runtimes[i] = $String(object.runtimes[i]);
-                }
-                if (object.kinds) {
-                    if (!$Array.isArray(object.kinds))
-                        throw $TypeError(".bcd.v1.Hello.kinds: array expected");
-                    message.kinds = $Array(object.kinds.length);
-                    for (let i = 0; i < object.kinds.length; ++i)
-                        message.kinds[i] = $String(object.kinds[i]);
-                }
-                if (object.agent_version != null)
-                    if (typeof object.agent_version !== "string" || object.agent_version.length)
-                        message.agent_version = $String(object.agent_version);
-                if (object.protocol_version != null)
-                    if ($Number(object.protocol_version) !== 0)
-                        message.protocol_version = object.protocol_version >>> 0;
-                if (object.unacked_results) {
-                    if (!$Array.isArray(object.unacked_results))
-                        throw $TypeError(".bcd.v1.Hello.unacked_results: array expected");
-                    message.unacked_results = $Array(object.unacked_results.length);
-                    for (let i = 0; i < object.unacked_results.length; ++i) {
-                        if (!$util.isObject(object.unacked_results[i]))
-                            throw $TypeError(".bcd.v1.Hello.unacked_results: object expected");
-                        message.unacked_results[i] = $root.bcd.v1.CommandUpdate.fromObject(object.unacked_results[i], _depth + 1);
-                    }
-                }
-                if (object.last_event_seq != null)
-                    if (typeof object.last_event_seq === "object" ? object.last_event_seq.low || object.last_event_seq.high : $Number(object.last_event_seq) !== 0)
-                        if ($util.Long)
-                            message.last_event_seq = $util.Long.fromValue(object.last_event_seq, true);
-                        else if (typeof object.last_event_seq === "string")
-                            message.last_event_seq = $parseInt(object.last_event_seq, 10);
-                        else if (typeof object.last_event_seq === "number")
-                            message.last_event_seq = object.last_event_seq;
-                        else if (typeof object.last_event_seq === "object")
-                            message.last_event_seq = new $util.LongBits(object.last_event_seq.low >>> 0, object.last_event_seq.high >>> 0).toNumber(true);
-                if (object.challenge_sig != null)
-                    if (object.challenge_sig.length)
-                        if (typeof object.challenge_sig === "string")
-                            $util.base64.decode(object.challenge_sig, message.challenge_sig = $util.newBuffer($util.base64.length(object.challenge_sig)), 0);
-                        else if (object.challenge_sig.length >= 0)
-                            message.challenge_sig = object.challenge_sig;
-                if (object.cert_chain) {
-                    if (!$Array.isArray(object.cert_chain))
-                        throw $TypeError(".bcd.v1.Hello.cert_chain: array expected");
-                    message.cert_chain = $Array(object.cert_chain.length);
-                    for (let i = 0; i < object.cert_chain.length; ++i) {
-                        if (!$util.isObject(object.cert_chain[i]))
-                            throw $TypeError(".bcd.v1.Hello.cert_chain: object expected");
-                        message.cert_chain[i] = $root.bcd.v1.SignedCertificate.fromObject(object.cert_chain[i], _depth + 1);
-                    }
-                }
-                if (object.hostname != null)
-                    if (typeof object.hostname !== "string" || object.hostname.length)
-                        message.hostname = $String(object.hostname);
-                return message;
-            };
 
             Hello.toObject = function (message, options, _depth) {
                 if (!options)
@@ -20295,57 +16868,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            Welcome.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.Welcome)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.Welcome: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.Welcome();
-                if (object.session_epoch != null)
-                    if (typeof object.session_epoch === "object" ? object.session_epoch.low || object.session_epoch.high : $Number(object.session_epoch) !== 0)
-                        if ($util.Long)
-                            message.session_epoch = $util.Long.fromValue(object.session_epoch, true);
-                        else if (typeof object.session_epoch === "string")
-                            message.session_epoch = $parseInt(object.session_epoch, 10);
-                        else if (typeof object.session_epoch === "number")
-                            message.session_epoch = object.session_epoch;
-                        else if (typeof object.session_epoch === "object")
-                            message.session_epoch = new $util.LongBits(object.session_epoch.low >>> 0, object.session_epoch.high >>> 0).toNumber(true);
-                if (object.server_time != null) {
-                    if (!$util.isObject(object.server_time))
-                        throw $TypeError(".bcd.v1.Welcome.server_time: object expected");
-                    message.server_time = $root.google.protobuf.Timestamp.fromObject(object.server_time, _depth + 1);
-                }
-                if (object.trust_bundle != null) {
-                    if (!$util.isObject(object.trust_bundle))
-                        throw $TypeError(".bcd.v1.Welcome.trust_bundle: object expected");
-                    message.trust_bundle = $root.bcd.v1.TrustBundle.fromObject(object.trust_bundle, _depth + 1);
-                }
-                if (object.ack != null) {
-                    if (!$util.isObject(object.ack))
-                        throw $TypeError(".bcd.v1.Welcome.ack: object expected");
-                    message.ack = $root.bcd.v1.Ack.fromObject(object.ack, _depth + 1);
-                }
-                if (object.upgrade_only != null)
-                    if (object.upgrade_only)
-                        message.upgrade_only = $Boolean(object.upgrade_only);
-                if (object.heartbeat_interval_ms != null)
-                    if ($Number(object.heartbeat_interval_ms) !== 0)
-                        message.heartbeat_interval_ms = object.heartbeat_interval_ms >>> 0;
-                if (object.gateway_id != null)
-                    if (typeof object.gateway_id !== "string" || object.gateway_id.length)
-                        message.gateway_id = $String(object.gateway_id);
-                if (object.signed_trust_bundle != null) {
-                    if (!$util.isObject(object.signed_trust_bundle))
-                        throw $TypeError(".bcd.v1.Welcome.signed_trust_bundle: object expected");
-                    message.signed_trust_bundle = $root.bcd.v1.SignedTrustBundle.fromObject(object.signed_trust_bundle, _depth + 1);
-                }
-                return message;
-            };
 
             Welcome.toObject = function (message, options, _depth) {
                 if (!options)
@@ -20498,33 +17020,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            Heartbeat.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.Heartbeat)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.Heartbeat: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.Heartbeat();
-                if (object.applied_generation != null)
-                    if (typeof object.applied_generation === "object" ? object.applied_generation.low || object.applied_generation.high : $Number(object.applied_generation) !== 0)
-                        if ($util.Long)
-                            message.applied_generation = $util.Long.fromValue(object.applied_generation, true);
-                        else if (typeof object.applied_generation === "string")
-                            message.applied_generation = $parseInt(object.applied_generation, 10);
-                        else if (typeof object.applied_generation === "number")
-                            message.applied_generation = object.applied_generation;
-                        else if (typeof object.applied_generation === "object")
-                            message.applied_generation = new $util.LongBits(object.applied_generation.low >>> 0, object.applied_generation.high >>> 0).toNumber(true);
-                if (object.server_time != null) {
-                    if (!$util.isObject(object.server_time))
-                        throw $TypeError(".bcd.v1.Heartbeat.server_time: object expected");
-                    message.server_time = $root.google.protobuf.Timestamp.fromObject(object.server_time, _depth + 1);
-                }
-                return message;
-            };
 
             Heartbeat.toObject = function (message, options, _depth) {
                 if (!options)
@@ -20710,36 +17205,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            SecretRequest.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.SecretRequest)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.SecretRequest: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.SecretRequest();
-                if (object.request_id != null)
-                    if (typeof object.request_id !== "string" || object.request_id.length)
-                        message.request_id = $String(object.request_id);
-                if (object.purpose != null)
-                    if (typeof object.purpose !== "string" || object.purpose.length)
-                        message.purpose = $String(object.purpose);
-                if (object.ref != null)
-                    if (typeof object.ref !== "string" || object.ref.length)
-                        message.ref = $String(object.ref);
-                if (object.allocation_id != null)
-                    if (typeof object.allocation_id !== "string" || object.allocation_id.length)
-                        message.allocation_id = $String(object.allocation_id);
-                if (object.instance_id != null)
-                    if (typeof object.instance_id !== "string" || object.instance_id.length)
-                        message.instance_id = $String(object.instance_id);
-                if (object.command_id != null)
-                    if (typeof object.command_id !== "string" || object.command_id.length)
-                        message.command_id = $String(object.command_id);
-                return message;
-            };
 
             SecretRequest.toObject = function (message, options, _depth) {
                 if (!options)
@@ -20904,52 +17369,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            SecretResponse.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.SecretResponse)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.SecretResponse: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.SecretResponse();
-                if (object.request_id != null)
-                    if (typeof object.request_id !== "string" || object.request_id.length)
-                        message.request_id = $String(object.request_id);
-                if (object.status !== 0 && (typeof object.status !== "string" || $root.bcd.v1.SecretResponse.Status[object.status] !== 0))
-                    switch (object.status) {
-                    case "STATUS_UNSPECIFIED":
-                    case 0:
-                        message.status = 0;
-                        break;
-                    case "OK":
-                    case 1:
-                        message.status = 1;
-                        break;
-                    case "REFUSED":
-                    case 2:
-                        message.status = 2;
-                        break;
-                    case "UNAVAILABLE":
-                    case 3:
-                        message.status = 3;
-                        break;
-                    default:
-                        if (typeof object.status === "number" && (object.status | 0) === object.status)
-                            message.status = object.status;
-                    }
-                if (object.secret != null)
-                    if (object.secret.length)
-                        if (typeof object.secret === "string")
-                            $util.base64.decode(object.secret, message.secret = $util.newBuffer($util.base64.length(object.secret)), 0);
-                        else if (object.secret.length >= 0)
-                            message.secret = object.secret;
-                if (object.message != null)
-                    if (typeof object.message !== "string" || object.message.length)
-                        message.message = $String(object.message);
-                return message;
-            };
 
             SecretResponse.toObject = function (message, options, _depth) {
                 if (!options)
@@ -21099,24 +17518,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            SessionClose.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.SessionClose)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.SessionClose: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.SessionClose();
-                if (object.reason != null)
-                    if (typeof object.reason !== "string" || object.reason.length)
-                        message.reason = $String(object.reason);
-                if (object.message != null)
-                    if (typeof object.message !== "string" || object.message.length)
-                        message.message = $String(object.message);
-                return message;
-            };
 
             SessionClose.toObject = function (message, options, _depth) {
                 if (!options)
@@ -21269,30 +17670,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            OpenTunnel.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.OpenTunnel)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.OpenTunnel: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.OpenTunnel();
-                if (object.tunnel_id != null)
-                    if (typeof object.tunnel_id !== "string" || object.tunnel_id.length)
-                        message.tunnel_id = $String(object.tunnel_id);
-                if (object.ticket != null)
-                    if (typeof object.ticket !== "string" || object.ticket.length)
-                        message.ticket = $String(object.ticket);
-                if (object.instance_id != null)
-                    if (typeof object.instance_id !== "string" || object.instance_id.length)
-                        message.instance_id = $String(object.instance_id);
-                if (object.port != null)
-                    if ($Number(object.port) !== 0)
-                        message.port = object.port >>> 0;
-                return message;
-            };
 
             OpenTunnel.toObject = function (message, options, _depth) {
                 if (!options)
@@ -21439,30 +17816,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            TunnelData.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.TunnelData)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.TunnelData: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.TunnelData();
-                if (object.tunnel_id != null)
-                    if (typeof object.tunnel_id !== "string" || object.tunnel_id.length)
-                        message.tunnel_id = $String(object.tunnel_id);
-                if (object.data != null)
-                    if (object.data.length)
-                        if (typeof object.data === "string")
-                            $util.base64.decode(object.data, message.data = $util.newBuffer($util.base64.length(object.data)), 0);
-                        else if (object.data.length >= 0)
-                            message.data = object.data;
-                if (object.ack != null)
-                    if ($Number(object.ack) !== 0)
-                        message.ack = object.ack >>> 0;
-                return message;
-            };
 
             TunnelData.toObject = function (message, options, _depth) {
                 if (!options)
@@ -21612,27 +17965,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            TunnelClose.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.TunnelClose)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.TunnelClose: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.TunnelClose();
-                if (object.tunnel_id != null)
-                    if (typeof object.tunnel_id !== "string" || object.tunnel_id.length)
-                        message.tunnel_id = $String(object.tunnel_id);
-                if (object.reason != null)
-                    if (typeof object.reason !== "string" || object.reason.length)
-                        message.reason = $String(object.reason);
-                if (object.message != null)
-                    if (typeof object.message !== "string" || object.message.length)
-                        message.message = $String(object.message);
-                return message;
-            };
 
             TunnelClose.toObject = function (message, options, _depth) {
                 if (!options)
@@ -21812,42 +18144,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            JoinRequest.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.JoinRequest)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.JoinRequest: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.JoinRequest();
-                if (object.token != null)
-                    if (typeof object.token !== "string" || object.token.length)
-                        message.token = $String(object.token);
-                if (object.public_key != null)
-                    if (object.public_key.length)
-                        if (typeof object.public_key === "string")
-                            $util.base64.decode(object.public_key, message.public_key = $util.newBuffer($util.base64.length(object.public_key)), 0);
-                        else if (object.public_key.length >= 0)
-                            message.public_key = object.public_key;
-                if (object.role != null)
-                    if (typeof object.role !== "string" || object.role.length)
-                        message.role = $String(object.role);
-                if (object.hostname != null)
-                    if (typeof object.hostname !== "string" || object.hostname.length)
-                        message.hostname = $String(object.hostname);
-                if (object.agent_version != null)
-                    if (typeof object.agent_version !== "string" || object.agent_version.length)
-                        message.agent_version = $String(object.agent_version);
-                if (object.proof != null)
-                    if (object.proof.length)
-                        if (typeof object.proof === "string")
-                            $util.base64.decode(object.proof, message.proof = $util.newBuffer($util.base64.length(object.proof)), 0);
-                        else if (object.proof.length >= 0)
-                            message.proof = object.proof;
-                return message;
-            };
 
             JoinRequest.toObject = function (message, options, _depth) {
                 if (!options)
@@ -22022,39 +18318,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            JoinResponse.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.JoinResponse)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.JoinResponse: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.JoinResponse();
-                if (object.node_id != null)
-                    if (typeof object.node_id !== "string" || object.node_id.length)
-                        message.node_id = $String(object.node_id);
-                if (object.cert_chain) {
-                    if (!$Array.isArray(object.cert_chain))
-                        throw $TypeError(".bcd.v1.JoinResponse.cert_chain: array expected");
-                    message.cert_chain = $Array(object.cert_chain.length);
-                    for (let i = 0; i < object.cert_chain.length; ++i) {
-                        if (!$util.isObject(object.cert_chain[i]))
-                            throw $TypeError(".bcd.v1.JoinResponse.cert_chain: object expected");
-                        message.cert_chain[i] = $root.bcd.v1.SignedCertificate.fromObject(object.cert_chain[i], _depth + 1);
-                    }
-                }
-                if (object.trust_bundle != null) {
-                    if (!$util.isObject(object.trust_bundle))
-                        throw $TypeError(".bcd.v1.JoinResponse.trust_bundle: object expected");
-                    message.trust_bundle = $root.bcd.v1.TrustBundle.fromObject(object.trust_bundle, _depth + 1);
-                }
-                if (object.gateway_url != null)
-                    if (typeof object.gateway_url !== "string" || object.gateway_url.length)
-                        message.gateway_url = $String(object.gateway_url);
-                return message;
-            };
 
             JoinResponse.toObject = function (message, options, _depth) {
                 if (!options)
@@ -22274,84 +18537,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            StatusReport.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.StatusReport)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.StatusReport: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.StatusReport();
-                if (object.observed_generation != null)
-                    if (typeof object.observed_generation === "object" ? object.observed_generation.low || object.observed_generation.high : $Number(object.observed_generation) !== 0)
-                        if ($util.Long)
-                            message.observed_generation = $util.Long.fromValue(object.observed_generation, true);
-                        else if (typeof object.observed_generation === "string")
-                            message.observed_generation = $parseInt(object.observed_generation, 10);
-                        else if (typeof object.observed_generation === "number")
-                            message.observed_generation = object.observed_generation;
-                        else if (typeof object.observed_generation === "object")
-                            message.observed_generation = new $util.LongBits(object.observed_generation.low >>> 0, object.observed_generation.high >>> 0).toNumber(true);
-                if (object.applied_generation != null)
-                    if (typeof object.applied_generation === "object" ? object.applied_generation.low || object.applied_generation.high : $Number(object.applied_generation) !== 0)
-                        if ($util.Long)
-                            message.applied_generation = $util.Long.fromValue(object.applied_generation, true);
-                        else if (typeof object.applied_generation === "string")
-                            message.applied_generation = $parseInt(object.applied_generation, 10);
-                        else if (typeof object.applied_generation === "number")
-                            message.applied_generation = object.applied_generation;
-                        else if (typeof object.applied_generation === "object")
-                            message.applied_generation = new $util.LongBits(object.applied_generation.low >>> 0, object.applied_generation.high >>> 0).toNumber(true);
-                if (object.applied_spec_hash != null)
-                    if (typeof object.applied_spec_hash !== "string" || object.applied_spec_hash.length)
-                        message.applied_spec_hash = $String(object.applied_spec_hash);
-                if (object.sections) {
-                    if (!$Array.isArray(object.sections))
-                        throw $TypeError(".bcd.v1.StatusReport.sections: array expected");
-                    message.sections = $Array(object.sections.length);
-                    for (let i = 0; i < object.sections.length; ++i) {
-                        if (!$util.isObject(object.sections[i]))
-                            throw $TypeError(".bcd.v1.StatusReport.sections: object expected");
-                        message.sections[i] = $root.bcd.v1.SectionStatus.fromObject(object.sections[i], _depth + 1);
-                    }
-                }
-                if (object.conditions) {
-                    if (!$Array.isArray(object.conditions))
-                        throw $TypeError(".bcd.v1.StatusReport.conditions: array expected");
-                    message.conditions = $Array(object.conditions.length);
-                    for (let i = 0; i < object.conditions.length; ++i) {
-                        if (!$util.isObject(object.conditions[i]))
-                            throw $TypeError(".bcd.v1.StatusReport.conditions: object expected");
-                        message.conditions[i] = $root.bcd.v1.Condition.fromObject(object.conditions[i], _depth + 1);
-                    }
-                }
-                if (object.instances) {
-                    if (!$Array.isArray(object.instances))
-                        throw $TypeError(".bcd.v1.StatusReport.instances: array expected");
-                    message.instances = $Array(object.instances.length);
-                    for (let i = 0; i < object.instances.length; ++i) {
-                        if (!$util.isObject(object.instances[i]))
-                            throw $TypeError(".bcd.v1.StatusReport.instances: object expected");
-                        message.instances[i] = $root.bcd.v1.InstanceStatus.fromObject(object.instances[i], _depth + 1);
-                    }
-                }
-                if (object.instances_complete != null)
-                    if (object.instances_complete)
-                        message.instances_complete = $Boolean(object.instances_complete);
-                if (object.volume_storage != null) {
-                    if (!$util.isObject(object.volume_storage))
-                        throw $TypeError(".bcd.v1.StatusReport.volume_storage: object expected");
-                    message.volume_storage = $root.bcd.v1.VolumeStorage.fromObject(object.volume_storage, _depth + 1);
-                }
-                if (object.host_pressure != null) {
-                    if (!$util.isObject(object.host_pressure))
-                        throw $TypeError(".bcd.v1.StatusReport.host_pressure: object expected");
-                    message.host_pressure = $root.bcd.v1.HostPressure.fromObject(object.host_pressure, _depth + 1);
-                }
-                return message;
-            };
 
             StatusReport.toObject = function (message, options, _depth) {
                 if (!options)
@@ -22566,63 +18751,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            SectionStatus.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.SectionStatus)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.SectionStatus: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.SectionStatus();
-                if (object.section != null)
-                    if (typeof object.section !== "string" || object.section.length)
-                        message.section = $String(object.section);
-                if (object.state !== 0 && (typeof object.state !== "string" || $root.bcd.v1.SectionStatus.State[object.state] !== 0))
-                    switch (object.state) {
-                    case "STATE_UNSPECIFIED":
-                    case 0:
-                        message.state = 0;
-                        break;
-                    case "CONVERGED":
-                    case 1:
-                        message.state = 1;
-                        break;
-                    case "PROGRESSING":
-                    case 2:
-                        message.state = 2;
-                        break;
-                    case "FAILED":
-                    case 3:
-                        message.state = 3;
-                        break;
-                    case "UNSUPPORTED":
-                    case 4:
-                        message.state = 4;
-                        break;
-                    default:
-                        if (typeof object.state === "number" && (object.state | 0) === object.state)
-                            message.state = object.state;
-                    }
-                if (object.generation != null)
-                    if (typeof object.generation === "object" ? object.generation.low || object.generation.high : $Number(object.generation) !== 0)
-                        if ($util.Long)
-                            message.generation = $util.Long.fromValue(object.generation, true);
-                        else if (typeof object.generation === "string")
-                            message.generation = $parseInt(object.generation, 10);
-                        else if (typeof object.generation === "number")
-                            message.generation = object.generation;
-                        else if (typeof object.generation === "object")
-                            message.generation = new $util.LongBits(object.generation.low >>> 0, object.generation.high >>> 0).toNumber(true);
-                if (object.reason != null)
-                    if (typeof object.reason !== "string" || object.reason.length)
-                        message.reason = $String(object.reason);
-                if (object.message != null)
-                    if (typeof object.message !== "string" || object.message.length)
-                        message.message = $String(object.message);
-                return message;
-            };
 
             SectionStatus.toObject = function (message, options, _depth) {
                 if (!options)
@@ -22827,43 +18955,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            Condition.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.Condition)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.Condition: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.Condition();
-                if (object.type != null)
-                    if (typeof object.type !== "string" || object.type.length)
-                        message.type = $String(object.type);
-                if (object.status != null)
-                    if (typeof object.status !== "string" || object.status.length)
-                        message.status = $String(object.status);
-                if (object.reason != null)
-                    if (typeof object.reason !== "string" || object.reason.length)
-                        message.reason = $String(object.reason);
-                if (object.message != null)
-                    if (typeof object.message !== "string" || object.message.length)
-                        message.message = $String(object.message);
-                if (object.age_ms != null)
-                    if (typeof object.age_ms === "object" ? object.age_ms.low || object.age_ms.high : $Number(object.age_ms) !== 0)
-                        if ($util.Long)
-                            message.age_ms = $util.Long.fromValue(object.age_ms, true);
-                        else if (typeof object.age_ms === "string")
-                            message.age_ms = $parseInt(object.age_ms, 10);
-                        else if (typeof object.age_ms === "number")
-                            message.age_ms = object.age_ms;
-                        else if (typeof object.age_ms === "object")
-                            message.age_ms = new $util.LongBits(object.age_ms.low >>> 0, object.age_ms.high >>> 0).toNumber(true);
-                if (object.subject != null)
-                    if (typeof object.subject !== "string" || object.subject.length)
-                        message.subject = $String(object.subject);
-                return message;
-            };
 
             Condition.toObject = function (message, options, _depth) {
                 if (!options)
@@ -23109,96 +19200,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            InstanceStatus.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.InstanceStatus)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.InstanceStatus: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.InstanceStatus();
-                if (object.id != null)
-                    if (typeof object.id !== "string" || object.id.length)
-                        message.id = $String(object.id);
-                if (object.runtime != null)
-                    if (typeof object.runtime !== "string" || object.runtime.length)
-                        message.runtime = $String(object.runtime);
-                if (object.state !== 0 && (typeof object.state !== "string" || $root.bcd.v1.InstanceStatus.State[object.state] !== 0))
-                    switch (object.state) {
-                    case "STATE_UNSPECIFIED":
-                    case 0:
-                        message.state = 0;
-                        break;
-                    case "RUNNING":
-                    case 1:
-                        message.state = 1;
-                        break;
-                    case "PAUSED":
-                    case 2:
-                        message.state = 2;
-                        break;
-                    case "STOPPED":
-                    case 3:
-                        message.state = 3;
-                        break;
-                    case "ERROR":
-                    case 4:
-                        message.state = 4;
-                        break;
-                    case "PENDING":
-                    case 5:
-                        message.state = 5;
-                        break;
-                    default:
-                        if (typeof object.state === "number" && (object.state | 0) === object.state)
-                            message.state = object.state;
-                    }
-                if (object.message != null)
-                    if (typeof object.message !== "string" || object.message.length)
-                        message.message = $String(object.message);
-                if (object.managed != null)
-                    if (object.managed)
-                        message.managed = $Boolean(object.managed);
-                if (object.identity_rebound_ref != null)
-                    if (typeof object.identity_rebound_ref !== "string" || object.identity_rebound_ref.length)
-                        message.identity_rebound_ref = $String(object.identity_rebound_ref);
-                if (object.vcpus != null)
-                    if ($Number(object.vcpus) !== 0)
-                        message.vcpus = object.vcpus >>> 0;
-                if (object.memory_bytes != null)
-                    if (typeof object.memory_bytes === "object" ? object.memory_bytes.low || object.memory_bytes.high : $Number(object.memory_bytes) !== 0)
-                        if ($util.Long)
-                            message.memory_bytes = $util.Long.fromValue(object.memory_bytes, true);
-                        else if (typeof object.memory_bytes === "string")
-                            message.memory_bytes = $parseInt(object.memory_bytes, 10);
-                        else if (typeof object.memory_bytes === "number")
-                            message.memory_bytes = object.memory_bytes;
-                        else if (typeof object.memory_bytes === "object")
-                            message.memory_bytes = new $util.LongBits(object.memory_bytes.low >>> 0, object.memory_bytes.high >>> 0).toNumber(true);
-                if (object.balloon_reclaimed_bytes != null)
-                    if (typeof object.balloon_reclaimed_bytes === "object" ? object.balloon_reclaimed_bytes.low || object.balloon_reclaimed_bytes.high : $Number(object.balloon_reclaimed_bytes) !== 0)
-                        if ($util.Long)
-                            message.balloon_reclaimed_bytes = $util.Long.fromValue(object.balloon_reclaimed_bytes, true);
-                        else if (typeof object.balloon_reclaimed_bytes === "string")
-                            message.balloon_reclaimed_bytes = $parseInt(object.balloon_reclaimed_bytes, 10);
-                        else if (typeof object.balloon_reclaimed_bytes === "number")
-                            message.balloon_reclaimed_bytes = object.balloon_reclaimed_bytes;
-                        else if (typeof object.balloon_reclaimed_bytes === "object")
-                            message.balloon_reclaimed_bytes = new $util.LongBits(object.balloon_reclaimed_bytes.low >>> 0, object.balloon_reclaimed_bytes.high >>> 0).toNumber(true);
-                if (object.generation != null)
-                    if (typeof object.generation === "object" ? object.generation.low || object.generation.high : $Number(object.generation) !== 0)
-                        if ($util.Long)
-                            message.generation = $util.Long.fromValue(object.generation, true);
-                        else if (typeof object.generation === "string")
-                            message.generation = $parseInt(object.generation, 10);
-                        else if (typeof object.generation === "number")
-                            message.generation = object.generation;
-                        else if (typeof object.generation === "object")
-                            message.generation = new $util.LongBits(object.generation.low >>> 0, object.generation.high >>> 0).toNumber(true);
-                return message;
-            };
 
             InstanceStatus.toObject = function (message, options, _depth) {
                 if (!options)
@@ -23425,68 +19426,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            VolumeStorage.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.VolumeStorage)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.VolumeStorage: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.VolumeStorage();
-                if (object.total_bytes != null)
-                    if (typeof object.total_bytes === "object" ? object.total_bytes.low || object.total_bytes.high : $Number(object.total_bytes) !== 0)
-                        if ($util.Long)
-                            message.total_bytes = $util.Long.fromValue(object.total_bytes, true);
-                        else if (typeof object.total_bytes === "string")
-                            message.total_bytes = $parseInt(object.total_bytes, 10);
-                        else if (typeof object.total_bytes === "number")
-                            message.total_bytes = object.total_bytes;
-                        else if (typeof object.total_bytes === "object")
-                            message.total_bytes = new $util.LongBits(object.total_bytes.low >>> 0, object.total_bytes.high >>> 0).toNumber(true);
-                if (object.available_bytes != null)
-                    if (typeof object.available_bytes === "object" ? object.available_bytes.low || object.available_bytes.high : $Number(object.available_bytes) !== 0)
-                        if ($util.Long)
-                            message.available_bytes = $util.Long.fromValue(object.available_bytes, true);
-                        else if (typeof object.available_bytes === "string")
-                            message.available_bytes = $parseInt(object.available_bytes, 10);
-                        else if (typeof object.available_bytes === "number")
-                            message.available_bytes = object.available_bytes;
-                        else if (typeof object.available_bytes === "object")
-                            message.available_bytes = new $util.LongBits(object.available_bytes.low >>> 0, object.available_bytes.high >>> 0).toNumber(true);
-                if (object.reserved_bytes != null)
-                    if (typeof object.reserved_bytes === "object" ? object.reserved_bytes.low || object.reserved_bytes.high : $Number(object.reserved_bytes) !== 0)
-                        if ($util.Long)
-                            message.reserved_bytes = $util.Long.fromValue(object.reserved_bytes, true);
-                        else if (typeof object.reserved_bytes === "string")
-                            message.reserved_bytes = $parseInt(object.reserved_bytes, 10);
-                        else if (typeof object.reserved_bytes === "number")
-                            message.reserved_bytes = object.reserved_bytes;
-                        else if (typeof object.reserved_bytes === "object")
-                            message.reserved_bytes = new $util.LongBits(object.reserved_bytes.low >>> 0, object.reserved_bytes.high >>> 0).toNumber(true);
-                if (object.committed_bytes != null)
-                    if (typeof object.committed_bytes === "object" ? object.committed_bytes.low || object.committed_bytes.high : $Number(object.committed_bytes) !== 0)
-                        if ($util.Long)
-                            message.committed_bytes = $util.Long.fromValue(object.committed_bytes, true);
-                        else if (typeof object.committed_bytes === "string")
-                            message.committed_bytes = $parseInt(object.committed_bytes, 10);
-                        else if (typeof object.committed_bytes === "number")
-                            message.committed_bytes = object.committed_bytes;
-                        else if (typeof object.committed_bytes === "object")
-                            message.committed_bytes = new $util.LongBits(object.committed_bytes.low >>> 0, object.committed_bytes.high >>> 0).toNumber(true);
-                if (object.outstanding_bytes != null)
-                    if (typeof object.outstanding_bytes === "object" ? object.outstanding_bytes.low || object.outstanding_bytes.high : $Number(object.outstanding_bytes) !== 0)
-                        if ($util.Long)
-                            message.outstanding_bytes = $util.Long.fromValue(object.outstanding_bytes, true);
-                        else if (typeof object.outstanding_bytes === "string")
-                            message.outstanding_bytes = $parseInt(object.outstanding_bytes, 10);
-                        else if (typeof object.outstanding_bytes === "number")
-                            message.outstanding_bytes = object.outstanding_bytes;
-                        else if (typeof object.outstanding_bytes === "object")
-                            message.outstanding_bytes = new $util.LongBits(object.outstanding_bytes.low >>> 0, object.outstanding_bytes.high >>> 0).toNumber(true);
-                return message;
-            };
 
             VolumeStorage.toObject = function (message, options, _depth) {
                 if (!options)
@@ -23681,41 +19620,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            HostPressure.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.HostPressure)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.HostPressure: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.HostPressure();
-                if (object.mem_total_bytes != null)
-                    if (typeof object.mem_total_bytes === "object" ? object.mem_total_bytes.low || object.mem_total_bytes.high : $Number(object.mem_total_bytes) !== 0)
-                        if ($util.Long)
-                            message.mem_total_bytes = $util.Long.fromValue(object.mem_total_bytes, true);
-                        else if (typeof object.mem_total_bytes === "string")
-                            message.mem_total_bytes = $parseInt(object.mem_total_bytes, 10);
-                        else if (typeof object.mem_total_bytes === "number")
-                            message.mem_total_bytes = object.mem_total_bytes;
-                        else if (typeof object.mem_total_bytes === "object")
-                            message.mem_total_bytes = new $util.LongBits(object.mem_total_bytes.low >>> 0, object.mem_total_bytes.high >>> 0).toNumber(true);
-                if (object.mem_available_bytes != null)
-                    if (typeof object.mem_available_bytes === "object" ? object.mem_available_bytes.low || object.mem_available_bytes.high : $Number(object.mem_available_bytes) !== 0)
-                        if ($util.Long)
-                            message.mem_available_bytes = $util.Long.fromValue(object.mem_available_bytes, true);
-                        else if (typeof object.mem_available_bytes === "string")
-                            message.mem_available_bytes = $parseInt(object.mem_available_bytes, 10);
-                        else if (typeof object.mem_available_bytes === "number")
-                            message.mem_available_bytes = object.mem_available_bytes;
-                        else if (typeof object.mem_available_bytes === "object")
-                            message.mem_available_bytes = new $util.LongBits(object.mem_available_bytes.low >>> 0, object.mem_available_bytes.high >>> 0).toNumber(true);
-                if (object.memory_some_avg10 != null)
-                    if (!$Object.is($Number(object.memory_some_avg10), 0))
-                        message.memory_some_avg10 = $Number(object.memory_some_avg10);
-                return message;
-            };
 
             HostPressure.toObject = function (message, options, _depth) {
                 if (!options)
@@ -23865,24 +19769,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            HttpHeader.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.HttpHeader)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.HttpHeader: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.HttpHeader();
-                if (object.name != null)
-                    if (typeof object.name !== "string" || object.name.length)
-                        message.name = $String(object.name);
-                if (object.value != null)
-                    if (typeof object.value !== "string" || object.value.length)
-                        message.value = $String(object.value);
-                return message;
-            };
 
             HttpHeader.toObject = function (message, options, _depth) {
                 if (!options)
@@ -24072,49 +19958,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            SiteHttpProxyPayload.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.SiteHttpProxyPayload)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.SiteHttpProxyPayload: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.SiteHttpProxyPayload();
-                if (object.target_node_id != null)
-                    if (typeof object.target_node_id !== "string" || object.target_node_id.length)
-                        message.target_node_id = $String(object.target_node_id);
-                if (object.method != null)
-                    if (typeof object.method !== "string" || object.method.length)
-                        message.method = $String(object.method);
-                if (object.url != null)
-                    if (typeof object.url !== "string" || object.url.length)
-                        message.url = $String(object.url);
-                if (object.headers) {
-                    if (!$Array.isArray(object.headers))
-                        throw $TypeError(".bcd.v1.SiteHttpProxyPayload.headers: array expected");
-                    message.headers = $Array(object.headers.length);
-                    for (let i = 0; i < object.headers.length; ++i) {
-                        if (!$util.isObject(object.headers[i]))
-                            throw $TypeError(".bcd.v1.SiteHttpProxyPayload.headers: object expected");
-                        message.headers[i] = $root.bcd.v1.HttpHeader.fromObject(object.headers[i], _depth + 1);
-                    }
-                }
-                if (object.body != null)
-                    if (object.body.length)
-                        if (typeof object.body === "string")
-                            $util.base64.decode(object.body, message.body = $util.newBuffer($util.base64.length(object.body)), 0);
-                        else if (object.body.length >= 0)
-                            message.body = object.body;
-                if (object.max_response_bytes != null)
-                    if ($Number(object.max_response_bytes) !== 0)
-                        message.max_response_bytes = object.max_response_bytes >>> 0;
-                if (object.timeout_ms != null)
-                    if ($Number(object.timeout_ms) !== 0)
-                        message.timeout_ms = object.timeout_ms >>> 0;
-                return message;
-            };
 
             SiteHttpProxyPayload.toObject = function (message, options, _depth) {
                 if (!options)
@@ -24293,40 +20136,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            SiteHttpProxyResult.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.SiteHttpProxyResult)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.SiteHttpProxyResult: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.SiteHttpProxyResult();
-                if (object.status != null)
-                    if ($Number(object.status) !== 0)
-                        message.status = object.status >>> 0;
-                if (object.headers) {
-                    if (!$Array.isArray(object.headers))
-                        throw $TypeError(".bcd.v1.SiteHttpProxyResult.headers: array expected");
-                    message.headers = $Array(object.headers.length);
-                    for (let i = 0; i < object.headers.length; ++i) {
-                        if (!$util.isObject(object.headers[i]))
-                            throw $TypeError(".bcd.v1.SiteHttpProxyResult.headers: object expected");
-                        message.headers[i] = $root.bcd.v1.HttpHeader.fromObject(object.headers[i], _depth + 1);
-                    }
-                }
-                if (object.body != null)
-                    if (object.body.length)
-                        if (typeof object.body === "string")
-                            $util.base64.decode(object.body, message.body = $util.newBuffer($util.base64.length(object.body)), 0);
-                        else if (object.body.length >= 0)
-                            message.body = object.body;
-                if (object.truncated != null)
-                    if (object.truncated)
-                        message.truncated = $Boolean(object.truncated);
-                return message;
-            };
 
             SiteHttpProxyResult.toObject = function (message, options, _depth) {
                 if (!options)
@@ -24557,60 +20366,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BootPrepareRamdiskPayload.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.BootPrepareRamdiskPayload)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.BootPrepareRamdiskPayload: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.BootPrepareRamdiskPayload();
-                if (object.node_id != null)
-                    if (typeof object.node_id !== "string" || object.node_id.length)
-                        message.node_id = $String(object.node_id);
-                if (object.macs) {
-                    if (!$Array.isArray(object.macs))
-                        throw $TypeError(".bcd.v1.BootPrepareRamdiskPayload.macs: array expected");
-                    message.macs = $Array(object.macs.length);
-                    for (let i = 0; i < object.macs.length; ++i)
-                        message.macs[i] = $String(object.macs[i]);
-                }
-                if (object.kernel_url != null)
-                    if (typeof object.kernel_url !== "string" || object.kernel_url.length)
-                        message.kernel_url = $String(object.kernel_url);
-                if (object.kernel_sha256 != null)
-                    if (typeof object.kernel_sha256 !== "string" || object.kernel_sha256.length)
-                        message.kernel_sha256 = $String(object.kernel_sha256);
-                if (object.initrd_url != null)
-                    if (typeof object.initrd_url !== "string" || object.initrd_url.length)
-                        message.initrd_url = $String(object.initrd_url);
-                if (object.initrd_sha256 != null)
-                    if (typeof object.initrd_sha256 !== "string" || object.initrd_sha256.length)
-                        message.initrd_sha256 = $String(object.initrd_sha256);
-                if (object.cmdline != null)
-                    if (typeof object.cmdline !== "string" || object.cmdline.length)
-                        message.cmdline = $String(object.cmdline);
-                if (object.lease_ms != null)
-                    if (typeof object.lease_ms === "object" ? object.lease_ms.low || object.lease_ms.high : $Number(object.lease_ms) !== 0)
-                        if ($util.Long)
-                            message.lease_ms = $util.Long.fromValue(object.lease_ms, true);
-                        else if (typeof object.lease_ms === "string")
-                            message.lease_ms = $parseInt(object.lease_ms, 10);
-                        else if (typeof object.lease_ms === "number")
-                            message.lease_ms = object.lease_ms;
-                        else if (typeof object.lease_ms === "object")
-                            message.lease_ms = new $util.LongBits(object.lease_ms.low >>> 0, object.lease_ms.high >>> 0).toNumber(true);
-                if (object.system_ids) {
-                    if (!$Array.isArray(object.system_ids))
-                        throw $TypeError(".bcd.v1.BootPrepareRamdiskPayload.system_ids: array expected");
-                    message.system_ids = $Array(object.system_ids.length);
-                    for (let i = 0; i < object.system_ids.length; ++i)
-                        message.system_ids[i] = $String(object.system_ids[i]);
-                }
-                return message;
-            };
 
             BootPrepareRamdiskPayload.toObject = function (message, options, _depth) {
                 if (!options)
@@ -24789,34 +20544,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BootPrepareRamdiskResult.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.BootPrepareRamdiskResult)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.BootPrepareRamdiskResult: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.BootPrepareRamdiskResult();
-                if (object.expires_at_ms != null)
-                    if (typeof object.expires_at_ms === "object" ? object.expires_at_ms.low || object.expires_at_ms.high : $Number(object.expires_at_ms) !== 0)
-                        if ($util.Long)
-                            message.expires_at_ms = $util.Long.fromValue(object.expires_at_ms, true);
-                        else if (typeof object.expires_at_ms === "string")
-                            message.expires_at_ms = $parseInt(object.expires_at_ms, 10);
-                        else if (typeof object.expires_at_ms === "number")
-                            message.expires_at_ms = object.expires_at_ms;
-                        else if (typeof object.expires_at_ms === "object")
-                            message.expires_at_ms = new $util.LongBits(object.expires_at_ms.low >>> 0, object.expires_at_ms.high >>> 0).toNumber(true);
-                if (object.boot_url != null)
-                    if (typeof object.boot_url !== "string" || object.boot_url.length)
-                        message.boot_url = $String(object.boot_url);
-                if (object.iso_url != null)
-                    if (typeof object.iso_url !== "string" || object.iso_url.length)
-                        message.iso_url = $String(object.iso_url);
-                return message;
-            };
 
             BootPrepareRamdiskResult.toObject = function (message, options, _depth) {
                 if (!options)
@@ -24945,21 +20672,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BootCleanUpPayload.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.BootCleanUpPayload)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.BootCleanUpPayload: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.BootCleanUpPayload();
-                if (object.node_id != null)
-                    if (typeof object.node_id !== "string" || object.node_id.length)
-                        message.node_id = $String(object.node_id);
-                return message;
-            };
 
             BootCleanUpPayload.toObject = function (message, options, _depth) {
                 if (!options)
@@ -25072,21 +20784,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BootCleanUpResult.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.BootCleanUpResult)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.BootCleanUpResult: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.BootCleanUpResult();
-                if (object.removed != null)
-                    if (object.removed)
-                        message.removed = $Boolean(object.removed);
-                return message;
-            };
 
             BootCleanUpResult.toObject = function (message, options, _depth) {
                 if (!options)
@@ -25259,36 +20956,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BootKexecPayload.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.BootKexecPayload)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.BootKexecPayload: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.BootKexecPayload();
-                if (object.kernel != null)
-                    if (typeof object.kernel !== "string" || object.kernel.length)
-                        message.kernel = $String(object.kernel);
-                if (object.kernel_sha256 != null)
-                    if (typeof object.kernel_sha256 !== "string" || object.kernel_sha256.length)
-                        message.kernel_sha256 = $String(object.kernel_sha256);
-                if (object.initrd != null)
-                    if (typeof object.initrd !== "string" || object.initrd.length)
-                        message.initrd = $String(object.initrd);
-                if (object.initrd_sha256 != null)
-                    if (typeof object.initrd_sha256 !== "string" || object.initrd_sha256.length)
-                        message.initrd_sha256 = $String(object.initrd_sha256);
-                if (object.cmdline != null)
-                    if (typeof object.cmdline !== "string" || object.cmdline.length)
-                        message.cmdline = $String(object.cmdline);
-                if (object.root_device != null)
-                    if (typeof object.root_device !== "string" || object.root_device.length)
-                        message.root_device = $String(object.root_device);
-                return message;
-            };
 
             BootKexecPayload.toObject = function (message, options, _depth) {
                 if (!options)
@@ -25429,24 +21096,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            BootKexecResult.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.BootKexecResult)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.BootKexecResult: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.BootKexecResult();
-                if (object.previous_boot_id != null)
-                    if (typeof object.previous_boot_id !== "string" || object.previous_boot_id.length)
-                        message.previous_boot_id = $String(object.previous_boot_id);
-                if (object.rebooted != null)
-                    if (object.rebooted)
-                        message.rebooted = $Boolean(object.rebooted);
-                return message;
-            };
 
             BootKexecResult.toObject = function (message, options, _depth) {
                 if (!options)
@@ -25600,57 +21249,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            DiskWipePayload.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.DiskWipePayload)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.DiskWipePayload: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.DiskWipePayload();
-                if (object.devices) {
-                    if (!$Array.isArray(object.devices))
-                        throw $TypeError(".bcd.v1.DiskWipePayload.devices: array expected");
-                    message.devices = $Array(object.devices.length);
-                    for (let i = 0; i < object.devices.length; ++i)
-                        message.devices[i] = $String(object.devices[i]);
-                }
-                if (object.method !== 0 && (typeof object.method !== "string" || $root.bcd.v1.DiskWipePayload.Method[object.method] !== 0))
-                    switch (object.method) {
-                    case "METHOD_AUTO":
-                    case 0:
-                        message.method = 0;
-                        break;
-                    case "DISCARD":
-                    case 1:
-                        message.method = 1;
-                        break;
-                    case "ZERO":
-                    case 2:
-                        message.method = 2;
-                        break;
-                    case "SECURE_ERASE":
-                    case 3:
-                        message.method = 3;
-                        break;
-                    case "CRYPTO_ERASE":
-                    case 4:
-                        message.method = 4;
-                        break;
-                    default:
-                        if (typeof object.method === "number" && (object.method | 0) === object.method)
-                            message.method = object.method;
-                    }
-                if (object.verify != null)
-                    if (object.verify)
-                        message.verify = $Boolean(object.verify);
-                if (object.random_pass != null)
-                    if (object.random_pass)
-                        message.random_pass = $Boolean(object.random_pass);
-                return message;
-            };
 
             DiskWipePayload.toObject = function (message, options, _depth) {
                 if (!options)
@@ -25788,28 +21386,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            DiskWipeResult.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.DiskWipeResult)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.DiskWipeResult: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.DiskWipeResult();
-                if (object.disks) {
-                    if (!$Array.isArray(object.disks))
-                        throw $TypeError(".bcd.v1.DiskWipeResult.disks: array expected");
-                    message.disks = $Array(object.disks.length);
-                    for (let i = 0; i < object.disks.length; ++i) {
-                        if (!$util.isObject(object.disks[i]))
-                            throw $TypeError(".bcd.v1.DiskWipeResult.disks: object expected");
-                        message.disks[i] = $root.bcd.v1.DiskWipeOutcome.fromObject(object.disks[i], _depth + 1);
-                    }
-                }
-                return message;
-            };
 
             DiskWipeResult.toObject = function (message, options, _depth) {
                 if (!options)
@@ -25997,69 +21573,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            DiskWipeOutcome.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.DiskWipeOutcome)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.DiskWipeOutcome: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.DiskWipeOutcome();
-                if (object.device != null)
-                    if (typeof object.device !== "string" || object.device.length)
-                        message.device = $String(object.device);
-                if (object.serial != null)
-                    if (typeof object.serial !== "string" || object.serial.length)
-                        message.serial = $String(object.serial);
-                if (object.method !== 0 && (typeof object.method !== "string" || $root.bcd.v1.DiskWipePayload.Method[object.method] !== 0))
-                    switch (object.method) {
-                    case "METHOD_AUTO":
-                    case 0:
-                        message.method = 0;
-                        break;
-                    case "DISCARD":
-                    case 1:
-                        message.method = 1;
-                        break;
-                    case "ZERO":
-                    case 2:
-                        message.method = 2;
-                        break;
-                    case "SECURE_ERASE":
-                    case 3:
-                        message.method = 3;
-                        break;
-                    case "CRYPTO_ERASE":
-                    case 4:
-                        message.method = 4;
-                        break;
-                    default:
-                        if (typeof object.method === "number" && (object.method | 0) === object.method)
-                            message.method = object.method;
-                    }
-                if (object.wiped != null)
-                    if (object.wiped)
-                        message.wiped = $Boolean(object.wiped);
-                if (object.verified != null)
-                    if (object.verified)
-                        message.verified = $Boolean(object.verified);
-                if (object.size_bytes != null)
-                    if (typeof object.size_bytes === "object" ? object.size_bytes.low || object.size_bytes.high : $Number(object.size_bytes) !== 0)
-                        if ($util.Long)
-                            message.size_bytes = $util.Long.fromValue(object.size_bytes, true);
-                        else if (typeof object.size_bytes === "string")
-                            message.size_bytes = $parseInt(object.size_bytes, 10);
-                        else if (typeof object.size_bytes === "number")
-                            message.size_bytes = object.size_bytes;
-                        else if (typeof object.size_bytes === "object")
-                            message.size_bytes = new $util.LongBits(object.size_bytes.low >>> 0, object.size_bytes.high >>> 0).toNumber(true);
-                if (object.message != null)
-                    if (typeof object.message !== "string" || object.message.length)
-                        message.message = $String(object.message);
-                return message;
-            };
 
             DiskWipeOutcome.toObject = function (message, options, _depth) {
                 if (!options)
@@ -26257,38 +21770,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            DeployImagePayload.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.DeployImagePayload)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.DeployImagePayload: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.DeployImagePayload();
-                if (object.url != null)
-                    if (typeof object.url !== "string" || object.url.length)
-                        message.url = $String(object.url);
-                if (object.sha256 != null)
-                    if (typeof object.sha256 !== "string" || object.sha256.length)
-                        message.sha256 = $String(object.sha256);
-                if (object.format != null)
-                    if (typeof object.format !== "string" || object.format.length)
-                        message.format = $String(object.format);
-                if (object.target_device != null)
-                    if (typeof object.target_device !== "string" || object.target_device.length)
-                        message.target_device = $String(object.target_device);
-                if (object.grow_root != null)
-                    if (object.grow_root)
-                        message.grow_root = $Boolean(object.grow_root);
-                if (object.config_drive != null) {
-                    if (!$util.isObject(object.config_drive))
-                        throw $TypeError(".bcd.v1.DeployImagePayload.config_drive: object expected");
-                    message.config_drive = $root.bcd.v1.ConfigDrive.fromObject(object.config_drive, _depth + 1);
-                }
-                return message;
-            };
 
             DeployImagePayload.toObject = function (message, options, _depth) {
                 if (!options)
@@ -26441,30 +21922,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            ConfigDrive.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.ConfigDrive)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.ConfigDrive: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.ConfigDrive();
-                if (object.meta_data != null)
-                    if (typeof object.meta_data !== "string" || object.meta_data.length)
-                        message.meta_data = $String(object.meta_data);
-                if (object.user_data != null)
-                    if (object.user_data.length)
-                        if (typeof object.user_data === "string")
-                            $util.base64.decode(object.user_data, message.user_data = $util.newBuffer($util.base64.length(object.user_data)), 0);
-                        else if (object.user_data.length >= 0)
-                            message.user_data = object.user_data;
-                if (object.network_config != null)
-                    if (typeof object.network_config !== "string" || object.network_config.length)
-                        message.network_config = $String(object.network_config);
-                return message;
-            };
 
             ConfigDrive.toObject = function (message, options, _depth) {
                 if (!options)
@@ -26662,53 +22119,6 @@ export const bcd = $root.bcd = (() => {
                 return message;
             };
 
-            DeployImageResult.fromObject = function (object, _depth) {
-                if (object instanceof $root.bcd.v1.DeployImageResult)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".bcd.v1.DeployImageResult: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.bcd.v1.DeployImageResult();
-                if (object.target_device != null)
-                    if (typeof object.target_device !== "string" || object.target_device.length)
-                        message.target_device = $String(object.target_device);
-                if (object.written_bytes != null)
-                    if (typeof object.written_bytes === "object" ? object.written_bytes.low || object.written_bytes.high : $Number(object.written_bytes) !== 0)
-                        if ($util.Long)
-                            message.written_bytes = $util.Long.fromValue(object.written_bytes, true);
-                        else if (typeof object.written_bytes === "string")
-                            message.written_bytes = $parseInt(object.written_bytes, 10);
-                        else if (typeof object.written_bytes === "number")
-                            message.written_bytes = object.written_bytes;
-                        else if (typeof object.written_bytes === "object")
-                            message.written_bytes = new $util.LongBits(object.written_bytes.low >>> 0, object.written_bytes.high >>> 0).toNumber(true);
-                if (object.sha256 != null)
-                    if (typeof object.sha256 !== "string" || object.sha256.length)
-                        message.sha256 = $String(object.sha256);
-                if (object.grown_partition != null)
-                    if ($Number(object.grown_partition) !== 0)
-                        message.grown_partition = object.grown_partition >>> 0;
-                if (object.grown_partition_bytes != null)
-                    if (typeof object.grown_partition_bytes === "object" ? object.grown_partition_bytes.low || object.grown_partition_bytes.high : $Number(object.grown_partition_bytes) !== 0)
-                        if ($util.Long)
-                            message.grown_partition_bytes = $util.Long.fromValue(object.grown_partition_bytes, true);
-                        else if (typeof object.grown_partition_bytes === "string")
-                            message.grown_partition_bytes = $parseInt(object.grown_partition_bytes, 10);
-                        else if (typeof object.grown_partition_bytes === "number")
-                            message.grown_partition_bytes = object.grown_partition_bytes;
-                        else if (typeof object.grown_partition_bytes === "object")
-                            message.grown_partition_bytes = new $util.LongBits(object.grown_partition_bytes.low >>> 0, object.grown_partition_bytes.high >>> 0).toNumber(true);
-                if (object.filesystem_resized != null)
-                    if (object.filesystem_resized)
-                        message.filesystem_resized = $Boolean(object.filesystem_resized);
-                if (object.config_drive_partition != null)
-                    if ($Number(object.config_drive_partition) !== 0)
-                        message.config_drive_partition = object.config_drive_partition >>> 0;
-                return message;
-            };
 
             DeployImageResult.toObject = function (message, options, _depth) {
                 if (!options)
@@ -26884,27 +22294,6 @@ export const google = $root.google = (() => {
                 return message;
             };
 
-            Any.fromObject = function (object, _depth) {
-                if (object instanceof $root.google.protobuf.Any)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".google.protobuf.Any: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.google.protobuf.Any();
-                if (object.type_url != null)
-                    if (typeof object.type_url !== "string" || object.type_url.length)
-                        message.type_url = $String(object.type_url);
-                if (object.value != null)
-                    if (object.value.length)
-                        if (typeof object.value === "string")
-                            $util.base64.decode(object.value, message.value = $util.newBuffer($util.base64.length(object.value)), 0);
-                        else if (object.value.length >= 0)
-                            message.value = object.value;
-                return message;
-            };
 
             Any.toObject = function (message, options, _depth) {
                 if (!options)
@@ -27039,31 +22428,6 @@ export const google = $root.google = (() => {
                 return message;
             };
 
-            Timestamp.fromObject = function (object, _depth) {
-                if (object instanceof $root.google.protobuf.Timestamp)
-                    return object;
-                if (!$util.isObject(object))
-                    throw $TypeError(".google.protobuf.Timestamp: object expected");
-                if (_depth === $undefined)
-                    _depth = 0;
-                if (_depth > $util.recursionLimit)
-                    throw $Error("max depth exceeded");
-                let message = new $root.google.protobuf.Timestamp();
-                if (object.seconds != null)
-                    if (typeof object.seconds === "object" ? object.seconds.low || object.seconds.high : $Number(object.seconds) !== 0)
-                        if ($util.Long)
-                            message.seconds = $util.Long.fromValue(object.seconds, false);
-                        else if (typeof object.seconds === "string")
-                            message.seconds = $parseInt(object.seconds, 10);
-                        else if (typeof object.seconds === "number")
-                            message.seconds = object.seconds;
-                        else if (typeof object.seconds === "object")
-                            message.seconds = new $util.LongBits(object.seconds.low >>> 0, object.seconds.high >>> 0).toNumber();
-                if (object.nanos != null)
-                    if ($Number(object.nanos) !== 0)
-                        message.nanos = object.nanos | 0;
-                return message;
-            };
 
             Timestamp.toObject = function (message, options, _depth) {
                 if (!options)

@@ -8,17 +8,36 @@
  */
 
 const GEN = new URL("../gen/bcd.js", import.meta.url);
-/** The import line `gen.ts` gives the generated module. */
+const FROM_OBJECT = new URL("../gen/bcd_from_object.js", import.meta.url);
+/** The import line `gen.ts` gives the generated modules. */
 const IMPORT = 'import $protobuf from "../runtime/mod.ts";';
+/** The from-object module's import of the classes it completes. */
+const IMPORT_CLASSES = 'import "./bcd.js";';
 
-/** The `bcd` and `google` namespaces of the generated module, running on protobufjs/minimal. */
+/**
+ * The `bcd` and `google` namespaces of the generated module, running on protobufjs/minimal, with their `fromObject`
+ * installed by a copy of `bcd_from_object.js` on the same runtime.
+ */
 export async function onProtobufjs(): Promise<{ bcd: unknown; google: unknown }> {
-  const code = await Deno.readTextFile(GEN);
-  if (!code.includes(IMPORT)) throw new Error(`${GEN.pathname} no longer has the line ${IMPORT}`);
   const ref = new URL("./_protobufjs_reference.ts", import.meta.url).href;
-  const copy = code.replace(IMPORT, `import $protobuf from ${JSON.stringify(ref)};`);
-  const bytes = new TextEncoder().encode(copy);
+  const classes = _dataUrl(await _onRuntime(GEN, ref));
+  const fromObject = (await _onRuntime(FROM_OBJECT, ref)).replace(IMPORT_CLASSES, `import ${JSON.stringify(classes)};`);
+  if (!fromObject.includes(classes)) {
+    throw new Error(`${FROM_OBJECT.pathname} no longer has the line ${IMPORT_CLASSES}`);
+  }
+  await import(_dataUrl(fromObject));
+  return await import(classes);
+}
+
+async function _onRuntime(url: URL, runtime: string): Promise<string> {
+  const code = await Deno.readTextFile(url);
+  if (!code.includes(IMPORT)) throw new Error(`${url.pathname} no longer has the line ${IMPORT}`);
+  return code.replace(IMPORT, `import $protobuf from ${JSON.stringify(runtime)};`);
+}
+
+function _dataUrl(code: string): string {
+  const bytes = new TextEncoder().encode(code);
   let binary = "";
   for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return await import(`data:text/javascript;base64,${btoa(binary)}`);
+  return `data:text/javascript;base64,${btoa(binary)}`;
 }

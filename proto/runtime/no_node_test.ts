@@ -40,6 +40,7 @@ globalThis.__touched = touched;
 const PROBE = (mod: string) => `
 import "./trap.js";
 import { bcd, decodeNodeFrame, encodeNodeFrame, encodeMessage, decodeMessage } from ${JSON.stringify(mod)};
+import ${JSON.stringify(new URL("proto/gen/bcd_from_object.js", ROOT).href)};
 const bytes = encodeNodeFrame({ hello: { node_id: "n-1", applied_generation: 2 ** 40, challenge_sig: new Uint8Array(64) } });
 const frame = decodeNodeFrame(bytes);
 const json = bcd.v1.NodeFrame.toObject(frame, { longs: String, bytes: String, enums: String, defaults: true });

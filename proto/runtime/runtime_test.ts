@@ -13,6 +13,7 @@ import {
   staticClassOf,
 } from "../_reflect_fill.ts";
 import { bcd, google } from "../gen/bcd.js";
+import "../gen/bcd_from_object.js";
 import { decodeMessage, WireDecodeError } from "../wire.ts";
 import runtime, { Reader, Writer } from "./mod.ts";
 import reference from "./_protobufjs_reference.ts";
