@@ -250,3 +250,34 @@ Deno.test("roles with argument grants run their task through the launcher, which
       );}
   }
 });
+
+Deno.test("the agent daemons start with room for what they keep before their first Hello: 8 MiB semi-spaces", async (t) => {
+  // V8 reports the new space's room; the role's flags are what its launcher, launch.js and deno compile pass.
+  const probe = await Deno.makeTempFile({ suffix: ".ts" });
+  try {
+    await Deno.writeTextFile(
+      probe,
+      'import v8 from "node:v8";\n' +
+        'const s = v8.getHeapSpaceStatistics().find((x) => x.space_name === "new_space")!;\n' +
+        "console.log(s.space_available_size);\n",
+    );
+    const room = async (flags: string[]) => {
+      const out = await new Deno.Command(DENO, { args: ["run", ...flags, probe], stdout: "piped", stderr: "piped" })
+        .output();
+      assert.ok(out.success, new TextDecoder().decode(out.stderr));
+      return Number(new TextDecoder().decode(out.stdout));
+    };
+    assert.ok(
+      await room(["--quiet"]) < 1024 * 1024,
+      "without the flags V8 starts with less than 1 MiB (the probe sees it)",
+    );
+    for (const role of ["node", "site", "ramdisk", "sim"] as const) {
+      await t.step(role, async () => {
+        const mib = (await room(roleFlags(role))) / (1024 * 1024);
+        assert.ok(mib >= 7, `${role}: ${mib.toFixed(1)} MiB of new space at start`);
+      });
+    }
+  } finally {
+    await Deno.remove(probe);
+  }
+});
