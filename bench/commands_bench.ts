@@ -27,7 +27,9 @@
  * commit; overlapping syncs trade larger groups for less waiting, so more is not worse by itself).
  *
  * Then where the time goes and what bounds it (`commands_stages.ts`): the event loop's own CPU per settled command
- * and its wait for a core (the host's load); each stage's event-loop CPU measured alone in the same run; and the
+ * and its wait for a core (the host's load); its context switches per settled command (each costs the loop ~100-200
+ * µs of CPU on this project's paravirtualised hosts, so its CPU per command moves with how often it sleeps and is
+ * preempted, not only with the work it does); each stage's event-loop CPU measured alone in the same run; and the
  * bound the disk sets: each durable write waits for at least one whole WAL sync that started after its commit,
  * overlapping syncs or not, so each of the 8 clients settles at most one command per two WAL sync latencies: at most 4
  * commands per WAL sync latency in all, 4 × (raw fsync ÷ WAL group sync) times the serial fsync rate, whatever the
@@ -42,9 +44,11 @@
  * restart (`warmPastWalRestart`), and the floor is measured both ways. The growth phase after each start is not
  * avoided in production: filling the WAL ahead of SQLite at open (4.2 MB of zeros and a sync) cost 75-87 ms of wall
  * time at open here, on every start's path.
+ *
  * `BCD_BENCH_VERIFIER=alternate` runs the direct rounds with WebCrypto and the Ed25519 thread in turn and prints
- * both, with the thread's mean difference per pair of rounds (`webcrypto`, production's default, or `thread` runs all
- * rounds with one).
+ * both, with the thread's mean difference per pair of rounds; `alternate-sync` the same with `node:crypto`'s verify on
+ * the event loop (`ed25519_sync.ts`) instead of the thread (`webcrypto`, production's default, `thread` or `sync`
+ * runs all rounds with one).
  *
  * Runs under `--allow-all` because Deno reads `/proc/thread-self/schedstat` (the event loop's CPU in ns) only then;
  * without it the figure falls back to the kernel's 10 ms tick.
@@ -66,10 +70,12 @@ import {
   sqlFloor,
   stageCosts,
   threadClock,
+  threadSwitches,
   warmPastWalRestart,
 } from "./commands_stages.ts";
 import { ed25519ThreadStats, verifyEd25519Batched } from "../core/pki/ed25519_thread.ts";
 import { verifyEd25519 } from "../core/pki/ed25519.ts";
+import { verifyEd25519Sync } from "../core/pki/ed25519_sync.ts";
 import { SessionBench } from "./commands_session.ts";
 import type { AcceptanceContext } from "../core/commands/acceptance.ts";
 
@@ -78,11 +84,18 @@ const ROUNDS = Number(Deno.env.get("BCD_BENCH_ROUNDS") ?? 7);
 const PER_ROUND = Number(Deno.env.get("BCD_BENCH_COMMANDS") ?? 160);
 const IN_FLIGHT = 8;
 /**
- * The direct rounds' Ed25519 verifier: `thread` (production's, `core/pki/ed25519_thread.ts`), `webcrypto`, or
- * `alternate` (WebCrypto in even rounds, the thread in odd ones, in this one process: the two compared under the same
- * load, per pair of rounds).
+ * The direct rounds' Ed25519 verifier: `thread` (`core/pki/ed25519_thread.ts`), `webcrypto` (production's), `sync`
+ * (`node:crypto` on the event loop), or `alternate` / `alternate-sync` (WebCrypto in even rounds, the thread or
+ * `node:crypto` in odd ones, in this one process: the two compared under the same load, per pair of rounds).
  */
 const VERIFIER = Deno.env.get("BCD_BENCH_VERIFIER") ?? "webcrypto";
+/** The verifier the direct rounds alternate with WebCrypto, or null when they use one. */
+const ALTERNATE = VERIFIER === "alternate" ? "thread" : VERIFIER === "alternate-sync" ? "sync" : null;
+
+/** The one verifier of the rounds when they do not alternate (and of the stages). */
+function _singleVerifier(): "thread" | "webcrypto" | "sync" {
+  return VERIFIER === "thread" || VERIFIER === "sync" ? VERIFIER : "webcrypto";
+}
 const FSYNC_SAMPLES = 60;
 /** Commands per batch of the warm-up that runs each journal past its first WAL restart. */
 const WARM_BATCH = 64;
@@ -139,6 +152,12 @@ interface Round {
   loopUs: number;
   /** The event loop's wait for a core per settled command, µs: the host's load (NaN where the kernel does not say). */
   waitUs: number;
+  /** The event loop's context switches per settled command: its own waits, and preemptions (the host's load). */
+  voluntary: number;
+  involuntary: number;
+  /** The same through the session. */
+  sessionVoluntary: number;
+  sessionInvoluntary: number;
   /** Through the session's frame handling: ACKED p50 over fsync p50, settled rate over the serial fsync rate. */
   sessionAcked: number;
   sessionRate: number;
@@ -159,7 +178,7 @@ interface Round {
   floorFrames: number;
   floorFramesInPlace: number;
   /** The direct rounds' Ed25519 verifier. */
-  verifier: "thread" | "webcrypto";
+  verifier: "thread" | "webcrypto" | "sync";
 }
 
 async function main(): Promise<void> {
@@ -206,9 +225,13 @@ async function main(): Promise<void> {
       trustBundle: () => pki.bundle,
       unbatchedPerHour: () => 0,
       verifyEd25519: (k, sig, m) =>
-        verifier === "webcrypto" ? verifyEd25519(k, sig, m) : verifyEd25519Batched(k, sig, m),
+        verifier === "webcrypto"
+          ? verifyEd25519(k, sig, m)
+          : verifier === "sync"
+          ? Promise.resolve(verifyEd25519Sync(k, sig, m))
+          : verifyEd25519Batched(k, sig, m),
     };
-    let verifier: Round["verifier"] = VERIFIER === "thread" ? "thread" : "webcrypto";
+    let verifier: Round["verifier"] = _singleVerifier();
     const session = await SessionBench.open(dir, "bench-node", pki, registry);
     // Every journal measured runs past its first WAL restart first, as a journal does after its first ~1000 frames.
     const warm: number[] = [];
@@ -265,7 +288,7 @@ async function main(): Promise<void> {
       return out;
     };
     for (let round = 0; round < ROUNDS; round++) {
-      if (VERIFIER === "alternate") verifier = round % 2 === 0 ? "webcrypto" : "thread";
+      if (ALTERNATE !== null) verifier = round % 2 === 0 ? "webcrypto" : ALTERNATE;
       const fsyncs = await rawFsync(dir);
       const aloneMs = await journalAccept(alone, round);
       const frames: Uint8Array[] = [];
@@ -287,9 +310,11 @@ async function main(): Promise<void> {
       const t0 = performance.now();
       const cpu0 = process.cpuUsage();
       const loop0 = threadClock();
+      const sw0 = threadSwitches();
       const s0 = statements;
       await countBatches(batching.direct, () => Promise.all(Array.from({ length: IN_FLIGHT }, client)));
       const loop1 = threadClock();
+      const sw1 = threadSwitches();
       const cpu = process.cpuUsage(cpu0);
       roundStatements += statements - s0;
       settledCommands += latencies.length;
@@ -307,7 +332,9 @@ async function main(): Promise<void> {
       }
       const sessionFrames: Uint8Array[] = [];
       for (let i = 0; i < PER_ROUND; i++) sessionFrames.push(await make());
+      const ssw0 = threadSwitches();
       const viaSession = await countBatches(batching.session, () => session.round(sessionFrames));
+      const ssw1 = threadSwitches();
       rounds.push({
         fsyncP50: pct(fsyncs, 50),
         fsyncP99: pct(fsyncs, 99),
@@ -318,6 +345,10 @@ async function main(): Promise<void> {
         cpuUs: (cpu.user + cpu.system) / latencies.length,
         loopUs: (loop1.cpu - loop0.cpu) / latencies.length,
         waitUs: (loop1.wait - loop0.wait) / latencies.length,
+        voluntary: (sw1.voluntary - sw0.voluntary) / latencies.length,
+        involuntary: (sw1.involuntary - sw0.involuntary) / latencies.length,
+        sessionVoluntary: (ssw1.voluntary - ssw0.voluntary) / PER_ROUND,
+        sessionInvoluntary: (ssw1.involuntary - ssw0.involuntary) / PER_ROUND,
         sessionAcked: viaSession.ackedP50 / fsyncP50,
         sessionRate: viaSession.rate * fsyncP50 / 1000,
         sessionCommits: viaSession.commitsPerCommand,
@@ -333,7 +364,7 @@ async function main(): Promise<void> {
         verifier,
       });
     }
-    verifier = VERIFIER === "thread" ? "thread" : "webcrypto"; // the stages below check with the rounds' one
+    verifier = _singleVerifier(); // the stages below check with the rounds' one
     const stats = { ...journal.stats };
     const walStats = { ...journal.walStats };
     const stageFrames: Uint8Array[] = [];
@@ -390,7 +421,13 @@ async function main(): Promise<void> {
         } µs ` +
         `(the host's load)`,
     );
-    if (VERIFIER === "alternate") _compareVerifiers(rounds);
+    console.log(
+      `the event loop's context switches per settled command: ${r(med((x) => x.voluntary))} voluntary (its own ` +
+        `waits: syncs, pool threads), ${r(med((x) => x.involuntary))} involuntary (preempted: the host's load); ` +
+        `through the session ${r(med((x) => x.sessionVoluntary))} and ${r(med((x) => x.sessionInvoluntary))}. On ` +
+        `this paravirtualised host each costs the loop ~100-200 µs of CPU on its way back (threadSwitches)`,
+    );
+    if (ALTERNATE !== null) _compareVerifiers(rounds, ALTERNATE);
     const perBatch = (b: { verifies: number; batches: number }) =>
       b.batches === 0 ? "none (WebCrypto checked them)" : r(b.verifies / b.batches);
     console.log(
@@ -441,15 +478,15 @@ async function main(): Promise<void> {
   }
 }
 
-/** Per verifier, the direct rounds' medians, and the thread's mean difference from WebCrypto over pairs of rounds. */
-function _compareVerifiers(rounds: readonly Round[]): void {
+/** Per verifier, the direct rounds' medians, and `other`'s mean difference from WebCrypto over pairs of rounds. */
+function _compareVerifiers(rounds: readonly Round[], other: "thread" | "sync"): void {
   const figures: [string, (r: Round) => number][] = [
     ["ACKED p50 / fsync p50", (r) => r.ackedP50 / r.fsyncP50],
     ["settled / serial fsync rate", (r) => r.rate * r.fsyncP50 / 1000],
     ["event-loop CPU per settled command, µs", (r) => r.loopUs],
   ];
   const web = rounds.filter((r) => r.verifier === "webcrypto");
-  const thread = rounds.filter((r) => r.verifier === "thread");
+  const thread = rounds.filter((r) => r.verifier === other);
   const pairs = Math.min(web.length, thread.length);
   console.log(`verifiers alternated over ${rounds.length} direct rounds (${pairs} pairs):`);
   for (const [name, f] of figures) {
@@ -457,10 +494,10 @@ function _compareVerifiers(rounds: readonly Round[]): void {
     const mean = d.reduce((a, b) => a + b, 0) / pairs;
     const se = Math.sqrt(d.reduce((a, b) => a + (b - mean) ** 2, 0) / (pairs - 1) / pairs);
     console.log(
-      `  ${name.padEnd(40)} WebCrypto ${pct(web.map(f), 50).toFixed(2)}, thread ${
+      `  ${name.padEnd(40)} WebCrypto ${pct(web.map(f), 50).toFixed(2)}, ${other} ${
         pct(thread.map(f), 50).toFixed(2)
       }; ` +
-        `thread - WebCrypto per pair ${mean.toFixed(2)} ± ${se.toFixed(2)} (standard error)`,
+        `${other} - WebCrypto per pair ${mean.toFixed(2)} ± ${se.toFixed(2)} (standard error)`,
     );
   }
 }
