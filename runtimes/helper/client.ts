@@ -6,6 +6,12 @@
  * still unanswered was never read by it (the notice follows every answer), so each is sent again, once, on a new
  * connection.
  *
+ * The timeouts share one timer per client, armed at the earliest deadline of the calls pending and dropped when none
+ * is: a call costs no timer of its own, and the node's first calls, before its first `Hello`, arm no `setTimeout` (in
+ * Deno 2.9 the first `setTimeout` of a process loads its Node layer's timers, ~10 ms of a start: issue 24). The timer
+ * is a {@link Clock.setRareTimer}, as a client arms it only when it goes from idle to busy or a call with a nearer
+ * deadline arrives.
+ *
  * @module
  */
 import {
@@ -21,6 +27,7 @@ import {
   MAX_REQUEST_LINE,
 } from "../../core/helper/mod.ts";
 import type { Logger } from "../../core/log/mod.ts";
+import { type Clock, realClock, type Timer } from "../../core/clock.ts";
 
 /** How long each op may take before the node gives up on its answer, in ms. */
 export const OP_TIMEOUTS_MS: Readonly<Partial<Record<HelperOp, number>>> = {
@@ -68,6 +75,8 @@ export interface HelperClientOptions {
   readonly timeoutsMs?: Partial<Record<HelperOp, number>>;
   readonly defaultTimeoutMs?: number;
   readonly log?: Logger;
+  /** Deadlines are measured and swept on it (tests move it by hand). */
+  readonly clock?: Pick<Clock, "monotonic" | "setRareTimer">;
 }
 
 interface _Pending {
@@ -78,7 +87,10 @@ interface _Pending {
   resent: boolean;
   resolve(v: unknown): void;
   reject(e: Error): void;
-  readonly timer: ReturnType<typeof setTimeout>;
+  /** When the call times out, on the client's clock's monotonic ms. */
+  readonly deadline: number;
+  /** Its timeout, for the message. */
+  readonly ms: number;
 }
 
 const _enc = new TextEncoder();
@@ -92,11 +104,15 @@ export class HelperClient {
   #out: Promise<void> = Promise.resolve();
   #nextId = 1;
   readonly #pending = new Map<number, _Pending>();
+  readonly #clock: Pick<Clock, "monotonic" | "setRareTimer">;
+  /** The one timer of the pending calls' deadlines, armed at `at` (the earliest); none when no call is pending. */
+  #sweep: { readonly at: number; readonly timer: Timer } | undefined;
   #closed = false;
 
   constructor(opts: HelperClientOptions) {
     this.socket = opts.socket;
     this.#opts = opts;
+    this.#clock = opts.clock ?? realClock;
   }
 
   /** Asks the helper to run `op`; resolves with its result or rejects with a {@link HelperError}. */
@@ -110,15 +126,51 @@ export class HelperClient {
     const conn = await this.#connection(op);
     const ms = this.#opts.timeoutsMs?.[op] ?? OP_TIMEOUTS_MS[op] ?? this.#opts.defaultTimeoutMs ??
       DEFAULT_OP_TIMEOUT_MS;
+    const deadline = this.#clock.monotonic() + ms;
     const answer = new Promise<unknown>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#pending.delete(id);
-        reject(new HelperError("timeout", `${op}: no answer from the helper in ${ms} ms`));
-      }, ms);
-      this.#pending.set(id, { op, conn, line, resent: false, resolve, reject, timer });
+      this.#pending.set(id, { op, conn, line, resent: false, resolve, reject, deadline, ms });
     });
+    this.#track(deadline);
     this.#send(conn, op, line);
     return await answer as HelperResults[O];
+  }
+
+  /** A call due at `deadline` is pending: the timer is armed for it unless it is already armed as early. */
+  #track(deadline: number): void {
+    if (!this.#sweep || deadline < this.#sweep.at) this.#armSweep(deadline);
+  }
+
+  /** (Re)arms the deadline timer at `at`. */
+  #armSweep(at: number): void {
+    this.#sweep?.timer.cancel();
+    const timer = this.#clock.setRareTimer(Math.max(0, at - this.#clock.monotonic()), () => {
+      if (this.#sweep?.timer !== timer) return;
+      this.#sweep = undefined;
+      this.#expire();
+    });
+    this.#sweep = { at, timer };
+  }
+
+  /** Times out the calls past their deadline; rearms at the earliest deadline left. */
+  #expire(): void {
+    const now = this.#clock.monotonic();
+    let next = Infinity;
+    for (const [id, p] of this.#pending) {
+      if (p.deadline <= now) {
+        this.#pending.delete(id);
+        p.reject(new HelperError("timeout", `${p.op}: no answer from the helper in ${p.ms} ms`));
+      } else if (p.deadline < next) next = p.deadline;
+    }
+    if (next !== Infinity) this.#armSweep(next);
+  }
+
+  /** `id` is answered (or failed): it leaves the pending calls; the timer goes with the last one. */
+  #settle(id: number): void {
+    this.#pending.delete(id);
+    if (this.#pending.size === 0 && this.#sweep) {
+      this.#sweep.timer.cancel();
+      this.#sweep = undefined;
+    }
   }
 
   #send(conn: Deno.Conn, op: HelperOp, line: Uint8Array): void {
@@ -140,15 +192,17 @@ export class HelperClient {
       { socket: this.socket, requests: again.length, why },
       "helper closed the connection; resending",
     );
-    for (const [id, p] of again) this.#pending.set(id, p);
+    for (const [id, p] of again) {
+      this.#pending.set(id, p);
+      this.#track(p.deadline); // failing the rest may have dropped the timer
+    }
     let next: Deno.Conn;
     try {
       next = await this.#connection(again[0]![1].op);
     } catch (e) {
       for (const [id, p] of again) {
         if (this.#pending.get(id) !== p) continue;
-        this.#pending.delete(id);
-        clearTimeout(p.timer);
+        this.#settle(id);
         p.reject(e instanceof HelperError ? e : new HelperError("unreachable", `${p.op}: ${String(e)}`));
       }
       return;
@@ -214,8 +268,7 @@ export class HelperClient {
         }
         const p = this.#pending.get(a.id);
         if (!p) continue; // timed out already
-        this.#pending.delete(a.id);
-        clearTimeout(p.timer);
+        this.#settle(a.id);
         if (a.ok) p.resolve(a.result);
         else p.reject(answerError(a));
       }
@@ -238,8 +291,7 @@ export class HelperClient {
     }
     for (const [id, p] of this.#pending) {
       if (p.conn !== conn) continue;
-      this.#pending.delete(id);
-      clearTimeout(p.timer);
+      this.#settle(id);
       p.reject(new HelperError("unreachable", `${p.op}: ${why}`));
     }
   }
