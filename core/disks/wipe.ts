@@ -130,6 +130,12 @@ export async function wipeDisk(dev: WipeDevice, o: WipeOptions = {}, h: WipeHook
       }
       await dev.flush();
     } catch (e) {
+      if (e instanceof WipeError) {
+        // Cancelled between chunks: the chunks written reach the device before the refusal goes out, so what the
+        // disk holds is what the answer says (those chunks done, none after them), not whatever writeback leaves.
+        await dev.flush();
+        throw e;
+      }
       if (!(e instanceof DeviceMethodFailed)) throw e;
       attempts.push({ method, outcome: "failed", message: e.message });
       continue;

@@ -87,7 +87,7 @@ Deno.test("wipeDisk() detects a block corrupted between the wipe and the verific
   });
 });
 
-Deno.test("wipeDisk() reports progress chunk by chunk and stops between chunks when cancelled", async () => {
+Deno.test("wipeDisk() reports progress chunk by chunk, stops between chunks when cancelled and flushes what it wrote", async () => {
   const dev = dirty(8 * MIB);
   const ctl = new AbortController();
   const seen: WipeProgress[] = [];
@@ -104,6 +104,7 @@ Deno.test("wipeDisk() reports progress chunk by chunk and stops between chunks w
   assert.deepEqual(seen.map((p) => [p.phase, p.doneBytes]), [["write", MIB], ["write", 2 * MIB], ["write", 3 * MIB]]);
   assert.ok(dev.bytes.subarray(0, 3 * MIB).every((b) => b === 0), "the chunks written before the cancel are zeros");
   assert.ok(dev.bytes.subarray(3 * MIB).every((b) => b === 0xa5), "nothing was written after the cancel");
+  assert.equal(dev.flushes, 1, "the chunks written before the cancel are flushed to the device before it answers");
 });
 
 Deno.test("sampleRegions() reads the first and last MiB and at most SAMPLE_BLOCKS blocks, all inside the disk", () => {
