@@ -7,6 +7,11 @@ import { HelperClient } from "./client.ts";
 import { encodeResult, HelperError } from "../../core/helper/mod.ts";
 import { drainJobs, FakeClock } from "../../fixtures/clock/fake_clock.ts";
 
+/** The peer's loops end when the test closes its listener and connections; anything else surfaces. */
+function _closed(e: unknown): void {
+  if (!(e instanceof Deno.errors.BadResource || e instanceof Deno.errors.Interrupted)) throw e;
+}
+
 /** A peer on a unix socket that reads request lines and answers only the ids a test tells it to. */
 async function scriptedPeer() {
   const dir = await Deno.makeTempDir({ prefix: "bcd-helper-client-" });
@@ -29,9 +34,9 @@ async function scriptedPeer() {
             seen.shift()?.();
           }
         }
-      })().catch(() => undefined);
+      })().catch(_closed);
     }
-  })().catch(() => undefined);
+  })().catch(_closed);
   return {
     path,
     ids,
