@@ -34,6 +34,10 @@
  * overlapping syncs or not, so each of the 8 clients settles at most one command per two WAL sync latencies: at most 4
  * commands per WAL sync latency in all, 4 × (raw fsync ÷ WAL group sync) times the serial fsync rate, whatever the
  * CPU. The WAL sync is timed alone there; syncs in flight together each take longer, so the bound is an upper one.
+ * The clients also move in lockstep (a group's commands arrive together after the group before settled, so each
+ * commit holds ~8 of them), and then the CPU bounds the rate too: a cycle is 8 commands' event-loop CPU c, a sync s,
+ * the CPU again and a sync, at most 8 / (8c/f + 2s/f) times the serial fsync rate (f the fsync p50); the bench prints
+ * that bound from its own c, s and f beside the measured rate, and the c that 3x would need.
  *
  * Which WAL: a new journal's WAL grows with every commit until SQLite's first checkpoint (1000 frames, about 180
  * group commits of ~5.5 frames here), and a sync after a write that extended the file makes ext4 commit its own
@@ -453,6 +457,20 @@ async function main(): Promise<void> {
         `fsync, bound ${r(med((x) => 4 / x.floorSyncInPlace))}x; the floor loop settles ${
           r(med((x) => x.floorInPlace))
         }x`,
+    );
+    // In lockstep the 8 commands of a group arrive together (after the group before settled), so a cycle runs their
+    // event-loop CPU, then a WAL sync for the accepted, then their CPU again, then a sync for the done: 8 commands per
+    // 8c + 2s, whatever the overlap allowed (no other command is ready to use the core while a sync is in flight).
+    const lockstep = (x: Round) => 8 / ((8 * x.loopUs) / 1000 / x.fsyncP50 + 2 * x.floorSyncInPlace);
+    const cpuFor3x = (x: Round) => (1000 * x.fsyncP50 * (8 / 3 - 2 * x.floorSyncInPlace)) / 8;
+    const need = med(cpuFor3x);
+    console.log(
+      `in lockstep (the 8 clients move together: ${r(stats.ops / stats.commits)} journal calls per commit, below), a ` +
+        `cycle is 8 commands' event-loop CPU c and one WAL sync s, twice (accepted, then done): at most 8 / (8c/f + ` +
+        `2s/f) = ${r(med(lockstep))}x the serial fsync rate with this run's c, s (in place) and f, against ` +
+        `${r(med((x) => x.rate * x.fsyncP50 / 1000))}x measured; 3x would need c ≤ ${
+          need > 0 ? `${need.toFixed(0)} µs` : "0 µs (not reachable: two syncs alone take longer)"
+        } with this disk in lockstep, or the clients out of step with the CPU under the syncs`,
     );
     console.log(
       `the direct rounds' journal: ${walStats.grown} of its ${walStats.syncs} WAL syncs found the WAL grown ` +
