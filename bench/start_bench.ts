@@ -6,6 +6,8 @@
  * - a bare `deno run` of an empty script (the goal's anchor: ≤ 2× it and ≤ 64 MiB);
  * - the floor: a minimal program bundled as the agents are, that opens a `node:sqlite` journal (WAL), writes one bcd
  *   log line to stderr and one encoded `NodeFrame` to stdout: what any agent built on these parts pays;
+ * - the shipped sim's code loaded and none of it run (`_unrunSource`), when `make bundle` built it: what its start
+ *   pays for the size of its code alone;
  * - the sim role from source with its own flags, the node role from source beside a real `bcd-helper`, and both as
  *   shipped (`make bundle`'s `dist/bcd-sim/bcd-sim`; `dist/bcd-node`'s own Deno on its bundle, with the role's flags
  *   plus the test helper's socket and fake `nvidia-smi`), when built; the shipped node's first start in a fresh
@@ -80,6 +82,35 @@ function _floorSource(root: string): string {
     `await new Promise((r) => setTimeout(r, 60_000));`,
     ``,
   ].join("\n");
+}
+
+/**
+ * The shipped sim's code as a script that loads all of it and runs none: its entry and the chunks the entry imports
+ * statically (what a start loads before anything runs), each stripped of its `import`/`export` statements and wrapped
+ * in an async function that is never called, behind the bare script's one write. Deno reads, hashes and caches those
+ * bytes and V8 compiles them (or reads its code cache) as for the sim, so this row is what the sim's start pays for its
+ * code's size alone. Returns the script and how many bytes of the bundle it holds.
+ */
+function _unrunSource(dir: string): { source: string; bytes: number } {
+  const seen = new Set<string>();
+  const bodies: string[] = [];
+  let bytes = 0;
+  const visit = (name: string) => {
+    if (seen.has(name)) return;
+    seen.add(name);
+    const code = Deno.readTextFileSync(`${dir}/${name}`);
+    bytes += new TextEncoder().encode(code).length;
+    for (const m of code.matchAll(/(?:from|import)\s*"\.\/([^"]+)"/g)) visit(m[1]!);
+    const body = code
+      .replace(/import\s*\{[^}]*\}\s*from\s*"[^"]*";?/g, "")
+      .replace(/import\s*\*\s*as\s*[\w$]+\s*from\s*"[^"]*";?/g, "")
+      .replace(/import\s*"[^"]*";?/g, "")
+      .replace(/export\s*\{[^}]*\};?/g, "");
+    bodies.push(`async function _never${bodies.length}() {\n${body}\n}`);
+  };
+  visit("bcd-sim.js");
+  const head = `Deno.stdout.writeSync(new Uint8Array([10])); await new Promise((r) => setTimeout(r, 60_000));`;
+  return { source: [head, ...bodies, ""].join("\n"), bytes };
 }
 
 /**
@@ -207,6 +238,10 @@ export async function benchStart(
   }).output();
   if (!bundled.success) throw new Error(`bundling the floor program: ${new TextDecoder().decode(bundled.stderr)}`);
 
+  const shippedSim = `${ROOT}dist/bcd-sim`;
+  const unrun = _isFile(`${shippedSim}/bcd-sim.js`) ? _unrunSource(shippedSim) : null;
+  if (unrun !== null) await Deno.writeTextFile(`${work}/unrun.js`, unrun.source);
+
   const gw = await TestbedGateway.start({ heartbeatIntervalMs: 60_000 });
   const sim = await SimNode.start(gw);
   await gw.until(() => gw.nodes.get(sim.nodeId)?.session, "the sim's first session");
@@ -231,6 +266,15 @@ export async function benchStart(
       xs: [],
     },
   ];
+  if (unrun !== null) {
+    rows.push({
+      name: `the shipped sim's code loaded, none of it run (its entry and static chunks, ${
+        (unrun.bytes / 1024).toFixed(0)
+      } KiB, in functions never called)`,
+      run: () => _toFirstOutput(Deno.execPath(), ["run", "--no-config", `${work}/unrun.js`]),
+      xs: [],
+    });
+  }
   for (const root of roots) {
     const tag = root === ROOT ? "" : ` [against ${root}]`;
     const simConfig = `${sim.dataDir}/config.toml`;
