@@ -80,3 +80,55 @@ Deno.test("the bytes kept for a partial line are counted, and never pass the cap
   assert.deepEqual(first.value, { kind: "too-long", max: 8 });
   assert.equal(state.partialBytes, 5, "abc + de were kept, fghij was refused before it was");
 });
+
+/**
+ * A reader of `chunks` with `Deno.Conn`'s `read`: each read copies the next chunk (or what fits of it) into the
+ * caller's buffer; `reads` counts the reads that returned bytes.
+ */
+function readerOf(
+  chunks: Uint8Array[],
+): { reader: { read(p: Uint8Array): Promise<number | null> }; reads: () => number } {
+  const queue = chunks.map((c) => c.slice());
+  let reads = 0;
+  return {
+    reader: {
+      read(p) {
+        const c = queue.shift();
+        if (c === undefined) return Promise.resolve(null);
+        const n = Math.min(p.length, c.length);
+        p.set(c.subarray(0, n));
+        if (n < c.length) queue.unshift(c.subarray(n));
+        reads++;
+        return Promise.resolve(n);
+      },
+    },
+    reads: () => reads,
+  };
+}
+
+Deno.test("a reader read directly yields what a stream of the same chunks yields", async (t) => {
+  const cases: [string, Uint8Array[], number][] = [
+    ["lines across and within chunks", [enc.encode('{"a"'), enc.encode(':1}\n{"b":2}\n{'), enc.encode('"c":3}\n')], 64],
+    ["a line at the cap", [enc.encode("x".repeat(8) + "\n")], 8],
+    ["a line past the cap", [enc.encode("abc"), enc.encode("de"), enc.encode("fghij\n")], 8],
+    ["not UTF-8, then a line, then a partial one", [new Uint8Array([0xff, 0xfe, 10]), enc.encode("ok\npartial")], 64],
+    ["a chunk larger than the reader's buffer", [enc.encode("y".repeat(70_000) + "\nz\n")], 80_000],
+    ["one byte per chunk", [...enc.encode('{"id":1}\n')].map((b) => new Uint8Array([b])), 64],
+  ];
+  for (const [name, chunks, max] of cases) {
+    await t.step(name, async () => {
+      const fromReader: LineEvent[] = [];
+      for await (const e of boundedLines(readerOf(chunks).reader, max)) fromReader.push(e);
+      assert.deepEqual(fromReader, await all(streamOf(chunks).stream, max));
+      assert.ok(fromReader.length > 0);
+    });
+  }
+});
+
+Deno.test("a reader is read no further than the cap: a line past it ends the reading", async () => {
+  const big = readerOf(Array.from({ length: 1000 }, () => new Uint8Array(1024).fill(0x61)));
+  const out: LineEvent[] = [];
+  for await (const e of boundedLines(big.reader, 4096)) out.push(e);
+  assert.deepEqual(out, [{ kind: "too-long", max: 4096 }]);
+  assert.equal(big.reads(), 5, "the fifth 1 KiB read passes the 4 KiB cap; nothing after it is read");
+});

@@ -10,7 +10,8 @@
  * is: a call costs no timer of its own, and the node's first calls, before its first `Hello`, arm no `setTimeout` (in
  * Deno 2.9 the first `setTimeout` of a process loads its Node layer's timers, ~10 ms of a start: issue 24). The timer
  * is a {@link Clock.setRareTimer}, as a client arms it only when it goes from idle to busy or a call with a nearer
- * deadline arrives.
+ * deadline arrives. Answers are read with the connection's own `read`, not through its `readable` stream: that getter
+ * loads Deno's web streams, ~8 ms of the node's start before its first `Hello` (issue 24).
  *
  * @module
  */
@@ -248,7 +249,7 @@ export class HelperClient {
   async #read(conn: Deno.Conn): Promise<void> {
     let why = "the helper closed the connection";
     try {
-      for await (const ev of boundedLines(conn.readable, MAX_ANSWER_LINE)) {
+      for await (const ev of boundedLines(conn, MAX_ANSWER_LINE)) {
         if (ev.kind === "too-long") {
           why = `an answer passed ${ev.max} bytes`;
           break;

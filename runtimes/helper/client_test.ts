@@ -118,3 +118,32 @@ Deno.test("an answered call drops the timer with the last pending call; a later 
     await peer.close();
   }
 });
+
+Deno.test("the client reads answers with the connection's read, never its readable stream (Deno's streams: issue 24)", async () => {
+  const peer = await scriptedPeer();
+  const connect = Deno.connect;
+  const touched: string[] = [];
+  // Every connection the client opens is the real one behind a proxy that notes a read of `readable`.
+  Deno.connect = (async (opts: Deno.UnixConnectOptions) => {
+    const conn = await connect(opts);
+    return new Proxy(conn, {
+      get(target, prop) {
+        if (prop === "readable") touched.push("readable");
+        const v = Reflect.get(target, prop, target);
+        return typeof v === "function" ? v.bind(target) : v;
+      },
+    });
+  }) as typeof Deno.connect;
+  const c = new HelperClient({ socket: peer.path, defaultTimeoutMs: 30_000 });
+  try {
+    const answer = c.call("host.boot_id", {});
+    await peer.read(1);
+    await peer.answer(peer.ids[0]!);
+    assert.deepEqual(await answer, { bootId: "b" });
+    assert.deepEqual(touched, []);
+  } finally {
+    Deno.connect = connect;
+    c.close();
+    await peer.close();
+  }
+});
