@@ -39,8 +39,12 @@ export function acquireLock(dataDir: string, holder: LockHolder): DataDirLock {
     f.close();
     throw new JournalLocked(path, describeHolder(path));
   }
-  f.truncateSync(0);
-  f.writeSync(new TextEncoder().encode(JSON.stringify(holder) + "\n"));
+  // Written over the old holder in place, then cut to its length: truncating to 0 first frees the file's block and
+  // the write allocates it again (~0.2-1.3 ms of ext4 journal work on a start, issue 24; in place: ~7 µs).
+  const bytes = new TextEncoder().encode(JSON.stringify(holder) + "\n");
+  let o = 0;
+  while (o < bytes.length) o += f.writeSync(bytes.subarray(o));
+  f.truncateSync(bytes.length);
   let released = false;
   return {
     path,

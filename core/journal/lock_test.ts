@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { JournalLocked } from "./errors.ts";
-import { lockHolder } from "./lock.ts";
+import { LOCK_FILE, lockHolder } from "./lock.ts";
 import { openTest, tempDataDir, testClock } from "./journal_testing.ts";
 
 Deno.test("a second opener of the same data_dir is refused with a message naming the holder", async () => {
@@ -45,4 +45,24 @@ Deno.test("a second process is refused while the first holds the journal; the lo
   await holder.stdout.cancel();
   const j = await openTest(tmp.dir, testClock());
   await j.close();
+});
+
+Deno.test("a new holder's record replaces a longer one left by an earlier holder, with nothing of it after its end", async () => {
+  await using tmp = await tempDataDir();
+  const path = `${tmp.dir}/${LOCK_FILE}`;
+  const stale = JSON.stringify({ pid: 1, incarnation: "x".repeat(500), since: "then" }) + "\n";
+  await Deno.writeTextFile(path, stale);
+  const j = await openTest(tmp.dir, testClock(), { incarnation: "inc-new" });
+  try {
+    const text = await Deno.readTextFile(path);
+    assert.ok(text.length < stale.length, `the record is ${text.length} bytes, the stale one ${stale.length}`);
+    assert.ok(
+      text.endsWith("}\n") && text.indexOf("\n") === text.length - 1,
+      `one record line: ${JSON.stringify(text)}`,
+    );
+    const holder = JSON.parse(text) as { pid: number; incarnation: string };
+    assert.deepEqual([holder.pid, holder.incarnation], [Deno.pid, "inc-new"]);
+  } finally {
+    await j.close();
+  }
 });
