@@ -52,6 +52,13 @@ export interface FileTransportOptions {
    * thread handoffs a call, four an Echo, which cost more than the bytes on a loaded host. Only for a caller that
    * serves one message at a time and runs nothing else meanwhile (`guest serve`: no timer, no signal listener; its
    * logger writes synchronously): while a read waits for the host, the event loop waits with it.
+   *
+   * Over `Deno.stdout` (a pipe, or a virtio port the init hands in as standard output) a message is not always one
+   * write: Deno's stdout is Rust's line-buffered `Stdout`, which writes up to the last 0x0A byte, then the rest, so a
+   * message holding that byte leaves in two writes (strace: 16 + 5 bytes for a 21-byte Echo) and the host may read it
+   * in two chunks. The framing does not care; it costs the host a second wake-up. The role's flags allow no other
+   * writer of fd 1: `/dev/stdout` needs `--allow-all`, and `node:net`'s `Socket({ fd: 1 })` refuses a character device
+   * (the virtio port) and measured slower over a pipe (issue 24).
    */
   readonly blocking?: boolean;
 }
