@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { boundedLines, type LineEvent } from "./bounded_lines.ts";
+import { boundedLines, type ByteReader, type LineEvent } from "./bounded_lines.ts";
 
 const enc = new TextEncoder();
 
@@ -87,7 +87,7 @@ Deno.test("the bytes kept for a partial line are counted, and never pass the cap
  */
 function readerOf(
   chunks: Uint8Array[],
-): { reader: { read(p: Uint8Array): Promise<number | null> }; reads: () => number } {
+): { reader: ByteReader; reads: () => number } {
   const queue = chunks.map((c) => c.slice());
   let reads = 0;
   return {
