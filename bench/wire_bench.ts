@@ -2,9 +2,10 @@
  * Wire costs against JSON as the anchor, measured in the same run: a NodeSpec of 64 device holds and 100 instances
  * (the delivery issue's convergence benchmark spec). `deno task bench:proto` (`deno bench bench/wire_bench.ts`) prints each group's ratios.
  *
- * The `runtime …` groups run the same generated classes on bcd's protobuf runtime (`proto/runtime/`) and on
- * protobufjs/minimal (the runtime before issue 24, the anchor), for the NodeSpec and for a Hello frame: bcd's own
- * runtime must not be slower.
+ * The `runtime …` groups run bcd's classes (compiled from the descriptor by `proto/classes.ts`) on bcd's protobuf
+ * runtime (`proto/runtime/`) against `pbjs`'s static code for the same schema (`proto/gen/bcd_static.js`, what bcd ran
+ * before issue 24's fourth stop) on protobufjs/minimal (the runtime before issue 24, the anchor), for the NodeSpec and
+ * for a Hello frame: bcd's own classes and runtime must not be slower.
  */
 import { bcd } from "../proto/gen/bcd.js";
 import { onProtobufjs } from "../proto/runtime/_on_protobufjs.ts";
@@ -93,21 +94,29 @@ for (
   ] as const
 ) {
   Deno.bench(
-    { name: `${what}.decode on protobufjs/minimal (anchor)`, group: `runtime decode ${what}`, baseline: true },
+    {
+      name: `${what}.decode, static code on protobufjs/minimal (anchor)`,
+      group: `runtime decode ${what}`,
+      baseline: true,
+    },
     () => {
       theirs.decode(body);
     },
   );
-  Deno.bench({ name: `${what}.decode on bcd's runtime`, group: `runtime decode ${what}` }, () => {
+  Deno.bench({ name: `${what}.decode, bcd's classes on bcd's runtime`, group: `runtime decode ${what}` }, () => {
     ours.decode(body);
   });
   Deno.bench(
-    { name: `${what}.encode on protobufjs/minimal (anchor)`, group: `runtime encode ${what}`, baseline: true },
+    {
+      name: `${what}.encode, static code on protobufjs/minimal (anchor)`,
+      group: `runtime encode ${what}`,
+      baseline: true,
+    },
     () => {
       theirs.encode(value).finish();
     },
   );
-  Deno.bench({ name: `${what}.encode on bcd's runtime`, group: `runtime encode ${what}` }, () => {
+  Deno.bench({ name: `${what}.encode, bcd's classes on bcd's runtime`, group: `runtime encode ${what}` }, () => {
     ours.encode(value).finish();
   });
 }

@@ -30,29 +30,34 @@ export interface Resolved {
   readonly node: NodeDesc;
 }
 
-const ROOT = descriptor as NodeDesc;
+/** The committed descriptor's root: the namespaces `bcd` and `google`. */
+export const DESCRIPTOR: NodeDesc = descriptor as NodeDesc;
 
-/** The node at `path` (`["bcd", "v1", "NodeSpec"]`), or undefined. */
-export function lookup(path: readonly string[]): NodeDesc | undefined {
-  let cur: NodeDesc | undefined = ROOT;
+/** The node at `path` (`["bcd", "v1", "NodeSpec"]`) of `schema` (the committed descriptor unless given), or undefined. */
+export function lookup(path: readonly string[], schema: NodeDesc = DESCRIPTOR): NodeDesc | undefined {
+  let cur: NodeDesc | undefined = schema;
   for (const name of path) cur = cur?.nested?.[name];
   return cur;
 }
 
 const resolved = new Map<string, Resolved>();
 
-/** Resolves a type name as protobuf scoping does: from the innermost enclosing scope outwards. Cached. */
-export function resolve(scope: readonly string[], name: string): Resolved {
+/**
+ * Resolves a type name as protobuf scoping does: from the innermost enclosing scope outwards. In the committed
+ * descriptor unless `schema` is given; cached for the committed descriptor.
+ */
+export function resolve(scope: readonly string[], name: string, schema: NodeDesc = DESCRIPTOR): Resolved {
   const key = `${scope.join(".")}|${name}`;
-  const hit = resolved.get(key);
+  const cached = schema === DESCRIPTOR;
+  const hit = cached ? resolved.get(key) : undefined;
   if (hit) return hit;
   const parts = name.replace(/^\./, "").split(".");
   for (let i = name.startsWith(".") ? 0 : scope.length; i >= 0; i--) {
     const path = [...scope.slice(0, i), ...parts];
-    const node = lookup(path);
+    const node = lookup(path, schema);
     if (node) {
       const r = { path, node };
-      resolved.set(key, r);
+      if (cached) resolved.set(key, r);
       return r;
     }
   }

@@ -1,9 +1,10 @@
 /**
- * The wire schema of bcd (`bcd.v1`): the `.proto` sources under `proto/bcd/v1/`, the protobufjs code generated from
- * them into `proto/gen/` (regenerate with `deno task proto`; CI diffs it with `deno task proto:check`), and the typed
- * layer every other module uses:
+ * The wire schema of bcd (`bcd.v1`): the `.proto` sources under `proto/bcd/v1/`, what protobufjs' CLI generates from
+ * them into `proto/gen/` (the descriptor `bcd.json`, the types `bcd.d.ts`; regenerate with `deno task proto`; CI
+ * diffs it with `deno task proto:check`), and the typed layer every other module uses:
  *
- * - `bcd` and `google`: the generated message classes (`bcd.v1.Hello`, `bcd.v1.NodeSpec`, ...) and their types.
+ * - `bcd` and `google`: the message classes (`bcd.v1.Hello`, `bcd.v1.NodeSpec`, ...), built from the descriptor on
+ *   first use (`classes.ts`), and their types.
  * - {@link decodeMessage} / {@link encodeMessage} and the session frame helpers. Before decoding, a size bound (4 MiB
  *   by default) and a budget of sub-messages (a schema-aware scan, so 4 MiB of empty sub-messages cannot make the
  *   decoder build millions of objects); one typed {@link WireDecodeError} for every body that does not decode.

@@ -1,13 +1,14 @@
 /**
- * Test and bench support: `proto/gen/bcd.js` loaded a second time, on protobufjs' runtime
- * (`_protobufjs_reference.ts`) instead of bcd's, so the same generated code can be compared on both: bytes, values and
- * errors in `runtime_test.ts`, speed in `bench/wire_bench.ts`. Needs read access to `proto/`; writes nothing (the
+ * Test and bench support: `pbjs`'s static module of bcd's classes (`proto/gen/bcd_static.js`) loaded on protobufjs'
+ * runtime (`_protobufjs_reference.ts`), the reference bcd's own classes (built from the descriptor by
+ * `proto/classes.ts`, on bcd's runtime) are compared with: bytes, values and errors in `runtime_test.ts`, speed in
+ * `bench/wire_bench.ts`. Needs read access to `proto/`; writes nothing (the
  * copy is imported from a `data:` URL).
  *
  * @module
  */
 
-const GEN = new URL("../gen/bcd.js", import.meta.url);
+const GEN = new URL("../gen/bcd_static.js", import.meta.url);
 const FROM_OBJECT = new URL("../gen/bcd_from_object.js", import.meta.url);
 /** The import line `gen.ts` gives the generated modules. */
 const IMPORT = 'import $protobuf from "../runtime/mod.ts";';
@@ -15,7 +16,7 @@ const IMPORT = 'import $protobuf from "../runtime/mod.ts";';
 const IMPORT_CLASSES = 'import "./bcd.js";';
 
 /**
- * The `bcd` and `google` namespaces of the generated module, running on protobufjs/minimal, with their `fromObject`
+ * The `bcd` and `google` namespaces of `pbjs`'s static module, running on protobufjs/minimal, with their `fromObject`
  * installed by a copy of `bcd_from_object.js` on the same runtime.
  */
 export async function onProtobufjs(): Promise<{ bcd: unknown; google: unknown }> {

@@ -1,6 +1,6 @@
 /**
- * What the generated classes reach through `$util` besides the reader and writer: the helpers of protobufjs'
- * `util/minimal` that `proto/gen/bcd.js` calls, and nothing else (`runtime_test.ts` checks every `$util.X` the module
+ * What the message classes reach through `$util` besides the reader and writer: the helpers of protobufjs'
+ * `util/minimal` that `proto/gen/bcd_static.js` and `proto/classes.ts` call, and nothing else (`runtime_test.ts` checks every `$util.X` the module
  * names is here). `Long` is `null`: 64-bit values are numbers, and the generated code takes its number branches.
  *
  * @module

@@ -1,6 +1,7 @@
 /**
- * bcd's protobuf runtime: what the generated message classes (`proto/gen/bcd.js`, from protobufjs' `pbjs`) import and
- * call, as plain ES modules on web-platform APIs only. No `node:` module, no `process`, `Buffer`, `global` or
+ * bcd's protobuf runtime: what the message classes (`proto/gen/bcd.js`, compiled from the descriptor by
+ * `proto/classes.ts`, and `pbjs`'s static module of them, `proto/gen/bcd_static.js`, which tests compare them with)
+ * import and call, as plain ES modules on web-platform APIs only. No `node:` module, no `process`, `Buffer`, `global` or
  * `require`: protobufjs' own runtime touches all of them at load, and in Deno the first touch of `process` or `global`
  * starts the Node compatibility layer, about 20 ms before an agent can send its first `Hello` (issue 24).
  *
@@ -17,8 +18,8 @@
  * Judgement calls, written down: a lone UTF-16 surrogate in a string is written as U+FFFD (protobufjs wrote bytes
  * that are not UTF-8, which every decoder, ours included, refuses); a `bigint` or other non-number given for a 64-bit
  * field is refused with a `TypeError` (protobufjs wrote it as 0). The runtime has what the generated module calls and
- * no more; `runtime_test.ts` fails when regenerated code calls a reader, writer or `$util` member it lacks (a new field
- * type), and compares every message's bytes, values and errors with protobufjs'.
+ * no more; `runtime_test.ts` fails when regenerated static code calls a reader, writer or `$util` member it lacks (a
+ * new field type), and compares every message's bytes, values and errors with the static code's on protobufjs'.
  *
  * Import message classes from `proto/mod.ts`; this module is the generated code's dependency.
  *

@@ -1,6 +1,7 @@
 /**
- * The wire-format reader the generated decoders drive (`$Reader`): the methods `proto/gen/bcd.js` calls, with
- * protobufjs' semantics and error messages (`wire.ts` classifies by them) and bcd's bounds:
+ * The wire-format reader the message classes' decoders drive (`$Reader`): the methods `proto/classes.ts` and
+ * `proto/gen/bcd_static.js` call, with protobufjs' semantics and error messages (`wire.ts` classifies by them) and
+ * bcd's bounds:
  *
  * - every read checks the bytes left first and throws `RangeError("index out of range: …")` past the end; a length
  *   prefix is checked against the bytes left before anything is read or built from it;

@@ -1,6 +1,7 @@
-// bcd's runtime against protobufjs' own, on the same generated code: `proto/gen/bcd.js` is loaded a second time with
-// its runtime import pointed at protobufjs/minimal (configured as bcd configured it), and every message type is
-// encoded, decoded and converted by both. Bytes, decoded values and errors must be the same.
+// bcd's classes and runtime against protobufjs': bcd's classes (`proto/gen/bcd.js`, built from the descriptor by
+// `proto/classes.ts`) on bcd's runtime, and `pbjs`'s static module of the same schema (`proto/gen/bcd_static.js`) with
+// its runtime import pointed at protobufjs/minimal (configured as bcd configured it); every message type is encoded,
+// decoded and converted by both. Bytes, decoded values, errors and object forms (key order included) must be the same.
 import assert from "node:assert/strict";
 import type protobuf from "protobufjs";
 import {
@@ -26,7 +27,7 @@ type Cls = {
   toObject(m: unknown, o?: unknown): unknown;
 };
 
-const GEN = new URL("../gen/bcd.js", import.meta.url);
+const GEN = new URL("../gen/bcd_static.js", import.meta.url);
 
 const root = reflectionRoot();
 const types = allMessageTypes(root);
@@ -81,12 +82,26 @@ Deno.test("every message encodes to protobufjs' bytes, filled and with edge valu
   assert.ok(compared > types.length * EDGE_ROUNDS, `${compared} comparisons`);
 });
 
+/**
+ * A decoded message's own keys, in order, and its class name, down through every sub-message and list: what `plain`
+ * leaves out (a field set to its default, the order fields were set in).
+ */
+function shape(v: unknown): unknown {
+  if (v === null || typeof v !== "object" || v instanceof Uint8Array) return typeof v;
+  if (Array.isArray(v)) return v.map(shape);
+  const o = v as Record<string, unknown>;
+  return [o.constructor?.name, ...Object.keys(o).map((k) => [k, shape(o[k])])];
+}
+
 Deno.test("bcd's decoders read protobufjs' bytes to the values protobufjs reads", () => {
   for (const type of types) {
     const [mine, ref] = pair(type);
     for (const [i, value] of values(type).entries()) {
       const bytes = ref.encode(value).finish();
-      assert.deepEqual(plain(type, mine.decode(bytes)), plain(type, ref.decode(bytes)), `${type.fullName} value ${i}`);
+      const a = mine.decode(bytes), b = ref.decode(bytes);
+      assert.deepEqual(plain(type, a), plain(type, b), `${type.fullName} value ${i}`);
+      assert.deepEqual(shape(a), shape(b), `${type.fullName} value ${i}: own keys`);
+      assert.equal(JSON.stringify(a), JSON.stringify(b), `${type.fullName} value ${i}: toJSON`);
     }
   }
 });
@@ -104,6 +119,7 @@ Deno.test("toObject and fromObject agree with protobufjs', base64 and 64-bit str
       for (const options of optionSets) {
         const objA = mine.toObject(a, options), objB = ref.toObject(b, options);
         assert.deepEqual(objA, objB, `${type.fullName} value ${i} toObject`);
+        assert.deepEqual(shape(objA), shape(objB), `${type.fullName} value ${i} toObject: keys in order`);
         const json = JSON.parse(JSON.stringify(objA));
         assert.deepEqual(
           mine.encode(mine.fromObject(json)).finish(),

@@ -1,8 +1,8 @@
 /**
- * The wire-format writer the generated encoders drive (`$Writer`): the methods `proto/gen/bcd.js` calls, writing the
- * bytes protobufjs 8 writes for the same values (`runtime_test.ts` compares them field type by field type), into one
- * growing buffer. A sub-message reserves one byte for its length (`fork`) and `ldelim` moves the body when the length
- * needs more.
+ * The wire-format writer the message classes' encoders drive (`$Writer`): the methods `proto/classes.ts` and
+ * `proto/gen/bcd_static.js` call, writing the bytes protobufjs 8 writes for the same values (`runtime_test.ts`
+ * compares them field type by field type), into one growing buffer. A sub-message reserves one byte for its length
+ * (`fork`) and `ldelim` moves the body when the length needs more.
  *
  * Allocation is what a small message costs (a new `ArrayBuffer` takes about as long as encoding a `Hello`), so, as
  * protobufjs does:
