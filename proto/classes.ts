@@ -244,13 +244,17 @@ function notDefault(kind: number, v: string): string {
   }
 }
 
-function encodeSource(fields: readonly Field[]): string {
-  const out = [
-    "return function encode(m, w, d) {",
-    "if (!w) w = W.create();",
+/** A compiled function's opening: its signature, and the nesting bound (`d`, the depth) each checks first. */
+function opening(signature: string, bound: "U" | "R"): string[] {
+  return [
+    `return function ${signature} {`,
     "if (d === undefined) d = 0;",
-    'if (d > U.recursionLimit) throw Error("max depth exceeded");',
+    `if (d > ${bound}.recursionLimit) throw Error("max depth exceeded");`,
   ];
+}
+
+function encodeSource(fields: readonly Field[]): string {
+  const out = [...opening("encode(m, w, d)", "U"), "if (!w) w = W.create();"];
   for (const [i, f] of fields.entries()) {
     const v = `m.${f.name}`, key = `w.uint32(${f.tag})`;
     const one = (x: string) =>
@@ -288,10 +292,8 @@ const READ = ["stringVerify", "bool", "uint32", "int32", "uint64", "int64", "dou
 
 function decodeSource(fields: readonly Field[]): string {
   const out = [
-    "return function decode(r, l, e, d, t) {",
+    ...opening("decode(r, l, e, d, t)", "R"),
     "if (!(r instanceof R)) r = R.create(r);",
-    "if (d === undefined) d = 0;",
-    'if (d > R.recursionLimit) throw Error("max depth exceeded");',
     "let end, m, v;",
     "if (l === undefined) end = r.len;",
     'else { end = r.pos + l; if (end > r.len) throw RangeError("index out of range"); l = r.len; r.len = end; }',
@@ -433,13 +435,7 @@ function defaultSource(f: Field): string {
 }
 
 function toObjectSource(fields: readonly Field[]): string {
-  const out = [
-    "return function toObject(m, o, d) {",
-    "if (!o) o = {};",
-    "if (d === undefined) d = 0;",
-    'if (d > U.recursionLimit) throw Error("max depth exceeded");',
-    "const b = {};",
-  ];
+  const out = [...opening("toObject(m, o, d)", "U"), "if (!o) o = {};", "const b = {};"];
   // As pbjs orders them: lists' and maps' empties, then the other defaults, then the values, in field order.
   const lists = fields.filter((f) => f.repeated), maps = fields.filter((f) => f.kind === K_MAP);
   const singles = fields.filter((f) => !f.repeated && f.kind !== K_MAP && f.oneof === undefined);
