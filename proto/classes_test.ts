@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { defineNamespace } from "./classes.ts";
-import { DESCRIPTOR, type NodeDesc } from "./descriptor.ts";
+import { DESCRIPTOR, lookup, type NodeDesc } from "./descriptor.ts";
 import { bcd, google } from "./gen/bcd.js";
 
 type Cls = {
@@ -22,8 +22,7 @@ function* messages(node: NodeDesc, path: string[]): Generator<[string[], NodeDes
 
 /** The fields `toObject` gives a default under `defaults`: all but oneof members. */
 function defaultsOf(path: string[]): Record<string, unknown> {
-  let node: NodeDesc | undefined = DESCRIPTOR;
-  for (const p of path) node = node?.nested?.[p];
+  const node = lookup(path);
   const members = new Set(Object.values(node?.oneofs ?? {}).flatMap((o) => o.oneof));
   return Object.fromEntries(Object.keys(node?.fields ?? {}).filter((f) => !members.has(f)).map((f) => [f, true]));
 }
