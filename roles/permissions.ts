@@ -301,14 +301,24 @@ export interface RoleFlagOptions {
 }
 
 /**
- * The V8 flags of the agent daemons (node, site, ramdisk, sim): a young generation of 8 MiB semi-spaces from the start.
+ * The V8 flags of the agent daemons (node, site, ramdisk, sim): a young generation of 8 MiB semi-spaces from the start,
+ * and no Sparkplug (V8's baseline compiler).
+ *
  * Before its first `Hello` an agent allocates about 5 MB of objects it keeps (its modules' tables, journal, session,
  * engine), and V8's initial 1 MiB semi-spaces made it copy them in one scavenge, 4.6-7.6 ms of the sim's start
  * (`--trace-gc`); with these it reaches `Hello` without a collection, at the same RSS then and 4 s later (issue 24).
+ *
+ * Sparkplug compiles a function to machine code once it has run 8 times, a tier for pages that must be quick in
+ * their first second; a daemon's start runs hundreds of functions just past that count and never again, and its hot
+ * paths reach Maglev and Turbofan whatever the tier below. Without it (measured 2026-12-03, 21 interleaved rounds, one
+ * run each): the shipped sim's CPU to `Hello` 105.5 -> 101.7 ms, the node's 122.8 -> 115.3 ms; `bench:commands`' event
+ * loop CPU per command 141-149 µs with and without, and the idle converge pass's median 2.7-3.1 ms either way.
+ *
  * They are part of {@link roleFlags}, so every path that runs a role (its launcher, `launch.js`, `deno compile`, the
- * tasks, `warm-cache`) runs it alike; V8 keeps a code cache written without them (measured: no cold start).
+ * tasks, `warm-cache`) runs it alike: V8 refuses a code cache made under other flags (`--no-sparkplug` counts, the
+ * semi-space size does not), so the cache `warm-cache` writes is the one the role's runs read.
  */
-export const DAEMON_V8_FLAGS: readonly string[] = ["--v8-flags=--min-semi-space-size=8"];
+export const DAEMON_V8_FLAGS: readonly string[] = ["--v8-flags=--min-semi-space-size=8,--no-sparkplug"];
 const _DAEMONS: ReadonlySet<Executable> = new Set(["node", "site", "ramdisk", "sim"]);
 
 /** The `deno run` / `deno compile` flags of `role` (permissions, and the daemons' V8 flags), in a stable order. */

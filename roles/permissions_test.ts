@@ -251,6 +251,33 @@ Deno.test("roles with argument grants run their task through the launcher, which
   }
 });
 
+Deno.test("the agent daemons run without Sparkplug: no function is queued for baseline compilation", async (t) => {
+  // A hot function is queued for Sparkplug after 8 calls; V8 traces each queued function when asked to.
+  const probe = await Deno.makeTempFile({ suffix: ".js" });
+  try {
+    await Deno.writeTextFile(
+      probe,
+      "function f(x) { return x * 2 + 1; }\nlet s = 0;\nfor (let i = 0; i < 2000; i++) s += f(i);\n",
+    );
+    const queued = async (flags: string[]) => {
+      const out = await new Deno.Command(DENO, {
+        args: ["run", ...flags, "--v8-flags=--trace-baseline-batch-compilation", probe],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assert.ok(out.success, new TextDecoder().decode(out.stderr));
+      return new TextDecoder().decode(out.stdout).split("\n").filter((l) => l.startsWith("[Baseline batch")).length;
+    };
+    assert.ok(await queued(["--quiet"]) > 0, "without the flags V8 queues functions for Sparkplug (the probe sees it)");
+    for (const role of ["node", "site", "ramdisk", "sim"] as const) {
+      await t.step(role, async () => assert.equal(await queued(roleFlags(role)), 0));
+    }
+    assert.ok(await queued(roleFlags("guest")) > 0, "the guest agent keeps Sparkplug (not a daemon flag)");
+  } finally {
+    await Deno.remove(probe);
+  }
+});
+
 Deno.test("the agent daemons start with room for what they keep before their first Hello: 8 MiB semi-spaces", async (t) => {
   // V8 reports the new space's room; the role's flags are what its launcher, launch.js and deno compile pass.
   const probe = await Deno.makeTempFile({ suffix: ".ts" });
