@@ -21,6 +21,7 @@ import {
   roleTask,
 } from "./permissions.ts";
 import { AGENT_DENO_DIR } from "../runtimes/daemon/code_cache.ts";
+import { compileEagerly, loadStartHints } from "./eager.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const DENO = Deno.execPath();
@@ -171,13 +172,14 @@ async function _copyTree(from: string, to: string): Promise<void> {
 
 /**
  * Bundles one role into `<out>/bcd-<role>/` (`out` defaults to the repository's `dist/`); `version` makes it a release
- * of that version (`AGENT_VERSION`), for the self-update.
+ * of that version (`AGENT_VERSION`), for the self-update. The functions the role's start runs (`start_hints.json`)
+ * are compiled with their modules (`eager.ts`) unless `startHints` is false (what `deno task start:hints` bundles).
  */
 export async function bundleRole(
   role: Executable,
   build: string,
   out = `${ROOT}dist`,
-  opts: { version?: string } = {},
+  opts: { version?: string; startHints?: boolean } = {},
 ): Promise<string> {
   const dir = `${out}/bcd-${role}`;
   await Deno.remove(dir, { recursive: true }).catch((e) => {
@@ -206,6 +208,7 @@ export async function bundleRole(
   const entry = roleEntry(role).replace(/^.*\//, "").replace(/\.ts$/, ".js");
   await Deno.rename(`${dir}/${entry}`, js);
   const modules: string[] = [];
+  const hints = new Set(opts.startHints === false ? [] : (await loadStartHints())[role] ?? []);
   for (const e of await Array.fromAsync(Deno.readDir(dir))) {
     if (!e.isFile || !e.name.endsWith(".js")) continue;
     modules.push(e.name);
@@ -214,7 +217,8 @@ export async function bundleRole(
       throw new Error(`${dir}/${e.name} imports the entry ${entry}, renamed bcd-${role}.js`);
     }
     const versioned = opts.version === undefined ? text : text.replaceAll("__BCD_VERSION__", opts.version);
-    await Deno.writeTextFile(`${dir}/${e.name}`, versioned.replaceAll("__BCD_BUILD__", build));
+    const { source } = compileEagerly(versioned.replaceAll("__BCD_BUILD__", build), hints);
+    await Deno.writeTextFile(`${dir}/${e.name}`, source);
   }
   await Deno.writeTextFile(`${dir}/${WARM_CACHE_MODULE}`, warmCacheSource(role, modules));
   if (ARG_GRANTS[role].length > 0) {

@@ -1,0 +1,100 @@
+/**
+ * Start hints: the bundled functions a role's start runs are compiled with its module, so V8's code cache holds them.
+ *
+ * Deno writes a module's V8 code cache when it first compiles the module, before running it; the cache then holds the
+ * module's top-level code and the functions V8 compiled eagerly, and every function first called later is parsed and
+ * compiled again on every start (issue 24: the shipped sim compiled 311 functions of its entry that way before its
+ * first `Hello`, 83 KB of source). V8 compiles eagerly a function expression in parentheses (`(function f() {...})`,
+ * its "PIFE" heuristic, which Deno's compile honours; V8's magic comments for the same need a compile option Deno
+ * does not pass). So, after bundling, each top-level function declaration whose name is in the role's hints becomes
+ * `var f=(function f(...){...});`, moved to the top of its module so that it is bound before any of the module's code
+ * runs, as a declaration is: the hoisted binding and the function's behaviour are unchanged, and the function is
+ * compiled with the module and cached with it.
+ *
+ * Hints are the functions' source names (`--keep-names` writes `name(f,"sourceName")` beside each minified
+ * declaration), listed per role in `start_hints.json` by `deno task start:hints`, which runs the role's bundle to its
+ * first `Hello` and asks V8 which functions it compiled lazily. A hint that no longer names a function does nothing,
+ * and a name shared by several functions hoists each; so a stale list costs start time, never behaviour. Methods stay
+ * lazy: V8 has no eager form for them.
+ *
+ * @module
+ */
+import * as acorn from "acorn";
+
+/** What {@link compileEagerly} did to one module. */
+export interface EagerResult {
+  readonly source: string;
+  /** The source names of the declarations it hoisted (one per declaration). */
+  readonly hoisted: readonly string[];
+}
+
+// deno-lint-ignore no-explicit-any
+type Node = any;
+
+/** A top-level function declaration of a module. */
+export interface TopLevelFunction {
+  readonly node: Node;
+  /** Its name in the module (minified). */
+  readonly name: string;
+  /** Its source name: `--keep-names`' `helper(f, "sourceName")` beside it, else its own name. */
+  readonly sourceName: string;
+  /** The offset of its parameter list, where V8's function events place a lazily compiled function. */
+  readonly params: number;
+}
+
+/** The top-level function declarations of `program` (acorn's, of `source`), in order. */
+export function topLevelFunctions(program: Node, source: string): TopLevelFunction[] {
+  const declarations: Node[] = program.body.filter((st: Node) => st.type === "FunctionDeclaration" && st.id);
+  const declared = new Set(declarations.map((d) => d.id.name as string));
+  const names = new Map<string, string>();
+  for (const st of program.body) {
+    const call = st.type === "ExpressionStatement" ? st.expression : undefined;
+    if (call?.type !== "CallExpression" || call.callee.type !== "Identifier" || call.arguments.length !== 2) continue;
+    const [fn, name] = call.arguments;
+    if (
+      fn.type === "Identifier" && declared.has(fn.name) && name.type === "Literal" && typeof name.value === "string"
+    ) {
+      names.set(fn.name, name.value);
+    }
+  }
+  return declarations.map((d) => ({
+    node: d,
+    name: d.id.name,
+    sourceName: names.get(d.id.name) ?? d.id.name,
+    params: source.indexOf("(", d.id.end),
+  }));
+}
+
+/**
+ * Rewrites the top-level function declarations of ES module `source` whose source names are in `hints` into
+ * parenthesised function expressions bound by `var` at the top of the module (see the module doc). `source` must parse
+ * as a module; one that does not throws, naming where.
+ */
+export function compileEagerly(source: string, hints: ReadonlySet<string>): EagerResult {
+  if (hints.size === 0) return { source, hoisted: [] };
+  const program: Node = acorn.parse(source, { ecmaVersion: "latest", sourceType: "module" });
+  const chosen = topLevelFunctions(program, source).filter((f) => hints.has(f.sourceName));
+  if (chosen.length === 0) return { source, hoisted: [] };
+  let rest = "";
+  let at = 0;
+  for (const { node } of chosen) {
+    rest += source.slice(at, node.start);
+    at = node.end;
+  }
+  rest += source.slice(at);
+  const head = chosen.map(({ node, name }) => `var ${name}=(${source.slice(node.start, node.end)});`).join("");
+  return { source: `${head}\n${rest}`, hoisted: chosen.map((f) => f.sourceName) };
+}
+
+/** The committed hints: role -> the source names of the functions its start compiles (`start_hints.json`). */
+export type StartHints = Readonly<Record<string, readonly string[]>>;
+
+/** `start_hints.json` beside this module, or no hints when it is absent. */
+export async function loadStartHints(path = new URL("./start_hints.json", import.meta.url)): Promise<StartHints> {
+  try {
+    return JSON.parse(await Deno.readTextFile(path)) as StartHints;
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return {};
+    throw e;
+  }
+}
