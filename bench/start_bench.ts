@@ -157,7 +157,7 @@ function _fromSource(root: string, role: string, flags: string[]): [string, stri
  * The shipped bundle's own Deno on its entry, with `flags`: what `dist/bcd-ROLE/bcd-ROLE run` execs (its launcher
  * adds the role's fixed flags; a test's helper socket and fake tools need `flags` of their own).
  */
-function _shipped(root: string, role: string, flags: string[]): [string, string[]] {
+export function shipped(root: string, role: string, flags: string[]): [string, string[]] {
   const dir = `${root}dist/bcd-${role}`;
   return [`${dir}/deno`, [
     "run",
@@ -181,7 +181,7 @@ async function _afterWarmCache(
 ): Promise<Start> {
   const denoDir = await Deno.makeTempDir({ prefix: "bcd-bench-deno-dir-" });
   try {
-    const [cmd, args] = via === "launcher" ? [`${root}dist/bcd-node/bcd-node`, []] : _shipped(root, "node", flags);
+    const [cmd, args] = via === "launcher" ? [`${root}dist/bcd-node/bcd-node`, []] : shipped(root, "node", flags);
     const warm = await new Deno.Command(cmd, {
       args: [...args, "warm-cache"],
       env: { DENO_DIR: denoDir },
@@ -189,7 +189,7 @@ async function _afterWarmCache(
       stderr: "piped",
     }).output();
     if (!warm.success) throw new Error(`exited ${warm.code} in warm-cache: ${new TextDecoder().decode(warm.stderr)}`);
-    return await _toHello(..._shipped(root, "node", flags), config, { DENO_DIR: denoDir }, root);
+    return await _toHello(...shipped(root, "node", flags), config, { DENO_DIR: denoDir }, root);
   } finally {
     await Deno.remove(denoDir, { recursive: true });
   }
@@ -302,7 +302,7 @@ export async function benchStart(
     if (_isFile(`${root}dist/bcd-node/bcd-node.js`)) {
       rows.push({
         name: `node role as shipped (dist/bcd-node's deno and bundle), beside bcd-helper${tag}`,
-        run: () => _toHello(..._shipped(root, "node", helped.agentFlags()), helped.config, {}, root),
+        run: () => _toHello(...shipped(root, "node", helped.agentFlags()), helped.config, {}, root),
         xs: [],
       });
       if (root === ROOT) {
@@ -319,7 +319,7 @@ export async function benchStart(
           run: async () => {
             const denoDir = await Deno.makeTempDir({ dir: work, prefix: "deno-dir-" });
             try {
-              return await _toHello(..._shipped(root, "node", helped.agentFlags()), helped.config, {
+              return await _toHello(...shipped(root, "node", helped.agentFlags()), helped.config, {
                 DENO_DIR: denoDir,
               }, root);
             } finally {

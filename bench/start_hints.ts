@@ -20,6 +20,7 @@ import { TestbedGateway } from "../fixtures/testbed/gateway.ts";
 import { SimNode } from "../fixtures/testbed/sim_node.ts";
 import { AgentWithHelper } from "../fixtures/testbed/node_helper.ts";
 import { topLevelFunctions } from "../roles/eager.ts";
+import { shipped } from "./start_bench.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const HINTS = `${ROOT}roles/start_hints.json`;
@@ -44,27 +45,23 @@ function lazilyParsed(log: string): Map<string, Set<number>> {
   return byUrl;
 }
 
-/** Runs `args` (a shipped entry and its `run` flags) to its first Hello with V8's function events logged; the log. */
-async function logToHello(dir: string, flags: string[], config: string, env: Record<string, string>): Promise<string> {
-  const log = `${dir}/v8.log`;
+/** Runs the role bundled under `root` to its first Hello with V8's function events logged; the log. */
+async function logToHello(
+  root: string,
+  role: string,
+  flags: string[],
+  config: string,
+  env: Record<string, string>,
+): Promise<string> {
+  const log = `${root}v8-${role}.log`;
   const gw = helloServer();
-  const role = dir.replace(/^.*\/bcd-/, "");
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "--no-config",
-      "--no-lock",
-      "--node-modules-dir=manual",
-      ...flags,
-      `--v8-flags=--log-function-events,--logfile=${log},--no-logfile-per-isolate`,
-      `${dir}/bcd-${role}.js`,
-      "run",
-      "--config",
-      config,
-      "--gateway",
-      gw.url,
-    ],
-    env: { BCD_LOG_LEVEL: "warn", DENO_DIR: `${dir}/deno-dir`, ...env },
+  const [cmd, args] = shipped(root, role, [
+    ...flags,
+    `--v8-flags=--log-function-events,--logfile=${log},--no-logfile-per-isolate`,
+  ]);
+  const child = new Deno.Command(cmd, {
+    args: [...args, "run", "--config", config, "--gateway", gw.url],
+    env: { BCD_LOG_LEVEL: "warn", DENO_DIR: `${root}deno-dir`, ...env },
     stdout: "null",
     stderr: "piped",
   }).spawn();
@@ -109,12 +106,12 @@ if (import.meta.main) {
 
     const hints: Record<string, string[]> = {};
     for (const role of ["node", "sim"] as const) {
-      const dir = await bundleRole(role, "start-hints", work, { startHints: false });
+      const dir = await bundleRole(role, "start-hints", `${work}/dist`, { startHints: false });
       const log = role === "sim"
-        ? await logToHello(dir, roleFlags("sim"), `${sim.dataDir}/config.toml`, {
+        ? await logToHello(`${work}/`, role, roleFlags("sim"), `${sim.dataDir}/config.toml`, {
           BCD_BOOT_ID_PATH: `${sim.dataDir}/boot_id`,
         })
-        : await logToHello(dir, helped.agentFlags(), helped.config, {});
+        : await logToHello(`${work}/`, role, helped.agentFlags(), helped.config, {});
       hints[role] = await hintsOf(dir, log);
       console.log(`${role}: ${hints[role].length} top-level functions compiled before its first Hello`);
     }
