@@ -21,7 +21,7 @@ import {
   roleTask,
 } from "./permissions.ts";
 import { AGENT_DENO_DIR } from "../runtimes/daemon/code_cache.ts";
-import { compileEagerly, loadStartHints } from "./eager.ts";
+import { compileBundleEagerly, loadStartHints } from "./eager.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const DENO = Deno.execPath();
@@ -207,19 +207,21 @@ export async function bundleRole(
   // The entry keeps its source name (roles/sim.ts -> sim.js); it is renamed, which only holds while no chunk imports it.
   const entry = roleEntry(role).replace(/^.*\//, "").replace(/\.ts$/, ".js");
   await Deno.rename(`${dir}/${entry}`, js);
-  const modules: string[] = [];
-  const hints = new Set(opts.startHints === false ? [] : (await loadStartHints())[role] ?? []);
+  const texts = new Map<string, string>();
   for (const e of await Array.fromAsync(Deno.readDir(dir))) {
     if (!e.isFile || !e.name.endsWith(".js")) continue;
-    modules.push(e.name);
     const text = await Deno.readTextFile(`${dir}/${e.name}`);
     if (text.includes(`"./${entry}"`)) {
       throw new Error(`${dir}/${e.name} imports the entry ${entry}, renamed bcd-${role}.js`);
     }
     const versioned = opts.version === undefined ? text : text.replaceAll("__BCD_VERSION__", opts.version);
-    const { source } = compileEagerly(versioned.replaceAll("__BCD_BUILD__", build), hints);
-    await Deno.writeTextFile(`${dir}/${e.name}`, source);
+    texts.set(e.name, versioned.replaceAll("__BCD_BUILD__", build));
   }
+  const hints = new Set(opts.startHints === false ? [] : (await loadStartHints())[role] ?? []);
+  for (const [name, source] of compileBundleEagerly(texts, hints).modules) {
+    await Deno.writeTextFile(`${dir}/${name}`, source);
+  }
+  const modules = [...texts.keys()];
   await Deno.writeTextFile(`${dir}/${WARM_CACHE_MODULE}`, warmCacheSource(role, modules));
   if (ARG_GRANTS[role].length > 0) {
     await _run(DENO, [

@@ -9,7 +9,9 @@
  * does not pass). So, after bundling, each top-level function declaration whose name is in the role's hints becomes
  * `var f=(function f(...){...});`, moved to the top of its module so that it is bound before any of the module's code
  * runs, as a declaration is: the hoisted binding and the function's behaviour are unchanged, and the function is
- * compiled with the module and cached with it.
+ * compiled with the module and cached with it. (A declaration is bound before any module of the bundle runs, a `var`
+ * only once its own module starts; the two differ only for a module that another calls into before it ran, which a
+ * cycle of imports allows, so a module on one is left as it is: {@link inImportCycles}.)
  *
  * Hints are the functions' source names (`--keep-names` writes `name(f,"sourceName")` beside each minified
  * declaration), listed per role in `start_hints.json` by `deno task start:hints`, which runs the role's bundle to its
@@ -84,6 +86,56 @@ export function compileEagerly(source: string, hints: ReadonlySet<string>): Eage
   rest += source.slice(at);
   const head = chosen.map(({ node, name }) => `var ${name}=(${source.slice(node.start, node.end)});`).join("");
   return { source: `${head}\n${rest}`, hoisted: chosen.map((f) => f.sourceName) };
+}
+
+/**
+ * The modules of a bundle (file name -> source, importing each other as `"./name"`) that are on a cycle of static
+ * imports. In such a cycle one module runs before the other has run, so the other's `var`-bound functions would not
+ * be bound yet where its declarations were: {@link compileBundleEagerly} leaves them as they are.
+ */
+export function inImportCycles(modules: ReadonlyMap<string, string>): Set<string> {
+  const edges = new Map<string, string[]>();
+  for (const [name, source] of modules) {
+    const program: Node = acorn.parse(source, { ecmaVersion: "latest", sourceType: "module" });
+    edges.set(
+      name,
+      program.body
+        .filter((st: Node) => st.source && /^(Import|ExportNamed|ExportAll)Declaration$/.test(st.type))
+        .map((st: Node) => String(st.source.value).replace(/^\.\//, ""))
+        .filter((to: string) => modules.has(to)),
+    );
+  }
+  const onCycle = new Set<string>();
+  const reaches = (from: string, target: string, seen = new Set<string>()): boolean => {
+    for (const to of edges.get(from) ?? []) {
+      if (to === target) return true;
+      if (!seen.has(to) && (seen.add(to), reaches(to, target, seen))) return true;
+    }
+    return false;
+  };
+  for (const name of modules.keys()) if (reaches(name, name)) onCycle.add(name);
+  return onCycle;
+}
+
+/**
+ * {@link compileEagerly} over every module of a bundle not on an import cycle ({@link inImportCycles}); the modules'
+ * new sources, and the source names hoisted in all.
+ */
+export function compileBundleEagerly(
+  modules: ReadonlyMap<string, string>,
+  hints: ReadonlySet<string>,
+): { modules: Map<string, string>; hoisted: number } {
+  const out = new Map(modules);
+  if (hints.size === 0) return { modules: out, hoisted: 0 };
+  const cyclic = inImportCycles(modules);
+  let hoisted = 0;
+  for (const [name, source] of modules) {
+    if (cyclic.has(name)) continue;
+    const r = compileEagerly(source, hints);
+    out.set(name, r.source);
+    hoisted += r.hoisted.length;
+  }
+  return { modules: out, hoisted };
 }
 
 /** The committed hints: role -> the source names of the functions its start compiles (`start_hints.json`). */

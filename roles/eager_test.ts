@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import * as acorn from "acorn";
-import { compileEagerly, loadStartHints, topLevelFunctions } from "./eager.ts";
+import { compileBundleEagerly, compileEagerly, inImportCycles, loadStartHints, topLevelFunctions } from "./eager.ts";
 import { bundleRole } from "./build.ts";
 
 // A module as esbuild writes one with --minify --keep-names: minified declarations, each named by a helper call.
@@ -59,6 +59,34 @@ Deno.test("compileEagerly leaves a module without hinted declarations as it is, 
   assert.deepEqual(compileEagerly(MODULE, new Set()).source, MODULE);
   assert.deepEqual(compileEagerly(MODULE, new Set(["absent"])), { source: MODULE, hoisted: [] });
   assert.throws(() => compileEagerly("function (", new Set(["x"])), SyntaxError);
+});
+
+Deno.test("a module on an import cycle keeps its declarations: the module before it in the cycle may call them", async () => {
+  // The entry imports b.js, which imports a.js, which imports b.js back: a.js runs first and calls b's `g` while b.js
+  // has not run, where only a declaration is bound.
+  const bundle = new Map([
+    ["entry.js", 'import"./b.js";import{r}from"./a.js";export{r};'],
+    ["a.js", 'import{g}from"./b.js";export const r=g();'],
+    ["b.js", 'import"./a.js";var k=(f,n)=>f;function g(){return 7}k(g,"seven");export{g};'],
+    ["c.js", 'var k=(f,n)=>f;function g(){return 8}k(g,"seven");export{g};'],
+  ]);
+  assert.deepEqual([...inImportCycles(bundle)].sort(), ["a.js", "b.js"]);
+  const { modules, hoisted } = compileBundleEagerly(bundle, new Set(["seven"]));
+  assert.equal(hoisted, 1);
+  assert.equal(modules.get("b.js"), bundle.get("b.js"));
+  assert.ok(modules.get("c.js")!.startsWith("var g=(function g()"));
+  const work = await Deno.makeTempDir({ prefix: "bcd-eager-cycle-" });
+  try {
+    for (const [name, source] of modules) await Deno.writeTextFile(`${work}/${name}`, source);
+    assert.equal((await import(`file://${work}/entry.js`)).r, 7);
+    // The same bundle with b.js rewritten anyway (a fresh directory: modules load once per URL) fails as said above.
+    await Deno.mkdir(`${work}/forced`);
+    for (const [name, source] of bundle) await Deno.writeTextFile(`${work}/forced/${name}`, source);
+    await Deno.writeTextFile(`${work}/forced/b.js`, compileEagerly(bundle.get("b.js")!, new Set(["seven"])).source);
+    await assert.rejects(import(`file://${work}/forced/entry.js`), TypeError);
+  } finally {
+    await Deno.remove(work, { recursive: true });
+  }
 });
 
 Deno.test("V8 compiles a hoisted function with its module, so a call after the module ran parses nothing", async () => {
