@@ -218,7 +218,7 @@ export async function bundleRole(
     texts.set(e.name, versioned.replaceAll("__BCD_BUILD__", build));
   }
   const hints = new Set(opts.startHints === false ? [] : (await loadStartHints())[role] ?? []);
-  for (const [name, source] of compileBundleEagerly(texts, hints).modules) {
+  for (const [name, source] of compileBundleEagerly(texts, hints)) {
     await Deno.writeTextFile(`${dir}/${name}`, source);
   }
   const modules = [...texts.keys()];

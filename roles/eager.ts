@@ -117,25 +117,16 @@ export function inImportCycles(modules: ReadonlyMap<string, string>): Set<string
   return onCycle;
 }
 
-/**
- * {@link compileEagerly} over every module of a bundle not on an import cycle ({@link inImportCycles}); the modules'
- * new sources, and the source names hoisted in all.
- */
+/** {@link compileEagerly} over every module of a bundle not on an import cycle ({@link inImportCycles}). */
 export function compileBundleEagerly(
   modules: ReadonlyMap<string, string>,
   hints: ReadonlySet<string>,
-): { modules: Map<string, string>; hoisted: number } {
+): Map<string, string> {
   const out = new Map(modules);
-  if (hints.size === 0) return { modules: out, hoisted: 0 };
+  if (hints.size === 0) return out;
   const cyclic = inImportCycles(modules);
-  let hoisted = 0;
-  for (const [name, source] of modules) {
-    if (cyclic.has(name)) continue;
-    const r = compileEagerly(source, hints);
-    out.set(name, r.source);
-    hoisted += r.hoisted.length;
-  }
-  return { modules: out, hoisted };
+  for (const [name, source] of modules) if (!cyclic.has(name)) out.set(name, compileEagerly(source, hints).source);
+  return out;
 }
 
 /** The committed hints: role -> the source names of the functions its start compiles (`start_hints.json`). */
