@@ -173,7 +173,8 @@ async function _copyTree(from: string, to: string): Promise<void> {
 /**
  * Bundles one role into `<out>/bcd-<role>/` (`out` defaults to the repository's `dist/`); `version` makes it a release
  * of that version (`AGENT_VERSION`), for the self-update. The functions the role's start runs (`start_hints.json`)
- * are compiled with their modules (`eager.ts`) unless `startHints` is false (what `deno task start:hints` bundles).
+ * are compiled with their modules (`eager.ts`) and names are written into the source rather than set as it runs
+ * (`static_names.ts`), unless `startHints` is false: the bundle as esbuild wrote it (what `deno task start:hints` reads).
  */
 export async function bundleRole(
   role: Executable,
@@ -217,10 +218,11 @@ export async function bundleRole(
     const versioned = opts.version === undefined ? text : text.replaceAll("__BCD_VERSION__", opts.version);
     texts.set(e.name, versioned.replaceAll("__BCD_BUILD__", build));
   }
-  const hints = new Set(opts.startHints === false ? [] : (await loadStartHints())[role] ?? []);
-  for (const [name, source] of compileBundleEagerly(texts, hints)) {
-    await Deno.writeTextFile(`${dir}/${name}`, source);
-  }
+  // As esbuild wrote it when `startHints` is false: what `deno task start:hints` reads its declarations from.
+  const rewritten = opts.startHints === false
+    ? texts
+    : compileBundleEagerly(texts, new Set((await loadStartHints())[role] ?? []));
+  for (const [name, source] of rewritten) await Deno.writeTextFile(`${dir}/${name}`, source);
   const modules = [...texts.keys()];
   await Deno.writeTextFile(`${dir}/${WARM_CACHE_MODULE}`, warmCacheSource(role, modules));
   if (ARG_GRANTS[role].length > 0) {

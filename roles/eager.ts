@@ -22,6 +22,7 @@
  * @module
  */
 import * as acorn from "acorn";
+import { applyEdits, type Edit, keepNamesHelpers, staticNames } from "./static_names.ts";
 
 /** What {@link compileEagerly} did to one module. */
 export interface EagerResult {
@@ -69,23 +70,41 @@ export function topLevelFunctions(program: Node, source: string): TopLevelFuncti
 
 /**
  * Rewrites the top-level function declarations of ES module `source` whose source names are in `hints` into
- * parenthesised function expressions bound by `var` at the top of the module (see the module doc). `source` must parse
- * as a module; one that does not throws, naming where.
+ * parenthesised function expressions bound by `var` at the top of the module (see the module doc). With `helpers`
+ * (the local names of its `--keep-names` helper, `static_names.ts`) it also writes the source names into the module:
+ * its class and function expressions take theirs, and so does each declaration that can (hoisted as a `var`-bound
+ * expression too, unparenthesised unless hinted), its helper call dropped. `hoist: false` (a module on an import
+ * cycle) leaves its declarations as they are. `source` must parse as a module; one that does not throws, naming where.
  */
-export function compileEagerly(source: string, hints: ReadonlySet<string>): EagerResult {
-  if (hints.size === 0) return { source, hoisted: [] };
+export function compileEagerly(
+  source: string,
+  hints: ReadonlySet<string>,
+  helpers: ReadonlySet<string> = new Set(),
+  hoist = true,
+): EagerResult {
+  if (hints.size === 0 && helpers.size === 0) return { source, hoisted: [] };
   const program: Node = acorn.parse(source, { ecmaVersion: "latest", sourceType: "module" });
-  const chosen = topLevelFunctions(program, source).filter((f) => hints.has(f.sourceName));
-  if (chosen.length === 0) return { source, hoisted: [] };
-  let rest = "";
-  let at = 0;
-  for (const { node } of chosen) {
-    rest += source.slice(at, node.start);
-    at = node.end;
+  const { edits, declarations } = staticNames(program, source, helpers);
+  const chosen = hoist
+    ? topLevelFunctions(program, source).filter((f) => hints.has(f.sourceName) || declarations.has(f.name))
+    : [];
+  if (chosen.length === 0 && edits.length === 0) return { source, hoisted: [] };
+  const moved: Edit[] = [];
+  let head = "";
+  for (const { node, name, sourceName } of chosen) {
+    const named = declarations.get(name);
+    const own = named ? [...edits, { start: node.id.start, end: node.id.end, text: named.name }] : edits;
+    const text = applyEdits(source, node.start, node.end, own);
+    head += hints.has(sourceName) ? `var ${name}=(${text});` : `var ${name}=${text};`;
+    moved.push({ start: node.start, end: node.end, text: "" });
+    if (named) moved.push({ start: named.statement.start, end: named.statement.end, text: "" });
   }
-  rest += source.slice(at);
-  const head = chosen.map(({ node, name }) => `var ${name}=(${source.slice(node.start, node.end)});`).join("");
-  return { source: `${head}\n${rest}`, hoisted: chosen.map((f) => f.sourceName) };
+  const outside = edits.filter((e) => !moved.some((m) => e.start >= m.start && e.end <= m.end));
+  const rest = applyEdits(source, 0, source.length, [...moved, ...outside]);
+  return {
+    source: head === "" ? rest : `${head}\n${rest}`,
+    hoisted: chosen.filter((f) => hints.has(f.sourceName)).map((f) => f.sourceName),
+  };
 }
 
 /**
@@ -117,15 +136,23 @@ export function inImportCycles(modules: ReadonlyMap<string, string>): Set<string
   return onCycle;
 }
 
-/** {@link compileEagerly} over every module of a bundle not on an import cycle ({@link inImportCycles}). */
+/**
+ * {@link compileEagerly} over every module of a bundle, with each module's keep-names helpers
+ * (`static_names.ts`); a module on an import cycle ({@link inImportCycles}) keeps its declarations.
+ */
 export function compileBundleEagerly(
   modules: ReadonlyMap<string, string>,
   hints: ReadonlySet<string>,
 ): Map<string, string> {
-  const out = new Map(modules);
-  if (hints.size === 0) return out;
+  const programs = new Map(
+    [...modules].map(([name, source]) => [name, acorn.parse(source, { ecmaVersion: "latest", sourceType: "module" })]),
+  );
+  const helpers = keepNamesHelpers(programs);
   const cyclic = inImportCycles(modules);
-  for (const [name, source] of modules) if (!cyclic.has(name)) out.set(name, compileEagerly(source, hints).source);
+  const out = new Map<string, string>();
+  for (const [name, source] of modules) {
+    out.set(name, compileEagerly(source, hints, helpers.get(name), !cyclic.has(name)).source);
+  }
   return out;
 }
 
