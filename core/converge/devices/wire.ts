@@ -18,12 +18,12 @@ function _u64(v: U64, what: string): number | undefined {
   return n === 0 ? undefined : n;
 }
 
-const _BINDINGS = bcd.v1.DeviceAssignment.Binding as unknown as Record<string, number>;
-
 function _binding(v: unknown): string {
   if (typeof v === "string") return v;
   const n = typeof v === "number" ? v : 0;
-  return Object.keys(_BINDINGS).find((k) => _BINDINGS[k] === n) ?? `BINDING_${n}`;
+  // Read here, not when the module loads: reading `DeviceAssignment` defines its class (issue 24).
+  const bindings = bcd.v1.DeviceAssignment.Binding as unknown as Record<string, number>;
+  return Object.keys(bindings).find((k) => bindings[k] === n) ?? `BINDING_${n}`;
 }
 
 interface _WireLimits {
