@@ -101,6 +101,18 @@ Deno.test("the sim role loads no helper client, protocol codec or argument table
   assert.deepEqual(helperSide.filter((m) => graph.includes(m)), []);
 });
 
+Deno.test("the node role loads the helper's client and codec, not its argument table: only the helper checks arguments", async () => {
+  // The table and its request decoder (~50 KB of source, with the libvirt, host, disk and kexec checks) ran at no
+  // agent's start but loaded at each one's through the codec and core/helper/mod.ts (issue 24).
+  // The client loads when the start connects to the helper, beside the role's static graph.
+  for (const entry of ["roles/node.ts", "runtimes/helper/client.ts"]) {
+    const graph = await staticGraph(entry);
+    assert.ok(graph.includes("core/helper/protocol.ts"), "the graph was read");
+    const serverSide = graph.filter((m) => /^core\/helper\/(args(_\w+)?|arg_fields|request)\.ts$/.test(m));
+    assert.deepEqual(serverSide, [], entry);
+  }
+});
+
 Deno.test("the node role loads the instance config delivery only when [instances] agent_config_url is set", async () => {
   const graph = await staticGraph("roles/node.ts");
   assert.ok(graph.includes("roles/node_instances.ts"), "the graph was read");

@@ -16,23 +16,9 @@
 import { INSTANCE_ID, MAX_NICS_PER_PLAN } from "../converge/instances/domain_plan.ts";
 import type { UnitState } from "../converge/instances/ch_port.ts";
 import { argObject as _object, refuseArg as _refuse } from "./arg_fields.ts";
+import { CH_OPS, type ChOp } from "./ops_vm.ts";
 
-/** The ch ops, in the order the docs list them. */
-export const CH_OPS = [
-  "ch.taps",
-  "ch.untaps",
-  "ch.launch",
-  "ch.add_net",
-  "ch.restore",
-  "ch.stop",
-  "ch.state",
-  "ch.vfio",
-  "ch.unvfio",
-  "ch.memory",
-] as const;
-
-/** A ch op. */
-export type ChOp = typeof CH_OPS[number];
+export { CH_OPS, type ChOp };
 
 /** An instance verb's arguments. */
 export interface ChIdArgs {

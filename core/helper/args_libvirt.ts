@@ -34,28 +34,9 @@ import {
 import { VOLUME_ID, VOLUME_SERIAL } from "../volumes/grammar.ts";
 import { isValidAllocationId } from "../converge/devices/assignment.ts";
 import { argObject as _object, refuseArg as _refuse, showArg as _show } from "./arg_fields.ts";
+import { LIBVIRT_OPS, type LibvirtOp } from "./ops_vm.ts";
 
-/** The libvirt ops, in the order the docs list them. */
-export const LIBVIRT_OPS = [
-  "libvirt.list",
-  "libvirt.define",
-  "libvirt.start",
-  "libvirt.suspend",
-  "libvirt.resume",
-  "libvirt.shutdown",
-  "libvirt.destroy",
-  "libvirt.undefine",
-  "libvirt.blockresize",
-  "libvirt.attach_disk",
-  "libvirt.detach_disk",
-  "libvirt.save",
-  "libvirt.restore",
-  "libvirt.setmem",
-  "libvirt.domstats",
-] as const;
-
-/** A libvirt op. */
-export type LibvirtOp = typeof LIBVIRT_OPS[number];
+export { LIBVIRT_OPS, type LibvirtOp };
 
 /** A domain verb's arguments. */
 export interface LibvirtIdArgs {

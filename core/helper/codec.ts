@@ -1,82 +1,24 @@
 /**
- * Encoding and decoding the helper protocol's lines ({@link ./protocol.ts}). Decoders take one line without its
- * newline, already bounded by the line reader, and refuse with a {@link HelperError} that names what is wrong:
- * a request's top-level fields are exactly `id`, `op` and `args`; its arguments are checked by {@link checkArgs}.
+ * Encoding the helper protocol's lines ({@link ./protocol.ts}) and decoding its answers: what the agent's client runs.
+ * Decoders take one line without its newline, already bounded by the line reader, and refuse with a {@link HelperError}
+ * that names what is wrong. Decoding requests, which checks their arguments, is the server's (`request.ts`): apart, so
+ * that an agent does not load the argument table at start (issue 24).
  *
  * @module
  */
-import { checkArgs } from "./args.ts";
 import { HELPER_ERROR_CODES, HelperError, type HelperErrorCode } from "./errors.ts";
-import {
-  type HelperAnswer,
-  type HelperArgs,
-  type HelperOp,
-  type HelperRequest,
-  type HelperResults,
-  isHelperOp,
-} from "./protocol.ts";
-
-const _REQUEST_FIELDS = ["id", "op", "args"];
+import { type HelperAnswer, type HelperArgs, type HelperOp, type HelperResults } from "./protocol.ts";
 
 /** The id of a request line as far as it can be read (for a refusal's answer), else `null`. */
-function _idOf(v: unknown): number | null {
+export function requestIdOf(v: unknown): number | null {
   if (typeof v !== "object" || v === null) return null;
   const id = (v as { id?: unknown }).id;
   return typeof id === "number" && Number.isSafeInteger(id) && id >= 0 ? id : null;
 }
 
-/** A request line refused: the id it carried (or `null`) and why. */
-export class RequestRefused extends Error {
-  override name = "RequestRefused";
-  constructor(readonly id: number | null, readonly error: HelperError) {
-    super(error.message, { cause: error });
-  }
-}
-
 /** Encodes a request line (with its newline). */
 export function encodeRequest<O extends HelperOp>(id: number, op: O, args: HelperArgs[O]): string {
   return JSON.stringify({ id, op, args }) + "\n";
-}
-
-/**
- * Decodes and checks one request line. Throws {@link RequestRefused} carrying the request's id when it could be read,
- * so the refusal can be answered to the right caller. With `allowed` (the ops of the role the helper serves), an op of
- * the protocol outside it is refused `not-allowed` before its arguments are looked at.
- */
-export function decodeRequest(line: string, allowed?: ReadonlySet<HelperOp>): HelperRequest {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(line);
-  } catch (e) {
-    throw new RequestRefused(null, new HelperError("malformed", `request is not JSON: ${(e as Error).message}`));
-  }
-  const id = _idOf(raw);
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    throw new RequestRefused(null, new HelperError("malformed", "request is not a JSON object"));
-  }
-  const o = raw as Record<string, unknown>;
-  if (id === null) throw new RequestRefused(null, new HelperError("malformed", "request id is not an integer ≥ 0"));
-  for (const k of Object.keys(o)) {
-    if (!_REQUEST_FIELDS.includes(k)) {
-      throw new RequestRefused(id, new HelperError("unknown-field", `request: unknown field ${k}`));
-    }
-  }
-  if (typeof o.op !== "string") {
-    throw new RequestRefused(id, new HelperError("malformed", "request op is not a string"));
-  }
-  const op = o.op;
-  if (!isHelperOp(op)) {
-    throw new RequestRefused(id, new HelperError("unknown-op", `unknown op ${JSON.stringify(op.slice(0, 64))}`));
-  }
-  if (allowed !== undefined && !allowed.has(op)) {
-    throw new RequestRefused(id, new HelperError("not-allowed", `${op} is not an op of the role this helper serves`));
-  }
-  try {
-    return { id, op, args: checkArgs(op, o.args) } as HelperRequest;
-  } catch (e) {
-    if (e instanceof HelperError) throw new RequestRefused(id, e);
-    throw e;
-  }
 }
 
 /** Encodes a successful answer line. */
@@ -101,7 +43,7 @@ export function decodeAnswer(line: string): HelperAnswer {
     throw new HelperError("malformed", "answer is not a JSON object");
   }
   const o = raw as Record<string, unknown>;
-  const id = o.id === null ? null : _idOf(o);
+  const id = o.id === null ? null : requestIdOf(o);
   if (o.ok === true) {
     if (id === null) throw new HelperError("malformed", "answer has no id");
     if (typeof o.result !== "object" || o.result === null) throw new HelperError("malformed", "answer has no result");

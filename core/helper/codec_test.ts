@@ -1,14 +1,7 @@
 import assert from "node:assert/strict";
 import { VALID_ARGS as ARGS } from "./args_samples_testing.ts";
-import {
-  answerError,
-  decodeAnswer,
-  decodeRequest,
-  encodeError,
-  encodeRequest,
-  encodeResult,
-  RequestRefused,
-} from "./codec.ts";
+import { answerError, decodeAnswer, encodeError, encodeRequest, encodeResult } from "./codec.ts";
+import { decodeRequest, RequestRefused } from "./request.ts";
 import { HelperError } from "./errors.ts";
 import { HELPER_OPS } from "./protocol.ts";
 

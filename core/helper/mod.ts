@@ -4,7 +4,9 @@
  * `{id, ok, result | error}` ({@link ./protocol.ts}); the default-deny argument table every op is checked against
  * before anything runs ({@link ./args.ts}); the ops a helper answers for the role it serves ({@link ./roles.ts}); the
  * line codec ({@link ./codec.ts}); a bounded line reader ({@link ../bounded_lines.ts}); and {@link HelperError}, whose
- * message starts `helper: ` as the seed's action errors do.
+ * message starts `helper: ` as the seed's action errors do. The argument table and the request decoder that runs it
+ * (`./request.ts`) are the server's alone and not exported here: every agent imports this module, and they would
+ * load at its start (issue 24).
  *
  * The agent never sends a path: a file is a kind (`cdi`, `allocation-env`) and an allocation id, a slice is a
  * `bcd-alloc-<allocation id>.slice` name, a GPU is its UUID, and the helper builds every path from its own config.
@@ -12,17 +14,7 @@
  *
  * @module
  */
-export { checkArgs, MAX_ENV_BYTES, MAX_ENV_LINES, MAX_MINOR, MAX_REASON, MAX_WRITE_DEVICES } from "./args.ts";
-export {
-  answerError,
-  decodeAnswer,
-  decodeRequest,
-  encodeError,
-  encodeRequest,
-  encodeResult,
-  RequestRefused,
-  type ResultOf,
-} from "./codec.ts";
+export { answerError, decodeAnswer, encodeError, encodeRequest, encodeResult, type ResultOf } from "./codec.ts";
 export { HELPER_ERROR_CODES, HelperError, type HelperErrorCode } from "./errors.ts";
 export { boundedLines, type LineEvent, type LineReaderState } from "../bounded_lines.ts";
 export { loggedArgs } from "./log_args.ts";

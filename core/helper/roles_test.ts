@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { CH_LINES, LIBVIRT_LINES, VALID_ARGS } from "./args_samples_testing.ts";
 import { kindsForRole } from "../commands/kinds.ts";
-import { decodeRequest, RequestRefused } from "./codec.ts";
+import { decodeRequest, RequestRefused } from "./request.ts";
 import { HELPER_OPS, type HelperOp } from "./protocol.ts";
 import { DEFAULT_HELPER_ROLE, HELPER_OPS_BY_ROLE, HELPER_ROLES, isHelperRole, opsOfRole } from "./roles.ts";
 

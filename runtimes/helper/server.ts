@@ -34,7 +34,6 @@
  */
 import {
   boundedLines,
-  decodeRequest,
   DEFAULT_HELPER_ROLE,
   encodeError,
   encodeResult,
@@ -45,8 +44,8 @@ import {
   loggedArgs,
   MAX_REQUEST_LINE,
   opsOfRole,
-  RequestRefused,
 } from "../../core/helper/mod.ts";
+import { decodeRequest, RequestRefused } from "../../core/helper/request.ts";
 import type { KindRole } from "../../core/commands/kinds.ts";
 import { type Clock, realClock, repeat } from "../../core/clock.ts";
 import type { Logger } from "../../core/log/mod.ts";
