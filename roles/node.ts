@@ -11,21 +11,7 @@
  */
 import { HandlerRegistry } from "../core/commands/handlers.ts";
 import { DEFAULT_HELPER_SOCKET } from "../core/helper/mod.ts";
-import {
-  externallyManagedHost,
-  gpuSharingUnit,
-  HostConverger,
-  hostSectionConverger,
-  hugepagesUnit,
-  kernelModulesUnit,
-  kubernetesJoinUnit,
-  migHoldUsers,
-  migLayoutUnit,
-  PACKAGE_UNITS,
-  packageUnit,
-  sysctlUnit,
-} from "../core/host/mod.ts";
-import type { SectionConverger } from "../core/converge/engine.ts";
+import { lazyConverger } from "../core/converge/lazy.ts";
 import { hostKindHandlers } from "../runtimes/host/mod.ts";
 import { AccessConverger, JwksHolder } from "../core/access/mod.ts";
 import { Tunnels } from "../core/access/tunnels.ts";
@@ -42,17 +28,8 @@ import {
   HelperRebooter,
   HelperSliceManager,
 } from "../runtimes/helper/ports.ts";
-import {
-  HelperHugepages,
-  HelperKernelModules,
-  HelperKubernetes,
-  HelperMig,
-  HelperPackages,
-  HelperSharing,
-  HelperSysctl,
-} from "../runtimes/helper/ports_host.ts";
 import { diagDcgmHandler } from "../core/converge/devices/mod.ts";
-import { instanceSnapshotHandler } from "../core/commands/kind_handlers/mod.ts";
+import { instanceSnapshotHandler } from "../core/commands/kind_handlers/instance_snapshot.ts";
 import type { InstanceSnapshotter } from "../core/commands/kind_handlers/instance_snapshot.ts";
 import { instanceMigrateHandler } from "../core/commands/kind_handlers/instance_migrate.ts";
 import type { LibvirtMigrator } from "../runtimes/migration/libvirt_migrator.ts";
@@ -106,30 +83,6 @@ function _devices(ctx: WiringContext): DevicePorts {
 }
 
 /**
- * The `host` section: its units through the helper (`modules.*`, `sysctl.*`, `hugepages.*`, `package.*`, `mig.*`,
- * `sharing.*`, `kube.*` ops; the join token from the session's SecretRequest broker), or, with `[host] units = false`,
- * no converger: a non-empty section is `UNSUPPORTED` `HostManagedExternally`.
- */
-function _host(ctx: WiringContext, peers: Pick<InstancePeers, "secrets" | "wake">): SectionConverger {
-  if (!ctx.config.host.units) return externallyManagedHost();
-  const helper = helperOf(ctx);
-  return hostSectionConverger(
-    new HostConverger([
-      kernelModulesUnit(new HelperKernelModules(helper)),
-      sysctlUnit(new HelperSysctl(helper)),
-      hugepagesUnit(new HelperHugepages(helper)),
-      ...PACKAGE_UNITS.map((u) => packageUnit(u, new HelperPackages(helper))),
-      // The holds bound now, read back from the helper's hold files each pass.
-      migLayoutUnit(new HelperMig(helper), async () => migHoldUsers((await new HelperHoldStore(helper).list()).holds)),
-      gpuSharingUnit(new HelperSharing(helper), async () =>
-        (await new HelperHoldStore(helper).list()).holds
-          .filter((h) => h.devices.some((d) => d.class === "gpu.slot")).map((h) => h.allocationId)),
-      kubernetesJoinUnit(new HelperKubernetes(helper), peers),
-    ]),
-  );
-}
-
-/**
  * The `instances` converger over the host's runtimes (`roles/node_instances.ts`, one wiring for every mix), from what
  * was probed and prepared while the journal opened; its snapshot taker and migrator serve `instance.snapshot` and
  * `instance.migrate`.
@@ -163,7 +116,8 @@ export const NODE_WIRING: RoleWiring = {
   helperSocket: (config) => config.helper.socket ?? DEFAULT_HELPER_SOCKET,
   devices: _devices,
   convergers: (ctx, _events, _conditions, peers) => [
-    _host(ctx, peers),
+    // The host units' code (core/host, ~45 KB) loads on the section's first pass, not at every start (issue 24).
+    lazyConverger("host", async () => (await import("./node_host.ts")).hostConverger(ctx, peers)),
     new AccessConverger({ host: new HelperAccessHost(helperOf(ctx)), nodeId: ctx.identity.nodeId, jwks: _jwks(ctx) }),
     daemonConverger(ctx),
   ],

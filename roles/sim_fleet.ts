@@ -19,7 +19,7 @@ import { join as joinPath } from "../core/util/path.ts";
 import type { ResolvedAgentConfig } from "../core/config/mod.ts";
 import type { Clock } from "../core/clock.ts";
 import type { HandlerRegistry } from "../core/commands/handlers.ts";
-import { LogRing } from "../core/commands/kind_handlers/mod.ts";
+import { LogRing } from "../core/commands/kind_handlers/log_ring.ts";
 import { type Journal, type JournalStopped, readBootId, type SqlDriverFactory } from "../core/journal/mod.ts";
 import { createLogger, type Logger, type LogLevel, stderrDestination } from "../core/log/mod.ts";
 import type { BackoffOptions } from "../core/session/backoff.ts";

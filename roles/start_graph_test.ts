@@ -113,6 +113,13 @@ Deno.test("the node role loads the helper's client and codec, not its argument t
   }
 });
 
+Deno.test("the node role loads the host units' code on the host section's first pass, not at start", async () => {
+  const graph = await staticGraph("roles/node.ts");
+  assert.ok(graph.includes("core/converge/lazy.ts"), "the graph was read");
+  const units = graph.filter((m) => m.startsWith("core/host/") || m === "runtimes/helper/ports_host.ts");
+  assert.deepEqual(units, []);
+});
+
 Deno.test("the node role loads the instance config delivery only when [instances] agent_config_url is set", async () => {
   const graph = await staticGraph("roles/node.ts");
   assert.ok(graph.includes("roles/node_instances.ts"), "the graph was read");

@@ -12,7 +12,8 @@
  *
  * @module
  */
-import { type FileUploader, type Uploader, UploadError } from "../../core/commands/kind_handlers/mod.ts";
+import type { FileUploader } from "../../core/commands/kind_handlers/instance_snapshot.ts";
+import { type Uploader, UploadError } from "../../core/commands/kind_handlers/logs_collect.ts";
 import { type Clock, realClock, repeat } from "../../core/clock.ts";
 
 /** The part of the clock the transfer rules run on: the cap's elapsed time, the stall window and the cap's timer. */

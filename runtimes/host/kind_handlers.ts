@@ -13,17 +13,17 @@
  *
  * @module
  */
+// The handlers' own modules, not kind_handlers/mod.ts: that also loads the ramdisk's disk.wipe, deploy.image and
+// boot.kexec, and the node's instance kinds, at every agent's start (issue 24).
 import {
-  daemonLogSource,
   type GpuInventorySource,
   type HostInventoryReader,
   inventoryRefreshHandler,
-  journalSummarySource,
-  type LogRing,
-  logsCollectHandler,
-  nodeRebootHandler,
-  type Rebooter,
-} from "../../core/commands/kind_handlers/mod.ts";
+} from "../../core/commands/kind_handlers/inventory_refresh.ts";
+import { daemonLogSource, journalSummarySource } from "../../core/commands/kind_handlers/log_sources.ts";
+import type { LogRing } from "../../core/commands/kind_handlers/log_ring.ts";
+import { logsCollectHandler } from "../../core/commands/kind_handlers/logs_collect.ts";
+import { nodeRebootHandler, type Rebooter } from "../../core/commands/kind_handlers/node_reboot.ts";
 import type { KindHandler } from "../../core/commands/handlers.ts";
 import type { Journal } from "../../core/journal/mod.ts";
 import { type HostInventoryRoots, SysfsHostInventory } from "./inventory.ts";
