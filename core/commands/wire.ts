@@ -97,23 +97,11 @@ export function incomingFromWire(cmd: Props<typeof bcd.v1.Command>): IncomingCom
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
-// Read on first use: reading `bcd.v1.CommandUpdate` when the module loads would define its class at every start.
-let _states: Record<UpdateState, bcd.v1.CommandUpdate.State> | undefined;
-const _state = (state: UpdateState): bcd.v1.CommandUpdate.State =>
-  (_states ??= {
-    ACKED: bcd.v1.CommandUpdate.State.ACKED,
-    RUNNING: bcd.v1.CommandUpdate.State.RUNNING,
-    SUCCEEDED: bcd.v1.CommandUpdate.State.SUCCEEDED,
-    FAILED: bcd.v1.CommandUpdate.State.FAILED,
-    REJECTED: bcd.v1.CommandUpdate.State.REJECTED,
-    CANCELLED: bcd.v1.CommandUpdate.State.CANCELLED,
-  })[state];
-
 /** The wire `CommandUpdate` of an update. */
 export function updateToWire(u: CommandUpdate): Props<typeof bcd.v1.CommandUpdate> {
   return {
     command_id: u.commandId,
-    state: _state(u.state),
+    state: bcd.v1.CommandUpdate.State[u.state],
     error_code: u.errorCode ?? "",
     reason: u.reason ?? "",
     message: u.message ?? "",

@@ -116,25 +116,6 @@ export interface NodeAgentOptions {
   readonly onWelcome?: () => Promise<void>;
 }
 
-// Read on first use, not when the module loads: reading `bcd.v1.Event` defines the Event class and its nested types,
-// work a start does not need before its Hello (issue 24).
-let _classes: Record<EventClass, bcd.v1.Event.Class> | undefined;
-const _eventClass = (c: EventClass): bcd.v1.Event.Class =>
-  (_classes ??= {
-    metric: bcd.v1.Event.Class.METRIC,
-    transition: bcd.v1.Event.Class.TRANSITION,
-    result: bcd.v1.Event.Class.RESULT,
-  })[c];
-
-let _sectionStates: Record<string, bcd.v1.SectionStatus.State> | undefined;
-const _sectionState = (state: string): bcd.v1.SectionStatus.State =>
-  (_sectionStates ??= {
-    CONVERGED: bcd.v1.SectionStatus.State.CONVERGED,
-    PROGRESSING: bcd.v1.SectionStatus.State.PROGRESSING,
-    FAILED: bcd.v1.SectionStatus.State.FAILED,
-    UNSUPPORTED: bcd.v1.SectionStatus.State.UNSUPPORTED,
-  })[state]!;
-
 /** How often the journal is swept while the daemon runs. */
 export const SWEEP_INTERVAL_MS = 60 * 60_000;
 
@@ -445,7 +426,11 @@ export class NodeAgent implements SessionDelegate, EventSink {
   // ---- EventSink ----
 
   async emit(cls: EventClass, event: EventInit, announce?: AllocationAnnouncement): Promise<void> {
-    const bytes = encodeMessage(bcd.v1.Event, { ...event, event_class: _eventClass(cls) });
+    // Enums are read where used, never into module-level tables: a read defines the message's class (issue 24).
+    const bytes = encodeMessage(bcd.v1.Event, {
+      ...event,
+      event_class: bcd.v1.Event.Class[cls.toUpperCase() as Uppercase<EventClass>],
+    });
     const r = await this.journal.appendEvent(cls, bytes, announce);
     this.#log.debug({ event: event.type, outcome: r }, "event journaled");
     await this.#flushEvents();
@@ -589,7 +574,7 @@ export class NodeAgent implements SessionDelegate, EventSink {
       applied_spec_hash: s.applied_spec_hash,
       sections: s.sections.map((x) => ({
         section: x.section,
-        state: _sectionState(x.state),
+        state: bcd.v1.SectionStatus.State[x.state],
         generation: x.generation,
         reason: x.reason,
         message: x.message,
