@@ -13,10 +13,9 @@ import { HandlerRegistry } from "../core/commands/handlers.ts";
 import { DEFAULT_HELPER_SOCKET } from "../core/helper/mod.ts";
 import { lazyConverger } from "../core/converge/lazy.ts";
 import { hostKindHandlers } from "../runtimes/host/mod.ts";
-import { AccessConverger, JwksHolder } from "../core/access/mod.ts";
+import { JwksHolder } from "../core/access/jwks.ts";
 import { Tunnels } from "../core/access/tunnels.ts";
 import { InstanceDialer } from "../runtimes/access/instance_dialer.ts";
-import { HelperAccessHost } from "../runtimes/helper/access_port.ts";
 // The helper's client-side ports, not runtimes/helper/mod.ts: that also loads the helper's server and host backends
 // (nft, sshd, libvirt), which this process never runs.
 import {
@@ -118,7 +117,18 @@ export const NODE_WIRING: RoleWiring = {
   convergers: (ctx, _events, _conditions, peers) => [
     // The host units' code (core/host, ~45 KB) loads on the section's first pass, not at every start (issue 24).
     lazyConverger("host", async () => (await import("./node_host.ts")).hostConverger(ctx, peers)),
-    new AccessConverger({ host: new HelperAccessHost(helperOf(ctx)), nodeId: ctx.identity.nodeId, jwks: _jwks(ctx) }),
+    // The access section's converger (sshd's files through the helper) loads on that section's first pass too.
+    lazyConverger("access", async () => {
+      const [{ AccessConverger }, { HelperAccessHost }] = await Promise.all([
+        import("../core/access/converger.ts"),
+        import("../runtimes/helper/access_port.ts"),
+      ]);
+      return new AccessConverger({
+        host: new HelperAccessHost(helperOf(ctx)),
+        nodeId: ctx.identity.nodeId,
+        jwks: _jwks(ctx),
+      });
+    }),
     daemonConverger(ctx),
   ],
   onWelcome: confirmRelease,

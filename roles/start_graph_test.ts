@@ -113,11 +113,14 @@ Deno.test("the node role loads the helper's client and codec, not its argument t
   }
 });
 
-Deno.test("the node role loads the host units' code on the host section's first pass, not at start", async () => {
+Deno.test("the node role loads the host and access sections' convergers on their first passes, not at start", async () => {
   const graph = await staticGraph("roles/node.ts");
-  assert.ok(graph.includes("core/converge/lazy.ts"), "the graph was read");
-  const units = graph.filter((m) => m.startsWith("core/host/") || m === "runtimes/helper/ports_host.ts");
-  assert.deepEqual(units, []);
+  assert.ok(graph.includes("core/converge/lazy.ts") && graph.includes("core/access/tunnels.ts"), "the graph was read");
+  const lazy = graph.filter((m) =>
+    m.startsWith("core/host/") || m === "runtimes/helper/ports_host.ts" ||
+    ["core/access/converger.ts", "core/access/files.ts", "runtimes/helper/access_port.ts"].includes(m)
+  );
+  assert.deepEqual(lazy, []);
 });
 
 Deno.test("the node role loads the instance config delivery only when [instances] agent_config_url is set", async () => {
