@@ -6,7 +6,7 @@
  */
 import { bcd, decodeMessage, google, type Props, WireDecodeError } from "../../proto/mod.ts";
 import type { CommandBody, IncomingCommand } from "./command.ts";
-import type { CommandUpdate, UpdateState } from "./results.ts";
+import type { CommandUpdate } from "./results.ts";
 
 /** The largest `CommandBody` decoded. */
 export const MAX_COMMAND_BODY_BYTES = 1024 * 1024;
