@@ -49,6 +49,9 @@ Deno.test("keepNamesHelpers: a module's own helper (Object.defineProperty or an 
 Deno.test("canWriteName: a strict-mode binding name that the code's identifiers (not its property names) do not read", () => {
   const ids = identifiersIn(parse("function f(a){return a.row+{row:1}.row+g(b)}"));
   assert.deepEqual([...ids].sort(), ["a", "b", "f", "g"]);
+  // A shorthand property reads the binding of its name (acorn gives it a value node apart from its key); a computed
+  // key reads its expression.
+  assert.deepEqual([...identifiersIn(parse("function f(){return {row,[col]:1}}"))].sort(), ["col", "f", "row"]);
   const table: [string, ReadonlySet<string>, boolean][] = [
     ["row", ids, true],
     ["g", ids, false], // read inside: the name would hide it
