@@ -31,6 +31,8 @@
 import { DESCRIPTOR, lookup, type NodeDesc, resolve, SCALAR_TYPES } from "./descriptor.ts";
 import runtime, { Reader, Writer } from "./runtime/mod.ts";
 import type { IConversionOptions } from "./runtime/mod.ts";
+import { bytesDefault, copyMap, longTo, readMapEntry } from "./codec_support.ts";
+import { takeStartCodecs } from "./gen/bcd_start_codecs.js";
 
 const util = runtime.util;
 const hasOwn = Object.prototype.hasOwnProperty;
@@ -220,7 +222,8 @@ function prototypeDefault(f: Field): unknown {
 }
 
 // The source of each type's encode, decode and toObject. Free names: C the class, R Reader, W Writer, U util, H
-// hasOwnProperty, T the fields' types (getters), P readMapEntry, L longTo, M copyMap, B bytesDefault.
+// hasOwnProperty, T the fields' types (getters), P readMapEntry, L longTo, M copyMap, B bytesDefault (C and T under
+// the names a CodecNames gives).
 
 /** The writer method of each scalar kind (enums are written as int32). */
 const WRITE = ["string", "bool", "uint32", "int32", "uint64", "int64", "double", "bytes", "int32"];
@@ -244,22 +247,32 @@ function notDefault(kind: number, v: string): string {
   }
 }
 
-/** A compiled function's opening: its signature, and the nesting bound (`d`, the depth) each checks first. */
-function opening(signature: string, bound: "U" | "R"): string[] {
+/**
+ * The names a codec's source is written with: the function's own (`encode`), and the free names of its class and of its
+ * fields' types (`C`, `T` where {@link compile} binds them; module-level names in `gen/bcd_start_codecs.js`).
+ */
+export interface CodecNames {
+  readonly fn: string;
+  readonly C: string;
+  readonly T: string;
+}
+
+/** A codec's opening: its declaration, and the nesting bound (`d`, the depth) each checks first. */
+function opening(n: CodecNames, params: string, bound: "U" | "R"): string[] {
   return [
-    `return function ${signature} {`,
+    `function ${n.fn}(${params}) {`,
     "if (d === undefined) d = 0;",
     `if (d > ${bound}.recursionLimit) throw Error("max depth exceeded");`,
   ];
 }
 
-function encodeSource(fields: readonly Field[]): string {
-  const out = [...opening("encode(m, w, d)", "U"), "if (!w) w = W.create();"];
+function encodeSource(fields: readonly Field[], n: CodecNames): string {
+  const out = [...opening(n, "m, w, d", "U"), "if (!w) w = W.create();"];
   for (const [i, f] of fields.entries()) {
     const v = `m.${f.name}`, key = `w.uint32(${f.tag})`;
     const one = (x: string) =>
       f.kind === K_MESSAGE
-        ? `T[${i}]().encode(${x}, ${key}.fork(), d + 1).ldelim();`
+        ? `${n.T}[${i}]().encode(${x}, ${key}.fork(), d + 1).ldelim();`
         : `${key}.${WRITE[f.kind]}(${x});`;
     if (f.repeated) {
       out.push(
@@ -282,7 +295,7 @@ function encodeSource(fields: readonly Field[]): string {
     'if (m.$unknowns != null && H.call(m, "$unknowns"))',
     "for (let i = 0; i < m.$unknowns.length; ++i) w.raw(m.$unknowns[i]);",
     "return w;",
-    "};",
+    "}",
   );
   return out.join("\n");
 }
@@ -290,14 +303,14 @@ function encodeSource(fields: readonly Field[]): string {
 /** The reader method of each scalar kind. */
 const READ = ["stringVerify", "bool", "uint32", "int32", "uint64", "int64", "double", "bytes", "int32"];
 
-function decodeSource(fields: readonly Field[]): string {
+function decodeSource(fields: readonly Field[], n: CodecNames): string {
   const out = [
-    ...opening("decode(r, l, e, d, t)", "R"),
+    ...opening(n, "r, l, e, d, t", "R"),
     "if (!(r instanceof R)) r = R.create(r);",
     "let end, m, v;",
     "if (l === undefined) end = r.len;",
     'else { end = r.pos + l; if (end > r.len) throw RangeError("index out of range"); l = r.len; r.len = end; }',
-    "m = t || new C();",
+    `m = t || new ${n.C}();`,
     "while (r.pos < end) {",
     "const s = r.pos;",
     "let g = r.tag();",
@@ -309,7 +322,7 @@ function decodeSource(fields: readonly Field[]): string {
     const v = `m.${f.name}`;
     out.push(`case ${f.id}: {`);
     const read = f.kind === K_MESSAGE
-      ? `T[${i}]().decode(r, r.size(), undefined, d + 1${f.repeated ? "" : `, ${v}`})`
+      ? `${n.T}[${i}]().decode(r, r.size(), undefined, d + 1${f.repeated ? "" : `, ${v}`})`
       : `r.${READ[f.kind]}()`;
     if (f.repeated) {
       const fresh = `if (!(${v} && ${v}.length)) ${v} = [];`;
@@ -337,77 +350,25 @@ function decodeSource(fields: readonly Field[]): string {
     'if (l !== undefined) { if (r.pos !== end) throw RangeError("index out of range"); r.len = l; }',
     'if (e !== undefined) throw Error("missing end group");',
     "return m;",
-    "};",
+    "}",
   );
   return out.join("\n");
 }
 
-/** One `map<string, string>` entry into `message[name]`: a key (1) and a value (2), each "" when absent. */
-function readMapEntry(reader: Reader, message: Obj, name: string, depth: number): void {
-  if (message[name] === util.emptyObject) message[name] = {};
-  const map = message[name] as Record<string, string>;
-  const end = reader.size() + reader.pos;
-  if (end > reader.len) throw RangeError("index out of range");
-  const outer = reader.len;
-  reader.len = end;
-  let key = "", value = "";
-  while (reader.pos < end) {
-    let tag = reader.tag();
-    const wireType = tag & 7;
-    tag >>>= 3;
-    if (tag === 1 && wireType === 2) key = reader.stringVerify();
-    else if (tag === 2 && wireType === 2) value = reader.stringVerify();
-    else reader.skipType(wireType, depth, tag);
-  }
-  if (reader.pos !== end) throw RangeError("index out of range");
-  reader.len = outer;
-  if (key === "__proto__") util.makeProp(map, key);
-  map[key] = value;
-}
-
-/** A 64-bit value as `toObject`'s `longs` option asks (numbers; `{low, high}` halves as the static module read them). */
-function longTo(v: unknown, options: IConversionOptions, unsigned: boolean): unknown {
-  if (typeof BigInt !== "undefined" && options.longs === BigInt) {
-    if (typeof v === "number") return BigInt(v);
-    throw new TypeError("a 64-bit value that is not a number cannot be read as a bigint");
-  }
-  if (typeof v === "number") return options.longs === String ? String(v) : v;
-  if (options.longs === String) throw new TypeError("a 64-bit value that is not a number cannot be read as a string");
-  const halves = v as { low: number; high: number };
-  return options.longs === Number ? new util.LongBits(halves.low >>> 0, halves.high >>> 0).toNumber(unsigned) : v;
-}
-
-/** A copy of a `map<string, string>` (an own `__proto__` key stays a key). */
-function copyMap(map: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const k of Object.keys(map)) {
-    if (k === "__proto__") util.makeProp(out, k);
-    out[k] = map[k];
-  }
-  return out;
-}
-
-/** Absent bytes' object form under `defaults`. */
-function bytesDefault(options: IConversionOptions): unknown {
-  if (options.bytes === String) return "";
-  const bytes: number[] = [];
-  return options.bytes !== Array ? util.newBuffer(bytes) : bytes;
-}
-
 /** The object form of value `x` of field `i`. */
-function plainSource(f: Field, i: number, x: string): string {
+function plainSource(f: Field, i: number, x: string, T: string): string {
   switch (f.kind) {
     case K_DOUBLE:
       return `o.json && !isFinite(${x}) ? String(${x}) : ${x}`;
     case K_ENUM:
-      return `o.enums === String ? (T[${i}]()[${x}] === undefined ? ${x} : T[${i}]()[${x}]) : ${x}`;
+      return `o.enums === String ? (${T}[${i}]()[${x}] === undefined ? ${x} : ${T}[${i}]()[${x}]) : ${x}`;
     case K_UINT64:
     case K_INT64:
       return `L(${x}, o, ${f.kind === K_UINT64})`;
     case K_BYTES:
       return `o.bytes === String ? U.base64.encode(${x}, 0, ${x}.length) : o.bytes === Array ? Array.prototype.slice.call(${x}) : ${x}`;
     case K_MESSAGE:
-      return `T[${i}]().toObject(${x}, o, d + 1)`;
+      return `${T}[${i}]().toObject(${x}, o, d + 1)`;
     default:
       return x;
   }
@@ -434,8 +395,8 @@ function defaultSource(f: Field): string {
   }
 }
 
-function toObjectSource(fields: readonly Field[]): string {
-  const out = [...opening("toObject(m, o, d)", "U"), "if (!o) o = {};", "const b = {};"];
+function toObjectSource(fields: readonly Field[], n: CodecNames): string {
+  const out = [...opening(n, "m, o, d", "U"), "if (!o) o = {};", "const b = {};"];
   // As pbjs orders them: lists' and maps' empties, then the other defaults, then the values, in field order.
   const lists = fields.filter((f) => f.repeated), maps = fields.filter((f) => f.kind === K_MAP);
   const singles = fields.filter((f) => !f.repeated && f.kind !== K_MAP && f.oneof === undefined);
@@ -449,22 +410,47 @@ function toObjectSource(fields: readonly Field[]): string {
     if (f.repeated) {
       out.push(
         `if (${v} && ${v}.length) { b.${f.name} = Array(${v}.length);`,
-        `for (let j = 0; j < ${v}.length; ++j) b.${f.name}[j] = ${plainSource(f, i, `${v}[j]`)}; }`,
+        `for (let j = 0; j < ${v}.length; ++j) b.${f.name}[j] = ${plainSource(f, i, `${v}[j]`, n.T)}; }`,
       );
     } else if (f.kind === K_MAP) {
       out.push(`if (${v} && Object.keys(${v}).length) b.${f.name} = M(${v});`);
     } else {
       const oneof = f.oneof === undefined ? "" : ` if (o.oneofs) b.${f.oneof} = "${f.name}";`;
-      out.push(`if (${v} != null && H.call(m, "${f.name}")) { b.${f.name} = ${plainSource(f, i, v)};${oneof} }`);
+      out.push(`if (${v} != null && H.call(m, "${f.name}")) { b.${f.name} = ${plainSource(f, i, v, n.T)};${oneof} }`);
     }
   }
-  out.push("return b;", "};");
+  out.push("return b;", "}");
   return out.join("\n");
 }
 
-/** Compiles `source` (a function's `return`) with `env`'s entries as its free names. */
+/** Compiles `source` (a function's declaration) with `env`'s entries as its free names, in strict mode as a module is. */
 function compile<F>(source: string, env: Record<string, unknown>): F {
-  return new Function(...Object.keys(env), source)(...Object.values(env)) as F;
+  return new Function(...Object.keys(env), `"use strict";\nreturn ${source};`)(...Object.values(env)) as F;
+}
+
+/** A codec of a message class. */
+export type CodecKey = "encode" | "decode" | "toObject";
+
+const SOURCE: Readonly<Record<CodecKey, (fields: readonly Field[], n: CodecNames) => string>> = {
+  encode: encodeSource,
+  decode: decodeSource,
+  toObject: toObjectSource,
+};
+
+/**
+ * The source of codec `key` of the message at `path` of `schema` (the committed descriptor unless given), a function
+ * declaration written with names `n`: what a class compiles on that codec's first call, for `gen/bcd_start_codecs.js`.
+ */
+export function codecSource(
+  path: readonly string[],
+  key: CodecKey,
+  n: CodecNames,
+  schema: NodeDesc = DESCRIPTOR,
+): string {
+  const node = lookup(path, schema);
+  if (!node?.fields) throw new Error(`descriptor: no message ${path.join(".")}`);
+  // The fields' type getters are not called to write source, so they need no namespace to read.
+  return SOURCE[key](fieldsOf({}, path, node, schema), n);
 }
 
 function defineMessage(root: Obj, path: readonly string[], node: NodeDesc, schema: NodeDesc): MessageClass {
@@ -484,32 +470,42 @@ function defineMessage(root: Obj, path: readonly string[], node: NodeDesc, schem
   for (const [oneof, { oneof: members }] of Object.entries(node.oneofs ?? {})) {
     Object.defineProperty(Cls.prototype, oneof, { get: util.oneOfGetter(members), set: util.oneOfSetter(members) });
   }
+  const T = fields.map((f) => f.type);
   const env = {
     C: Cls,
     R: Reader,
     W: Writer,
     U: util,
     H: hasOwn,
-    T: fields.map((f) => f.type),
+    T,
     P: readMapEntry,
     L: longTo,
     M: copyMap,
     B: bytesDefault,
   };
-  // Each is compiled on its first call, not with the type: a process uses few of the functions of the types it
-  // defines (the sim, before its Hello, defines 11 types and calls 8 of their 33), and compiling all three with each
-  // type made the sim's start no faster than pbjs' module.
-  const onFirstCall = <K extends "encode" | "decode" | "toObject">(key: K, source: () => string) => {
+  // The codecs every agent's start calls come compiled with the build (`start_codecs.ts`), bound to the committed
+  // descriptor's first class of their type; the rest are compiled on their first call, not with the type: a process
+  // uses few of the functions of the types it defines (the sim, before its Hello, defines 11 types and calls 8 of
+  // their 33), and compiling all three with each type made the sim's start no faster than pbjs' module.
+  const built = schema === DESCRIPTOR ? takeStartCodecs(fullName, Cls, T) : undefined;
+  const onFirstCall = <K extends CodecKey>(key: K) => {
+    const made = built?.[key] as MessageClass[K] | undefined;
+    if (made !== undefined) {
+      Cls[key] = made;
+      return;
+    }
     let compiled: MessageClass[K] | undefined;
     Cls[key] = ((...args: unknown[]) => {
-      if (compiled === undefined) Cls[key] = compiled = compile<MessageClass[K]>(source(), env);
+      if (compiled === undefined) {
+        Cls[key] = compiled = compile<MessageClass[K]>(SOURCE[key](fields, { fn: key, C: "C", T: "T" }), env);
+      }
       return (compiled as (...a: unknown[]) => unknown)(...args);
     }) as MessageClass[K];
   };
   Cls.create = (properties?: Obj) => new Cls(properties);
-  onFirstCall("encode", () => encodeSource(fields));
-  onFirstCall("decode", () => decodeSource(fields));
-  onFirstCall("toObject", () => toObjectSource(fields));
+  onFirstCall("encode");
+  onFirstCall("decode");
+  onFirstCall("toObject");
   Cls.prototype.toJSON = function (this: Obj) {
     return Cls.toObject(this, util.toJSONOptions);
   };

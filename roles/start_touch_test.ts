@@ -5,8 +5,9 @@
  * every touch with the module that made it (bcd's, an npm package's, or Deno's own loader's); none may happen. Nor may
  * either role call `setTimeout` or `setInterval` (Deno 2.9's are the Node layer's: ~10 ms at the first call; the
  * connect, handshake and tickers run on `core/clock.ts`'s signal timers, the node's helper client on one such timer
- * per client). The static graph test (`start_graph_test.ts`) covers
- * the `node:` imports.
+ * per client). Nor may either compile code from a string (`new Function`: the message classes' codecs the start calls
+ * come compiled with the bundle, `proto/start_codecs.ts`). The static graph test (`start_graph_test.ts`) covers the
+ * `node:` imports.
  */
 import assert from "node:assert/strict";
 import { roleFlags } from "./permissions.ts";
@@ -52,7 +53,7 @@ async function touchesToHello(
   return touches(err);
 }
 
-Deno.test("the touch trap reports a module's own touches of process and Buffer and its setTimeout with that module", async () => {
+Deno.test("the touch trap reports a module's own touches of process and Buffer, its setTimeout and its new Function with that module", async () => {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", `${ROOT}fixtures/start/control_touch.ts`],
     stdout: "piped",
@@ -61,11 +62,11 @@ Deno.test("the touch trap reports a module's own touches of process and Buffer a
   assert.ok(out.success, new TextDecoder().decode(out.stderr));
   assert.equal(new TextDecoder().decode(out.stdout).trim(), '["object","function"]');
   const ts = touches(new TextDecoder().decode(out.stderr));
-  assert.deepEqual(ts.map((t) => t.name), ["process", "Buffer", "setTimeout"]);
+  assert.deepEqual(ts.map((t) => t.name), ["process", "Buffer", "setTimeout", "Function"]);
   for (const t of ts) assert.match(t.by, /fixtures\/start\/control_touch\.ts$/);
 });
 
-Deno.test("the sim role touches no Node global (process, Buffer, global, setImmediate) and arms no setTimeout before its first Hello", async () => {
+Deno.test("the sim role touches no Node global (process, Buffer, global, setImmediate), arms no setTimeout and compiles no Function before its first Hello", async () => {
   const gw = await TestbedGateway.start({ heartbeatIntervalMs: 60_000 });
   const sim = await SimNode.start(gw);
   try {
@@ -82,7 +83,8 @@ Deno.test("the sim role touches no Node global (process, Buffer, global, setImme
 });
 
 Deno.test({
-  name: "the node role, beside a real bcd-helper, touches no Node global and arms no setTimeout before its first Hello",
+  name:
+    "the node role, beside a real bcd-helper, touches no Node global, arms no setTimeout and compiles no Function before its first Hello",
   ignore: Deno.uid() !== 0 && (console.error("  (skipped: bcd-helper needs root)"), true),
   async fn() {
     const gw = await TestbedGateway.start({ heartbeatIntervalMs: 60_000 });
