@@ -33,8 +33,36 @@ Deno.test("session and join URLs: TLS anywhere, plain only to a loopback address
     () => checkTransportUrl("ws://gw.example/v1/session", "session"),
     /only to a loopback address \(127\.0\.0\.0\/8, ::1, localhost\); use wss:/,
   );
-  assert.equal(isLoopbackHost("127.0.0.1"), true);
-  assert.equal(isLoopbackHost("127.0.0.256"), false);
+});
+
+Deno.test("isLoopbackHost: localhost, ::1 and 127.0.0.0/8 in dotted decimal, nothing else", async (t) => {
+  const rows: [string, boolean][] = [
+    ["127.0.0.1", true],
+    ["127.255.255.254", true],
+    ["127.000.0.01", true],
+    ["localhost", true],
+    ["LocalHost", true],
+    ["::1", true],
+    ["[::1]", true],
+    ["127.0.0.256", false],
+    ["127.0.0", false],
+    ["127.0.0.1.5", false],
+    ["127.0.0.", false],
+    ["127..0.1", false],
+    ["127.0.0.1234", false],
+    ["127.0.0.+1", false],
+    ["127.0.0.1 ", false],
+    ["127.0.0.x", false],
+    ["128.0.0.1", false],
+    ["10.0.0.1", false],
+    ["0127.0.0.1", false],
+    ["::2", false],
+    ["gw.example", false],
+    ["", false],
+  ];
+  for (const [host, loopback] of rows) {
+    await t.step(JSON.stringify(host), () => assert.equal(isLoopbackHost(host), loopback));
+  }
 });
 
 Deno.test("join() and connectWebSocket() refuse a plain URL beyond loopback before any request", async () => {
