@@ -10,7 +10,8 @@ import { ConfigError, loadAgentConfig, type ResolvedAgentConfig } from "../core/
 import { ConditionSet } from "../core/converge/conditions.ts";
 import { type DevicePorts, devicesConverger, registerGpuKinds } from "./_devices.ts";
 import type { SectionConverger } from "../core/converge/engine.ts";
-import type { InstanceListing, InstancesConverger } from "../core/converge/instances/mod.ts";
+import type { InstanceListing } from "../core/converge/instances/mod.ts";
+import type { InstancesConvergerView } from "../core/converge/instances/lazy.ts";
 import {
   boundsFromConfig,
   Journal,
@@ -79,7 +80,7 @@ export interface AgentView {
 
 /** What {@link RoleWiring.instanceConverger} starts. */
 export interface InstanceWiring {
-  readonly converger: InstancesConverger;
+  readonly converger: InstancesConvergerView;
   readonly capabilities: readonly string[];
   /**
    * Ends what it started beside the converger (the network rules' integrity timer, the balloon loop) before the
@@ -488,7 +489,7 @@ async function _startAgent(w: RoleWiring, o: AgentStart, pre: Preconnected | und
   const devices = w.devices?.(ctx);
   const handlers = w.handlers(ctx);
   // The instances converger comes after the handlers; gpu.reset reads its passthrough lazily.
-  const late: { instances?: InstancesConverger; devices?: DevicesConverger } = {};
+  const late: { instances?: InstancesConvergerView; devices?: DevicesConverger } = {};
   if (devices) {
     registerGpuKinds(handlers, devices, () => conditions, () => late.instances?.passthrough() ?? []);
   }

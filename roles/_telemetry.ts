@@ -10,7 +10,7 @@ import type { TelemetrySources } from "../core/telemetry/metrics.ts";
 import type { Journal } from "../core/journal/mod.ts";
 import type { NodeAgent } from "../core/session/node_agent.ts";
 import type { DevicesConverger } from "../core/converge/devices/mod.ts";
-import type { InstancesConverger } from "../core/converge/instances/mod.ts";
+import type { InstancesConvergerView } from "../core/converge/instances/lazy.ts";
 
 async function _size(path: string): Promise<number> {
   try {
@@ -29,7 +29,7 @@ export function telemetrySources(
   late: { readonly devices?: DevicesConverger },
   instances:
     | {
-      readonly converger: InstancesConverger;
+      readonly converger: InstancesConvergerView;
       readonly migrations?: () => readonly { instance: string; gauge: number }[];
       readonly balloons?: () => readonly { instance: string; bytes: number }[];
     }

@@ -28,7 +28,7 @@
  * @module
  */
 import { HelperHostMemory } from "../runtimes/helper/ports.ts";
-import { InstancesConverger } from "../core/converge/instances/mod.ts";
+import { lazyInstancesConverger } from "../core/converge/instances/lazy.ts";
 import type { Clock } from "../core/clock.ts";
 import { HelperError } from "../core/helper/mod.ts";
 import type { Logger } from "../core/log/mod.ts";
@@ -76,7 +76,12 @@ export async function nodeInstances(
   if (!runtimes) {
     ctx.log.info({}, "instances: the helper has neither virsh nor cloud-hypervisor; no instance runtime");
     const memory = new HelperHostMemory(helperOf(ctx));
-    return { converger: new InstancesConverger(plugins, { memory }), capabilities: [], runtimes: [] };
+    // The converger's code loads on the section's first pass (core/converge/instances/lazy.ts).
+    const converger = lazyInstancesConverger(plugins.map((p) => p.name), async () => {
+      const { InstancesConverger } = await import("../core/converge/instances/converger.ts");
+      return new InstancesConverger(plugins, { memory });
+    });
+    return { converger, capabilities: [], runtimes: [] };
   }
   return await runtimes.module.wireRuntimes(ctx, peers, found, plugins, runtimes.network, opts.clock);
 }

@@ -12,6 +12,7 @@ import { memoryLogger } from "../core/log/mod.ts";
 import { BALLOON_INTERVAL_MS } from "../core/balloon/loop.ts";
 import type { SecretAnswer, SecretQuery } from "../core/converge/instances/user_data.ts";
 import { ConvergenceEngine } from "../core/converge/engine.ts";
+import { InstancesConverger } from "../core/converge/instances/converger.ts";
 import { FakeClock } from "../fixtures/clock/fake_clock.ts";
 import { startTestHelper } from "../runtimes/helper/helper_testing.ts";
 import { FakeVirsh } from "../runtimes/libvirt/fake_virsh.ts";
@@ -180,6 +181,7 @@ for (const mix of MIXES) {
           assert.deepEqual(rebinds.sort(), mix.runtimes.map((r) => `${r}:vm-${r}`).sort(), "rebind tries");
           for (const rt of mix.runtimes) assert.equal(rebinder.reboundRef(`vm-${rt}`, `ref-${rt}`), `ref-${rt}`);
 
+          assert.ok(w.converger instanceof InstancesConverger, "a host with a runtime has the converger itself");
           w.converger.balloonCandidates = () => vms.map((v) => ({ ...v, memoryBytes: 1024 ** 3 }));
           await clock.advance(BALLOON_INTERVAL_MS);
           await w.balloonLoop!.stop(); // waits for the pass the timer started

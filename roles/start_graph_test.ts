@@ -123,6 +123,17 @@ Deno.test("the node role loads the host and access sections' convergers on their
   assert.deepEqual(lazy, []);
 });
 
+Deno.test("the node role loads the instances converger on the section's first pass where no runtime's wiring loads it", async () => {
+  const graph = await staticGraph("roles/node.ts");
+  assert.ok(graph.includes("roles/node_instances.ts"), "the graph was read");
+  const converger = graph.filter((m) =>
+    m.startsWith("core/rebind/") || m === "core/volumes/open_volumes.ts" ||
+    ["converger.ts", "admission.ts", "snapshot_source.ts", "user_data.ts", "volume_step.ts", "network.ts"]
+      .some((f) => m === `core/converge/instances/${f}`)
+  );
+  assert.deepEqual(converger, []);
+});
+
 Deno.test("the node role loads the instance config delivery only when [instances] agent_config_url is set", async () => {
   const graph = await staticGraph("roles/node.ts");
   assert.ok(graph.includes("roles/node_instances.ts"), "the graph was read");
