@@ -134,6 +134,15 @@ Deno.test("the node role loads the instances converger on the section's first pa
   assert.deepEqual(converger, []);
 });
 
+for (const role of ["node", "site"]) {
+  Deno.test(`the ${role} role loads the plugin host on first use (a driver.invoke, a runtime plugin found), not at start`, async () => {
+    const graph = await staticGraph(`roles/${role}.ts`);
+    assert.ok(graph.includes("roles/_plugins.ts"), "the graph was read");
+    const host = ["core/plugins/host.ts", "core/plugins/source.ts", "core/plugins/plugin_runtime.ts"];
+    assert.deepEqual(graph.filter((m) => [...host, "runtimes/helper/plugin_source.ts"].includes(m)), []);
+  });
+}
+
 Deno.test("the node role loads the instance config delivery only when [instances] agent_config_url is set", async () => {
   const graph = await staticGraph("roles/node.ts");
   assert.ok(graph.includes("roles/node_instances.ts"), "the graph was read");

@@ -43,8 +43,8 @@ export function driverInvokePayload(p: CommandBody["payload"]): DriverInvoke {
   return { driver, operation, input };
 }
 
-/** The `driver.invoke` handler over `host`. */
-export function driverInvokeHandler(host: PluginHost): KindHandler {
+/** The `driver.invoke` handler over `host` (its `invoke`: the agents pass one that loads the host on first use). */
+export function driverInvokeHandler(host: Pick<PluginHost, "invoke">): KindHandler {
   return {
     kind: "driver.invoke",
     resources(command) {

@@ -21,6 +21,7 @@ import {
   type PluginSource,
 } from "../../core/plugins/mod.ts";
 import type { HelperClient } from "./client.ts";
+import { listHelperPlugins } from "./plugin_list.ts";
 
 /** One relayed plugin process. */
 class _RelayChannel implements PluginChannel {
@@ -115,8 +116,8 @@ export class HelperPluginSource implements PluginSource {
     return r.manifest;
   }
 
-  async list(): Promise<PluginManifest[]> {
-    return [...(await this.client.call("plugin.list", {})).plugins];
+  list(): Promise<PluginManifest[]> {
+    return listHelperPlugins(this.client);
   }
 
   async launch(m: PluginManifest): Promise<PluginChannel> {
