@@ -32,7 +32,7 @@ import { preconnect, type Preconnected } from "../core/session/preconnect.ts";
 import { checkTransportUrl, type TransportUse, UrlRefused } from "../core/session/url_policy.ts";
 import type { TunnelPort } from "../core/session/tunnel_frames.ts";
 import { SessionSecrets } from "../core/session/secrets.ts";
-import type { DevicesConverger } from "../core/converge/devices/mod.ts";
+import type { DevicesConvergerView } from "../core/converge/devices/lazy.ts";
 import type { SecretSource } from "../core/converge/instances/user_data.ts";
 import type { DialInstance } from "../runtimes/access/instance_dialer.ts";
 import { AGENT_VERSION } from "../core/version.ts";
@@ -489,7 +489,7 @@ async function _startAgent(w: RoleWiring, o: AgentStart, pre: Preconnected | und
   const devices = w.devices?.(ctx);
   const handlers = w.handlers(ctx);
   // The instances converger comes after the handlers; gpu.reset reads its passthrough lazily.
-  const late: { instances?: InstancesConvergerView; devices?: DevicesConverger } = {};
+  const late: { instances?: InstancesConvergerView; devices?: DevicesConvergerView } = {};
   if (devices) {
     registerGpuKinds(handlers, devices, () => conditions, () => late.instances?.passthrough() ?? []);
   }

@@ -7,19 +7,12 @@
  */
 import type { HandlerRegistry } from "../core/commands/handlers.ts";
 import type { ConditionSet } from "../core/converge/conditions.ts";
-import {
-  DevicesConverger,
-  DevicesMemory,
-  diagNvmlHandler,
-  gpuResetHandler,
-  type GpuTool,
-  type HoldStore,
-  type HostMemorySource,
-  type PassthroughGpu,
-  type SliceManager,
-  xidConditionsOf,
-  xidsFromConditions,
-} from "../core/converge/devices/mod.ts";
+import type { GpuTool, HoldStore, HostMemorySource, SliceManager } from "../core/converge/devices/ports.ts";
+import type { PassthroughGpu } from "../core/converge/devices/conflicts.ts";
+import { diagNvmlHandler, gpuResetHandler } from "../core/converge/devices/gpu_kind_handlers.ts";
+import { xidConditionsOf } from "../core/converge/devices/gpu_reset.ts";
+import { xidsFromConditions } from "../core/converge/devices/diag_nvml.ts";
+import { type DevicesConvergerView, lazyDevicesConverger } from "../core/converge/devices/lazy.ts";
 import type { Journal } from "../core/journal/mod.ts";
 import { deviceEventSink } from "../core/session/device_events.ts";
 import type { NodeIdentity } from "../core/session/identity.ts";
@@ -40,29 +33,35 @@ export interface DevicesWiring {
   readonly journal: Journal;
 }
 
-/** The devices converger of a role. */
 /** What the devices side learns from the instances converger (the GPUs it passes through, the memory it committed). */
 export interface InstancesView {
   passthrough(): readonly PassthroughGpu[];
   committedBytes(): number;
 }
 
+/** The devices converger of a role; its code loads on the section's first pass (`core/converge/devices/lazy.ts`). */
 export function devicesConverger(
   ctx: DevicesWiring,
   ports: DevicePorts,
   events: EventSink,
   instances?: InstancesView,
-): DevicesConverger {
-  return new DevicesConverger({
-    ...ports,
-    ...(instances
-      ? { passthrough: () => instances.passthrough(), domainCommittedBytes: () => instances.committedBytes() }
-      : {}),
-    events: deviceEventSink(events, ctx.identity.nodeId, ctx.identity.key.privateKey),
-    memory: new DevicesMemory(),
-    // What the journal says was announced: a hold written but not announced (a crash between the two) is announced
-    // again, and one announced but gone is announced released.
-    announced: () => ctx.journal.announcedAllocations(),
+): DevicesConvergerView {
+  return lazyDevicesConverger(async () => {
+    const [{ DevicesConverger }, { DevicesMemory }] = await Promise.all([
+      import("../core/converge/devices/converger.ts"),
+      import("../core/converge/devices/apply.ts"),
+    ]);
+    return new DevicesConverger({
+      ...ports,
+      ...(instances
+        ? { passthrough: () => instances.passthrough(), domainCommittedBytes: () => instances.committedBytes() }
+        : {}),
+      events: deviceEventSink(events, ctx.identity.nodeId, ctx.identity.key.privateKey),
+      memory: new DevicesMemory(),
+      // What the journal says was announced: a hold written but not announced (a crash between the two) is announced
+      // again, and one announced but gone is announced released.
+      announced: () => ctx.journal.announcedAllocations(),
+    });
   });
 }
 

@@ -9,7 +9,7 @@ import { join } from "../core/util/path.ts";
 import type { TelemetrySources } from "../core/telemetry/metrics.ts";
 import type { Journal } from "../core/journal/mod.ts";
 import type { NodeAgent } from "../core/session/node_agent.ts";
-import type { DevicesConverger } from "../core/converge/devices/mod.ts";
+import type { DevicesConvergerView } from "../core/converge/devices/lazy.ts";
 import type { InstancesConvergerView } from "../core/converge/instances/lazy.ts";
 
 async function _size(path: string): Promise<number> {
@@ -26,7 +26,7 @@ export function telemetrySources(
   dataDir: string,
   journal: Journal,
   agent: () => NodeAgent | undefined,
-  late: { readonly devices?: DevicesConverger },
+  late: { readonly devices?: DevicesConvergerView },
   instances:
     | {
       readonly converger: InstancesConvergerView;

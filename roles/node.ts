@@ -27,7 +27,7 @@ import {
   HelperRebooter,
   HelperSliceManager,
 } from "../runtimes/helper/ports.ts";
-import { diagDcgmHandler } from "../core/converge/devices/mod.ts";
+import { diagDcgmHandler } from "../core/converge/devices/gpu_kind_handlers.ts";
 import { instanceSnapshotHandler } from "../core/commands/kind_handlers/instance_snapshot.ts";
 import type { InstanceSnapshotter } from "../core/commands/kind_handlers/instance_snapshot.ts";
 import { instanceMigrateHandler } from "../core/commands/kind_handlers/instance_migrate.ts";

@@ -143,6 +143,13 @@ for (const role of ["node", "site"]) {
   });
 }
 
+Deno.test("the node role loads the devices converger on the section's first pass; the GPU kinds load at start", async () => {
+  const graph = await staticGraph("roles/node.ts");
+  assert.ok(graph.includes("core/converge/devices/gpu_kind_handlers.ts"), "the graph was read");
+  const passes = ["converger.ts", "plan.ts", "apply.ts", "env.ts", "wire.ts", "admission.ts", "slice.ts", "mod.ts"];
+  assert.deepEqual(passes.filter((f) => graph.includes(`core/converge/devices/${f}`)), []);
+});
+
 Deno.test("the node role loads the instance config delivery only when [instances] agent_config_url is set", async () => {
   const graph = await staticGraph("roles/node.ts");
   assert.ok(graph.includes("roles/node_instances.ts"), "the graph was read");
