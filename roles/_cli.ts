@@ -11,7 +11,7 @@ import { HELPER_OPS } from "../core/helper/protocol.ts";
 import { HELPER_OPS_BY_ROLE } from "../core/helper/roles.ts";
 import { AGENT_VERSION, BUILD, PROTOCOLS } from "../core/version.ts";
 import { type Options, parseArgs } from "../core/util/args.ts";
-import { argGrants } from "./permissions.ts";
+import { argGrants } from "./arg_grants.ts";
 
 /** An executable's name: a role, or an auxiliary tool beside one (`helper`: the agents' root helper). */
 export type CliName = Role | "helper";

@@ -150,6 +150,20 @@ Deno.test("the node role loads the devices converger on the section's first pass
   assert.deepEqual(passes.filter((f) => graph.includes(`core/converge/devices/${f}`)), []);
 });
 
+for (const role of ["node", "site", "ramdisk", "sim"]) {
+  Deno.test(`the ${role} role's start checks argument grants without loading the permission tables`, async () => {
+    const graph = await staticGraph(`roles/${role}.ts`);
+    assert.ok(graph.includes("roles/_cli.ts") && graph.includes("roles/arg_grants.ts"), "the graph was read");
+    assert.ok(!graph.includes("roles/permissions.ts"));
+  });
+}
+
+Deno.test("the node role loads nvidia-smi's parsers with its first GPU query, not at start", async () => {
+  const graph = await staticGraph("roles/node.ts");
+  assert.ok(graph.includes("runtimes/helper/ports.ts"), "the graph was read");
+  assert.deepEqual(graph.filter((m) => m.startsWith("runtimes/nvidia/")), []);
+});
+
 Deno.test("the node role loads the instance config delivery only when [instances] agent_config_url is set", async () => {
   const graph = await staticGraph("roles/node.ts");
   assert.ok(graph.includes("roles/node_instances.ts"), "the graph was read");

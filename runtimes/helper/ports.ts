@@ -32,7 +32,7 @@ import {
 } from "../../core/converge/devices/ports.ts";
 import type { SliceSettings } from "../../core/converge/devices/slice.ts";
 import { HelperError } from "../../core/helper/mod.ts";
-import { NvidiaSmi, type NvidiaSmiOptions } from "../nvidia/nvidia_smi.ts";
+import type { NvidiaSmi, NvidiaSmiOptions } from "../nvidia/nvidia_smi.ts";
 import type { HelperClient } from "./client.ts";
 
 function _expect(ok: boolean, op: string, what: string): void {
@@ -172,20 +172,31 @@ export async function helperBootId(c: HelperClient): Promise<string> {
   return bootId;
 }
 
-/** `nvidia-smi` run by the node for queries, with NUMA nodes and `--gpu-reset` through the helper. */
+/**
+ * `nvidia-smi` run by the node for queries, with NUMA nodes and `--gpu-reset` through the helper. Its output's parsers
+ * (`runtimes/nvidia`, ~20 KB of source) load with the first query, not at the daemon's start (issue 24).
+ */
 export class HelperGpuTool implements GpuTool {
-  readonly #smi: NvidiaSmi;
+  readonly #opts: NvidiaSmiOptions;
   readonly #c: HelperClient;
+  #smi: Promise<NvidiaSmi> | undefined;
   constructor(c: HelperClient, opts: Omit<NvidiaSmiOptions, "numaNode" | "sysfsPciDevices"> = {}) {
     this.#c = c;
-    this.#smi = new NvidiaSmi({
+    this.#opts = {
       ...opts,
       numaNode: async (pciBusId) => (await c.call("pci.numa_node", { pciBusId })).numaNode ?? undefined,
-    });
+    };
   }
 
-  query(): Promise<GpuInventory> {
-    return this.#smi.query();
+  async query(): Promise<GpuInventory> {
+    if (this.#smi === undefined) {
+      // A load that fails fails this query (the converger retries) and the next one loads again.
+      const smi = this.#smi = import("../nvidia/nvidia_smi.ts").then(({ NvidiaSmi }) => new NvidiaSmi(this.#opts));
+      smi.catch(() => {
+        if (this.#smi === smi) this.#smi = undefined;
+      });
+    }
+    return (await this.#smi).query();
   }
 
   /** A refusal or the tool's failure is a {@link GpuToolError} (the reset's per-GPU outcome); losing the helper is not. */
