@@ -12,7 +12,6 @@ import type { KindHandler } from "../core/commands/handlers.ts";
 import { readIdentity } from "../core/journal/mod.ts";
 import { releaseKeysFromWire } from "../core/session/identity.ts";
 import { AGENT_VERSION } from "../core/version.ts";
-import { HttpsReleaseFetcher } from "../runtimes/daemon/release_fetcher.ts";
 import { HelperDaemonHost } from "../runtimes/helper/ports_daemon.ts";
 import { helperOf, type WiringContext } from "./_agent_cli.ts";
 
@@ -20,7 +19,11 @@ function _deps(ctx: WiringContext): UpgradeDeps {
   return {
     running: AGENT_VERSION,
     host: new HelperDaemonHost(helperOf(ctx)),
-    fetcher: new HttpsReleaseFetcher(ctx.dataDir),
+    // The https fetcher's code (with the download and the helper upgrader's staging name) loads with a release.
+    fetcher: {
+      fetch: async (target) =>
+        new (await import("../runtimes/daemon/release_fetcher.ts")).HttpsReleaseFetcher(ctx.dataDir).fetch(target),
+    },
     releaseKeys: async () => {
       const tb = (await readIdentity(ctx.dataDir))?.trust_bundle;
       return typeof tb === "string" ? releaseKeysFromWire(Uint8Array.from(atob(tb), (c) => c.charCodeAt(0))) : [];

@@ -32,7 +32,7 @@ import { instanceSnapshotHandler } from "../core/commands/kind_handlers/instance
 import type { InstanceSnapshotter } from "../core/commands/kind_handlers/instance_snapshot.ts";
 import { instanceMigrateHandler } from "../core/commands/kind_handlers/instance_migrate.ts";
 import type { LibvirtMigrator } from "../runtimes/migration/libvirt_migrator.ts";
-import { HttpsUploader } from "../runtimes/host/https_put.ts";
+import { lazyHttpsUploader } from "../runtimes/host/lazy_uploader.ts";
 import type { DevicePorts } from "./_devices.ts";
 import { earlyInstances, type InstancesEarly, nodeInstances } from "./node_instances.ts";
 import { runCli, type Subcommand } from "./_cli.ts";
@@ -160,7 +160,7 @@ export const NODE_WIRING: RoleWiring = {
     ) reg.register(h);
     reg.register(daemonUpgrade(ctx));
     reg.register(
-      instanceSnapshotHandler({ snapshotter: () => _snapshotsByCtx.get(ctx), uploader: new HttpsUploader() }),
+      instanceSnapshotHandler({ snapshotter: () => _snapshotsByCtx.get(ctx), uploader: lazyHttpsUploader() }),
     );
     reg.register(instanceMigrateHandler({ migrator: () => _migratorsByCtx.get(ctx), nodeId: ctx.identity.nodeId }));
     // From level 2 a GPU a live hold names is busy; VM pass-through is not tracked here yet, as for gpu.reset.

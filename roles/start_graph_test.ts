@@ -164,6 +164,22 @@ Deno.test("the node role loads nvidia-smi's parsers with its first GPU query, no
   assert.deepEqual(graph.filter((m) => m.startsWith("runtimes/nvidia/")), []);
 });
 
+// (The site's image cache downloads over https at start; its graph keeps the transfer code.)
+for (const role of ["node"]) {
+  Deno.test(`the ${role} role loads the https uploader and the release fetcher with their first use, not at start`, async () => {
+    const graph = await staticGraph(`roles/${role}.ts`);
+    assert.ok(graph.includes("runtimes/host/lazy_uploader.ts"), "the graph was read");
+    const later = [
+      "runtimes/host/https_put.ts",
+      "runtimes/host/https_download.ts",
+      "runtimes/daemon/release_fetcher.ts",
+      "runtimes/daemon/helper_upgrader.ts",
+      "core/converge/instances/domain_plan.ts",
+    ];
+    assert.deepEqual(later.filter((m) => graph.includes(m)), []);
+  });
+}
+
 Deno.test("the node role loads the instance config delivery only when [instances] agent_config_url is set", async () => {
   const graph = await staticGraph("roles/node.ts");
   assert.ok(graph.includes("roles/node_instances.ts"), "the graph was read");

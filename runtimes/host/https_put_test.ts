@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { UploadError } from "../../core/commands/kind_handlers/mod.ts";
 import { HttpsUploader } from "./https_put.ts";
+import { lazyHttpsUploader } from "./lazy_uploader.ts";
 import { makeCerts } from "./certs_testing.ts";
 import { FakeClock } from "../../fixtures/clock/fake_clock.ts";
 import { waitFor } from "../../fixtures/poll.ts";
@@ -241,6 +242,36 @@ Deno.test({
       assert.equal(clock.pending, 0);
     } finally {
       await peer.close();
+    }
+  },
+});
+
+Deno.test({
+  ...T,
+  name: "lazyHttpsUploader: put and putFile go through an HttpsUploader made with its options on first use",
+  fn: async () => {
+    const seen: Seen[] = [];
+    const srv = serve(certs!, seen);
+    const dir = await Deno.makeTempDir();
+    try {
+      const up = lazyHttpsUploader({ caCerts: [certs!.ca] });
+      const body = new Uint8Array(1000).map((_, i) => i & 0xff);
+      await up.put(`https://127.0.0.1:${srv.addr.port}/a`, body, { contentType: "application/gzip" });
+      await Deno.writeFile(`${dir}/f`, body.subarray(0, 10));
+      await up.putFile(`https://127.0.0.1:${srv.addr.port}/b`, `${dir}/f`, { contentType: "application/x-raw" });
+      assert.deepEqual(seen.map((s) => [s.method, s.path, s.length, s.type]), [
+        ["PUT", "/a", "1000", "application/gzip"],
+        ["PUT", "/b", "10", "application/x-raw"],
+      ]);
+      assert.deepEqual(seen[1]!.body, body.subarray(0, 10));
+      // Its options are the uploader's: without the CA, the server is not trusted.
+      await assert.rejects(
+        lazyHttpsUploader().put(`https://127.0.0.1:${srv.addr.port}/c`, body, { contentType: "x/y" }),
+        (e) => code(e) === "upload-failed",
+      );
+    } finally {
+      await srv.shutdown();
+      await Deno.remove(dir, { recursive: true });
     }
   },
 });

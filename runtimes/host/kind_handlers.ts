@@ -28,7 +28,8 @@ import type { KindHandler } from "../../core/commands/handlers.ts";
 import type { Journal } from "../../core/journal/mod.ts";
 import { type HostInventoryRoots, SysfsHostInventory } from "./inventory.ts";
 import { InitRebooter } from "./rebooter.ts";
-import { HttpsUploader, type TransferLimits } from "./https_put.ts";
+import type { TransferLimits } from "./https_put.ts";
+import { lazyHttpsUploader } from "./lazy_uploader.ts";
 
 /** What the host handlers need. */
 export interface HostKindOptions {
@@ -53,7 +54,7 @@ export function hostKindHandlers(o: HostKindOptions): KindHandler[] {
     }),
     logsCollectHandler({
       sources: [daemonLogSource(o.logRing), journalSummarySource(o.journal)],
-      uploader: new HttpsUploader({
+      uploader: lazyHttpsUploader({
         ...(o.caCerts ? { caCerts: o.caCerts } : {}),
         ...(o.transferLimits ? { limits: o.transferLimits } : {}),
       }),

@@ -8,5 +8,7 @@
  */
 export { CPU_FLAGS_OF_INTEREST, type HostInventoryRoots, SysfsHostInventory } from "./inventory.ts";
 export { type CommandRunner, denoRunner, InitRebooter } from "./rebooter.ts";
-export { type Conn, HttpsUploader, type TlsConnect, TRANSFER_LIMITS, type TransferLimits } from "./https_put.ts";
+// The uploader itself loads with the first upload (lazy_uploader.ts); import https_put.ts for HttpsUploader.
+export type { Conn, TlsConnect, TransferLimits } from "./https_put.ts";
+export { type HttpsUploaderOptions, lazyHttpsUploader } from "./lazy_uploader.ts";
 export { hostKindHandlers, type HostKindOptions } from "./kind_handlers.ts";

@@ -20,7 +20,7 @@
 import { packResult, unpackPayload, WireDecodeError } from "../../../proto/mod.ts";
 import type { HandlerContext, HandlerResult, KindHandler } from "../handlers.ts";
 import { CommandFailed, InvalidPayload } from "../rejection.ts";
-import { INSTANCE_ID } from "../../converge/instances/domain_plan.ts";
+import { INSTANCE_ID } from "../../converge/instances/instance_id.ts";
 
 /** The drain deadline when the payload names none. */
 export const DEFAULT_DRAIN_DEADLINE_MS = 30_000;

@@ -17,7 +17,7 @@ import { packResult, unpackPayload, WireDecodeError } from "../../../proto/mod.t
 import type { HandlerContext, HandlerResult, KindHandler } from "../handlers.ts";
 import { CommandFailed, InvalidPayload } from "../rejection.ts";
 import { checkUploadUrl, UploadError } from "./logs_collect.ts";
-import { INSTANCE_ID } from "../../converge/instances/domain_plan.ts";
+import { INSTANCE_ID } from "../../converge/instances/instance_id.ts";
 
 /** A snapshot written to its staging file. */
 export interface StagedSnapshot {

@@ -12,6 +12,7 @@
  */
 import type { ImageFormat } from "../../images/qcow2_header.ts";
 import { MAX_ATTACHMENTS, VOLUME_ID, VOLUME_SERIAL } from "../../volumes/grammar.ts";
+import { INSTANCE_ID } from "./instance_id.ts";
 
 /** A domain's power state. */
 export type DomainState = "running" | "paused" | "stopped";
@@ -166,8 +167,7 @@ export const GUEST_CHANNELS = [
 /** The instance's channel key (64 hex digits, mode 0600, the node's), inside the instance's directory. */
 export const CHANNEL_KEY_FILE = "channel.key";
 
-/** Instance ids a domain may carry: they name a directory and a domain. */
-export const INSTANCE_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+export { INSTANCE_ID };
 /** A unicast MAC in lowercase or uppercase hex. */
 export const MAC = /^[0-9A-Fa-f][02468ACEace](?::[0-9A-Fa-f]{2}){5}$/;
 /** A bridge name: a Linux interface name that is not an instance tap (`bc*`). */
