@@ -67,5 +67,4 @@ export {
   unpackResult,
   type WireKind,
 } from "./kinds_map.ts";
-export { checkMessageJson, JsonShapeError } from "./json_check.ts";
 export type * from "./types.ts";

@@ -28,7 +28,8 @@ import {
 } from "../core/doctor/mod.ts";
 import { ConfigError, loadAgentConfig, type ResolvedAgentConfig } from "../core/config/mod.ts";
 import { DEFAULT_HELPER_SOCKET, HelperError } from "../core/helper/mod.ts";
-import { boundsFromConfig, inspectJournal, JournalError, journalHealth } from "../core/journal/mod.ts";
+import { boundsFromConfig, JournalError } from "../core/journal/mod.ts";
+import { inspectJournal, journalHealth } from "../core/journal/inspect.ts";
 import { IdentityError, loadIdentity, type NodeIdentity } from "../core/session/identity.ts";
 import { HelperClient } from "../runtimes/helper/client.ts";
 import { probeGateway } from "../runtimes/doctor/gateway_probe.ts";

@@ -10,7 +10,7 @@
  * @module
  */
 import { loadAgentConfig } from "../core/config/mod.ts";
-import { boundsFromConfig, inspectJournal, Journal, JOURNAL_FILE, JournalError } from "../core/journal/mod.ts";
+import { boundsFromConfig, Journal, JOURNAL_FILE, JournalError } from "../core/journal/mod.ts";
 import { EXIT_INTERNAL, EXIT_OK, EXIT_REFUSED, printOut, type Subcommand, UsageError } from "./_cli.ts";
 
 /** The `journal` command group of the node role. */
@@ -28,6 +28,7 @@ export const JOURNAL_COMMAND: Subcommand = {
           const bounds = typeof cfgPath === "string"
             ? boundsFromConfig(loadAgentConfig(await Deno.readTextFile(cfgPath)).journal)
             : undefined;
+          const { inspectJournal } = await import("../core/journal/inspect.ts");
           printOut(JSON.stringify({ ok: true, ...(await inspectJournal(dir, bounds ? { bounds } : {})) }));
           return EXIT_OK;
         } catch (e) {

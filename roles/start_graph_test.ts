@@ -166,10 +166,12 @@ Deno.test("the node role loads nvidia-smi's parsers with its first GPU query, no
 
 // (The site's image cache downloads over https at start; its graph keeps the transfer code.)
 for (const role of ["node"]) {
-  Deno.test(`the ${role} role loads the https uploader and the release fetcher with their first use, not at start`, async () => {
+  Deno.test(`the ${role} role loads the https uploader, the release fetcher and the journal's inspection with their first use, not at start`, async () => {
     const graph = await staticGraph(`roles/${role}.ts`);
     assert.ok(graph.includes("runtimes/host/lazy_uploader.ts"), "the graph was read");
     const later = [
+      "core/journal/inspect.ts",
+      "proto/json_check.ts",
       "runtimes/host/https_put.ts",
       "runtimes/host/https_download.ts",
       "runtimes/daemon/release_fetcher.ts",

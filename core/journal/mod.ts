@@ -144,5 +144,5 @@ export type { SqlDriver, SqlDriverFactory, SqlRow, SqlValue } from "./sql_driver
 export { openNodeSqlite } from "./driver_node_sqlite.ts";
 export { MAX_SYNCS_IN_FLIGHT, type QueueStats } from "./write_queue.ts";
 export type { WalSyncStats } from "./wal_sync.ts";
-export { inspectJournal, type InspectOptions, type JournalHealth, journalHealth } from "./inspect.ts";
+// inspectJournal and journalHealth (`inspect.ts`) are the CLI's and doctor's, imported from there: not every start.
 export { fsyncDir, writeFileDurable } from "./durable_file.ts";
