@@ -6,7 +6,7 @@
  * @module
  */
 import { parseArgs } from "../core/util/args.ts";
-import type { Executable } from "./permissions.ts";
+import type { Executable } from "./executables.ts";
 
 /** A subcommand that needs access to the paths its user names, granted per run by the launcher. */
 export interface ArgGrant {

@@ -39,18 +39,11 @@
  * @module
  */
 import type { Role } from "../core/commands/kinds.ts";
-import { ROLES } from "../core/commands/kinds.ts";
 import { DEFAULT_HELPER_SOCKET } from "../core/helper/protocol.ts";
 import { ARG_GRANTS } from "./arg_grants.ts";
 
-/**
- * An executable: the five agent roles, their root helper beside them, and `vm`, the guest agent's host program
- * (neither registers command kinds).
- */
-export type Executable = Role | "helper" | "vm";
-
-/** Every executable `make bundle` builds, the roles first. */
-export const EXECUTABLES: readonly Executable[] = [...ROLES, "helper", "vm"];
+import { type Executable, EXECUTABLES } from "./executables.ts";
+export { type Executable, EXECUTABLES };
 
 /** Host tools no role but `node` may run (the guest runs tenant programs, never these). */
 export const HOST_TOOLS: readonly string[] = [
