@@ -16,16 +16,17 @@ import type { PluginRuntime } from "../core/plugins/plugin_runtime.ts";
 import { type PluginManifest, RUNTIME_OPERATION } from "../core/plugins/protocol.ts";
 import { HelperError } from "../core/helper/mod.ts";
 import { AGENT_VERSION } from "../core/version.ts";
+import { loadOnce } from "../core/util/load_once.ts";
 import { listHelperPlugins } from "../runtimes/helper/plugin_list.ts";
 import { helperOf, type WiringContext } from "./_agent_cli.ts";
 
-const _hosts = new WeakMap<WiringContext, Promise<PluginHost>>();
+const _hosts = new WeakMap<WiringContext, () => Promise<PluginHost>>();
 
 /** The daemon's plugin host, made (its code loaded) on first use; a load that fails is tried again by the next use. */
 export function pluginHostOf(ctx: WiringContext): Promise<PluginHost> {
   let h = _hosts.get(ctx);
   if (!h) {
-    h = (async () => {
+    h = loadOnce(async () => {
       const [{ PluginHost }, { HelperPluginSource }] = await Promise.all([
         import("../core/plugins/host.ts"),
         import("../runtimes/helper/plugin_source.ts"),
@@ -36,11 +37,10 @@ export function pluginHostOf(ctx: WiringContext): Promise<PluginHost> {
         log: ctx.log.child({ part: "plugins" }),
         maxInvokeMs: DEFAULT_KIND_TIMEOUT_MS,
       });
-    })();
-    h.catch(() => _hosts.delete(ctx));
+    });
     _hosts.set(ctx, h);
   }
-  return h;
+  return h();
 }
 
 /**

@@ -34,6 +34,7 @@ import type { SliceSettings } from "../../core/converge/devices/slice.ts";
 import { HelperError } from "../../core/helper/mod.ts";
 import type { NvidiaSmi, NvidiaSmiOptions } from "../nvidia/nvidia_smi.ts";
 import type { HelperClient } from "./client.ts";
+import { loadOnce } from "../../core/util/load_once.ts";
 
 function _expect(ok: boolean, op: string, what: string): void {
   if (!ok) throw new HelperError("malformed", `${op}: the answer's ${what}`);
@@ -177,26 +178,20 @@ export async function helperBootId(c: HelperClient): Promise<string> {
  * (`runtimes/nvidia`, ~20 KB of source) load with the first query, not at the daemon's start (issue 24).
  */
 export class HelperGpuTool implements GpuTool {
-  readonly #opts: NvidiaSmiOptions;
   readonly #c: HelperClient;
-  #smi: Promise<NvidiaSmi> | undefined;
+  readonly #smi: () => Promise<NvidiaSmi>;
   constructor(c: HelperClient, opts: Omit<NvidiaSmiOptions, "numaNode" | "sysfsPciDevices"> = {}) {
     this.#c = c;
-    this.#opts = {
+    const smiOpts: NvidiaSmiOptions = {
       ...opts,
       numaNode: async (pciBusId) => (await c.call("pci.numa_node", { pciBusId })).numaNode ?? undefined,
     };
+    // A load that fails fails that query (the converger retries) and the next one loads again.
+    this.#smi = loadOnce(() => import("../nvidia/nvidia_smi.ts").then(({ NvidiaSmi }) => new NvidiaSmi(smiOpts)));
   }
 
   async query(): Promise<GpuInventory> {
-    if (this.#smi === undefined) {
-      // A load that fails fails this query (the converger retries) and the next one loads again.
-      const smi = this.#smi = import("../nvidia/nvidia_smi.ts").then(({ NvidiaSmi }) => new NvidiaSmi(this.#opts));
-      smi.catch(() => {
-        if (this.#smi === smi) this.#smi = undefined;
-      });
-    }
-    return (await this.#smi).query();
+    return (await this.#smi()).query();
   }
 
   /** A refusal or the tool's failure is a {@link GpuToolError} (the reset's per-GPU outcome); losing the helper is not. */

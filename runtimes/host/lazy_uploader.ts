@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { loadOnce } from "../../core/util/load_once.ts";
 import type { HttpsUploader } from "./https_put.ts";
 
 /** What an {@link HttpsUploader} is made with. */
@@ -12,16 +13,7 @@ export type HttpsUploaderOptions = NonNullable<ConstructorParameters<typeof Http
 
 /** `new HttpsUploader(opts)`, made on its first `put` or `putFile`. */
 export function lazyHttpsUploader(opts: HttpsUploaderOptions = {}): Pick<HttpsUploader, "put" | "putFile"> {
-  let made: Promise<HttpsUploader> | undefined;
-  const uploader = (): Promise<HttpsUploader> => {
-    if (made === undefined) {
-      const m = made = import("./https_put.ts").then(({ HttpsUploader }) => new HttpsUploader(opts));
-      m.catch(() => {
-        if (made === m) made = undefined;
-      });
-    }
-    return made;
-  };
+  const uploader = loadOnce(() => import("./https_put.ts").then(({ HttpsUploader }) => new HttpsUploader(opts)));
   return {
     put: async (url, body, o) => (await uploader()).put(url, body, o),
     putFile: async (url, path, o) => (await uploader()).putFile(url, path, o),
