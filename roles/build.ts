@@ -22,6 +22,7 @@ import {
 } from "./permissions.ts";
 import { AGENT_DENO_DIR } from "../runtimes/daemon/code_cache.ts";
 import { compileBundleEagerly, loadStartHints } from "./eager.ts";
+import { denoRebundle, mergeStartChunks } from "./merge_start.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const DENO = Deno.execPath();
@@ -218,12 +219,15 @@ export async function bundleRole(
     const versioned = opts.version === undefined ? text : text.replaceAll("__BCD_VERSION__", opts.version);
     texts.set(e.name, versioned.replaceAll("__BCD_BUILD__", build));
   }
+  for (const name of texts.keys()) await Deno.remove(`${dir}/${name}`);
+  // The chunks the start loads, one module (merge_start.ts).
+  const { modules: split } = await mergeStartChunks(texts, `bcd-${role}.js`, denoRebundle);
   // As esbuild wrote it when `startHints` is false: what `deno task start:hints` reads its declarations from.
   const rewritten = opts.startHints === false
-    ? texts
-    : compileBundleEagerly(texts, new Set((await loadStartHints())[role] ?? []));
+    ? split
+    : compileBundleEagerly(split, new Set((await loadStartHints())[role] ?? []));
   for (const [name, source] of rewritten) await Deno.writeTextFile(`${dir}/${name}`, source);
-  const modules = [...texts.keys()];
+  const modules = [...split.keys()];
   await Deno.writeTextFile(`${dir}/${WARM_CACHE_MODULE}`, warmCacheSource(role, modules));
   if (ARG_GRANTS[role].length > 0) {
     await _run(DENO, [

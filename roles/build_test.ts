@@ -91,7 +91,11 @@ Deno.test("`make bundle` produces seven launchers (five roles, the helper and bc
       if (["node", "site", "ramdisk", "sim"].includes(role)) {
         // What a start parses: the entry and the chunks it imports statically (code an on-demand chunk shares with
         // the entry goes to such a chunk), never one only an import() names.
-        const entry = _staticClosure(dir, `bcd-${role}.js`);
+        const files = new Set<string>();
+        const entry = _staticClosure(dir, `bcd-${role}.js`, files);
+        // Those chunks merged into one module (merge_start.ts): a start loads two files, whatever the split made.
+        assert.ok(files.size <= 2, `bcd-${role}'s start loads ${[...files].join(", ")}`);
+        if (files.size === 2) assert.ok(files.has(`bcd-${role}-start.js`), [...files].join(", "));
         assert.ok(entry.includes('"Journal"'), "the entry holds the agent's own code (core/journal/, its name kept)");
         // Minified (BUNDLE_FLAGS): a start pays for every byte it loads; unminified, each module opens with its path.
         assert.ok(!entry.includes("// core/"), "the entry is minified");
