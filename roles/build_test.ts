@@ -100,6 +100,8 @@ Deno.test("`make bundle` produces seven launchers (five roles, the helper and bc
         // Minified (BUNDLE_FLAGS): a start pays for every byte it loads; unminified, each module opens with its path.
         assert.ok(!entry.includes("// core/"), "the entry is minified");
         assert.ok(!entry.includes("@opentelemetry"), "the OpenTelemetry SDK is in a chunk loaded on demand");
+        // The Ed25519 thread is the verifier a caller may pass; no agent's start makes one (core/pki/ed25519_thread.ts).
+        assert.ok(!entry.includes("the Ed25519 verifier is closed"), "the Ed25519 thread's class is not on the start");
       }
     });
   }

@@ -332,7 +332,8 @@ export class Ed25519Thread {
   }
 }
 
-const _shared = new Ed25519Thread();
+/** The process's thread, made on first use: a process that never checks a signature on it makes none. */
+let _shared: Ed25519Thread | undefined;
 
 /**
  * Verifies `signature` over exactly `message` with the raw public key on the process's Ed25519 thread (see the
@@ -343,10 +344,10 @@ export function verifyEd25519Batched(
   signature: Uint8Array,
   message: Uint8Array,
 ): Promise<boolean> {
-  return _shared.verify(publicKey, signature, message);
+  return (_shared ??= new Ed25519Thread()).verify(publicKey, signature, message);
 }
 
 /** The process's Ed25519 thread's figures (for `bench:commands`). */
 export function ed25519ThreadStats(): VerifierStats {
-  return _shared.stats;
+  return (_shared ??= new Ed25519Thread()).stats;
 }
