@@ -38,7 +38,10 @@ export interface MergeResult {
   readonly chunks: readonly string[];
 }
 
-/** Bundles `input` (a file in `dir`) into `output`, every module of `external` (paths in `dir`) left external. */
+/**
+ * Bundles `input` (a file in `dir`) into `output`, every specifier of `external` left as it is written: the bundle's
+ * other modules (`./name`) and what the first pass left external (`npm:` packages with native parts, `node:` modules).
+ */
 export type Rebundle = (dir: string, input: string, output: string, external: readonly string[]) => Promise<void>;
 
 /**
@@ -54,7 +57,7 @@ export const denoRebundle: Rebundle = async (dir, input, output, external) => {
     "--platform",
     "deno",
     "--minify",
-    ...external.flatMap((e) => ["--external", `./${e}`]),
+    ...external.flatMap((e) => ["--external", e]),
     "-o",
     `${dir}/${output}`,
     `${dir}/${input}`,
@@ -249,8 +252,18 @@ export async function mergeStartChunks(
         : `export {${list.join(", ")}} from ${JSON.stringify(`./${c}`)};`;
     });
     await Deno.writeTextFile(`${dir}/${input}`, lines.join("\n") + "\n");
-    const external = [...modules.keys()].filter((m) => !mergedSet.has(m));
-    await rebundle(dir, input, merged, external);
+    // The other modules, and every specifier of the merged chunks that names no module of the bundle (the second
+    // pass would otherwise bundle an `npm:` package that the first left external on purpose).
+    const external = new Set([...modules.keys()].filter((m) => !mergedSet.has(m)).map((m) => `./${m}`));
+    for (const c of chunks) {
+      const program = _parse(modules.get(c)!);
+      const specs = [
+        ...program.body.filter(_isStatic).map((st: Node) => String(st.source.value)),
+        ..._dynamicImports(program),
+      ];
+      for (const spec of specs) if (_local(spec, modules) === null) external.add(spec);
+    }
+    await rebundle(dir, input, merged, [...external]);
     const text = await Deno.readTextFile(`${dir}/${merged}`);
     const out = new Map<string, string>();
     for (const [name, source] of modules) {

@@ -84,6 +84,21 @@ Deno.test("a start chunk that another module imports as a namespace or loads by 
   }
 });
 
+Deno.test("what the first pass left external stays external: an npm: package is not bundled by the second", async () => {
+  const modules = new Map(BUNDLE);
+  modules.set(
+    "chunk-C.js",
+    'import{x}from"npm:left-pad@1.3.0";import{DatabaseSync}from"node:sqlite";export{x,DatabaseSync};',
+  );
+  let asked: readonly string[] = [];
+  const r = await mergeStartChunks(modules, "bcd-x.js", (dir, input, output, external) => {
+    asked = external;
+    return denoRebundle(dir, input, output, external);
+  });
+  assert.ok(asked.includes("npm:left-pad@1.3.0") && asked.includes("./lazy-L.js"), asked.join(" "));
+  assert.match(r.modules.get("bcd-x-start.js")!, /from"npm:left-pad@1\.3\.0"/);
+});
+
 Deno.test("a start chunk that awaits at top level stays a file of its own", async () => {
   const modules = new Map(BUNDLE);
   modules.set("chunk-C.js", 'console.log("C runs");await Promise.resolve();');
