@@ -12,7 +12,7 @@
  * The entry stays a module apart, importing the merged one: a role's entry awaits its command at top level
  * (`Deno.exit(await runCli(...))`), and a lazy chunk that imported the module holding that await would wait for it to
  * finish evaluating, while it waits for the chunk: the start would hang. The merged module has no top-level await
- * (checked here; a chunk with one stays unmerged), so a lazy chunk imports it at any time.
+ * (checked here: where a start chunk has one, nothing is merged), so a lazy chunk imports it at any time.
  *
  * What stays as it was: the order in which the chunks' code runs (the merged module lists them in the order the
  * entry's imports reach them, and esbuild keeps ES module evaluation order), each chunk's exports as one binding
@@ -231,12 +231,16 @@ export async function mergeStartChunks(
   rebundle: Rebundle,
 ): Promise<MergeResult> {
   const unchanged = { modules: new Map(modules), merged: null, chunks: [] };
-  const chunks = startChunks(modules, entry).filter((c) => !_awaitsAtTopLevel(_parse(modules.get(c)!)));
-  // A chunk left out (top-level await) may import merged ones, which stays correct: they are one instance.
+  const chunks = startChunks(modules, entry);
+  // A chunk that awaits at top level cannot join (a lazy chunk importing the merged module would wait on it), and
+  // left apart it could import the merged module that imports it, a cycle the split bundle did not have: no merge.
+  if (chunks.length < 2 || chunks.some((c) => _awaitsAtTopLevel(_parse(modules.get(c)!)))) return unchanged;
   const mergedSet = new Set(chunks);
-  if (chunks.length < 2) return unchanged;
   const merged = entry.replace(/\.js$/, "") + "-start.js";
-  if (modules.has(merged)) throw new Error(`the bundle already has a module ${merged}`);
+  const input = "merge-input.js";
+  for (const name of [merged, input]) {
+    if (modules.has(name)) throw new Error(`the bundle already has a module ${name}`);
+  }
   const renames = new Map<string, Map<string, string>>();
   chunks.forEach((c, i) => {
     renames.set(c, new Map(_exports(c, _parse(modules.get(c)!)).map((n) => [n, _mergedName(i, n)])));
@@ -244,7 +248,6 @@ export async function mergeStartChunks(
   const dir = await Deno.makeTempDir({ prefix: "bcd-merge-start-" });
   try {
     for (const [name, source] of modules) await Deno.writeTextFile(`${dir}/${name}`, source);
-    const input = "merge-input.js";
     const lines = chunks.map((c) => {
       const list = [...renames.get(c)!].map(([n, m]) => `${JSON.stringify(n)} as ${m}`);
       return list.length === 0

@@ -99,11 +99,10 @@ Deno.test("what the first pass left external stays external: an npm: package is 
   assert.match(r.modules.get("bcd-x-start.js")!, /from"npm:left-pad@1\.3\.0"/);
 });
 
-Deno.test("a start chunk that awaits at top level stays a file of its own", async () => {
+Deno.test("a start chunk that awaits at top level: nothing is merged", async () => {
   const modules = new Map(BUNDLE);
   modules.set("chunk-C.js", 'console.log("C runs");await Promise.resolve();');
-  const r = await mergeStartChunks(modules, "bcd-x.js", denoRebundle);
-  assert.deepEqual(r.chunks, ["chunk-A.js", "chunk-B.js"]);
-  assert.ok(r.modules.has("chunk-C.js"));
-  assert.equal(await _run(r.modules, "bcd-x.js"), await _run(modules, "bcd-x.js"));
+  const r = await mergeStartChunks(modules, "bcd-x.js", () => Promise.reject(new Error("not called")));
+  assert.equal(r.merged, null);
+  assert.deepEqual(r.modules, modules);
 });
