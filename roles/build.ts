@@ -221,13 +221,13 @@ export async function bundleRole(
   }
   for (const name of texts.keys()) await Deno.remove(`${dir}/${name}`);
   // The chunks the start loads, one module (merge_start.ts).
-  const { modules: split } = await mergeStartChunks(texts, `bcd-${role}.js`, denoRebundle);
+  const { modules: merged } = await mergeStartChunks(texts, `bcd-${role}.js`, denoRebundle);
   // As esbuild wrote it when `startHints` is false: what `deno task start:hints` reads its declarations from.
   const rewritten = opts.startHints === false
-    ? split
-    : compileBundleEagerly(split, new Set((await loadStartHints())[role] ?? []));
+    ? merged
+    : compileBundleEagerly(merged, new Set((await loadStartHints())[role] ?? []));
   for (const [name, source] of rewritten) await Deno.writeTextFile(`${dir}/${name}`, source);
-  const modules = [...split.keys()];
+  const modules = [...merged.keys()];
   await Deno.writeTextFile(`${dir}/${WARM_CACHE_MODULE}`, warmCacheSource(role, modules));
   if (ARG_GRANTS[role].length > 0) {
     await _run(DENO, [

@@ -23,7 +23,7 @@
  * @module
  */
 import * as acorn from "acorn";
-import { applyEdits, type Edit } from "./static_names.ts";
+import { applyEdits, type Edit, walk } from "./static_names.ts";
 
 // deno-lint-ignore no-explicit-any
 type Node = any;
@@ -86,37 +86,25 @@ function _isStatic(st: Node): boolean {
 }
 
 /** Every `import("...")` with a literal specifier under `node`. */
-function _dynamicImports(node: Node, out: string[] = []): string[] {
-  if (node.type === "ImportExpression" && node.source.type === "Literal") out.push(String(node.source.value));
-  for (const [key, value] of Object.entries(node)) {
-    if (key === "type" || key === "start" || key === "end") continue;
-    if (Array.isArray(value)) {
-      for (const v of value) if (v && typeof v.type === "string") _dynamicImports(v, out);
-    } else if (value && typeof value === "object" && typeof (value as Node).type === "string") {
-      _dynamicImports(value, out);
-    }
-  }
+function _dynamicImports(node: Node): string[] {
+  const out: string[] = [];
+  walk(node, (n) => {
+    if (n.type === "ImportExpression" && n.source.type === "Literal") out.push(String(n.source.value));
+  });
   return out;
 }
 
-/** Whether `node` awaits at its own top level (an `await` or `for await` outside any function). */
-function _awaitsAtTopLevel(node: Node): boolean {
-  if (
-    /^(FunctionDeclaration|FunctionExpression|ArrowFunctionExpression|MethodDefinition|PropertyDefinition|StaticBlock)$/
-      .test(node.type)
-  ) {
-    return false;
-  }
-  if (node.type === "AwaitExpression" || (node.type === "ForOfStatement" && node.await)) return true;
-  for (const [key, value] of Object.entries(node)) {
-    if (key === "type" || key === "start" || key === "end") continue;
-    if (Array.isArray(value)) {
-      for (const v of value) if (v && typeof v.type === "string" && _awaitsAtTopLevel(v)) return true;
-    } else if (value && typeof value === "object" && typeof (value as Node).type === "string") {
-      if (_awaitsAtTopLevel(value)) return true;
-    }
-  }
-  return false;
+const _FUNCTION =
+  /^(FunctionDeclaration|FunctionExpression|ArrowFunctionExpression|MethodDefinition|PropertyDefinition|StaticBlock)$/;
+
+/** Whether `program` awaits at its own top level (an `await` or `for await` outside any function). */
+function _awaitsAtTopLevel(program: Node): boolean {
+  let found = false;
+  walk(program, (n, ancestors) => {
+    if (n.type !== "AwaitExpression" && !(n.type === "ForOfStatement" && n.await)) return;
+    if (!ancestors.some((a) => _FUNCTION.test(a.type))) found = true;
+  });
+  return found;
 }
 
 function _name(n: Node): string {

@@ -57,7 +57,7 @@ export function canWriteName(name: string, identifiers: ReadonlySet<string>): bo
 export function identifiersIn(node: Node): Set<string> {
   const names = new Set<string>();
   const keys = new Set<Node>();
-  _walk(node, (n) => {
+  walk(node, (n) => {
     if (n.type === "MemberExpression" && !n.computed) keys.add(n.property);
     else if (
       n.type === "Property" || n.type === "MethodDefinition" || n.type === "PropertyDefinition"
@@ -142,15 +142,19 @@ function _helperCall(node: Node, helpers: ReadonlySet<string>): [Node, string] |
 }
 
 /** Every node under `node` with its ancestors (nearest last), depth first. */
-function _walk(node: Node, visit: (node: Node, ancestors: readonly Node[]) => void, ancestors: Node[] = []): void {
+export function walk(
+  node: Node,
+  visit: (node: Node, ancestors: readonly Node[]) => void,
+  ancestors: Node[] = [],
+): void {
   visit(node, ancestors);
   ancestors.push(node);
   for (const [key, value] of Object.entries(node)) {
     if (key === "type" || key === "start" || key === "end") continue;
     if (Array.isArray(value)) {
-      for (const v of value) if (v && typeof v.type === "string") _walk(v, visit, ancestors);
+      for (const v of value) if (v && typeof v.type === "string") walk(v, visit, ancestors);
     } else if (value && typeof value === "object" && typeof (value as Node).type === "string") {
-      _walk(value, visit, ancestors);
+      walk(value, visit, ancestors);
     }
   }
   ancestors.pop();
@@ -180,7 +184,7 @@ export function staticNames(
       declarations.set(fn.id.name, { name: call[1], statement: st });
     }
   }
-  _walk(program, (node, ancestors) => {
+  walk(program, (node, ancestors) => {
     if (node.type === "ClassExpression" && !node.id && source.startsWith("class", node.start)) {
       const block = node.body.body[0];
       const only = block?.type === "StaticBlock" && block.body.length === 1 ? block.body[0] : undefined;
