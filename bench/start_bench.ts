@@ -74,11 +74,11 @@ async function _ranToEnd(cmd: string, args: string[]): Promise<void> {
 
 /**
  * How the scripts of the anchor rows end: held open after their output, as a start measured to its first output is
- * killed then; run with the argument `warm`, they return instead. Deno writes a module's V8 code cache once its
- * evaluation has ended, on a later turn of the event loop, so a script killed at its first output never leaves one and
- * each start of it would compile its code again. The warm-up runs each script once with `warm`, so the anchors start
- * from their code cache as the shipped agents do from theirs (`warm-cache`); before, the row of the sim's code loaded
- * and not run measured V8 compiling 318 KiB each time (1.59x bare, against ~1.1x from the cache).
+ * killed then; run with the argument `warm`, they return instead. Deno makes a module's V8 code cache when it compiles
+ * it and writes it on a later turn of the event loop, which a script killed at the output it writes in its first turn
+ * never reaches: each start of it would compile its code again. The warm-up runs each script once with `warm`, to its
+ * end, so the anchors start from their code cache as the shipped agents do from theirs (`warm-cache`); before, the row
+ * of the sim's code loaded and not run measured V8 compiling 318 KiB each time (1.59x bare, 1.1-1.3x from the cache).
  */
 const _HOLD = `if (Deno.args[0] !== "warm") await new Promise((r) => setTimeout(r, 60_000));`;
 
